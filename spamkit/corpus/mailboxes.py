@@ -1,0 +1,128 @@
+"""Mailbox formats: mbox files, Maildir and MH folders, folders of ``.eml`` files.
+
+These hold one class each; the class comes from the command line
+(``--ham INBOX --spam Junk.mbox``) or from the folder the mailbox sits in.
+They are read through :class:`~spamkit.corpus.tree.Tree`, so they work inside
+archives too. Writing to mailboxes (filtering) is not done here.
+
+mbox follows the "From " separator convention of RFC 4155: a message starts
+at a line beginning with ``From `` at the start of the file or after a blank
+line. The line itself is the envelope, not part of the message, and is not
+kept. ``>From `` quoting is left as stored (mboxo and mboxrd differ on it and
+a classifier does not care).
+"""
+
+from __future__ import annotations
+
+from .base import LabelledMessage, ReadStats, sniff_date
+from .tree import Tree, is_hidden, join, natural_key
+
+
+def is_maildir(tree: Tree, rel: str) -> bool:
+    """A folder with ``cur/`` and ``new/`` (``tmp/`` is optional in copies)."""
+    return tree.is_dir(join(rel, "cur")) and tree.is_dir(join(rel, "new"))
+
+
+def is_mh(tree: Tree, rel: str) -> bool:
+    """A folder whose messages are files named by numbers (``.mh_sequences`` optional)."""
+    if not tree.is_dir(rel):
+        return False
+    entries = tree.entries(rel)
+    if any(e.name == ".mh_sequences" for e in entries):
+        return True
+    files = [e.name for e in entries if not e.is_dir and not is_hidden(e.name)]
+    return bool(files) and all(name.isdigit() for name in files)
+
+
+def looks_like_mbox(head: bytes) -> bool:
+    """Does a file start like an mbox (``From sender date``)?"""
+    return head.startswith(b"From ") and b"\n" in head[:1024]
+
+
+def _message(tree: Tree, rel: str, ident: str, raw: bytes, label, source: str) -> LabelledMessage:
+    return LabelledMessage(id=ident, label=label, raw=raw, source=source,
+                           kind="rfc822", date=sniff_date(raw))
+
+
+def iter_mbox(tree: Tree, rel: str, label: str | None, stats: ReadStats):
+    """Yield the messages of mbox file ``rel``, streaming line by line."""
+    display = tree.display(rel)
+    lines: list[bytes] = []
+    ordinal = 0
+    prev_blank = True
+    preamble = False
+
+    def flush():
+        nonlocal ordinal
+        raw = b"".join(lines)
+        ordinal += 1                      # 1-based: the n-th message of the file
+        msg = _message(tree, rel, f"{rel}#{ordinal}", raw, label, f"{display}#{ordinal}")
+        stats.add(msg)
+        return msg
+
+    started = False
+    for line in tree.open_text_lines(rel):
+        if line.startswith(b"From ") and prev_blank:
+            if started:
+                # The blank line before "From " separates messages; it is not content.
+                if lines and lines[-1] in (b"\n", b"\r\n"):
+                    lines.pop()
+                yield flush()
+            elif lines:
+                preamble = True
+            lines = []
+            started = True
+            prev_blank = False
+            continue
+        lines.append(line)
+        prev_blank = line in (b"\n", b"\r\n")
+    if preamble:
+        # Text before the first "From " line: not a message by the format, but never dropped silently.
+        stats.skip("text before the first 'From ' line")
+    if started:
+        if lines and lines[-1] in (b"\n", b"\r\n"):
+            lines.pop()
+        yield flush()
+    elif lines:
+        # A file without any separator: one message, read as such.
+        yield flush()
+
+
+def iter_maildir(tree: Tree, rel: str, label: str | None, stats: ReadStats):
+    """Yield the messages of Maildir ``rel``: ``new/`` then ``cur/``, each in name order."""
+    for sub in ("new", "cur"):
+        folder = join(rel, sub)
+        if not tree.is_dir(folder):
+            continue
+        for entry in tree.entries(folder):
+            if entry.is_dir or is_hidden(entry.name):
+                continue
+            path = join(folder, entry.name)
+            msg = _message(tree, path, path, tree.read(path), label, tree.display(path))
+            stats.add(msg)
+            yield msg
+
+
+def iter_files(tree: Tree, rel: str, label: str | None, stats: ReadStats, kind: str = "rfc822"):
+    """Yield each file below ``rel`` (an MH folder, a folder of ``.eml`` files, one file) as a message."""
+    if tree.is_file(rel):
+        paths = [rel]
+    else:
+        paths = tree.walk_files(rel)
+    for path in paths:
+        raw = tree.read(path)
+        msg = LabelledMessage(id=path, label=label, raw=raw, source=tree.display(path),
+                              kind=kind, date=sniff_date(raw) if kind in ("rfc822", "auto") else None)
+        stats.add(msg)
+        yield msg
+
+
+def iter_mh(tree: Tree, rel: str, label: str | None, stats: ReadStats):
+    """Yield the messages of MH folder ``rel`` in numeric order (sub-folders are other mailboxes)."""
+    names = sorted((e.name for e in tree.entries(rel) if not e.is_dir and e.name.isdigit()), key=natural_key)
+    for name in names:
+        path = join(rel, name)
+        raw = tree.read(path)
+        msg = _message(tree, path, path, raw, label, tree.display(path))
+        stats.add(msg)
+        yield msg

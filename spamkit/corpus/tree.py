@@ -1,0 +1,350 @@
+"""Read-only file trees: a directory on disk, or a tar/zip archive, seen the same way.
+
+Every corpus layout (class folders, Enron-spam, TREC, SpamAssassin, Maildir,
+MH, ...) is read through a :class:`Tree`, so each layout works unchanged from
+an unpacked folder or straight from a ``.tar.gz``/``.tar.bz2``/``.tar.xz``/
+``.zip`` archive.
+
+A compressed tar stream cannot seek backwards without decompressing again
+from the start, so :class:`ArchiveTree` first decompresses it, in chunks, to an
+anonymous temporary file in the system temporary folder; members are then read
+one at a time in any order. Memory stays flat (the temporary file costs disk,
+about the unpacked size, and is deleted on close); reading a layout in its
+natural order (Enron's arrival numbers, TREC's index order) does not depend on
+the order of the members inside the archive.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..errors import CorpusError
+
+_NUMBER = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key under which ``msg2`` comes before ``msg10``.
+
+    Examples
+    --------
+    >>> sorted(["b10", "b2", "a"], key=natural_key)
+    ['a', 'b2', 'b10']
+    """
+    return tuple((0, int(part), part) if part.isdigit() else (1, 0, part)
+                 for part in _NUMBER.split(name) if part)
+
+
+def is_hidden(name: str) -> bool:
+    """Names a corpus walk never treats as messages (``.DS_Store``, ``.mh_sequences``)."""
+    return name.startswith(".") or name in {"__MACOSX", "Thumbs.db", "desktop.ini"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One name in a folder of a tree."""
+
+    name: str
+    is_dir: bool
+    size: int
+
+
+class Tree:
+    """A read-only tree of folders and files addressed by POSIX relative paths.
+
+    ``""`` is the root. Subclasses implement :meth:`entries`, :meth:`read`,
+    :meth:`kind_of` and :meth:`display`.
+    """
+
+    #: how the tree is stored: "dir", "tar", "tar.gz", "tar.bz2", "tar.xz", "zip"
+    container = "dir"
+
+    def entries(self, rel: str = "") -> list[Entry]:
+        """The entries of folder ``rel``, in natural name order."""
+        raise NotImplementedError
+
+    def kind_of(self, rel: str) -> str | None:
+        """``"dir"``, ``"file"`` or ``None`` if ``rel`` does not exist."""
+        raise NotImplementedError
+
+    def read(self, rel: str) -> bytes:
+        """The whole content of file ``rel``."""
+        raise NotImplementedError
+
+    def display(self, rel: str) -> str:
+        """A path a person can find: ``/x/enron1/ham/1.txt`` or ``/x/e.tar.gz!enron1/ham/1.txt``."""
+        raise NotImplementedError
+
+    def open_text_lines(self, rel: str):
+        """Iterate over the lines (bytes, with endings) of file ``rel``, streaming."""
+        raise NotImplementedError
+
+    def local_path(self, rel: str) -> Path | None:
+        """The file on disk, when the tree is a plain directory."""
+        return None
+
+    def close(self) -> None:
+        """Release file handles and temporary files."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def is_dir(self, rel: str) -> bool:
+        return self.kind_of(rel) == "dir"
+
+    def is_file(self, rel: str) -> bool:
+        return self.kind_of(rel) == "file"
+
+    def walk_files(self, rel: str = "", skip=("cmds",)) -> list[str]:
+        """All files below ``rel``, depth first, each folder in natural order.
+
+        Hidden names and the names in ``skip`` (the SpamAssassin corpus keeps a
+        ``cmds`` script beside its messages) are not messages and are left out.
+        """
+        out: list[str] = []
+        stack = [rel]
+        while stack:
+            folder = stack.pop()
+            subdirs = []
+            for entry in self.entries(folder):
+                if is_hidden(entry.name) or entry.name in skip:
+                    continue
+                child = join(folder, entry.name)
+                if entry.is_dir:
+                    subdirs.append(child)
+                else:
+                    out.append(child)
+            stack.extend(reversed(subdirs))
+        return out
+
+
+def join(folder: str, name: str) -> str:
+    """Join relative POSIX paths, ``""`` being the root."""
+    return f"{folder}/{name}" if folder else name
+
+
+class DirTree(Tree):
+    """A folder on disk."""
+
+    container = "dir"
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def _path(self, rel: str) -> Path:
+        return self.root / rel if rel else self.root
+
+    def entries(self, rel: str = "") -> list[Entry]:
+        path = self._path(rel)
+        try:
+            with os.scandir(path) as it:
+                found = []
+                for e in it:
+                    try:
+                        is_dir = e.is_dir()
+                        size = 0 if is_dir else e.stat().st_size
+                    except OSError:          # dangling link: list it as an empty file
+                        is_dir, size = False, 0
+                    found.append(Entry(e.name, is_dir, size))
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot list folder: {exc.strerror or exc}") from exc
+        return sorted(found, key=lambda e: natural_key(e.name))
+
+    def kind_of(self, rel: str) -> str | None:
+        path = self._path(rel)
+        if path.is_dir():
+            return "dir"
+        if path.exists():
+            return "file"
+        return None
+
+    def read(self, rel: str) -> bytes:
+        path = self._path(rel)
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+    def open_text_lines(self, rel: str):
+        path = self._path(rel)
+        try:
+            fh = open(path, "rb")
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        with fh:
+            yield from fh
+
+    def display(self, rel: str) -> str:
+        return str(self._path(rel))
+
+    def local_path(self, rel: str) -> Path | None:
+        return self._path(rel)
+
+
+_MAGIC = [(b"\x1f\x8b", "gz", gzip.open), (b"BZh", "bz2", bz2.open),
+          (b"\xfd7zXZ\x00", "xz", lzma.open)]
+
+
+def archive_kind(path: str | os.PathLike) -> str | None:
+    """``"tar"``, ``"tar.gz"``, ``"tar.bz2"``, ``"tar.xz"``, ``"zip"``, or ``None``.
+
+    Decided by content (magic numbers), not by the file name.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError:
+        return None
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        return "zip" if zipfile.is_zipfile(path) else None
+    for magic, suffix, opener in _MAGIC:
+        if head.startswith(magic):
+            try:
+                with opener(path, "rb") as fh:
+                    block = fh.read(512)
+            except (OSError, EOFError, lzma.LZMAError):
+                return None
+            return f"tar.{suffix}" if _looks_like_tar(block) else None
+    try:
+        return "tar" if tarfile.is_tarfile(path) else None
+    except OSError:
+        return None
+
+
+def _looks_like_tar(block: bytes) -> bool:
+    # POSIX ustar and GNU tar headers carry "ustar" at offset 257.
+    return len(block) >= 262 and block[257:262] == b"ustar"
+
+
+class ArchiveTree(Tree):
+    """A tar or zip archive, read member by member without unpacking it to a folder."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        kind = archive_kind(self.path)
+        if kind is None:
+            raise CorpusError(f"{self.path}: not a tar or zip archive")
+        self.container = kind
+        self._spool = None
+        self._files: dict[str, object] = {}
+        self._dirs: dict[str, dict[str, Entry]] = {"": {}}
+        try:
+            if kind == "zip":
+                self._zip = zipfile.ZipFile(self.path)
+                for info in self._zip.infolist():
+                    self._add(info.filename, info.is_dir(), info.file_size, info)
+            else:
+                self._zip = None
+                self._tar = self._open_tar(kind)
+                for member in self._tar.getmembers():
+                    if member.isdir() or member.isfile():
+                        self._add(member.name, member.isdir(), member.size, member)
+        except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError) as exc:
+            self.close()
+            raise CorpusError(f"{self.path}: damaged {kind} archive: {exc}") from exc
+
+    def _open_tar(self, kind: str) -> tarfile.TarFile:
+        if kind == "tar":
+            return tarfile.open(self.path, "r:")
+        opener = {"tar.gz": gzip.open, "tar.bz2": bz2.open, "tar.xz": lzma.open}[kind]
+        self._spool = tempfile.TemporaryFile(prefix="spamkit-")
+        with opener(self.path, "rb") as src:
+            shutil.copyfileobj(src, self._spool, 1 << 20)
+        self._spool.seek(0)
+        return tarfile.open(fileobj=self._spool, mode="r:")
+
+    def _add(self, name: str, is_dir: bool, size: int, handle) -> None:
+        parts = [p for p in PurePosixPath(name).parts if p not in ("", ".", "/")]
+        if not parts or ".." in parts:
+            return                                  # never follow paths out of the archive
+        for depth in range(len(parts) - 1):         # implied parent folders
+            parent = "/".join(parts[:depth])
+            self._dirs.setdefault(parent, {})[parts[depth]] = Entry(parts[depth], True, 0)
+            self._dirs.setdefault("/".join(parts[:depth + 1]), {})
+        rel = "/".join(parts)
+        parent = "/".join(parts[:-1])
+        self._dirs.setdefault(parent, {})[parts[-1]] = Entry(parts[-1], is_dir, size)
+        if is_dir:
+            self._dirs.setdefault(rel, {})
+        else:
+            self._files[rel] = handle
+
+    def entries(self, rel: str = "") -> list[Entry]:
+        if rel not in self._dirs:
+            raise CorpusError(f"{self.display(rel)}: no such folder in the archive")
+        return sorted(self._dirs[rel].values(), key=lambda e: natural_key(e.name))
+
+    def kind_of(self, rel: str) -> str | None:
+        if rel in self._dirs:
+            return "dir"
+        if rel in self._files:
+            return "file"
+        return None
+
+    def read(self, rel: str) -> bytes:
+        handle = self._files.get(rel)
+        if handle is None:
+            raise CorpusError(f"{self.display(rel)}: no such file in the archive")
+        try:
+            if self._zip is not None:
+                return self._zip.read(handle)
+            fh = self._tar.extractfile(handle)
+            return fh.read() if fh is not None else b""
+        except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError) as exc:
+            raise CorpusError(f"{self.display(rel)}: cannot read member: {exc}") from exc
+
+    def open_text_lines(self, rel: str):
+        handle = self._files.get(rel)
+        if handle is None:
+            raise CorpusError(f"{self.display(rel)}: no such file in the archive")
+        if self._zip is not None:
+            fh = self._zip.open(handle)
+        else:
+            fh = self._tar.extractfile(handle)
+        with fh:
+            yield from fh
+
+    def display(self, rel: str) -> str:
+        return f"{self.path}!{rel}" if rel else str(self.path)
+
+    def close(self) -> None:
+        for attr in ("_zip", "_tar"):
+            obj = getattr(self, attr, None)
+            if obj is not None:
+                obj.close()
+                setattr(self, attr, None)
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+
+def open_tree(path: str | os.PathLike) -> tuple[Tree, str]:
+    """Open ``path`` as a tree; returns ``(tree, rel)`` where ``rel`` addresses ``path`` in it.
+
+    A folder is its own tree (``rel == ""``); an archive is a tree of its
+    members; any other file is addressed inside the tree of its folder.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CorpusError(f"{path}: no such file or folder")
+    if path.is_dir():
+        return DirTree(path), ""
+    if not os.access(path, os.R_OK):
+        raise CorpusError(f"{path}: permission denied")
+    if archive_kind(path) is not None:
+        return ArchiveTree(path), ""
+    return DirTree(path.parent), path.name

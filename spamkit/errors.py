@@ -1,0 +1,29 @@
+"""The exception hierarchy: every error spamkit raises on purpose.
+
+The command line turns any :class:`SpamkitError` into a one-line
+``Error: ...`` message and exit status 1; anything else is a bug.
+"""
+
+
+class SpamkitError(Exception):
+    """Base class for everything spamkit raises on purpose."""
+
+
+class ConfigError(SpamkitError, ValueError):
+    """A parameter is outside its documented domain."""
+
+
+class CorpusError(SpamkitError):
+    """A corpus cannot be read as the requested format."""
+
+
+class NotFittedError(SpamkitError, AttributeError):
+    """An estimator or filter was used before fit/train."""
+
+
+class ModelFormatError(SpamkitError):
+    """Unknown FORMAT_VERSION or a corrupt filter file."""
+
+
+class ResourceMissingError(SpamkitError):
+    """An optional resource (a user's stop-word file, an optional extra) is absent."""
