@@ -249,7 +249,10 @@ _POLICY = _RawHeaders()
 
 def _payload_bytes(part: _EmailMessage, defects: list[str], max_part_bytes: int) -> bytes:
     """The decoded content of a leaf part, its encoded form cut at ``max_part_bytes``."""
-    payload = part.get_payload()
+    # The stored payload, not get_payload(): for 8-bit text, compat32's get_payload()
+    # re-decodes the raw bytes with the declared charset and errors="replace", so a
+    # charset lie could no longer be detected and recovered here.
+    payload = part._payload
     if isinstance(payload, list):           # a message/* part parsed as a container
         return b""
     if payload is None:

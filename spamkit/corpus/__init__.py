@@ -156,6 +156,12 @@ class Corpus:
                 self.format, self.rel = detect_format(self.tree, rel, mailbox_only=label is not None)
             else:
                 self.format, self.rel = format, rel
+            if self.format == "trec" and isinstance(self.tree, DirTree):
+                # Index paths climb out of full/ ("../data/inmail.1"): root the tree at the
+                # corpus folder whether the user named it, its full/ folder or the index.
+                index = self.tree.local_path(find_trec_index(self.tree, self.rel) or self.rel)
+                self.tree = DirTree(index.parent.parent)
+                self.rel = f"{index.parent.name}/{index.name}"
             if self.label is not None and self.format in LABELLED_FORMATS:
                 raise CorpusError(f"{self.path}: a labelled corpus ({self.format}) carries its own "
                                   "labels; give it without a class (not with --ham/--spam/--class)")

@@ -1,0 +1,61 @@
+"""Click parameter types and the options shared by commands that read corpora."""
+
+from __future__ import annotations
+
+import click
+
+from ..corpus import FORMATS, Corpus
+from ..labels import normalise_label
+
+
+class ClassPathParam(click.ParamType):
+    """``NAME=PATH``: a mailbox or folder whose messages all belong to class NAME."""
+
+    name = "NAME=PATH"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        name, sep, path = value.partition("=")
+        if not sep or not name.strip() or not path:
+            self.fail(f"expected NAME=PATH, got {value!r}", param, ctx)
+        return normalise_label(name), path
+
+
+def corpus_options(func):
+    """``CORPUS...`` plus ``--ham``, ``--spam``, ``--class``, ``--format``, ``--classes``."""
+    options = [
+        click.argument("corpus", nargs=-1, type=click.Path(exists=True, dir_okay=True, readable=True)),
+        click.option("--ham", "ham", multiple=True, type=click.Path(exists=True),
+                     help="A mailbox (mbox, Maildir, MH, .eml folder) whose messages are all ham. Repeatable."),
+        click.option("--spam", "spam", multiple=True, type=click.Path(exists=True),
+                     help="A mailbox whose messages are all spam. Repeatable."),
+        click.option("--class", "extra", multiple=True, type=ClassPathParam(),
+                     help="NAME=PATH: a mailbox whose messages all belong to class NAME. Repeatable."),
+        click.option("--format", "fmt", type=click.Choice(("auto",) + FORMATS), default="auto",
+                     show_default=True, help="Corpus layout; auto detects it from the content."),
+        click.option("--classes", default="ham,spam", show_default=True,
+                     help="Labels a TSV/CSV may use, comma-separated; 'any' accepts every label."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def open_corpora(corpus, ham, spam, extra, fmt, classes) -> list[Corpus]:
+    """The :class:`Corpus` objects named by :func:`corpus_options`; raises ``UsageError`` if none."""
+    allowed = None if classes.strip().lower() == "any" else tuple(c for c in classes.split(",") if c.strip())
+    specs = [(path, None) for path in corpus]
+    specs += [(path, "ham") for path in ham] + [(path, "spam") for path in spam]
+    specs += [(path, name) for name, path in extra]
+    if not specs:
+        raise click.UsageError("name at least one corpus (CORPUS, --ham, --spam or --class)")
+    opened = []
+    try:
+        for path, label in specs:
+            opened.append(Corpus(path, format=fmt, label=label, classes=allowed))
+    except BaseException:
+        for c in opened:
+            c.close()
+        raise
+    return opened

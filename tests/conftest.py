@@ -1,0 +1,35 @@
+"""Shared fixtures: the real corpora in ../shared/corpora, found through one helper.
+
+``SPAMKIT_CORPORA`` overrides the location. Tests that need a corpus skip when it
+is absent, except under CI (``CI=true``), where its absence is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "corpora" / "sample"
+
+
+def corpora_root() -> Path:
+    return Path(os.environ.get("SPAMKIT_CORPORA", REPO.parent / "shared" / "corpora"))
+
+
+def shared_corpus(relative: str) -> Path:
+    """Path of a real corpus file; skip (or fail under CI) when it is missing."""
+    path = corpora_root() / relative
+    if not path.exists():
+        message = f"real corpus {path} not found (set SPAMKIT_CORPORA)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture
+def sample_corpus() -> Path:
+    return SAMPLE

@@ -1,0 +1,337 @@
+"""Corpus readers on small fixtures built in tmp_path: every format, detection, order, errors."""
+
+from __future__ import annotations
+
+import io
+import mailbox
+import tarfile
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from spamkit.corpus import Corpus, iter_corpora, require_classes
+from spamkit.corpus.tree import natural_key
+from spamkit.errors import CorpusError
+
+
+def mail(subject: str, body: str = "hello", date: str = "Mon, 2 Apr 2007 10:00:00 +0000") -> bytes:
+    return f"From: a@example.org\nSubject: {subject}\nDate: {date}\n\n{body}\n".encode()
+
+
+def write(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def read(corpus: Corpus):
+    with corpus:
+        return [(m.id, m.label, m.raw, m.kind) for m in corpus]
+
+
+# ---------------------------------------------------------------- layouts
+
+@pytest.fixture
+def enron(tmp_path) -> Path:
+    root = tmp_path / "enron1"
+    # arrival numbers interleave the classes; file-system order is not arrival order
+    write(root / "ham" / "0003.2001-05-01.kaminski.ham.txt", b"Subject: re: model\nsee the attached model\n")
+    write(root / "spam" / "0002.2001-04-30.GP.spam.txt", b"Subject: cheap meds\nbuy now\n")
+    write(root / "ham" / "0010.2001-06-01.kaminski.ham.txt", b"Subject: lunch\nnoon ?\n")
+    write(root / "ham" / "0001.2001-04-29.kaminski.ham.txt", b"Subject: hello\nfirst\n")
+    write(root / "Summary.txt", b"not a message")
+    return root
+
+
+def test_enron_folder_in_arrival_order_with_dates(enron):
+    with Corpus(enron) as c:
+        msgs = list(c)
+        assert c.format == "enron"
+    assert [m.id.split("/")[-1][:4] for m in msgs] == ["0001", "0002", "0003", "0010"]
+    assert [m.label for m in msgs] == ["ham", "spam", "ham", "ham"]
+    assert all(m.kind == "enron" for m in msgs)
+    assert str(msgs[1].date) == "2001-04-30"
+    assert c.stats.per_class == Counter(ham=3, spam=1)
+
+
+def _tar(src: Path, dest: Path, mode: str) -> Path:
+    with tarfile.open(dest, mode) as tar:
+        tar.add(src, arcname=src.name)
+    return dest
+
+
+@pytest.mark.parametrize("suffix, mode", [(".tar.gz", "w:gz"), (".tar.bz2", "w:bz2"), (".tar", "w"),
+                                          (".tar.xz", "w:xz")])
+def test_enron_inside_tar_archives_equals_folder(enron, tmp_path, suffix, mode):
+    archive = _tar(enron, tmp_path / f"e{suffix}", mode)
+    with Corpus(archive) as c:
+        assert c.format == "enron" and c.container == suffix[1:]
+        got = [(m.id, m.label, m.raw) for m in c]
+    expected = [(f"enron1/{i}", label, raw) for i, label, raw, _ in read(Corpus(enron))]
+    assert got == expected
+
+
+def test_zip_archive(enron, tmp_path):
+    archive = tmp_path / "e.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for p in sorted(enron.rglob("*")):
+            if p.is_file():
+                z.write(p, f"enron1/{p.relative_to(enron)}")
+    with Corpus(archive) as c:
+        assert (c.format, c.container) == ("enron", "zip")
+        assert [m.label for m in c] == ["ham", "spam", "ham", "ham"]
+
+
+def test_archive_named_wrongly_is_detected_by_content(enron, tmp_path):
+    archive = _tar(enron, tmp_path / "corpus.dat", "w:gz")
+    with Corpus(archive) as c:
+        assert c.format == "enron"
+
+
+@pytest.fixture
+def trec(tmp_path) -> Path:
+    root = tmp_path / "trec"
+    for i in range(1, 6):
+        write(root / "data" / f"inmail.{i}", mail(f"m{i}"))
+    # index order is delivery order, deliberately not name order
+    write(root / "full" / "index", b"spam ../data/inmail.3\nham ../data/inmail.1\n\nspam ../data/inmail.5\n"
+          b"ham ../data/inmail.2\nspam ../data/inmail.4\n")
+    return root
+
+
+def test_trec_index_order_preserved(trec):
+    for path in (trec, trec / "full", trec / "full" / "index"):
+        with Corpus(path) as c:
+            msgs = list(c)
+            assert c.format == "trec"
+        assert [m.id for m in msgs] == [f"data/inmail.{i}" for i in (3, 1, 5, 2, 4)]
+        assert [m.label for m in msgs] == ["spam", "ham", "spam", "ham", "spam"]
+        assert c.stats.skipped == Counter({"blank index line": 1})
+        assert str(msgs[0].date) == "2007-04-02"
+
+
+def test_trec_in_archive(trec, tmp_path):
+    archive = _tar(trec, tmp_path / "trec.tgz", "w:gz")
+    with Corpus(archive) as c:
+        assert [m.id for m in c] == [f"trec/data/inmail.{i}" for i in (3, 1, 5, 2, 4)]
+
+
+def test_trec_bad_line_and_missing_file(trec):
+    index = trec / "full" / "index"
+    index.write_bytes(b"spam ../data/inmail.1\nthis line is wrong here\n")
+    with pytest.raises(CorpusError, match=r"index:2: expected '<spam\|ham> <path>'"):
+        read(Corpus(trec))
+    index.write_bytes(b"spam ../data/inmail.99\n")
+    with pytest.raises(CorpusError, match=r"index:1: message file '../data/inmail.99' is missing"):
+        read(Corpus(trec))
+
+
+def test_spamassassin_layout(tmp_path):
+    root = tmp_path / "sa"
+    write(root / "easy_ham" / "00001.abc", mail("e1"))
+    write(root / "easy_ham" / "cmds", b"mv 00001 00001.abc\n")
+    write(root / "hard_ham" / "00002.def", mail("h1"))
+    write(root / "spam_2" / "00003.fff", mail("s1"))
+    with Corpus(root) as c:
+        msgs = list(c)
+        assert c.format == "spamassassin"
+    assert [(m.id, m.label) for m in msgs] == [("easy_ham/00001.abc", "ham"), ("hard_ham/00002.def", "ham"),
+                                                ("spam_2/00003.fff", "spam")]
+
+
+def test_class_folders_any_names_and_natural_order(tmp_path):
+    root = tmp_path / "news"
+    for name in ("m10", "m2", "m1"):
+        write(root / "sports" / name, b"goal scored in the final minute")
+    write(root / "politics" / "a.eml", mail("vote"))
+    write(root / "politics" / "deeper" / "b.eml", mail("poll"))
+    write(root / "politics" / ".DS_Store", b"junk")
+    with Corpus(root, classes=None) as c:
+        msgs = list(c)
+        assert c.format == "folders"
+    assert [(m.id, m.label) for m in msgs] == [
+        ("politics/a.eml", "politics"), ("politics/deeper/b.eml", "politics"),
+        ("sports/m1", "sports"), ("sports/m2", "sports"), ("sports/m10", "sports")]
+    assert msgs[-1].kind == "auto"
+
+
+def test_class_folder_holding_maildir_and_mh(tmp_path):
+    root = tmp_path / "c"
+    root.mkdir()
+    md = mailbox.Maildir(root / "ham", create=True)
+    md.add(mail("one"))
+    md.add(mail("two"))
+    mh = mailbox.MH(root / "spam", create=True)
+    mh.add(mail("three"))
+    with Corpus(root) as c:
+        labels = [m.label for m in c]
+    assert sorted(labels) == ["ham", "ham", "spam"]
+
+
+def test_tsv_sms_like(tmp_path):
+    path = write(tmp_path / "SMS", "ham\tOk lar...\nspam\tFree entry £100\n\nham\tsee you\n".encode())
+    with Corpus(path) as c:
+        msgs = list(c)
+        assert c.format == "tsv"
+        assert c.stats.skipped == Counter({"blank line": 1})
+    assert [(m.id, m.label, m.raw.decode(), m.kind) for m in msgs] == [
+        ("SMS:1", "ham", "Ok lar...", "text"), ("SMS:2", "spam", "Free entry £100", "text"),
+        ("SMS:4", "ham", "see you", "text")]
+
+
+def test_tsv_non_utf8_line_kept_and_counted(tmp_path):
+    path = write(tmp_path / "t.tsv", b"ham\tok\nspam\twin \xa3100\n")
+    with Corpus(path) as c:
+        msgs = list(c)
+        assert msgs[1].raw.decode() == "win £100"
+        assert sum(c.stats.skipped.values()) == 1
+
+
+def test_tsv_unknown_label(tmp_path):
+    path = write(tmp_path / "t.tsv", b"ham\tok\nspma\toops\n")
+    with pytest.raises(CorpusError, match=r"t.tsv:2: unknown label 'spma'; expected one of ham, spam"):
+        read(Corpus(path))
+    assert [m[1] for m in read(Corpus(path, classes=None))] == ["ham", "spma"]
+
+
+def test_csv_with_header_and_multiline_field(tmp_path):
+    path = write(tmp_path / "spam.csv", b'v1,v2,,\nham,"Go until jurong point",,\nspam,"Free\nentry, win",,\n')
+    with Corpus(path) as c:
+        msgs = list(c)
+        assert c.format == "csv"
+    assert [(m.label, m.raw) for m in msgs] == [("ham", b"Go until jurong point"), ("spam", b"Free\nentry, win")]
+    assert msgs[1].id == "spam.csv:4"          # the line where the record ends
+
+
+def test_mbox_with_label(tmp_path):
+    box = mailbox.mbox(tmp_path / "Junk.mbox")
+    for s in ("a", "b", "c"):
+        box.add(mail(s, body="From the start\nline"))
+    box.flush()
+    with Corpus(tmp_path / "Junk.mbox", label="spam") as c:
+        msgs = list(c)
+        assert c.format == "mbox"
+    assert [m.id for m in msgs] == ["Junk.mbox#1", "Junk.mbox#2", "Junk.mbox#3"]
+    assert all(m.label == "spam" and m.kind == "rfc822" for m in msgs)
+    # the body line that started with "From " was quoted by the writer and stays in the message
+    assert b">From the start" in msgs[0].raw
+    assert msgs[0].raw.startswith(b"From: a@example.org")
+
+
+def test_mbox_unlabelled(tmp_path):
+    path = write(tmp_path / "inbox", b"From x@y Mon Apr  2 10:00:00 2007\nSubject: a\n\nbody\n")
+    with Corpus(path) as c:
+        msgs = list(c)
+        assert not c.labelled
+    assert msgs[0].label is None and msgs[0].raw == b"Subject: a\n\nbody\n"
+
+
+def test_maildir_new_then_cur(tmp_path):
+    md = mailbox.Maildir(tmp_path / "INBOX", create=True)
+    md.add(mail("unread"))
+    key = md.add(mail("read"))
+    msg = md.get_message(key)
+    msg.set_subdir("cur")
+    md[key] = msg
+    with Corpus(tmp_path / "INBOX", label="ham") as c:
+        assert c.format == "maildir"
+        subjects = [m.raw.split(b"Subject: ")[1].split(b"\n")[0] for m in c]
+    assert sorted(subjects) == [b"read", b"unread"]
+
+
+def test_mh_numeric_order(tmp_path):
+    root = tmp_path / "mh"
+    for n in (10, 2, 1):
+        write(root / str(n), mail(f"n{n}"))
+    write(root / ".mh_sequences", b"unseen: 1\n")
+    with Corpus(root, label="ham") as c:
+        assert c.format == "mh"
+        assert [m.id for m in c] == ["1", "2", "10"]
+
+
+def test_eml_folder_and_single_file(tmp_path):
+    root = tmp_path / "eml"
+    write(root / "b.eml", mail("b"))
+    write(root / "a.eml", mail("a"))
+    with Corpus(root, label="spam") as c:
+        assert c.format == "eml"
+        assert [m.id for m in c] == ["a.eml", "b.eml"]
+    with Corpus(root / "a.eml") as c:
+        assert c.format == "eml"
+        assert [m.label for m in c] == [None]
+
+
+def test_labelled_corpus_refuses_a_class(enron):
+    with pytest.raises(CorpusError, match="carries its own labels"):
+        Corpus(enron.parent / "enron1", format="enron", label="ham")
+
+
+# ---------------------------------------------------------------- errors
+
+def test_missing_path():
+    with pytest.raises(CorpusError, match="no such file or folder"):
+        Corpus("/no/such/corpus")
+
+
+def test_unknown_format(tmp_path):
+    with pytest.raises(CorpusError, match="unknown format 'outlook'"):
+        Corpus(tmp_path, format="outlook")
+
+
+def test_empty_corpus(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CorpusError, match="empty folder"):
+        Corpus(tmp_path / "empty")
+    write(tmp_path / "e.tsv", b"\n\n")
+    with pytest.raises(CorpusError, match="no messages found"):
+        read(Corpus(tmp_path / "e.tsv", format="tsv"))
+
+
+def test_damaged_archive(tmp_path, enron):
+    archive = _tar(enron, tmp_path / "e.tar.gz", "w:gz")
+    data = archive.read_bytes()
+    archive.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CorpusError, match="damaged tar.gz archive"):
+        Corpus(archive)
+
+
+def test_unreadable_file(tmp_path):
+    import os
+    path = write(tmp_path / "x.tsv", b"ham\thi\n")
+    path.chmod(0)
+    if os.access(path, os.R_OK):               # running as root: permissions do not apply
+        pytest.skip("root can read anything")
+    with pytest.raises(CorpusError, match="permission denied"):
+        Corpus(path)
+
+
+def test_single_class_where_two_are_needed():
+    with pytest.raises(CorpusError, match="needs at least 2 classes, found ham: 3"):
+        require_classes(Counter(ham=3), "corpus")
+    with pytest.raises(CorpusError, match="2 messages have no class"):
+        require_classes(Counter({None: 2, "ham": 1}), "corpus")
+    require_classes(Counter(ham=3, spam=1), "corpus")
+
+
+def test_iter_corpora_prefixes_ids(tmp_path):
+    a = write(tmp_path / "a.tsv", b"ham\tx\n")
+    b = write(tmp_path / "b.tsv", b"spam\ty\n")
+    ids = [m.id for m in iter_corpora([Corpus(a), Corpus(b)])]
+    assert ids == ["a.tsv:a.tsv:1", "b.tsv:b.tsv:1"]
+
+
+def test_reading_is_streaming(tmp_path):
+    # A reader is a generator: taking one message does not read the others.
+    root = tmp_path / "c"
+    write(root / "ham" / "1", mail("x"))
+    write(root / "spam" / "2", mail("y"))
+    (root / "spam" / "3").mkdir(parents=True)          # unreadable as a message only if reached
+    it = iter(Corpus(root))
+    first = next(it)
+    assert first.label == "ham"
+
+
+def test_natural_key():
+    assert sorted(["inmail.10", "inmail.9", "inmail.100"], key=natural_key) == ["inmail.9", "inmail.10", "inmail.100"]
