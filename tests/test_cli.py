@@ -1,0 +1,94 @@
+"""The command line, driven with click's CliRunner: exit statuses, output, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from spamkit.cli import cli
+
+from conftest import SAMPLE
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_help_lists_commands():
+    result = run("--help")
+    assert result.exit_code == 0
+    assert "corpus" in result.output
+
+
+def test_version():
+    result = run("--version")
+    assert result.exit_code == 0 and "spamkit, version" in result.output
+
+
+def test_corpus_on_sample_text():
+    result = run("corpus", str(SAMPLE))
+    assert result.exit_code == 0, result.output
+    assert "format     folders (dir)" in result.output
+    assert "messages   240  (ham 130, spam 110)" in result.output
+    assert "needed a fallback" in result.output
+
+
+def test_corpus_json_counts_agree_with_files():
+    result = run("corpus", "--json", str(SAMPLE))
+    assert result.exit_code == 0
+    (survey,) = json.loads(result.output)
+    files = {p.parent.name: 0 for p in SAMPLE.rglob("*.eml")}
+    for p in SAMPLE.rglob("*.eml"):
+        files[p.parent.name] += 1
+    assert survey["per_class"] == files
+    assert survey["n_bytes"] == sum(p.stat().st_size for p in SAMPLE.rglob("*.eml"))
+    assert 0 < survey["n_with_fallback"] < survey["n_messages"]
+
+
+def test_corpus_with_class_options(tmp_path):
+    (tmp_path / "in.mbox").write_bytes(b"From a Mon Apr  2 10:00:00 2007\nSubject: x\n\nhi\n")
+    result = run("corpus", "--ham", str(tmp_path / "in.mbox"), "--class", f"news={SAMPLE / 'ham'}")
+    assert result.exit_code == 0, result.output
+    assert "(ham 1)" in result.output
+    assert "(news 130)" in result.output
+
+
+def test_strict_fails_on_fallback():
+    result = CliRunner().invoke(cli, ["corpus", "--strict", str(SAMPLE)])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: ") and "parse fallback needed" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_inputs_give_one_line_errors(tmp_path):
+    runner = CliRunner()
+    bad_tsv = tmp_path / "bad.tsv"
+    bad_tsv.write_bytes(b"ham\thello\nspma\toops\n")
+    result = runner.invoke(cli, ["corpus", str(bad_tsv)])
+    assert result.exit_code == 1
+    assert result.output.strip() == (f"Error: {bad_tsv}:2: unknown label 'spma'; expected one of ham, spam "
+                                     "(name other classes with --classes)")
+    result = runner.invoke(cli, ["corpus", str(tmp_path / "missing")])
+    assert result.exit_code == 2 and "does not exist" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = runner.invoke(cli, ["corpus", str(empty)])
+    assert result.exit_code == 1 and "empty folder" in result.output
+    result = runner.invoke(cli, ["corpus"])
+    assert result.exit_code == 2 and "name at least one corpus" in result.output
+    result = runner.invoke(cli, ["corpus", "--class", "nonsense", str(SAMPLE)])
+    assert result.exit_code == 2 and "expected NAME=PATH" in result.output
+
+
+def test_console_script_runs_as_a_process(tmp_path):
+    # The installed entry point, not only the click object.
+    bad = tmp_path / "bad.tsv"
+    bad.write_bytes(b"nothing tabbed here\n")
+    proc = subprocess.run([sys.executable, "-m", "spamkit", "corpus", "--format", "tsv", str(bad)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: ") and "Traceback" not in proc.stderr
+    assert "bad.tsv:1: expected '<label><TAB><text>'" in proc.stderr

@@ -1,0 +1,87 @@
+"""Data flows one way: corpus -> message -> text -> features -> models -> decision -> report.
+
+Each module may import only the spamkit modules its stage is allowed to see
+(the table in ../shared/STYLE.md, section 1). A new module must be added here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import spamkit
+
+PACKAGE = Path(spamkit.__file__).parent
+
+# stage -> spamkit stages it may import (its own stage is always allowed)
+ALLOWED = {
+    "errors": set(),
+    "labels": set(),
+    "corpus": {"errors", "labels"},
+    "htmltext": set(),
+    "message": {"errors", "htmltext"},
+    "text": {"errors", "message"},
+    "features": {"errors"},
+    "models": {"errors", "labels"},
+    "decision": {"errors", "labels"},
+    "metrics": {"errors", "labels"},
+    "pipeline": {"errors", "labels", "corpus", "message", "htmltext", "text", "features", "models",
+                 "decision", "metrics", "persist"},
+    "evaluation": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision",
+                   "metrics", "pipeline", "persist"},
+    "persist": {"errors", "labels", "text", "features", "models", "decision"},
+    "report": {"errors", "labels"},
+    "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version"},
+    "__main__": {"cli"},
+    "__init__": set(),
+}
+
+
+def stage_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0].removesuffix(".py")
+
+
+def imported_stages(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package_parts = path.relative_to(PACKAGE).parent.parts
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:            # relative: resolve against this module's package
+                base = list(package_parts[: len(package_parts) - (node.level - 1)])
+                target = base + (node.module.split(".") if node.module else [])
+                if not target:        # "from .. import x" at the top: x is the stage
+                    found.update("version" if a.name == "__version__" else a.name for a in node.names)
+                    continue
+                found.add(target[0])
+            elif node.module and node.module.split(".")[0] == "spamkit":
+                parts = node.module.split(".")
+                found.add(parts[1] if len(parts) > 1 else "version")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "spamkit" and len(parts) > 1:
+                    found.add(parts[1])
+    return found
+
+
+def test_every_module_respects_the_module_map():
+    violations = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        stage = stage_of(path)
+        assert stage in ALLOWED, f"{path}: stage {stage!r} is not in the module map; add it to ALLOWED"
+        for imported in imported_stages(path) - {stage}:
+            if imported not in ALLOWED[stage]:
+                violations.append(f"{path.relative_to(PACKAGE)} imports {imported}")
+    assert violations == []
+
+
+def test_the_checker_catches_a_violation(tmp_path):
+    # The checker must be able to fail: a corpus module importing a model is caught.
+    fake = PACKAGE / "corpus" / "_layering_probe.py"
+    try:
+        fake.write_text("from ..models import naive_bayes\n")
+        assert imported_stages(fake) == {"models"}
+    finally:
+        fake.unlink()
