@@ -1,9 +1,11 @@
 """Corpus readers: labelled messages from every common layout, through one interface.
 
->>> from spamkit.corpus import Corpus                        # doctest: +SKIP
->>> with Corpus("enron1.tar.gz") as corpus:                  # doctest: +SKIP
-...     for msg in corpus:
-...         msg.id, msg.label, len(msg.raw)
+::
+
+    from spamkit.corpus import Corpus
+    with Corpus("enron1.tar.gz") as corpus:
+        for msg in corpus:
+            print(msg.id, msg.label, len(msg.raw))
 
 A :class:`Corpus` streams :class:`LabelledMessage` objects (id, label, raw
 bytes, source, date, and how to parse them) one at a time; nothing is decoded
@@ -59,11 +61,15 @@ FORMATS = LABELLED_FORMATS + MAILBOX_FORMATS
 
 def _head(tree: Tree, rel: str, n: int = 8192) -> bytes:
     chunks, size = [], 0
-    for line in tree.open_text_lines(rel):
-        chunks.append(line)
-        size += len(line)
-        if size >= n:
-            break
+    lines = tree.open_text_lines(rel)
+    try:
+        for line in lines:
+            chunks.append(line)
+            size += len(line)
+            if size >= n:
+                break
+    finally:
+        lines.close()                       # release the file now, not at garbage collection
     return b"".join(chunks)[:n]
 
 
