@@ -1,0 +1,213 @@
+"""Text analysis: a parsed message (or plain text) to a list of tokens.
+
+Owns tokenizing, stop words and stemming; the only user of nltk. Takes
+:class:`spamkit.message.Message` objects (or text, or raw bytes, which are
+parsed first) and returns ``list[str]``; building matrices is left to
+:mod:`spamkit.features`.
+
+Tokens from different places are different features:
+
+========================  =================================================
+token                     from
+========================  =================================================
+``free``                  a word of the body (after stop words and stemming)
+``subject:free``          a word of the Subject (likewise any header field
+                          named in ``headers``: ``from:example.com``)
+``url:example.com``       the host (and parent domain) of a URL in the body
+                          or in an HTML attribute
+``attach:type:image/gif``  an attachment's MIME type; ``attach:ext:exe``
+``meta:html``             the message has HTML; ``meta:defect:charset-unknown``
+                          a parse fallback; ``meta:long-token`` a word
+                          longer than ``max_len``; ``meta:number`` a number
+                          (with ``numbers="collapse"``)
+``free money``            a word bigram (with ``ngram_max=2``)
+========================  =================================================
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields
+
+from ..errors import ConfigError
+from ..message import Message, parse_message
+from .stem import STEMMERS, CachedStemmer
+from .stopwords import english, load_stop_words
+from .tokenize import URL_PATTERN, WORD_PATTERN, is_number, url_hosts
+
+__all__ = ["Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
+
+#: header fields whose words become field-prefixed tokens by default
+DEFAULT_HEADERS = ("subject", "from", "reply-to", "to", "cc", "sender", "x-mailer", "user-agent",
+                   "content-type")
+NUMBER_MODES = ("keep", "drop", "collapse")
+
+
+@dataclass
+class Analyzer:
+    """Message or text to tokens; its configuration is saved in every model.
+
+    Parameters
+    ----------
+    lowercase : bool
+        Lower-case before tokenizing.
+    token_pattern : str
+        Regular expression of one word (default :data:`~spamkit.text.tokenize.WORD_PATTERN`).
+    numbers : {"keep", "drop", "collapse"}
+        What to do with tokens that are numbers; "collapse" turns each into ``meta:number``.
+    min_len, max_len : int
+        Words shorter than ``min_len`` are dropped; longer than ``max_len`` become ``meta:long-token``.
+    ngram_max : int
+        Also emit word n-grams up to this length (1 = words only), joined by a space.
+    stop_words : str
+        ``"none"``, ``"english"`` (shipped list), or a path to a file of words.
+    stemmer : {"none", "porter", "snowball", "lancaster"}
+    language : str
+        Snowball language.
+    headers : tuple of str
+        Header fields tokenized with a ``field:`` prefix.
+    urls : bool
+        Emit ``url:host`` tokens.
+    meta : bool
+        Emit ``attach:``, ``meta:html`` and ``meta:defect:`` tokens.
+
+    Examples
+    --------
+    >>> a = Analyzer(stop_words="english", stemmer="porter")
+    >>> a("Winning the lottery: visit http://www.prize.example.com/claim now!")
+    ['win', 'lotteri', 'visit', 'http', 'www.prize.example.com', 'claim', 'url:prize.example.com', 'url:example.com']
+    >>> m = parse_message(b"Subject: Free money\\nFrom: Bob <bob@spam.example>\\n\\nfree offer")
+    >>> Analyzer()(m)
+    ['free', 'offer', 'subject:free', 'subject:money', 'from:bob', 'from:bob', 'from:spam.example']
+    """
+
+    lowercase: bool = True
+    token_pattern: str = WORD_PATTERN
+    numbers: str = "keep"
+    min_len: int = 2
+    max_len: int = 40
+    ngram_max: int = 1
+    stop_words: str = "none"
+    stemmer: str = "none"
+    language: str = "english"
+    headers: tuple = DEFAULT_HEADERS
+    urls: bool = True
+    meta: bool = True
+    _stop_list: frozenset = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.numbers not in NUMBER_MODES:
+            raise ConfigError(f"numbers must be one of {', '.join(NUMBER_MODES)}, got {self.numbers!r}")
+        if not (isinstance(self.min_len, int) and isinstance(self.max_len, int)
+                and 1 <= self.min_len <= self.max_len):
+            raise ConfigError(f"need 1 <= min_len <= max_len, got {self.min_len}, {self.max_len}")
+        if not (isinstance(self.ngram_max, int) and 1 <= self.ngram_max <= 5):
+            raise ConfigError(f"ngram_max must be 1 to 5, got {self.ngram_max!r}")
+        try:
+            self._regex = re.compile(self.token_pattern)
+        except re.error as exc:
+            raise ConfigError(f"token_pattern is not a regular expression: {exc}") from None
+        self.headers = tuple(h.lower() for h in self.headers)
+        if self._stop_list is None:
+            self._stop_list = load_stop_words(self.stop_words)
+        self._stem = CachedStemmer(self.stemmer, self.language)
+
+    # ----------------------------------------------------------- configuration
+
+    def get_config(self) -> dict:
+        """A JSON-serialisable configuration; a user's stop-word file is stored as its words."""
+        config = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+        config["headers"] = list(self.headers)
+        if self.stop_words not in ("none", "english"):
+            config["stop_words"] = "custom"
+            config["stop_word_list"] = sorted(self._stop_list)
+        elif self.stop_words == "english":
+            # The shipped list may change between versions; the model keeps the one it used.
+            config["stop_word_list"] = sorted(english())
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Analyzer":
+        """Rebuild the analyzer a model was trained with."""
+        config = dict(config)
+        stop_list = config.pop("stop_word_list", None)
+        known = {f.name for f in fields(cls) if not f.name.startswith("_")}
+        unknown = set(config) - known
+        if unknown:
+            raise ConfigError(f"unknown analyzer settings {sorted(unknown)}; "
+                              "was this model written by a newer spamkit?")
+        if config.get("stop_words") == "custom" or stop_list is not None:
+            config["stop_words"] = config.get("stop_words", "custom")
+            return cls(**{**config, "headers": tuple(config.get("headers", DEFAULT_HEADERS))},
+                       _stop_list=frozenset(stop_list or ()))
+        return cls(**{**config, "headers": tuple(config.get("headers", DEFAULT_HEADERS))})
+
+    def __getstate__(self):                      # picklable for multiprocessing, not for files
+        return self.get_config()
+
+    def __setstate__(self, state):
+        self.__dict__.update(Analyzer.from_config(state).__dict__)
+
+    # ----------------------------------------------------------- tokenizing
+
+    def words(self, text: str) -> list[str]:
+        """Word tokens of ``text``: pattern, case, numbers, lengths, stop words, stemming, n-grams."""
+        if self.lowercase:
+            text = text.lower()
+        stop, stem = self._stop_list, self._stem
+        min_len, max_len, numbers = self.min_len, self.max_len, self.numbers
+        out = []
+        for token in self._regex.findall(text):
+            if numbers != "keep" and is_number(token):
+                if numbers == "collapse":
+                    out.append("meta:number")
+                continue
+            n = len(token)
+            if n < min_len:
+                continue
+            if n > max_len:
+                out.append("meta:long-token")
+                continue
+            if token in stop:
+                continue
+            out.append(stem(token))
+        if self.ngram_max > 1:
+            grams = [t for t in out if not t.startswith("meta:")]
+            for n in range(2, self.ngram_max + 1):
+                out.extend(" ".join(grams[i:i + n]) for i in range(len(grams) - n + 1))
+        return out
+
+    def __call__(self, doc) -> list[str]:
+        """Tokens of a :class:`~spamkit.message.Message`, a ``str`` of plain text, or raw ``bytes``."""
+        if isinstance(doc, (bytes, bytearray)):
+            doc = parse_message(bytes(doc))
+        if isinstance(doc, str):
+            tokens = self.words(doc)
+            if self.urls:
+                for url in URL_PATTERN.findall(doc):
+                    tokens.extend("url:" + h for h in url_hosts(url))
+            return tokens
+        if not isinstance(doc, Message):
+            raise ConfigError(f"cannot analyze a {type(doc).__name__}; pass a Message, str or bytes")
+        tokens = self.words(doc.body)
+        if self.urls:
+            for url in URL_PATTERN.findall(doc.body):
+                tokens.extend("url:" + h for h in url_hosts(url))
+            for url in doc.urls:
+                tokens.extend("url:" + h for h in url_hosts(url))
+        if self.headers:
+            wanted = self.headers
+            for name, value in doc.headers:
+                if name in wanted:
+                    prefix = name + ":"
+                    tokens.extend(prefix + t for t in self.words(value) if not t.startswith("meta:"))
+        if self.meta:
+            if doc.html_tags:
+                tokens.append("meta:html")
+            for att in doc.attachments:
+                tokens.append("attach:type:" + att.content_type.lower())
+                if "." in att.filename:
+                    tokens.append("attach:ext:" + att.filename.rsplit(".", 1)[1].lower()[:10])
+            for family in sorted({d.split(":", 1)[0] for d in doc.defects}):
+                tokens.append("meta:defect:" + family)
+        return tokens

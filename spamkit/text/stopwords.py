@@ -1,0 +1,54 @@
+"""Stop-word lists: the English list shipped with spamkit, or a user's file.
+
+Never downloads anything (nltk's stop-word corpus is a separate download
+that many machines do not have). The English list is
+``spamkit/data/stopwords_english.txt``: function words, plus the fragments a
+tokenizer leaves from contractions (``don``, ``t``, ``ll``).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from ..errors import ResourceMissingError
+
+
+def _parse(text: str) -> frozenset[str]:
+    words = set()
+    for line in text.splitlines():
+        word = line.split("#", 1)[0].strip().lower()
+        if word:
+            words.add(word)
+    return frozenset(words)
+
+
+def english() -> frozenset[str]:
+    """The English stop-word list shipped with spamkit.
+
+    >>> sw = english()
+    >>> "the" in sw, "free" in sw
+    (True, False)
+    """
+    text = resources.files("spamkit").joinpath("data/stopwords_english.txt").read_text(encoding="utf-8")
+    return _parse(text)
+
+
+def load_stop_words(spec: str | None) -> frozenset[str]:
+    """``"english"``, ``"none"``/``None``, or a path to a file of one word per line (``#`` comments).
+
+    >>> load_stop_words("none")
+    frozenset()
+    """
+    if spec is None or spec == "none":
+        return frozenset()
+    if spec == "english":
+        return english()
+    path = Path(spec)
+    try:
+        return _parse(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResourceMissingError(f"stop-word file not found: {path}; use --stop-words english "
+                                   "for the built-in list") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResourceMissingError(f"stop-word file {path} cannot be read: {exc}") from None

@@ -1,0 +1,51 @@
+"""Turning text into tokens: the word pattern, URL hosts, and namespaced synthetic tokens.
+
+Owns the low-level rules; :class:`spamkit.text.Analyzer` combines them with
+stop words, stemming, header fields and n-grams.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: A word: letters or digits, with inner apostrophes, hyphens and dots kept
+#: ("don't", "e-mail", "example.com", "3.50"), and an optional leading currency sign
+#: ("$5000" is one token: spam talks about money). Underscores are not word characters here.
+WORD_PATTERN = r"[$£€¥]?[^\W_](?:[^\W_]|['’.\-](?=[^\W_]))*"
+
+URL_PATTERN = re.compile(r"(?:https?://|www\.)[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
+_HOST = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://)?(?:[^@/?#]*@)?([^/?#:\s]+)", re.IGNORECASE)
+_DIGITS = re.compile(r"^[$£€¥]?[\d.,'’\-]+$")
+
+
+def url_hosts(url: str) -> list[str]:
+    """The host of a URL and its registrable-looking parent domain (the last two labels).
+
+    >>> url_hosts("http://www.Shop.Example.com/buy?x=1")
+    ['shop.example.com', 'example.com']
+    >>> url_hosts("www.example.org/path")
+    ['example.org']
+    >>> url_hosts("http://192.0.2.7/a")
+    ['192.0.2.7']
+    """
+    m = _HOST.match(url.strip())
+    if not m:
+        return []
+    host = m.group(1).lower().strip(".")
+    if host.startswith("www."):
+        host = host[4:]
+    if not host:
+        return []
+    labels = host.split(".")
+    if len(labels) > 2 and not all(label.isdigit() for label in labels):
+        return [host, ".".join(labels[-2:])]
+    return [host]
+
+
+def is_number(token: str) -> bool:
+    """A token made of digits (and separators, a currency sign).
+
+    >>> is_number("2007"), is_number("$5,000"), is_number("mp3")
+    (True, True, False)
+    """
+    return bool(_DIGITS.match(token))
