@@ -4,6 +4,8 @@ The command line turns any :class:`SpamkitError` into a one-line
 ``Error: ...`` message and exit status 1; anything else is a bug.
 """
 
+from sklearn.exceptions import NotFittedError as _SklearnNotFitted
+
 
 class SpamkitError(Exception):
     """Base class for everything spamkit raises on purpose."""
@@ -17,7 +19,7 @@ class CorpusError(SpamkitError):
     """A corpus cannot be read as the requested format."""
 
 
-class NotFittedError(SpamkitError, AttributeError):
+class NotFittedError(SpamkitError, _SklearnNotFitted):
     """An estimator or filter was used before fit/train."""
 
 
@@ -27,3 +29,7 @@ class ModelFormatError(SpamkitError):
 
 class ResourceMissingError(SpamkitError):
     """An optional resource (a user's stop-word file, an optional extra) is absent."""
+
+
+class DegenerateDataWarning(UserWarning):
+    """A result is computable but meaningless (a ROC curve with no spam, an all-zero likelihood)."""

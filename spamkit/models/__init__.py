@@ -1,0 +1,6 @@
+"""Classifiers: matrices in, class probabilities out. They never see text."""
+
+from .base import ProbabilisticClassifier
+from .naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
+
+__all__ = ["ProbabilisticClassifier", "BernoulliNB", "MultinomialNB", "GaussianNB"]

@@ -1,0 +1,121 @@
+"""What every spamkit classifier shares: input checks, posteriors from joint log-likelihoods.
+
+Models take matrices and labels and return class probabilities; they never
+see strings of text. They follow scikit-learn's estimator conventions
+(``fit`` returns ``self``, learned state ends in ``_``, constructor arguments
+are stored unchanged, ``get_params``/``set_params`` from
+:class:`sklearn.base.BaseEstimator`), so they drop into scikit-learn
+pipelines, cross-validation and grid search.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from ..errors import ConfigError, DegenerateDataWarning, NotFittedError
+
+
+class ProbabilisticClassifier(ClassifierMixin, BaseEstimator):
+    """Base class: subclasses implement ``joint_log_likelihood(X)`` (log p(x, c), shape (n, C)).
+
+    Posteriors are normalised once, here, with log-sum-exp, so a 10,000-token
+    message does not underflow.
+    """
+
+    #: accept scipy.sparse input (Naive Bayes and kNN do; Gaussian NB densifies)
+    _accept_sparse = "csr"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = bool(self._accept_sparse)
+        return tags
+
+    # ------------------------------------------------------------- validation
+
+    def _check_fitted(self):
+        if not hasattr(self, "classes_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def _validate_X(self, X, reset: bool):
+        """CSR (or dense) float64 input, with the feature count checked against fit."""
+        if not reset:
+            self._check_fitted()
+        X = validate_data(self, X, accept_sparse=self._accept_sparse or False, reset=reset,
+                          dtype=np.float64)
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+        return X
+
+    def _validate_Xy(self, X, y, reset: bool):
+        """X as in :meth:`_validate_X`, y one label per row (scikit-learn's checks and messages)."""
+        if not reset:
+            self._check_fitted()
+        X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse or False, reset=reset,
+                             dtype=np.float64)
+        check_classification_targets(y)
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+        return X, y
+
+    # ------------------------------------------------------------- posteriors
+
+    def joint_log_likelihood(self, X) -> np.ndarray:
+        """log p(x, c) for every row of X and every class, shape (n_docs, n_classes)."""
+        raise NotImplementedError
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """log p(c | x), normalised with log-sum-exp; shape (n_docs, n_classes)."""
+        jll = self.joint_log_likelihood(X)
+        with np.errstate(invalid="ignore"):
+            log_norm = logsumexp(jll, axis=1, keepdims=True)
+            out = jll - log_norm
+        impossible = ~np.isfinite(log_norm.ravel())
+        if impossible.any():
+            warnings.warn(f"{int(impossible.sum())} row(s) have zero likelihood under every class "
+                          "(unsmoothed model, alpha=0, and unseen events); their posteriors are NaN",
+                          DegenerateDataWarning, stacklevel=2)
+            out[impossible] = np.nan
+        return out
+
+    def predict_proba(self, X) -> np.ndarray:
+        """p(c | x); rows sum to 1, columns in the order of ``classes_``."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of each row (the first in ``classes_`` order on an exact tie)."""
+        jll = self.joint_log_likelihood(X)
+        return self.classes_[np.argmax(jll, axis=1)]
+
+
+def check_sample_weight(sample_weight, n: int) -> np.ndarray:
+    """Weights of n samples: ones by default; finite, non-negative, not all zero."""
+    if sample_weight is None:
+        return np.ones(n)
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight has shape {w.shape}, expected ({n},)")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("sample_weight must be finite and non-negative")
+    if n and w.sum() == 0:
+        raise ValueError("sample weights sum to zero: nothing to learn from")
+    return w
+
+
+def check_alpha(alpha) -> float:
+    """Additive smoothing must be a finite number >= 0 (0 only for hand checks: unsmoothed MLE)."""
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise ConfigError(f"alpha must be a number >= 0, got {alpha!r}") from None
+    if not np.isfinite(value) or value < 0:
+        raise ConfigError(f"alpha must be a finite number >= 0, got {alpha!r}")
+    return value
