@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 
 #: A word: letters or digits, with inner apostrophes, hyphens and dots kept
-#: ("don't", "e-mail", "example.com", "3.50"), and an optional leading currency sign
-#: ("$5000" is one token: spam talks about money). Underscores are not word characters here.
-WORD_PATTERN = r"[$£€¥]?[^\W_](?:[^\W_]|['’.\-](?=[^\W_]))*"
+#: ("don't", "e-mail", "example.com", "3.50"), commas between digits ("5,000"), and an
+#: optional leading currency sign ("$5,000" is one token: spam talks about money).
+#: Underscores are not word characters here.
+WORD_PATTERN = r"[$£€¥]?[^\W_](?:[^\W_]|['’.\-](?=[^\W_])|(?<=\d),(?=\d))*"
 
 URL_PATTERN = re.compile(r"(?:https?://|www\.)[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
 _HOST = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://)?(?:[^@/?#]*@)?([^/?#:\s]+)", re.IGNORECASE)

@@ -1,0 +1,126 @@
+"""Sparse features: scikit-learn's vectorizers as oracle, information gain by hand and by oracle."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.feature_extraction import FeatureHasher
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.metrics import mutual_info_score
+
+from spamkit.errors import ConfigError, NotFittedError
+from spamkit.features import Vectorizer, information_gain, l2_normalize_rows
+
+DOCS = [["free", "money", "free", "now"], ["meeting", "notes", "now"], ["free", "meeting"],
+        ["money", "money", "money", "offer"], ["notes", "offer", "now", "free"]]
+Y = [1, 0, 0, 1, 1]
+
+
+def sk_count(**kw):
+    return CountVectorizer(analyzer=lambda d: d, **kw)
+
+
+@pytest.mark.parametrize("kw", [{}, {"min_df": 2}, {"max_df": 0.5}, {"min_df": 2, "max_df": 3}])
+def test_tf_and_binary_agree_with_countvectorizer(kw):
+    for representation, binary in (("tf", False), ("binary", True)):
+        ours = Vectorizer(representation, **kw)
+        X = ours.fit_transform(DOCS)
+        theirs = sk_count(binary=binary, **kw)
+        expected = theirs.fit_transform(DOCS)
+        assert ours.terms_ == list(theirs.get_feature_names_out())
+        np.testing.assert_array_equal(X.toarray(), expected.toarray())
+        new = [["free", "unseen", "now", "now"]]
+        np.testing.assert_array_equal(ours.transform(new).toarray(), theirs.transform(new).toarray())
+
+
+def test_max_features_by_corpus_frequency_like_countvectorizer():
+    # corpus counts: money 4, free 4, now 3, notes 2, offer 2, meeting 2 -> ties only below the cut
+    docs = DOCS + [["free", "now"]]
+    ours = Vectorizer("tf", max_features=3).fit(docs)
+    theirs = sk_count(max_features=3).fit(docs)
+    assert ours.terms_ == list(theirs.get_feature_names_out()) == ["free", "money", "now"]
+
+
+def test_tfidf_agrees_with_tfidfvectorizer():
+    ours = Vectorizer("tfidf")
+    X = ours.fit_transform(DOCS)
+    theirs = TfidfVectorizer(analyzer=lambda d: d)
+    np.testing.assert_allclose(X.toarray(), theirs.fit_transform(DOCS).toarray(), rtol=1e-12)
+    np.testing.assert_allclose(ours.idf_, theirs.idf_, rtol=1e-12)
+    # by hand: "free" is in 3 of 5 documents: idf = ln(6/4) + 1
+    assert ours.idf_[ours.vocabulary_["free"]] == pytest.approx(math.log(6 / 4) + 1)
+
+
+def test_tfnorm_rows_sum_to_one_and_unknowns_ignored():
+    v = Vectorizer("tfnorm")
+    X = v.fit_transform(DOCS)
+    np.testing.assert_allclose(np.asarray(X.sum(axis=1)).ravel(), 1.0)
+    # first doc: free 2, money 1, now 1 of 4 tokens
+    row = X[0].toarray().ravel()
+    assert row[v.vocabulary_["free"]] == 0.5 and row[v.vocabulary_["money"]] == 0.25
+    assert v.transform([["zzz"]]).nnz == 0
+
+
+def test_information_gain_by_hand_and_against_mutual_information():
+    # Term in 3 of 3 spam and 0 of 2 ham: IG = H(C) = -(0.6 log2 0.6 + 0.4 log2 0.4)
+    h = -(0.6 * math.log2(0.6) + 0.4 * math.log2(0.4))
+    assert information_gain(np.array([[0, 3]]), np.array([2, 3]))[0] == pytest.approx(h)
+    rng = np.random.default_rng(0)
+    present = rng.integers(0, 2, size=(300, 20))
+    y = rng.integers(0, 3, size=300)
+    df = np.stack([present[y == c].sum(axis=0) for c in range(3)], axis=1)
+    ig = information_gain(df, np.bincount(y))
+    mi = [mutual_info_score(y, present[:, j]) for j in range(20)]          # nats
+    np.testing.assert_allclose(ig * math.log(2), mi, rtol=1e-10, atol=1e-15)
+
+
+def test_select_by_information_gain_keeps_the_discriminating_terms():
+    docs = [["spammy", "common", f"rare{i}"] for i in range(10)] + [["hammy", "common"] for _ in range(10)]
+    y = [1] * 10 + [0] * 10
+    v = Vectorizer("binary", max_features=2, select="ig").fit(docs, y)
+    assert v.terms_ == ["hammy", "spammy"]
+    with pytest.raises(ConfigError, match="needs the class labels"):
+        Vectorizer("binary", max_features=2, select="ig").fit(docs)
+
+
+def test_hashing_matches_featurehasher():
+    v = Vectorizer("tf", hashing=64)
+    X = v.fit_transform(DOCS)
+    expected = FeatureHasher(64, input_type="string", alternate_sign=False).transform(DOCS)
+    np.testing.assert_array_equal(X.toarray(), expected.toarray())
+    assert v.terms_ is None and v.term(5) == "#5"
+
+
+def test_errors():
+    with pytest.raises(ConfigError, match="unknown representation"):
+        Vectorizer("bm25")
+    with pytest.raises(ConfigError, match="list of tokens, got a str"):
+        Vectorizer().fit(["free money"])
+    with pytest.raises(ConfigError, match="no term is in at least min_df=10"):
+        Vectorizer(min_df=10).fit(DOCS)
+    with pytest.raises(NotFittedError):
+        Vectorizer().transform(DOCS)
+
+
+def test_l2_rows():
+    X = l2_normalize_rows(sp.csr_matrix([[3.0, 4.0], [0.0, 0.0]]))
+    np.testing.assert_allclose(X.toarray(), [[0.6, 0.8], [0.0, 0.0]])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=8), min_size=1, max_size=15),
+       st.sampled_from(["binary", "tf", "tfidf"]))
+def test_random_docs_agree_with_sklearn(docs, representation):
+    if not any(docs):
+        return
+    ours = Vectorizer(representation).fit_transform(docs)
+    if representation == "tfidf":
+        theirs = TfidfVectorizer(analyzer=lambda d: d).fit_transform(docs)
+    else:
+        theirs = sk_count(binary=representation == "binary").fit_transform(docs)
+    np.testing.assert_allclose(ours.toarray(), theirs.toarray(), rtol=1e-12)

@@ -1,0 +1,123 @@
+"""Analyzer: tokens from headers, bodies, URLs and attachments; stop words; stemming; config."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spamkit.errors import ConfigError, ResourceMissingError
+from spamkit.message import parse_message
+from spamkit.text import Analyzer
+from spamkit.text.stem import CachedStemmer
+from spamkit.text.stopwords import english
+
+from conftest import SAMPLE
+
+MAIL = b"""From: "Prize Dept" <claims@lotto.example>
+To: you@example.org
+Subject: You WON $5000!
+Content-Type: multipart/mixed; boundary="b"
+
+--b
+Content-Type: text/html
+
+<p>Claim your <b>prize</b> at <a href="http://www.lotto.example/claim">our site</a>, don't wait.</p>
+--b
+Content-Type: application/octet-stream; name="form.exe"
+Content-Disposition: attachment; filename="form.exe"
+
+AAAA
+--b--
+"""
+
+
+def test_mail_tokens_by_field():
+    tokens = Analyzer()(parse_message(MAIL))
+    assert tokens[:7] == ["claim", "your", "prize", "at", "our", "site", "don't"]
+    assert "subject:won" in tokens and "subject:$5000" in tokens and "subject:you" in tokens
+    assert "from:lotto.example" in tokens and "from:prize" in tokens
+    assert "to:example.org" in tokens
+    assert "url:lotto.example" in tokens
+    assert {"attach:type:application/octet-stream", "attach:ext:exe", "meta:html"} <= set(tokens)
+    assert "won" not in tokens             # a Subject word is not a body word
+
+
+def test_stop_words_then_stemming():
+    a = Analyzer(stop_words="english", stemmer="porter")
+    # "has" would stem to "ha" and slip past the stop list if stemming came first
+    assert a("He has been running the meetings") == ["run", "meet"]
+
+
+def test_numbers_lengths_ngrams():
+    assert Analyzer(numbers="drop")("call 0800 123 now") == ["call", "now"]
+    assert Analyzer(numbers="collapse")("call 0800 now") == ["call", "meta:number", "now"]
+    assert Analyzer(min_len=3)("a an the cat") == ["the", "cat"]
+    assert Analyzer(max_len=5)("short loooooong") == ["short", "meta:long-token"]
+    assert Analyzer(ngram_max=2)("free money now") == ["free", "money", "now", "free money", "money now"]
+
+
+def test_case_and_pattern():
+    assert Analyzer(lowercase=False)("Free FREE") == ["Free", "FREE"]
+    assert Analyzer()("e-mail me at x.example.com, it's $5,000") == [
+        "e-mail", "me", "at", "x.example.com", "it's", "$5,000"]
+
+
+def test_stemmers_and_cache():
+    s = CachedStemmer("porter")
+    words = ["connection", "connected", "connecting"] * 100
+    assert {s(w) for w in words} == {"connect"}
+    assert s.cache_size == 3                       # stemming cost grows with the vocabulary
+    assert CachedStemmer("lancaster")("maximum") == "maxim"
+    assert CachedStemmer("snowball", "spanish")("corriendo") == "corr"
+    with pytest.raises(ConfigError, match="unknown stemmer"):
+        CachedStemmer("krovetz")
+    with pytest.raises(ConfigError, match="Snowball has no 'klingon'"):
+        CachedStemmer("snowball", "klingon")
+
+
+def test_user_stop_word_file(tmp_path):
+    path = tmp_path / "stop.txt"
+    path.write_text("# mine\nfoo\nBar\n", encoding="utf-8")
+    a = Analyzer(stop_words=str(path))
+    assert a("foo bar baz") == ["baz"]
+    config = a.get_config()
+    assert config["stop_words"] == "custom" and config["stop_word_list"] == ["bar", "foo"]
+    path.unlink()                                  # the model keeps the words, not the path
+    assert Analyzer.from_config(config)("foo bar baz") == ["baz"]
+    with pytest.raises(ResourceMissingError, match="stop-word file not found"):
+        Analyzer(stop_words=str(path))
+
+
+def test_config_round_trip():
+    a = Analyzer(stemmer="snowball", language="german", ngram_max=2, headers=("subject",), numbers="drop")
+    b = Analyzer.from_config(a.get_config())
+    msg = parse_message(MAIL)
+    assert a(msg) == b(msg)
+    with pytest.raises(ConfigError, match="unknown analyzer settings"):
+        Analyzer.from_config({**a.get_config(), "quantum": True})
+
+
+def test_nltk_needs_no_data_download(monkeypatch):
+    import nltk
+    monkeypatch.setattr(nltk, "download", lambda *a, **k: pytest.fail("nltk.download called"))
+    Analyzer(stop_words="english", stemmer="snowball")("nothing is downloaded here")
+
+
+STOP = english()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300), st.sampled_from(["none", "porter", "snowball", "lancaster"]))
+def test_token_properties(text, stemmer):
+    tokens = Analyzer(stop_words="english", stemmer=stemmer, lowercase=True)(text)
+    for t in tokens:
+        assert t and t == t.lower() and "\n" not in t
+    words = [t for t in Analyzer(stop_words="english")(text) if ":" not in t]
+    assert not set(words) & STOP
+
+
+def test_every_sample_message_has_tokens():
+    a = Analyzer()
+    for path in sorted(SAMPLE.rglob("*.eml")):
+        assert len(a(parse_message(path.read_bytes()))) > 5, path
