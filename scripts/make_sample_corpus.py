@@ -34,6 +34,7 @@ LAST = ["Keller", "Rossi", "Natarajan", "García", "Tanaka", "Ivanova", "Okafor"
         "Lindqvist", "Moreau", "Mensah", "Costa", "Sato", "Petrova", "Iyer", "Walsh"]
 HAM_DOMAINS = ["northfield-labs.example", "uni-tessaro.example", "greenbridge.example",
                "kellerfamily.example", "openhydro.example", "mail.riverside.example"]
+SHOP_DOMAINS = ["bookshop.example", "rail-tickets.example", "hardware-store.example", "co-op.example"]
 SPAM_DOMAINS = ["best-deals-4u.example", "pharma-direct.example", "win-big-now.example",
                 "secure-verify-account.example", "cheap-replicas.example", "stock-alert.example",
                 "meet-singles.example", "loan-approval.example"]
@@ -161,10 +162,17 @@ def person(rng: random.Random, domains) -> tuple[str, str]:
     return f"{first} {last}", f"{local}@{rng.choice(domains)}"
 
 
-def paragraph(rng: random.Random, pool: dict, topic: str, n: int) -> str:
+def paragraph(rng: random.Random, pool: dict, topic: str, n: int, cross: dict | None = None) -> str:
+    """n sentences: mostly on the topic, some from the class's other topics, and (with
+    ``cross``) a few from the other class, as real ham quotes offers and spam imitates ham."""
     sentences = pool[topic]
     other = [s for t, ss in pool.items() if t != topic for s in ss]
-    chosen = [fill(rng.choice(sentences if rng.random() < 0.8 else other), rng) for _ in range(n)]
+    foreign = [s for ss in (cross or {}).values() for s in ss]
+    chosen = []
+    for _ in range(n):
+        draw = rng.random()
+        source = foreign if foreign and draw < 0.3 else (other if draw < 0.5 else sentences)
+        chosen.append(fill(rng.choice(source), rng))
     return " ".join(chosen)
 
 
@@ -217,22 +225,31 @@ def b64(data: bytes) -> str:
 def compose(i: int, spam: bool, date: str, rng: random.Random) -> bytes:
     """One message; the shape is chosen by the message number so every shape occurs."""
     pool = SPAM_SENTENCES if spam else HAM_SENTENCES
+    cross = HAM_SENTENCES if spam else SPAM_SENTENCES
     topic = rng.choice(list(pool))
-    body = paragraph(rng, pool, topic, rng.randrange(3, 9))
+    body = paragraph(rng, pool, topic, rng.randrange(1, 5), cross)
     if spam:
         subject = fill(rng.choice(SPAM_SUBJECTS), rng)
-        sender = person(rng, SPAM_DOMAINS)
-        to = f"undisclosed-recipients:;"
-        msgid_domain = rng.choice(SPAM_DOMAINS)
-    else:
-        subject = fill(rng.choice(HAM_SUBJECTS[topic]), rng)
-        sender = person(rng, HAM_DOMAINS)
-        to = "Sam Reader <sam.reader@example.org>"
+        # some spam comes from hijacked accounts at ordinary domains, and some is personalised
+        sender = person(rng, HAM_DOMAINS if rng.random() < 0.25 else SPAM_DOMAINS)
+        personal = rng.random() < 0.3
+        to = "Sam Reader <sam.reader@example.org>" if personal else "undisclosed-recipients:;"
         msgid_domain = sender[1].split("@")[1]
-        body = f"Hi Sam,\n\n{body}\n\n{sender[0].split()[0]}\n"
-    if spam:
+        if personal:
+            body = f"Hi Sam,\n\n{body}\n"
         url = f"http://{rng.choice(SPAM_DOMAINS)}/go/{rng.randrange(10**5)}"
         body = f"{body}\n\nVisit {url} now!\nTo unsubscribe reply REMOVE.\n"
+    else:
+        subject = fill(rng.choice(HAM_SUBJECTS[topic]), rng)
+        shop = topic == "commerce"
+        sender = person(rng, SHOP_DOMAINS if shop else HAM_DOMAINS)
+        to = "Sam Reader <sam.reader@example.org>"
+        msgid_domain = sender[1].split("@")[1]
+        greeting = "Dear customer" if shop else ("Hi Sam" if rng.random() < 0.8 else "Hello")
+        body = f"{greeting},\n\n{body}\n\n{sender[0].split()[0]}\n"
+        if shop:
+            body += (f"\nManage your account at https://{sender[1].split('@')[1]}/account "
+                     "or click here to unsubscribe.\n")
     shape = i % 12
     extra: list[str] = []
     boundary = f"----=_Part_{i}_{rng.randrange(10**8)}"

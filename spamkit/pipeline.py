@@ -1,19 +1,331 @@
-"""Compositions of the stages that commands call: for now, surveying a corpus.
+"""The :class:`SpamFilter` facade and the compositions that commands call.
 
-Owns no format and no formula; it only runs corpus readers and the parser
-together and collects what they report.
+Owns no format and no formula: it runs the stages in order (corpus reader ->
+``parse_message`` -> ``Analyzer`` -> ``Vectorizer`` -> model) and collects what
+they report. ``spamkit.cli`` calls only this module, ``evaluation``,
+``persist`` and ``report``.
 """
 
 from __future__ import annotations
 
+import platform
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .corpus import Corpus
-from .errors import CorpusError
-from .message import parse_message
+import numpy as np
 
+from . import __version__
+from .corpus import Corpus, LabelledMessage, iter_corpora, require_classes
+from .corpus.split import holdout_ids
+from .errors import ConfigError, CorpusError, NotFittedError
+from .features import Vectorizer
+from .labels import SPAM_NAME
+from .message import Message, parse_message
+from .metrics import binary_report, multiclass_report
+from .models import BernoulliNB, MultinomialNB
+from .persist import load_filter, save_filter
+from .text import Analyzer
+
+MODELS = ("multinomial", "bernoulli")
+
+
+def library_versions() -> dict:
+    """Versions of the libraries a result depends on, recorded in models and reports."""
+    import click
+    import nltk
+    import scipy
+    import sklearn
+    return {"spamkit": __version__, "python": platform.python_version(), "numpy": np.__version__,
+            "scipy": scipy.__version__, "scikit-learn": sklearn.__version__, "nltk": nltk.__version__,
+            "click": click.__version__}
+
+
+def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True):
+    """A fresh estimator by name."""
+    if name == "multinomial":
+        return MultinomialNB(alpha=alpha, fit_prior=fit_prior)
+    if name == "bernoulli":
+        return BernoulliNB(alpha=alpha, fit_prior=fit_prior)
+    raise ConfigError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+
+
+class SpamFilter:
+    """Analyzer + vectorizer + model: raw messages in, class probabilities out.
+
+    Parameters
+    ----------
+    analyzer : Analyzer, optional
+    vectorizer : Vectorizer, optional
+        Default: raw counts (``"tf"``) for the multinomial model, ``"binary"`` for Bernoulli.
+    model : estimator, optional
+        Default: :class:`~spamkit.models.MultinomialNB` with Laplace smoothing.
+
+    Examples
+    --------
+    >>> f = SpamFilter().fit([b"Subject: cheap pills\\n\\nbuy cheap pills now",
+    ...                       b"Subject: lunch\\n\\nlunch at noon?"], y=["spam", "ham"])
+    >>> f.classes_.tolist(), bool(f.p_spam([b"Subject: pills\\n\\ncheap"])[0] > 0.5)
+    (['ham', 'spam'], True)
+    """
+
+    def __init__(self, analyzer: Analyzer | None = None, vectorizer: Vectorizer | None = None, model=None):
+        self.analyzer = analyzer if analyzer is not None else Analyzer()
+        self.model = model if model is not None else MultinomialNB()
+        if vectorizer is None:
+            vectorizer = Vectorizer("binary" if isinstance(self.model, BernoulliNB) else "tf")
+        self.vectorizer = vectorizer
+        self.parse_fallbacks = Counter()
+        self.training: dict = {}
+
+    # ------------------------------------------------------------------ stages
+
+    def parse(self, item) -> Message:
+        """A :class:`Message` from a LabelledMessage, raw bytes, text or a Message."""
+        if isinstance(item, Message):
+            return item
+        if isinstance(item, LabelledMessage):
+            msg = parse_message(item.raw, item.kind)
+        elif isinstance(item, (bytes, bytearray)):
+            msg = parse_message(bytes(item))
+        elif isinstance(item, str):
+            msg = parse_message(item.encode("utf-8"), kind="text")
+        else:
+            raise ConfigError(f"cannot classify a {type(item).__name__}; pass messages as bytes, str or "
+                              "LabelledMessage")
+        if msg.defects:
+            self.parse_fallbacks.update({d.split(":", 1)[0] for d in msg.defects})
+        return msg
+
+    def tokens(self, item) -> list[str]:
+        return self.analyzer(self.parse(item))
+
+    def transform(self, items):
+        """The feature matrix of messages (unknown tokens ignored)."""
+        self._check_fitted()
+        return self.vectorizer.transform(self.tokens(m) for m in items)
+
+    # ------------------------------------------------------------------ training
+
+    def fit(self, items, y=None, progress=None) -> "SpamFilter":
+        """Learn from messages in one streaming pass; labels from ``y`` or from each LabelledMessage."""
+        labels: list = []
+        explicit = list(y) if y is not None else None
+
+        def token_stream():
+            for i, item in enumerate(items):
+                if explicit is not None:
+                    label = explicit[i]
+                elif isinstance(item, LabelledMessage):
+                    label = item.label
+                    if label is None:
+                        raise CorpusError(f"{item.source}: message has no class; name the class of each "
+                                          "mailbox with --ham, --spam or --class")
+                else:
+                    raise ConfigError("labels are needed: pass y=[...] or LabelledMessage objects")
+                labels.append(label)
+                if progress is not None:
+                    progress(item)
+                yield self.tokens(item)
+
+        self.parse_fallbacks = Counter()
+        stream = token_stream()
+        if self.vectorizer.select == "ig" and self.vectorizer.hashing is None:
+            tokens = list(stream)                 # information gain needs the labels with the counts
+            X = self.vectorizer.fit_transform(tokens, np.asarray(labels))
+        else:
+            X = self.vectorizer.fit_transform(stream)
+        y_arr = np.asarray(labels)
+        require_classes(Counter(y_arr.tolist()), "training data")
+        self.model.fit(X, y_arr)
+        self.classes_ = self.model.classes_
+        return self
+
+    def learn(self, items, y) -> "SpamFilter":
+        """Add messages to a fitted filter's counts (vocabulary fixed; hashing keeps every token)."""
+        self._check_fitted()
+        X = self.transform(items)
+        self.model.partial_fit(X, np.asarray(y))
+        return self
+
+    # ------------------------------------------------------------------ prediction
+
+    def _check_fitted(self):
+        if not hasattr(self, "classes_"):
+            raise NotFittedError("this SpamFilter is not trained yet; call fit or load a filter file")
+
+    def predict_proba(self, items) -> np.ndarray:
+        """p(class | message), shape (n, n_classes), columns in ``classes_`` order."""
+        return self.model.predict_proba(self.transform(items))
+
+    def predict(self, items) -> np.ndarray:
+        return self.model.predict(self.transform(items))
+
+    @property
+    def spam_column(self) -> int:
+        """Column of ``"spam"`` in ``classes_`` (two-class filters only)."""
+        self._check_fitted()
+        classes = [str(c) for c in self.classes_]
+        if SPAM_NAME not in classes:
+            raise ConfigError(f"this filter's classes are {classes}; P(spam) needs a 'spam' class")
+        return classes.index(SPAM_NAME)
+
+    def p_spam(self, items) -> np.ndarray:
+        """P(spam | message) for each message."""
+        return self.predict_proba(items)[:, self.spam_column]
+
+    def explain(self, item, n: int = 10) -> dict:
+        """The tokens that pushed a message most towards each class.
+
+        For two classes: each token's share of ``log p(x, spam) - log p(x, ham)``
+        (its count times the difference of its per-class log-evidence); positive means
+        towards spam. For more classes, the shares of the predicted class against the
+        runner-up. Returns ``{"towards": [...], "against": [...], "classes": (a, b)}`` with
+        ``(token, share)`` pairs, strongest first.
+        """
+        self._check_fitted()
+        X = self.transform([item])
+        jll = self.model.joint_log_likelihood(X)[0]
+        order = np.argsort(-jll, kind="stable")
+        if len(self.classes_) == 2 and SPAM_NAME in [str(c) for c in self.classes_]:
+            a = self.spam_column
+            b = 1 - a
+        else:
+            a, b = int(order[0]), int(order[1])
+        idx, contrib = self.model.contributions(X)
+        share = contrib[a] - contrib[b]
+        ranked = np.argsort(-share, kind="stable")
+        towards = [(self.vectorizer.term(int(idx[k])), float(share[k])) for k in ranked[:n] if share[k] > 0]
+        against = [(self.vectorizer.term(int(idx[k])), float(share[k])) for k in ranked[::-1][:n] if share[k] < 0]
+        return {"classes": (str(self.classes_[a]), str(self.classes_[b])), "towards": towards,
+                "against": against}
+
+    # ------------------------------------------------------------------ files
+
+    def save(self, path) -> None:
+        self._check_fitted()
+        save_filter(path, self.analyzer, self.vectorizer, self.model, self.training)
+
+    @classmethod
+    def load(cls, path) -> "SpamFilter":
+        analyzer, vectorizer, model, manifest = load_filter(path)
+        f = cls(analyzer, vectorizer, model)
+        f.classes_ = model.classes_
+        f.training = manifest.get("training", {})
+        f.manifest = manifest
+        return f
+
+
+# ---------------------------------------------------------------------- corpus-level jobs
+
+@dataclass
+class TrainReport:
+    """What ``spamkit train`` reports: what was learned from, and the held-out evaluation."""
+
+    n_train: int
+    n_test: int
+    train_per_class: dict
+    test_per_class: dict
+    n_features: int
+    classes: list
+    seconds_train: float
+    parse_fallbacks: dict
+    split: dict | None = None
+    evaluation: dict | None = None
+    corpora: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _records(corpora):
+    """First pass: (id, label, date) of every message, nothing parsed."""
+    return [(m.id, m.label, m.date) for m in iter_corpora(corpora)]
+
+
+def describe_corpora(corpora) -> list:
+    return [{"path": str(c.path), "format": c.format, "container": c.container,
+             "per_class": {str(k): v for k, v in c.stats.per_class.items()},
+             "skipped": dict(c.stats.skipped)} for c in corpora]
+
+
+def evaluate_predictions(y_true, proba, classes) -> dict:
+    """Measures at the most probable class (threshold 0.5 for two classes) and the AUC."""
+    classes = [str(c) for c in classes]
+    y_true = [str(v) for v in y_true]
+    y_pred = [classes[i] for i in np.argmax(proba, axis=1)]
+    if len(classes) == 2 and SPAM_NAME in classes:
+        other = classes[1 - classes.index(SPAM_NAME)]
+        return binary_report(y_true, y_pred, proba[:, classes.index(SPAM_NAME)], SPAM_NAME, other)
+    return multiclass_report(y_true, y_pred, classes)
+
+
+def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: float | None = None,
+                 split: str = "auto", seed: int = 0, progress=None, parameters: dict | None = None) -> TrainReport:
+    """Train on corpora, optionally holding out a test part first and evaluating on it."""
+    test_ids: set = set()
+    split_info = None
+    if test_fraction:
+        records = _records(corpora)
+        test_ids = holdout_ids(records, test_fraction, split, seed)
+        method = split if split != "auto" else ("chrono" if all(r[2] for r in records) else "random")
+        split_info = {"method": method, "test_fraction": test_fraction, "seed": seed}
+    held_out: list = []
+    train_counts: Counter = Counter()
+
+    def train_stream():
+        for msg in iter_corpora(corpora):
+            if msg.id in test_ids:
+                held_out.append((msg.label, spam_filter.tokens(msg)))
+                continue
+            train_counts[msg.label] += 1
+            yield msg
+
+    started = time.perf_counter()
+    spam_filter.fit(train_stream(), progress=progress)
+    seconds = time.perf_counter() - started
+    evaluation = None
+    if held_out:
+        X = spam_filter.vectorizer.transform(tokens for _, tokens in held_out)
+        proba = spam_filter.model.predict_proba(X)
+        evaluation = evaluate_predictions([label for label, _ in held_out], proba, spam_filter.classes_)
+    report = TrainReport(
+        n_train=sum(train_counts.values()), n_test=len(held_out),
+        train_per_class={str(k): v for k, v in sorted(train_counts.items(), key=lambda kv: str(kv[0]))},
+        test_per_class={str(k): v for k, v in sorted(Counter(l for l, _ in held_out).items(),
+                                                     key=lambda kv: str(kv[0]))},
+        n_features=int(spam_filter.vectorizer.n_features_), classes=[str(c) for c in spam_filter.classes_],
+        seconds_train=seconds, parse_fallbacks=dict(spam_filter.parse_fallbacks), split=split_info,
+        evaluation=evaluation, corpora=describe_corpora(corpora))
+    spam_filter.training = {"corpora": report.corpora, "n_messages": report.n_train,
+                            "per_class": report.train_per_class, "parse_fallbacks": report.parse_fallbacks,
+                            "parameters": parameters or {}, "split": split_info,
+                            "held_out_evaluation": evaluation, "versions": library_versions(),
+                            "seconds": round(seconds, 3)}
+    return report
+
+
+def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None) -> dict:
+    """Classify every message of labelled corpora and measure the result."""
+    labels, rows = [], []
+    for msg in iter_corpora(corpora):
+        if msg.label is None:
+            raise CorpusError(f"{msg.source}: message has no class; evaluation needs labelled corpora")
+        labels.append(msg.label)
+        rows.append(spam_filter.tokens(msg))
+        if progress is not None:
+            progress(msg)
+    unknown = set(map(str, labels)) - set(map(str, spam_filter.classes_))
+    if unknown:
+        raise CorpusError(f"the corpus has classes {sorted(unknown)} that the filter was not trained on "
+                          f"(it knows {[str(c) for c in spam_filter.classes_]})")
+    proba = spam_filter.model.predict_proba(spam_filter.vectorizer.transform(rows))
+    result = evaluate_predictions(labels, proba, spam_filter.classes_)
+    result["corpora"] = describe_corpora(corpora)
+    return result
+
+
+# ---------------------------------------------------------------------- corpus survey
 
 @dataclass
 class CorpusSurvey:

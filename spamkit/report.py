@@ -48,3 +48,71 @@ def render_survey(survey) -> str:
 def to_json(obj) -> str:
     """Stable, sorted JSON."""
     return json.dumps(obj, indent=2, sort_keys=True, default=str)
+
+
+def _pct(x) -> str:
+    return "   n/a" if x != x else f"{100 * x:6.2f}%"
+
+
+def render_evaluation(ev: dict, title: str = "evaluation") -> str:
+    """Two-class or multi-class measures as a small table."""
+    if "spam_recall" in ev:
+        lines = [
+            f"{title}: {ev['n']} messages",
+            f"  accuracy        {_pct(ev['accuracy'])}",
+            f"  spam recall     {_pct(ev['spam_recall'])}   ({ev['tp']} of {ev['tp'] + ev['fn']} spam caught)",
+            f"  ham recall      {_pct(ev['ham_recall'])}   ({ev['fp']} of {ev['tn'] + ev['fp']} ham misfiled)",
+            f"  spam precision  {_pct(ev['spam_precision'])}",
+            f"  F1 (spam)       {_pct(ev['f1'])}",
+            f"  ROC AUC         {ev['auc']:.4f}" if ev["auc"] == ev["auc"] else "  ROC AUC            n/a",
+            f"  confusion       ham->ham {ev['tn']}  ham->spam {ev['fp']}  spam->ham {ev['fn']}  spam->spam {ev['tp']}",
+        ]
+        return "\n".join(lines)
+    lines = [f"{title}: {ev['n']} messages, accuracy {_pct(ev['accuracy'])}, macro F1 {_pct(ev['macro_f1'])}",
+             f"  {'class':<16} {'precision':>9} {'recall':>9} {'F1':>9} {'support':>8}"]
+    for label, s in ev["per_class"].items():
+        lines.append(f"  {label:<16} {_pct(s['precision']):>9} {_pct(s['recall']):>9} {_pct(s['f1']):>9} "
+                     f"{s['support']:>8}")
+    return "\n".join(lines)
+
+
+def render_train(report, output: str) -> str:
+    """What ``spamkit train`` prints after saving a filter."""
+    classes = ", ".join(f"{k} {v}" for k, v in report.train_per_class.items())
+    lines = [f"trained on {report.n_train} messages ({classes}) in {report.seconds_train:.2f} s; "
+             f"{report.n_features} features"]
+    if report.parse_fallbacks:
+        lines.append("parse fallbacks: " + ", ".join(f"{k} {v}" for k, v in report.parse_fallbacks.items()))
+    if report.evaluation is not None:
+        split = report.split
+        held = ", ".join(f"{k} {v}" for k, v in report.test_per_class.items())
+        lines.append(f"held out {report.n_test} messages ({held}) by a {split['method']} split "
+                     f"(test fraction {split['test_fraction']}, seed {split['seed']}), not used for training")
+        lines.append(render_evaluation(report.evaluation, "held-out evaluation"))
+    lines.append(f"filter written to {output}")
+    return "\n".join(lines)
+
+
+def render_info(manifest: dict, path: str) -> str:
+    """A filter file's manifest for people."""
+    m, v, a, t = manifest["model"], manifest["vectorizer"], manifest["analyzer"], manifest.get("training", {})
+    params = ", ".join(f"{k}={val}" for k, val in m["params"].items())
+    vec = ", ".join(f"{k}={val}" for k, val in v.items() if val is not None)
+    ana = ", ".join(f"{k}={val}" for k, val in a.items() if k not in ("stop_word_list", "token_pattern"))
+    lines = [f"{path}",
+             f"  format      {manifest['format']} v{manifest['format_version']} "
+             f"(written by spamkit {manifest['spamkit_version']} on {manifest['created']})",
+             f"  model       {m['type']} ({params})",
+             f"  classes     {', '.join(map(str, m['classes']))}",
+             f"  features    {m['n_features']} ({vec})",
+             f"  analyzer    {ana}"]
+    if t:
+        per_class = ", ".join(f"{k} {n}" for k, n in t.get("per_class", {}).items())
+        lines.append(f"  trained on  {t.get('n_messages')} messages ({per_class})")
+        for c in t.get("corpora", []):
+            lines.append(f"              {c['path']} ({c['format']}, {c['container']})")
+        if t.get("held_out_evaluation"):
+            ev = t["held_out_evaluation"]
+            extra = f", AUC {ev['auc']:.4f}" if "auc" in ev else ""
+            lines.append(f"  held out    {ev['n']} messages: accuracy {_pct(ev['accuracy']).strip()}{extra}")
+    return "\n".join(lines)

@@ -47,7 +47,8 @@ def main(argv=None):
     return cli.main(args=argv, prog_name="spamkit")
 
 
-from . import corpus as _corpus  # noqa: E402,F401  (registers the command)
+from . import corpus as _corpus  # noqa: E402,F401  (registers the commands)
+from . import train as _train  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

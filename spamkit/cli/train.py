@@ -1,0 +1,159 @@
+"""``spamkit train``, ``spamkit classify``, ``spamkit evaluate`` and ``spamkit info``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..corpus import Corpus
+from ..corpus.split import SPLIT_METHODS
+from ..features import REPRESENTATIONS, Vectorizer
+from ..pipeline import MODELS, SpamFilter, evaluate_filter, make_model, train_filter
+from ..persist import read_manifest
+from ..report import render_evaluation, render_info, render_train, to_json
+from ..text import Analyzer
+from ..text.stem import SNOWBALL_LANGUAGES, STEMMERS
+from . import cli
+from .params import corpus_options, open_corpora
+from .progress import Progress
+
+
+def _close(corpora):
+    for c in corpora:
+        c.close()
+
+
+@cli.command("train")
+@corpus_options
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
+              help="Filter file to write (e.g. model.spamkit).")
+@click.option("--model", type=click.Choice(MODELS), default="multinomial", show_default=True,
+              help="Naive Bayes event model.")
+@click.option("--alpha", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
+              help="Additive smoothing (1 = Laplace).")
+@click.option("--representation", type=click.Choice(REPRESENTATIONS), default=None,
+              help="Features: binary, tf (counts), tfnorm, tfidf. Default: tf for multinomial, binary for bernoulli.")
+@click.option("--min-df", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Keep tokens found in at least this many training messages.")
+@click.option("--max-features", type=click.IntRange(min=1), default=None,
+              help="Keep at most this many tokens (chosen by --select).")
+@click.option("--select", type=click.Choice(["frequency", "ig"]), default="frequency", show_default=True,
+              help="How --max-features chooses: corpus frequency or information gain.")
+@click.option("--hashing", type=click.IntRange(min=1), default=None,
+              help="Hash tokens into this many columns instead of keeping a vocabulary.")
+@click.option("--stem", type=click.Choice(STEMMERS), default="none", show_default=True)
+@click.option("--language", type=click.Choice(SNOWBALL_LANGUAGES), default="english", show_default=True,
+              help="Language of the Snowball stemmer.")
+@click.option("--stop-words", default="none", show_default=True, metavar="english|none|FILE")
+@click.option("--ngrams", type=click.IntRange(1, 5), default=1, show_default=True,
+              help="Also use word n-grams up to this length.")
+@click.option("--test-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="Hold out this fraction, train on the rest and print the held-out evaluation.")
+@click.option("--split", type=click.Choice(SPLIT_METHODS), default="auto", show_default=True,
+              help="How to hold out: chrono (latest by date), order, random (stratified), auto.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random split.")
+@click.option("--json", "as_json", is_flag=True, help="Print the training report as JSON.")
+def train_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, representation, min_df,
+                  max_features, select, hashing, stem, language, stop_words, ngrams, test_fraction, split,
+                  seed, as_json):
+    """Train a Naive Bayes filter on labelled corpora and write it to a filter file.
+
+    \b
+    Examples:
+      spamkit train corpora/sample -o sample.spamkit --test-fraction 0.3
+      spamkit train enron1.tar.gz --model bernoulli --max-features 3000 --select ig -o e1.spamkit
+      spamkit train --ham ~/Mail/INBOX --spam ~/Mail/Junk -o mine.spamkit
+    """
+    estimator = make_model(model, alpha=alpha)
+    vectorizer = Vectorizer(representation or ("binary" if model == "bernoulli" else "tf"), min_df=min_df,
+                            max_features=max_features, select=select, hashing=hashing)
+    analyzer = Analyzer(stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams)
+    spam_filter = SpamFilter(analyzer, vectorizer, estimator)
+    parameters = {"model": model, "alpha": alpha, "representation": vectorizer.representation,
+                  "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
+                  "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
+                  "test_fraction": test_fraction, "split": split, "seed": seed,
+                  "command": " ".join(sys.argv)}
+    corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
+    try:
+        with Progress("training") as progress:
+            report = train_filter(spam_filter, corpora, test_fraction, split, seed, progress.step, parameters)
+    finally:
+        _close(corpora)
+    spam_filter.save(output)
+    click.echo(to_json(report.as_dict()) if as_json else render_train(report, output))
+
+
+@cli.command("classify")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.argument("inputs", nargs=-1, type=click.Path(allow_dash=True))
+@click.option("--explain", "explain", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Show the N tokens that pushed each message most towards each side.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
+@click.option("--format", "fmt", default="auto", show_default=True,
+              help="Read INPUTS as this corpus format (see 'spamkit corpus --help').")
+def classify_command(model, inputs, explain, as_json, fmt):
+    """Classify messages: one line per message, SOURCE<TAB>CLASS<TAB>P(spam).
+
+    INPUTS are message files, mailboxes (mbox, Maildir, MH) or corpora; '-' (or none)
+    reads one message from standard input. For filters with more than two classes
+    the third column lists every class's probability.
+    """
+    spam_filter = SpamFilter.load(model)
+    binary = "spam" in [str(c) for c in spam_filter.classes_] and len(spam_filter.classes_) == 2
+    for source, item in _inputs(inputs or ("-",), fmt):
+        proba = spam_filter.predict_proba([item])[0]
+        label = str(spam_filter.classes_[proba.argmax()])
+        record = {"source": source, "class": label,
+                  "probabilities": {str(c): float(p) for c, p in zip(spam_filter.classes_, proba)}}
+        if binary:
+            record["p_spam"] = float(proba[spam_filter.spam_column])
+        if explain:
+            record["explanation"] = spam_filter.explain(item, explain)
+        if as_json:
+            click.echo(to_json(record).replace("\n", " ").replace("  ", ""))
+            continue
+        score = f"{record['p_spam']:.6f}" if binary else " ".join(
+            f"{c}={p:.4f}" for c, p in record["probabilities"].items())
+        click.echo(f"{source}\t{label}\t{score}")
+        if explain:
+            ex = record["explanation"]
+            a, b = ex["classes"]
+            click.echo(f"  towards {a}: " + ", ".join(f"{t} {w:+.2f}" for t, w in ex["towards"]))
+            click.echo(f"  towards {b}: " + ", ".join(f"{t} {w:+.2f}" for t, w in ex["against"]))
+
+
+def _inputs(inputs, fmt):
+    for path in inputs:
+        if path == "-":
+            yield "-", sys.stdin.buffer.read()
+            continue
+        with Corpus(path, format=fmt, classes=None) as corpus:
+            for msg in corpus:
+                yield msg.source, msg
+
+
+@cli.command("evaluate")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@corpus_options
+@click.option("--json", "as_json", is_flag=True, help="Print the measures as JSON.")
+def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, as_json):
+    """Measure a filter on labelled corpora (accuracy, recall per class, AUC)."""
+    spam_filter = SpamFilter.load(model)
+    corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
+    try:
+        with Progress("evaluating") as progress:
+            result = evaluate_filter(spam_filter, corpora, progress.step)
+    finally:
+        _close(corpora)
+    click.echo(to_json(result) if as_json else render_evaluation(result))
+
+
+@cli.command("info")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the whole manifest as JSON.")
+def info_command(model, as_json):
+    """Describe a filter file: model, classes, features, analyzer, training corpus."""
+    manifest = read_manifest(model)
+    click.echo(to_json(manifest) if as_json else render_info(manifest, model))
