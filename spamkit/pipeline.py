@@ -8,6 +8,7 @@ they report. ``spamkit.cli`` calls only this module, ``evaluation``,
 
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 import time
 from collections import Counter
@@ -19,26 +20,29 @@ from . import __version__
 from .corpus import Corpus, LabelledMessage, iter_corpora, require_classes
 from .corpus.split import holdout_ids
 from .errors import ConfigError, CorpusError, NotFittedError
-from .features import Vectorizer
+from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
 from .labels import SPAM_NAME
 from .message import Message, parse_message
 from .metrics import binary_report, multiclass_report
 from .models import BernoulliNB, MultinomialNB
 from .persist import load_filter, save_filter
 from .text import Analyzer
+from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
 MODELS = ("multinomial", "bernoulli")
+__all__ = ["SpamFilter", "build_filter", "train_filter", "evaluate_filter", "survey_corpus", "MODELS",
+           "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES"]
 
 
 def library_versions() -> dict:
     """Versions of the libraries a result depends on, recorded in models and reports."""
-    import click
-    import nltk
-    import scipy
-    import sklearn
-    return {"spamkit": __version__, "python": platform.python_version(), "numpy": np.__version__,
-            "scipy": scipy.__version__, "scikit-learn": sklearn.__version__, "nltk": nltk.__version__,
-            "click": click.__version__}
+    versions = {"spamkit": __version__, "python": platform.python_version()}
+    for name in ("numpy", "scipy", "scikit-learn", "nltk", "click"):
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
 
 
 def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True):
@@ -48,6 +52,18 @@ def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True):
     if name == "bernoulli":
         return BernoulliNB(alpha=alpha, fit_prior=fit_prior)
     raise ConfigError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+
+
+def build_filter(model: str = "multinomial", alpha: float = 1.0, representation: str | None = None,
+                 min_df=1, max_df=1.0, max_features: int | None = None, select: str = "frequency",
+                 hashing: int | None = None, stem: str = "none", language: str = "english",
+                 stop_words: str = "none", ngrams: int = 1) -> "SpamFilter":
+    """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers."""
+    estimator = make_model(model, alpha=alpha)
+    vectorizer = Vectorizer(representation or ("binary" if model == "bernoulli" else "tf"), min_df=min_df,
+                            max_df=max_df, max_features=max_features, select=select, hashing=hashing)
+    analyzer = Analyzer(stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams)
+    return SpamFilter(analyzer, vectorizer, estimator)
 
 
 class SpamFilter:

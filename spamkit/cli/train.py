@@ -8,12 +8,10 @@ import click
 
 from ..corpus import Corpus
 from ..corpus.split import SPLIT_METHODS
-from ..features import REPRESENTATIONS, Vectorizer
-from ..pipeline import MODELS, SpamFilter, evaluate_filter, make_model, train_filter
 from ..persist import read_manifest
+from ..pipeline import (MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, SpamFilter, build_filter,
+                        evaluate_filter, train_filter)
 from ..report import render_evaluation, render_info, render_train, to_json
-from ..text import Analyzer
-from ..text.stem import SNOWBALL_LANGUAGES, STEMMERS
 from . import cli
 from .params import corpus_options, open_corpora
 from .progress import Progress
@@ -65,12 +63,10 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, 
       spamkit train enron1.tar.gz --model bernoulli --max-features 3000 --select ig -o e1.spamkit
       spamkit train --ham ~/Mail/INBOX --spam ~/Mail/Junk -o mine.spamkit
     """
-    estimator = make_model(model, alpha=alpha)
-    vectorizer = Vectorizer(representation or ("binary" if model == "bernoulli" else "tf"), min_df=min_df,
-                            max_features=max_features, select=select, hashing=hashing)
-    analyzer = Analyzer(stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams)
-    spam_filter = SpamFilter(analyzer, vectorizer, estimator)
-    parameters = {"model": model, "alpha": alpha, "representation": vectorizer.representation,
+    spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
+                               max_features=max_features, select=select, hashing=hashing, stem=stem,
+                               language=language, stop_words=stop_words, ngrams=ngrams)
+    parameters = {"model": model, "alpha": alpha, "representation": spam_filter.vectorizer.representation,
                   "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
                   "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
                   "test_fraction": test_fraction, "split": split, "seed": seed,

@@ -1,0 +1,61 @@
+"""Metrics: hand-worked values and scikit-learn.metrics as oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn import metrics as skm
+
+from spamkit.errors import DegenerateDataWarning
+from spamkit.metrics import binary_report, confusion_matrix, multiclass_report, roc_auc
+
+
+def test_auc_by_hand_with_a_tie():
+    # spam scores 0.8, 0.4; ham scores 0.4, 0.1: pairs win, win, tie (1/2), win -> 3.5 / 4
+    assert roc_auc([1, 1, 0, 0], [0.8, 0.4, 0.4, 0.1]) == 0.875
+
+
+def test_auc_degenerate():
+    with pytest.warns(DegenerateDataWarning):
+        assert np.isnan(roc_auc([1, 1], [0.2, 0.3]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])),
+                min_size=2, max_size=60))
+def test_auc_agrees_with_sklearn_including_ties(pairs):
+    y = np.array([p[0] for p in pairs])
+    s = np.array([p[1] for p in pairs])
+    if y.all() or not y.any():
+        return
+    assert roc_auc(y, s) == pytest.approx(skm.roc_auc_score(y, s), abs=1e-12)
+    # no ties in the reversed ranking: auc(-s) == 1 - auc(s)
+    assert roc_auc(y, -s) == pytest.approx(1 - roc_auc(y, s), abs=1e-12)
+
+
+def test_binary_report_by_hand_and_oracle():
+    y = ["spam", "spam", "spam", "ham", "ham"]
+    pred = ["spam", "ham", "spam", "spam", "ham"]
+    p = [0.9, 0.3, 0.8, 0.6, 0.2]
+    r = binary_report(y, pred, p)
+    assert (r["tp"], r["fn"], r["fp"], r["tn"]) == (2, 1, 1, 1)
+    assert r["spam_recall"] == pytest.approx(2 / 3) and r["ham_recall"] == pytest.approx(1 / 2)
+    assert r["spam_precision"] == pytest.approx(2 / 3)
+    assert r["accuracy"] == pytest.approx(skm.accuracy_score(y, pred))
+    assert r["f1"] == pytest.approx(skm.f1_score(y, pred, pos_label="spam"))
+    assert r["auc"] == pytest.approx(skm.roc_auc_score([t == "spam" for t in y], p))
+
+
+def test_confusion_and_multiclass_against_sklearn():
+    rng = np.random.default_rng(1)
+    labels = ["a", "b", "c"]
+    y = rng.choice(labels, 200)
+    pred = rng.choice(labels, 200)
+    np.testing.assert_array_equal(confusion_matrix(y, pred, labels), skm.confusion_matrix(y, pred, labels=labels))
+    r = multiclass_report(y, pred, labels)
+    assert r["macro_f1"] == pytest.approx(skm.f1_score(y, pred, average="macro"))
+    for label in labels:
+        assert r["per_class"][label]["recall"] == pytest.approx(
+            skm.recall_score(y, pred, labels=[label], average="macro"))

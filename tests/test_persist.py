@@ -1,0 +1,126 @@
+"""Filter files: round trips, no pickle, clear errors for damaged, foreign and newer files."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from spamkit.errors import ModelFormatError
+from spamkit.persist import FORMAT_VERSION, load_filter, read_manifest
+from spamkit.pipeline import SpamFilter, build_filter
+
+from conftest import SAMPLE
+
+MESSAGES = sorted(SAMPLE.rglob("*.eml"))
+
+
+@pytest.fixture(scope="module")
+def trained():
+    f = build_filter(stop_words="english", stem="porter", ngrams=2, min_df=2)
+    f.fit([p.read_bytes() for p in MESSAGES], y=[p.parent.name for p in MESSAGES])
+    return f
+
+
+@pytest.mark.parametrize("options", [{}, {"model": "bernoulli"}, {"representation": "tfidf"},
+                                     {"hashing": 4096}, {"max_features": 50, "select": "ig"}])
+def test_round_trip_gives_identical_predictions(tmp_path, options):
+    f = build_filter(**options)
+    raws = [p.read_bytes() for p in MESSAGES]
+    f.fit(raws, y=[p.parent.name for p in MESSAGES])
+    f.save(tmp_path / "m.spamkit")
+    g = SpamFilter.load(tmp_path / "m.spamkit")
+    np.testing.assert_array_equal(f.predict_proba(raws), g.predict_proba(raws))
+    assert g.classes_.tolist() == ["ham", "spam"]
+
+
+def test_file_holds_no_pickle(tmp_path, trained):
+    trained.save(tmp_path / "m.spamkit")
+    with zipfile.ZipFile(tmp_path / "m.spamkit") as z:
+        names = z.namelist()
+        assert names[0] == "manifest.json"
+        assert all(n == "manifest.json" or n == "terms.txt" or n.endswith(".npy") for n in names)
+        for n in names:
+            if n.endswith(".npy"):
+                np.load(io.BytesIO(z.read(n)), allow_pickle=False)       # would raise on object arrays
+        manifest = json.loads(z.read("manifest.json"))
+    assert manifest["format_version"] == FORMAT_VERSION
+    assert manifest["analyzer"]["stemmer"] == "porter"
+    assert "the" in manifest["analyzer"]["stop_word_list"]
+
+
+def test_truncated_file(tmp_path, trained):
+    path = tmp_path / "m.spamkit"
+    trained.save(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelFormatError, match="not a spamkit filter file, or truncated"):
+        load_filter(path)
+
+
+def _rewrite(path, change):
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    change(members)
+    with zipfile.ZipFile(path, "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+
+
+def test_altered_member_fails_checksum(tmp_path, trained):
+    path = tmp_path / "m.spamkit"
+    trained.save(path)
+
+    def flip(members):
+        name = next(n for n in members if n.endswith("feature_count_.npy"))
+        data = bytearray(members[name])
+        data[-1] ^= 0xFF
+        members[name] = bytes(data)
+
+    _rewrite(path, flip)
+    with pytest.raises(ModelFormatError, match="fails its checksum"):
+        load_filter(path)
+
+
+def test_newer_version_and_foreign_files(tmp_path, trained):
+    path = tmp_path / "m.spamkit"
+    trained.save(path)
+
+    def bump(members):
+        manifest = json.loads(members["manifest.json"])
+        manifest["format_version"] = FORMAT_VERSION + 1
+        members["manifest.json"] = json.dumps(manifest).encode()
+
+    _rewrite(path, bump)
+    with pytest.raises(ModelFormatError, match=f"format version {FORMAT_VERSION + 1} is not supported"):
+        read_manifest(path)
+    other = tmp_path / "other.zip"
+    with zipfile.ZipFile(other, "w") as z:
+        z.writestr("hello.txt", "hi")
+    with pytest.raises(ModelFormatError, match="no manifest.json"):
+        load_filter(other)
+    with pytest.raises(ModelFormatError, match="no such filter file"):
+        load_filter(tmp_path / "missing.spamkit")
+    pickle_file = tmp_path / "model.pkl"
+    pickle_file.write_bytes(b"\x80\x04\x95")
+    with pytest.raises(ModelFormatError, match="not a spamkit filter file"):
+        load_filter(pickle_file)
+
+
+def test_save_is_atomic_and_keeps_old_file_on_failure(tmp_path, trained, monkeypatch):
+    path = tmp_path / "m.spamkit"
+    trained.save(path)
+    before = path.read_bytes()
+    import spamkit.persist as persist
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(persist.os, "fsync", boom)
+    with pytest.raises(OSError, match="disk full"):
+        trained.save(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["m.spamkit"]       # no temporary left behind
