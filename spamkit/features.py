@@ -24,7 +24,6 @@ no vocabulary at all: a token's column is ``|murmurhash3_32(token, seed=0)| mod 
 from __future__ import annotations
 
 from array import array
-from collections import Counter
 
 import numpy as np
 import scipy.sparse as sp
@@ -81,37 +80,55 @@ def l2_normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
     return X
 
 
+#: documents whose token ids are gathered before duplicates are summed (bounds the extra memory)
+CHUNK_DOCS = 1024
+
+
 def _count_matrix(docs, index: dict, grow: bool):
-    """CSR counts of ``docs`` under ``index`` (token -> column); with ``grow`` new tokens get columns."""
-    indptr = array("q", [0])
-    indices = array("q")
-    data = array("d")
-    n_docs = 0
+    """CSR counts of ``docs`` under ``index`` (token -> column); with ``grow`` new tokens get columns.
+
+    Token ids of up to :data:`CHUNK_DOCS` documents are gathered as 32-bit integers, then
+    scipy sums the duplicates of that chunk in C; each chunk's non-zeros are appended to
+    the result. Memory: the non-zeros, plus the raw ids of one chunk.
+    """
+    out_indptr = array("q", [0])
+    out_indices = array("i")
+    out_data = array("d")
+    chunk_ids = array("i")
+    chunk_ptr = [0]
+    setdefault, get = index.setdefault, index.get
+
+    def flush():
+        if len(chunk_ptr) == 1:
+            return
+        ids = np.array(chunk_ids, dtype=np.int32)
+        block = sp.csr_matrix((np.ones(len(ids)), ids, np.asarray(chunk_ptr, dtype=np.int64)),
+                              shape=(len(chunk_ptr) - 1, max(len(index), 1)))
+        block.sum_duplicates()                    # also sorts the indices of each row
+        base = out_indptr[-1]
+        out_indptr.frombytes((block.indptr[1:].astype(np.int64) + base).tobytes())
+        out_indices.frombytes(block.indices.astype(np.int32).tobytes())
+        out_data.frombytes(block.data.astype(np.float64).tobytes())
+        del chunk_ids[:]
+        chunk_ptr[1:] = []
+
     for tokens in docs:
         if isinstance(tokens, str):
             raise ConfigError("a document must be a list of tokens, got a str; tokenize it first")
-        counts = Counter(tokens)
         if grow:
-            for token, c in counts.items():
-                j = index.get(token)
-                if j is None:
-                    j = index[token] = len(index)
-                indices.append(j)
-                data.append(c)
+            # setdefault gives a new token the next free column, in one dictionary call
+            chunk_ids.extend([setdefault(t, len(index)) for t in tokens])
         else:
-            for token, c in counts.items():
-                j = index.get(token)
-                if j is not None:
-                    indices.append(j)
-                    data.append(c)
-        indptr.append(len(indices))
-        n_docs += 1
-    X = sp.csr_matrix((np.frombuffer(data, dtype=np.float64) if len(data) else np.zeros(0),
-                       np.frombuffer(indices, dtype=np.int64) if len(indices) else np.zeros(0, np.int64),
-                       np.frombuffer(indptr, dtype=np.int64)),
-                      shape=(n_docs, len(index)))
-    X.sort_indices()
-    return X
+            chunk_ids.extend([j for j in map(get, tokens) if j is not None])
+        chunk_ptr.append(len(chunk_ids))
+        if len(chunk_ptr) > CHUNK_DOCS:
+            flush()
+    flush()
+    n_docs = len(out_indptr) - 1
+    return sp.csr_matrix((np.frombuffer(out_data, dtype=np.float64) if len(out_data) else np.zeros(0),
+                          np.frombuffer(out_indices, dtype=np.int32) if len(out_indices) else np.zeros(0, np.int32),
+                          np.frombuffer(out_indptr, dtype=np.int64)),
+                         shape=(n_docs, len(index)))
 
 
 def _threshold(value, n_docs: int, name: str) -> float:
@@ -232,10 +249,19 @@ class Vectorizer:
             # Highest score first; ties by document frequency, then alphabetically (deterministic).
             order = sorted(range(keep.size), key=lambda k: (-score[k], -df[keep[k]], terms[keep[k]]))
             keep = keep[np.array(order[: self.max_features], dtype=np.int64)]
-        # Columns in alphabetical order of their terms, as scikit-learn's vectorizers do.
-        keep = keep[np.argsort(terms[keep].astype(str), kind="stable")] if keep.size else keep
+        # Columns in alphabetical order of their terms, as scikit-learn's vectorizers do (sorted
+        # in Python: a fixed-width unicode array of the terms would cost far more memory).
+        keep = np.array(sorted(keep.tolist(), key=terms.__getitem__), dtype=np.int64)
         self.terms_ = [str(t) for t in terms[keep]]
         self.vocabulary_ = {t: j for j, t in enumerate(self.terms_)}
+        if keep.size == counts.shape[1]:
+            # Every column kept: renumber the column indices in place instead of copying the matrix.
+            new_col = np.empty(keep.size, dtype=counts.indices.dtype)
+            new_col[keep] = np.arange(keep.size, dtype=counts.indices.dtype)
+            counts.indices = new_col[counts.indices]
+            counts.has_sorted_indices = False
+            counts.sort_indices()
+            return counts
         return counts[:, keep].tocsr()
 
     @staticmethod
@@ -287,7 +313,8 @@ class Vectorizer:
         return self._represent(self.counts(docs))
 
     def _represent(self, counts: sp.csr_matrix) -> sp.csr_matrix:
-        X = counts.astype(np.float64)
+        # counts is always a fresh matrix made by this class: transform it in place
+        X = counts if counts.dtype == np.float64 else counts.astype(np.float64)
         if self.representation == "binary":
             X.data[:] = 1.0
         elif self.representation == "tfnorm":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +13,7 @@ from spamkit.message import parse_message
 from spamkit.text import Analyzer
 from spamkit.text.stem import CachedStemmer
 from spamkit.text.stopwords import english
+from spamkit.text.tokenize import WORD_PATTERN
 
 from conftest import SAMPLE
 
@@ -102,6 +105,16 @@ def test_nltk_needs_no_data_download(monkeypatch):
     import nltk
     monkeypatch.setattr(nltk, "download", lambda *a, **k: pytest.fail("nltk.download called"))
     Analyzer(stop_words="english", stemmer="snowball")("nothing is downloaded here")
+
+
+# The obvious, slower form of the word pattern: one character at a time.
+REFERENCE_WORD = re.compile(r"[$£€¥]?[^\W_](?:[^\W_]|['’.\-](?=[^\W_])|(?<=\d),(?=\d))*")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1_.,-'’$£ éß9\n")), max_size=60) | st.text(max_size=60))
+def test_word_pattern_equals_reference(text):
+    assert re.findall(WORD_PATTERN, text) == REFERENCE_WORD.findall(text)
 
 
 STOP = english()

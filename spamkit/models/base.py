@@ -14,7 +14,6 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
@@ -47,6 +46,11 @@ class ProbabilisticClassifier(ClassifierMixin, BaseEstimator):
         """CSR (or dense) float64 input, with the feature count checked against fit."""
         if not reset:
             self._check_fitted()
+            # Fast path for what spamkit's vectorizer produces: a float64 CSR of the right width.
+            # scikit-learn's general validation costs more than scoring one short message.
+            if (self._accept_sparse and isinstance(X, sp.csr_matrix) and X.dtype == np.float64
+                    and X.shape[1] == self.n_features_in_ and np.isfinite(X.data).all()):
+                return X
         X = validate_data(self, X, accept_sparse=self._accept_sparse or False, reset=reset,
                           dtype=np.float64)
         if sp.issparse(X):
@@ -73,8 +77,12 @@ class ProbabilisticClassifier(ClassifierMixin, BaseEstimator):
     def predict_log_proba(self, X) -> np.ndarray:
         """log p(c | x), normalised with log-sum-exp; shape (n_docs, n_classes)."""
         jll = self.joint_log_likelihood(X)
-        with np.errstate(invalid="ignore"):
-            log_norm = logsumexp(jll, axis=1, keepdims=True)
+        # log sum_c exp(jll_c) = m + log sum_c exp(jll_c - m), m the row maximum (no overflow or
+        # underflow); a row whose every entry is -inf stays -inf.
+        m = jll.max(axis=1, keepdims=True)
+        finite_m = np.where(np.isfinite(m), m, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_norm = finite_m + np.log(np.exp(jll - finite_m).sum(axis=1, keepdims=True))
             out = jll - log_norm
         impossible = ~np.isfinite(log_norm.ravel())
         if impossible.any():

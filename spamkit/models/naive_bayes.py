@@ -110,6 +110,7 @@ class _DiscreteNB(ProbabilisticClassifier):
         self._update_class_log_prior()
         self._update_feature_log_prob(self._alpha)
         self._update_linear_form()
+        self._cache_transposes()
 
     def _update_class_log_prior(self):
         n_classes = len(self.classes_)
@@ -131,6 +132,13 @@ class _DiscreteNB(ProbabilisticClassifier):
         """Cache ``b_c`` and ``w_c`` of ``log p(x, c) = b_c + x . w_c`` and where they are -inf."""
         raise NotImplementedError
 
+    def _cache_transposes(self):
+        # X @ w.T with w.T a non-contiguous view makes scipy copy w on every call: keep a
+        # contiguous copy, and note whether any -inf needs the exact (slower) path at all.
+        self._w_finite_T = np.ascontiguousarray(self._w_finite.T)
+        self._has_neg_inf = bool(self._w_neg_inf.any() or self._b_neg_inf.any()
+                                 or getattr(self, "_q_zero", np.zeros(1)).any())
+
     # ------------------------------------------------------------- prediction
 
     def joint_log_likelihood(self, X) -> np.ndarray:
@@ -138,11 +146,13 @@ class _DiscreteNB(ProbabilisticClassifier):
         X = self._prepare_X(self._validate_X(X, reset=False))
         if not sp.issparse(X):
             X = sp.csr_matrix(X)
-        jll = np.asarray(X @ self._w_finite.T) + self._b_finite
-        # A present feature whose weight is -inf (a zero probability) makes the class impossible;
-        # likewise, for the Bernoulli model, an absent feature whose p(absent) is 0.
-        hits = np.asarray(X.astype(bool).astype(np.float64) @ self._w_neg_inf.T)
-        jll[(hits + self._b_neg_inf) != 0] = -np.inf
+        jll = np.asarray(X @ self._w_finite_T) + self._b_finite
+        if self._has_neg_inf:
+            # A present feature whose weight is -inf (a zero probability) makes the class impossible.
+            present = X.copy()
+            present.data = (present.data != 0).astype(np.float64)
+            hits = np.asarray(present @ np.ascontiguousarray(self._w_neg_inf.T))
+            jll[(hits + self._b_neg_inf) != 0] = -np.inf
         return jll
 
     def feature_weights(self) -> np.ndarray:
@@ -291,8 +301,11 @@ class BernoulliNB(_DiscreteNB):
         X = self._prepare_X(self._validate_X(X, reset=False))
         if not sp.issparse(X):
             X = sp.csr_matrix(X)
-        present = X.astype(bool).astype(np.float64)
-        jll = np.asarray(X @ self._w_finite.T) + self._b_finite
+        jll = np.asarray(X @ self._w_finite_T) + self._b_finite
+        if not self._has_neg_inf:
+            return jll
+        present = X.copy()
+        present.data = (present.data != 0).astype(np.float64)
         # impossible if: a present feature has p = 0, or an absent feature has p = 1 (q = 0),
         # i.e. (number of q = 0 features) - (those of them present) > 0, or the prior is 0.
         present_p_zero = np.asarray(present @ self._w_neg_inf.T)

@@ -156,6 +156,13 @@ class Analyzer:
             text = text.lower()
         stop, stem = self._stop_list, self._stem
         min_len, max_len, numbers = self.min_len, self.max_len, self.numbers
+        if not stop and stem._stem is None and numbers == "keep":
+            # The common configuration, as one comprehension: same result as the loop below.
+            out = [t if len(t) <= max_len else "meta:long-token"
+                   for t in self._regex.findall(text) if len(t) >= min_len]
+            if self.ngram_max > 1:
+                self._add_ngrams(out)
+            return out
         out = []
         for token in self._regex.findall(text):
             if numbers != "keep" and is_number(token):
@@ -172,10 +179,13 @@ class Analyzer:
                 continue
             out.append(stem(token))
         if self.ngram_max > 1:
-            grams = [t for t in out if not t.startswith("meta:")]
-            for n in range(2, self.ngram_max + 1):
-                out.extend(" ".join(grams[i:i + n]) for i in range(len(grams) - n + 1))
+            self._add_ngrams(out)
         return out
+
+    def _add_ngrams(self, out: list[str]) -> None:
+        grams = [t for t in out if not t.startswith("meta:")]
+        for n in range(2, self.ngram_max + 1):
+            out.extend(" ".join(grams[i:i + n]) for i in range(len(grams) - n + 1))
 
     def __call__(self, doc) -> list[str]:
         """Tokens of a :class:`~spamkit.message.Message`, a ``str`` of plain text, or raw ``bytes``."""
