@@ -81,7 +81,7 @@ def l2_normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
 
 
 #: documents whose token ids are gathered before duplicates are summed (bounds the extra memory)
-CHUNK_DOCS = 1024
+CHUNK_DOCS = 256
 
 
 def _count_matrix(docs, index: dict, grow: bool):
@@ -125,9 +125,12 @@ def _count_matrix(docs, index: dict, grow: bool):
             flush()
     flush()
     n_docs = len(out_indptr) - 1
+    indptr = np.frombuffer(out_indptr, dtype=np.int64)
+    if len(out_indices) < 2 ** 31 - 1:
+        indptr = indptr.astype(np.int32)        # same index type as `indices`: scipy then copies neither
     return sp.csr_matrix((np.frombuffer(out_data, dtype=np.float64) if len(out_data) else np.zeros(0),
                           np.frombuffer(out_indices, dtype=np.int32) if len(out_indices) else np.zeros(0, np.int32),
-                          np.frombuffer(out_indptr, dtype=np.int64)),
+                          indptr),
                          shape=(n_docs, len(index)))
 
 
@@ -228,19 +231,28 @@ class Vectorizer:
         return self._represent(counts)
 
     def _limit(self, counts: sp.csr_matrix, index: dict, y) -> sp.csr_matrix:
+        """Drop columns by min_df/max_df/max_features, renumber the rest alphabetically.
+
+        Works in place where it can (the provisional ``index`` becomes ``vocabulary_``, the
+        matrix's column indices are rewritten rather than copied): the vocabulary and the
+        non-zeros are the largest things spamkit holds while training.
+        """
         n_docs = counts.shape[0]
-        terms = np.empty(len(index), dtype=object)
-        for token, j in index.items():
-            terms[j] = token
         df = np.bincount(counts.indices, minlength=counts.shape[1])
         low = _threshold(self.min_df, n_docs, "min_df")
         high = _threshold(self.max_df, n_docs, "max_df")
         keep = np.flatnonzero((df >= low) & (df <= high))
-        if keep.size == 0 and counts.shape[1] > 0:
+        if counts.shape[1] == 0:
+            raise ConfigError(f"the {n_docs} documents hold no token at all: empty vocabulary "
+                              "(were they all empty, or all stop words?)")
+        if keep.size == 0:
             raise ConfigError(f"no term is in at least min_df={self.min_df} and at most max_df={self.max_df} "
                               f"of the {n_docs} documents; lower min_df or raise max_df")
         if self.select == "ig" and y is None:
             raise ConfigError("select='ig' (information gain) needs the class labels y")
+        terms = [None] * len(index)
+        for token, j in index.items():
+            terms[j] = token
         if self.max_features is not None and keep.size > self.max_features:
             if self.select == "ig":
                 score = self._ig(counts[:, keep], y)
@@ -249,20 +261,38 @@ class Vectorizer:
             # Highest score first; ties by document frequency, then alphabetically (deterministic).
             order = sorted(range(keep.size), key=lambda k: (-score[k], -df[keep[k]], terms[keep[k]]))
             keep = keep[np.array(order[: self.max_features], dtype=np.int64)]
-        # Columns in alphabetical order of their terms, as scikit-learn's vectorizers do (sorted
-        # in Python: a fixed-width unicode array of the terms would cost far more memory).
-        keep = np.array(sorted(keep.tolist(), key=terms.__getitem__), dtype=np.int64)
-        self.terms_ = [str(t) for t in terms[keep]]
-        self.vocabulary_ = {t: j for j, t in enumerate(self.terms_)}
-        if keep.size == counts.shape[1]:
-            # Every column kept: renumber the column indices in place instead of copying the matrix.
-            new_col = np.empty(keep.size, dtype=counts.indices.dtype)
-            new_col[keep] = np.arange(keep.size, dtype=counts.indices.dtype)
-            counts.indices = new_col[counts.indices]
-            counts.has_sorted_indices = False
-            counts.sort_indices()
-            return counts
-        return counts[:, keep].tocsr()
+        # Columns in alphabetical order of their terms, as scikit-learn's vectorizers do.
+        kept_terms = sorted(terms) if keep.size == len(terms) else sorted(terms[j] for j in keep.tolist())
+        n_old = counts.shape[1]
+        new_col = np.full(n_old, -1, dtype=np.int32)
+        new_col[np.fromiter((index[t] for t in kept_terms), dtype=np.int64, count=len(kept_terms))] = \
+            np.arange(len(kept_terms), dtype=np.int32)
+        del terms
+        if len(kept_terms) * 2 >= n_old:
+            for t in index.keys() - set(kept_terms) if len(kept_terms) < n_old else ():
+                del index[t]
+            for k, t in enumerate(kept_terms):      # reuse the dictionary's table
+                index[t] = k
+            vocabulary = index
+        else:
+            vocabulary = {t: k for k, t in enumerate(kept_terms)}
+            index.clear()
+        self.terms_ = kept_terms
+        self.vocabulary_ = vocabulary
+        if len(kept_terms) == n_old:
+            # renumber in place, a slice at a time (np.take into its own input would copy it whole)
+            for start in range(0, counts.nnz, 1 << 16):
+                part = counts.indices[start:start + (1 << 16)]
+                part[:] = new_col[part]
+        else:
+            mapped = new_col[counts.indices]
+            present = mapped >= 0
+            kept_before = np.concatenate([[0], np.cumsum(present, dtype=np.int64)])
+            indptr = kept_before[counts.indptr]              # kept entries before each row start
+            counts = sp.csr_matrix((counts.data[present], mapped[present], indptr), shape=(n_docs, len(kept_terms)))
+        counts.has_sorted_indices = False
+        counts.sort_indices()
+        return counts
 
     @staticmethod
     def _ig(counts: sp.csr_matrix, y) -> np.ndarray:

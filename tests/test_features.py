@@ -112,15 +112,23 @@ def test_l2_rows():
     np.testing.assert_allclose(X.toarray(), [[0.6, 0.8], [0.0, 0.0]])
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=8), min_size=1, max_size=15),
-       st.sampled_from(["binary", "tf", "tfidf"]))
-def test_random_docs_agree_with_sklearn(docs, representation):
-    if not any(docs):
-        return
-    ours = Vectorizer(representation).fit_transform(docs)
+       st.sampled_from(["binary", "tf", "tfidf"]), st.sampled_from([1, 2, 3]), st.sampled_from([1.0, 0.6]))
+def test_random_docs_agree_with_sklearn(docs, representation, min_df, max_df):
+    kw = {"min_df": min_df, "max_df": max_df}
     if representation == "tfidf":
-        theirs = TfidfVectorizer(analyzer=lambda d: d).fit_transform(docs)
+        theirs = TfidfVectorizer(analyzer=lambda d: d, **kw)
     else:
-        theirs = sk_count(binary=representation == "binary").fit_transform(docs)
-    np.testing.assert_allclose(ours.toarray(), theirs.toarray(), rtol=1e-12)
+        theirs = sk_count(binary=representation == "binary", **kw)
+    try:
+        expected = theirs.fit_transform(docs)
+    except ValueError:                      # empty vocabulary: ours must refuse too
+        with pytest.raises(ConfigError):
+            Vectorizer(representation, **kw).fit_transform(docs)
+        return
+    ours = Vectorizer(representation, **kw)
+    got = ours.fit_transform(docs)
+    assert ours.terms_ == list(theirs.get_feature_names_out())
+    np.testing.assert_allclose(got.toarray(), expected.toarray(), rtol=1e-12)
+    np.testing.assert_allclose(ours.transform(docs).toarray(), theirs.transform(docs).toarray(), rtol=1e-12)

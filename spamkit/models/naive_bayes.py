@@ -73,8 +73,11 @@ class _DiscreteNB(ProbabilisticClassifier):
 
     def _count(self, X, Y):
         # n_{c,j} += sum_i Y[i, c] X[i, j]; N_c += sum_i Y[i, c]
-        self.feature_count_ += np.asarray((Y.T @ X).todense()) if sp.issparse(X) else Y.T @ X
-        self.class_count_ += np.asarray(Y.sum(axis=0)).ravel()
+        # Computed as (X^T Y)^T with Y dense (n_docs x n_classes, small): X^T of a CSR matrix is a
+        # CSC view of the same arrays, so scipy multiplies without converting (copying) X.
+        Y = Y.toarray()
+        self.feature_count_ += np.asarray(X.T @ Y).T
+        self.class_count_ += Y.sum(axis=0)
 
     def fit(self, X, y, sample_weight=None):
         """Count from scratch; returns ``self``."""
@@ -135,9 +138,13 @@ class _DiscreteNB(ProbabilisticClassifier):
     def _cache_transposes(self):
         # X @ w.T with w.T a non-contiguous view makes scipy copy w on every call: keep a
         # contiguous copy, and note whether any -inf needs the exact (slower) path at all.
+        # Without -inf terms (any alpha > 0) the indicator arrays are not kept.
         self._w_finite_T = np.ascontiguousarray(self._w_finite.T)
+        q_zero = getattr(self, "_q_zero", None)
         self._has_neg_inf = bool(self._w_neg_inf.any() or self._b_neg_inf.any()
-                                 or getattr(self, "_q_zero", np.zeros(1)).any())
+                                 or (q_zero is not None and q_zero.any()))
+        if not self._has_neg_inf:
+            self._w_neg_inf = self._q_zero = None
 
     # ------------------------------------------------------------- prediction
 
@@ -158,6 +165,8 @@ class _DiscreteNB(ProbabilisticClassifier):
     def feature_weights(self) -> np.ndarray:
         """``w`` of the linear form, shape (n_classes, n_features): each feature's log-evidence per class."""
         self._check_fitted()
+        if self._w_neg_inf is None:
+            return self._w_finite
         return self._w_finite - np.where(self._w_neg_inf > 0, np.inf, 0.0)
 
     def contributions(self, x) -> tuple[np.ndarray, np.ndarray]:
@@ -226,7 +235,7 @@ class MultinomialNB(_DiscreteNB):
     def _update_linear_form(self):
         # log p(x, c) = log p(c) + sum_j x_j log p[c, j]
         w = self.feature_log_prob_
-        self._w_finite = _finite(w)
+        self._w_finite = w if np.isfinite(w).all() else _finite(w)
         self._w_neg_inf = (w == -np.inf).astype(np.float64)
         self._b_finite = _finite(self.class_log_prior_)
         self._b_neg_inf = (self.class_log_prior_ == -np.inf).astype(np.float64)
