@@ -38,23 +38,24 @@ import numpy as np
 from . import __version__
 from .errors import ModelFormatError
 from .features import Vectorizer
-from .models import BernoulliNB, MultinomialNB
+from .models import BernoulliNB, KNNClassifier, MultinomialNB
 from .text import Analyzer
 
 FORMAT = "spamkit-filter"
 FORMAT_VERSION = 1
 
-# model type -> (class, constructor parameters stored, learned arrays stored).
+# model type -> (class, constructor parameters stored). Each class says what else it stores
+# through _state() (arrays and text lists) and rebuilds itself with _restore().
 # GaussianNB is a library estimator for dense numeric features; text filters use these.
 MODEL_TYPES = {
-    "multinomial": (MultinomialNB, ("alpha", "fit_prior", "class_prior"), ("class_count_", "feature_count_")),
-    "bernoulli": (BernoulliNB, ("alpha", "fit_prior", "class_prior", "binarize"),
-                  ("class_count_", "feature_count_")),
+    "multinomial": (MultinomialNB, ("alpha", "fit_prior", "class_prior")),
+    "bernoulli": (BernoulliNB, ("alpha", "fit_prior", "class_prior", "binarize")),
+    "knn": (KNNClassifier, ("k", "weights", "metric", "tau", "epsilon", "memory_limit", "n_jobs")),
 }
 
 
 def model_type_of(model) -> str:
-    for name, (cls, _, _) in MODEL_TYPES.items():
+    for name, (cls, _) in MODEL_TYPES.items():
         if type(model) is cls:
             return name
     raise ModelFormatError(f"cannot save a {type(model).__name__}: not a spamkit model type")
@@ -107,10 +108,11 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
                 extra: dict | None = None) -> None:
     """Write a filter file (see the module docstring) atomically to ``path``."""
     kind = model_type_of(model)
-    cls, param_names, array_names = MODEL_TYPES[kind]
+    cls, param_names = MODEL_TYPES[kind]
     model._check_fitted()
     members: dict[str, bytes] = {}
     arrays_meta = {}
+    texts_meta = {}
 
     def add_array(name, array):
         array = np.asarray(array)
@@ -122,18 +124,24 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
         arrays_meta[name] = {"file": member, "sha256": hashlib.sha256(data).hexdigest(),
                              "dtype": str(array.dtype), "shape": list(array.shape)}
 
-    for name in array_names:
-        add_array(f"model.{name}", getattr(model, name))
+    def add_lines(name, lines):
+        if any("\n" in t or "\r" in t for t in lines):
+            raise ModelFormatError(f"an entry of {name} contains a line break; cannot store it")
+        data = "\n".join(lines).encode("utf-8")
+        member = f"{name}.txt"
+        members[member] = data
+        return {"file": member, "sha256": hashlib.sha256(data).hexdigest(), "count": len(lines)}
+
+    model_arrays, model_texts = model._state()
+    for name, array in model_arrays.items():
+        add_array(f"model.{name}", array)
+    for name, lines in model_texts.items():
+        texts_meta[name] = add_lines(f"model_{name}", lines)
     for name, array in vectorizer.get_arrays().items():
         add_array(f"vectorizer.{name}", array)
     terms_meta = None
     if vectorizer.terms_ is not None:
-        if any("\n" in t or "\r" in t for t in vectorizer.terms_):
-            raise ModelFormatError("a vocabulary term contains a line break; cannot store it in terms.txt")
-        data = "\n".join(vectorizer.terms_).encode("utf-8")
-        members["terms.txt"] = data
-        terms_meta = {"file": "terms.txt", "sha256": hashlib.sha256(data).hexdigest(),
-                      "count": len(vectorizer.terms_)}
+        terms_meta = add_lines("terms", vectorizer.terms_)
     classes = [_jsonable(c) for c in model.classes_.tolist()]
     manifest = {
         "format": FORMAT,
@@ -143,7 +151,7 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
         "analyzer": analyzer.get_config(),
         "vectorizer": vectorizer.get_config(),
         "model": {"type": kind, "params": {p: _jsonable(getattr(model, p)) for p in param_names},
-                  "classes": classes, "n_features": int(vectorizer.n_features_)},
+                  "classes": classes, "n_features": int(vectorizer.n_features_), "texts": texts_meta},
         "terms": terms_meta,
         "arrays": arrays_meta,
         "training": training or {},
@@ -218,20 +226,15 @@ def load_filter(path):
                 if list(array.shape) != meta["shape"] or str(array.dtype) != meta["dtype"]:
                     raise ModelFormatError(f"{path}: array {name} has the wrong shape or type")
                 arrays[name] = array
-            terms = None
-            if manifest["terms"] is not None:
-                text = _read_member(z, path, manifest["terms"]).decode("utf-8")
-                terms = text.split("\n") if text else []
-                if len(terms) != manifest["terms"]["count"]:
-                    raise ModelFormatError(f"{path}: vocabulary has {len(terms)} terms, manifest says "
-                                           f"{manifest['terms']['count']}")
+            terms = _read_lines(z, path, manifest["terms"]) if manifest["terms"] is not None else None
+            texts = {name: _read_lines(z, path, meta) for name, meta in manifest["model"].get("texts", {}).items()}
             analyzer = Analyzer.from_config(manifest["analyzer"])
             vectorizer = Vectorizer.restore(
                 manifest["vectorizer"], terms,
                 {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith("vectorizer.")})
             model = _restore_model(manifest["model"],
                                    {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith("model.")},
-                                   path)
+                                   texts, path)
         except (KeyError, TypeError, ValueError, zipfile.BadZipFile, EOFError, OSError) as exc:
             if isinstance(exc, ModelFormatError):
                 raise
@@ -242,15 +245,19 @@ def load_filter(path):
     return analyzer, vectorizer, model, manifest
 
 
-def _restore_model(spec: dict, arrays: dict, path: Path):
+def _read_lines(z: zipfile.ZipFile, path: Path, meta: dict) -> list[str]:
+    text = _read_member(z, path, meta).decode("utf-8")
+    lines = text.split("\n") if text else []
+    if len(lines) != meta["count"]:
+        raise ModelFormatError(f"{path}: {meta['file']} has {len(lines)} lines, the manifest says {meta['count']}")
+    return lines
+
+
+def _restore_model(spec: dict, arrays: dict, texts: dict, path: Path):
     kind = spec["type"]
     if kind not in MODEL_TYPES:
         raise ModelFormatError(f"{path}: unknown model type {kind!r}; upgrade spamkit")
-    cls, param_names, array_names = MODEL_TYPES[kind]
+    cls, param_names = MODEL_TYPES[kind]
     model = cls(**{p: spec["params"][p] for p in param_names})
-    model.classes_ = np.asarray(spec["classes"])
-    for name in array_names:
-        setattr(model, name, np.asarray(arrays[name], dtype=np.float64))
-    model.n_features_in_ = int(spec["n_features"])
-    model._update()
+    model._restore(spec["classes"], int(spec["n_features"]), arrays, texts)
     return model

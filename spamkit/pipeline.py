@@ -24,14 +24,15 @@ from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
 from .labels import SPAM_NAME
 from .message import Message, parse_message
 from .metrics import binary_report, multiclass_report
-from .models import BernoulliNB, MultinomialNB
+from .models import BernoulliNB, KNNClassifier, MultinomialNB
 from .persist import load_filter, save_filter
 from .text import Analyzer
+from .models.knn import METRICS, WEIGHTS
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
-MODELS = ("multinomial", "bernoulli")
-__all__ = ["SpamFilter", "build_filter", "train_filter", "evaluate_filter", "survey_corpus", "MODELS",
-           "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES"]
+MODELS = ("multinomial", "bernoulli", "knn")
+__all__ = ["SpamFilter", "build_filter", "train_filter", "evaluate_filter", "tune_filter", "survey_corpus",
+           "MODELS", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
 def library_versions() -> dict:
@@ -45,21 +46,27 @@ def library_versions() -> dict:
     return versions
 
 
-def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True):
-    """A fresh estimator by name."""
+def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, **knn):
+    """A fresh estimator by name; ``knn`` takes KNNClassifier's parameters (k, weights, metric, ...)."""
     if name == "multinomial":
         return MultinomialNB(alpha=alpha, fit_prior=fit_prior)
     if name == "bernoulli":
         return BernoulliNB(alpha=alpha, fit_prior=fit_prior)
+    if name == "knn":
+        return KNNClassifier(**knn)
     raise ConfigError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
 
 
 def build_filter(model: str = "multinomial", alpha: float = 1.0, representation: str | None = None,
                  min_df=1, max_df=1.0, max_features: int | None = None, select: str = "frequency",
                  hashing: int | None = None, stem: str = "none", language: str = "english",
-                 stop_words: str = "none", ngrams: int = 1) -> "SpamFilter":
-    """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers."""
-    estimator = make_model(model, alpha=alpha)
+                 stop_words: str = "none", ngrams: int = 1, knn: dict | None = None) -> "SpamFilter":
+    """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers.
+
+    ``knn``: KNNClassifier parameters for ``model="knn"`` (k, weights, metric, tau, epsilon,
+    memory_limit). kNN compares TF vectors by cosine by default (representation "tf").
+    """
+    estimator = make_model(model, alpha=alpha, **(knn or {}))
     vectorizer = Vectorizer(representation or ("binary" if model == "bernoulli" else "tf"), min_df=min_df,
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
     analyzer = Analyzer(stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams)
@@ -126,6 +133,7 @@ class SpamFilter:
     def fit(self, items, y=None, progress=None) -> "SpamFilter":
         """Learn from messages in one streaming pass; labels from ``y`` or from each LabelledMessage."""
         labels: list = []
+        ids: list = []
         explicit = list(y) if y is not None else None
 
         def token_stream():
@@ -140,6 +148,7 @@ class SpamFilter:
                 else:
                     raise ConfigError("labels are needed: pass y=[...] or LabelledMessage objects")
                 labels.append(label)
+                ids.append(item.id if isinstance(item, LabelledMessage) else str(i))
                 if progress is not None:
                     progress(item)
                 yield self.tokens(item)
@@ -153,9 +162,28 @@ class SpamFilter:
             X = self.vectorizer.fit_transform(stream)
         y_arr = np.asarray(labels)
         require_classes(Counter(y_arr.tolist()), "training data")
-        self.model.fit(X, y_arr)
+        self.tuning = None
+        if isinstance(self.model, KNNClassifier):
+            if self.model.k == "auto":
+                self.tuning = self._tune_k(X, y_arr)
+            self.model.fit(X, y_arr, ids=ids)
+            if self.condense_mode:
+                self.condensed = self.model.condense(edit=self.condense_mode == "edit")
+        else:
+            self.model.fit(X, y_arr)
         self.classes_ = self.model.classes_
         return self
+
+    #: for kNN: None, "condense" (Hart) or "edit" (Wilson editing, then Hart)
+    condense_mode = None
+
+    def _tune_k(self, X, y):
+        from .evaluation import tune_knn
+        params = {p: getattr(self.model, p) for p in ("metric", "tau", "epsilon", "memory_limit", "n_jobs")}
+        folds = int(min(5, np.unique(y, return_counts=True)[1].min()))
+        result = tune_knn(X, y, folds=max(folds, 2), **params)
+        self.model.set_params(k=result.best_k, weights=result.best_weights)
+        return result
 
     def learn(self, items, y) -> "SpamFilter":
         """Add messages to a fitted filter's counts (vocabulary fixed; hashing keeps every token)."""
@@ -201,6 +229,11 @@ class SpamFilter:
         """
         self._check_fitted()
         X = self.transform([item])
+        if isinstance(self.model, KNNClassifier):
+            neighbours = self.model.explain(X, min(n, self.model._fit_X.shape[0]))
+            return {"neighbours": [{"id": i, "similarity" if self.model.metric in ("cosine", "jaccard")
+                                    else "distance": m, "label": lab, "weight": w}
+                                   for i, m, lab, w in neighbours]}
         jll = self.model.joint_log_likelihood(X)[0]
         order = np.argsort(-jll, kind="stable")
         if len(self.classes_) == 2 and SPAM_NAME in [str(c) for c in self.classes_]:
@@ -339,6 +372,32 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
     result = evaluate_predictions(labels, proba, spam_filter.classes_)
     result["corpora"] = describe_corpora(corpora)
     return result
+
+
+def tune_filter(corpora, ks, weights, metric: str = "cosine", representation: str = "tf", folds: int = 5,
+                seed: int = 0, progress=None, analyzer: Analyzer | None = None):
+    """Cross-validate kNN's k and weighting on corpora (features built once, on all of them).
+
+    The vocabulary is learned from every message before the folds are cut; it uses no
+    labels, so no class information leaks from the held-out folds.
+    """
+    from .evaluation import tune_knn
+    f = SpamFilter(analyzer, Vectorizer(representation), KNNClassifier())
+    labels = []
+
+    def stream():
+        for msg in iter_corpora(corpora):
+            if msg.label is None:
+                raise CorpusError(f"{msg.source}: message has no class; tuning needs labelled corpora")
+            labels.append(msg.label)
+            if progress is not None:
+                progress(msg)
+            yield f.tokens(msg)
+
+    X = f.vectorizer.fit_transform(stream())
+    y = np.asarray(labels)
+    require_classes(Counter(y.tolist()), "tuning data")
+    return tune_knn(X, y, ks=ks, weights=weights, folds=folds, seed=seed, metric=metric)
 
 
 # ---------------------------------------------------------------------- corpus survey

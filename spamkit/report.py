@@ -116,3 +116,19 @@ def render_info(manifest: dict, path: str) -> str:
             extra = f", AUC {ev['auc']:.4f}" if "auc" in ev else ""
             lines.append(f"  held out    {ev['n']} messages: accuracy {_pct(ev['accuracy']).strip()}{extra}")
     return "\n".join(lines)
+
+
+def render_tuning(result) -> str:
+    """kNN cross-validation: error rate per k and weighting, the best marked."""
+    head = f"  {'k':>4} " + " ".join(f"{w:>16}" for w in result.weights)
+    lines = [f"kNN tuning: {result.folds}-fold stratified cross-validation (seed {result.seed}); error rate",
+             head]
+    for col, k in enumerate(result.ks):
+        cells = []
+        for w in result.weights:
+            mark = "*" if (k, w) == (result.best_k, result.best_weights) else " "
+            cells.append(f"{100 * result.errors[w][col]:7.2f}% ±{100 * result.stds[w][col]:5.2f}{mark}")
+        lines.append(f"  {k:>4} " + " ".join(f"{c:>16}" for c in cells))
+    lines.append(f"best: k={result.best_k}, weights={result.best_weights} "
+                 f"(error {100 * result.best_error:.2f}%)")
+    return "\n".join(lines)

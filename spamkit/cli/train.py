@@ -9,9 +9,9 @@ import click
 from ..corpus import Corpus
 from ..corpus.split import SPLIT_METHODS
 from ..persist import read_manifest
-from ..pipeline import (MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, SpamFilter, build_filter,
-                        evaluate_filter, train_filter)
-from ..report import render_evaluation, render_info, render_train, to_json
+from ..pipeline import (METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, SpamFilter,
+                        build_filter, evaluate_filter, train_filter, tune_filter)
+from ..report import render_evaluation, render_info, render_train, render_tuning, to_json
 from . import cli
 from .params import corpus_options, open_corpora
 from .progress import Progress
@@ -46,6 +46,17 @@ def _close(corpora):
 @click.option("--stop-words", default="none", show_default=True, metavar="english|none|FILE")
 @click.option("--ngrams", type=click.IntRange(1, 5), default=1, show_default=True,
               help="Also use word n-grams up to this length.")
+@click.option("--k", "k", default="5", show_default=True, metavar="N|auto",
+              help="kNN: neighbours that vote; 'auto' picks k and --weights by 5-fold cross-validation.")
+@click.option("--weights", type=click.Choice(WEIGHTS), default="uniform", show_default=True,
+              help="kNN: uniform votes, inverse distance, or softmax of similarity.")
+@click.option("--metric", type=click.Choice(METRICS), default="cosine", show_default=True, help="kNN similarity.")
+@click.option("--tau", type=click.FloatRange(min=0, min_open=True), default=0.1, show_default=True,
+              help="kNN: softmax temperature.")
+@click.option("--memory-limit", default="256M", show_default=True,
+              help="kNN: memory budget of one search (e.g. 64M, 1G).")
+@click.option("--condense", type=click.Choice(["none", "hart", "edit"]), default="none", show_default=True,
+              help="kNN: keep only the prototypes needed (Hart); 'edit' first drops rows kNN gets wrong (Wilson).")
 @click.option("--test-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="Hold out this fraction, train on the rest and print the held-out evaluation.")
 @click.option("--split", type=click.Choice(SPLIT_METHODS), default="auto", show_default=True,
@@ -53,8 +64,8 @@ def _close(corpora):
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random split.")
 @click.option("--json", "as_json", is_flag=True, help="Print the training report as JSON.")
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, representation, min_df,
-                  max_features, select, hashing, stem, language, stop_words, ngrams, test_fraction, split,
-                  seed, as_json):
+                  max_features, select, hashing, stem, language, stop_words, ngrams, k, weights, metric, tau,
+                  memory_limit, condense, test_fraction, split, seed, as_json):
     """Train a Naive Bayes filter on labelled corpora and write it to a filter file.
 
     \b
@@ -63,13 +74,18 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, 
       spamkit train enron1.tar.gz --model bernoulli --max-features 3000 --select ig -o e1.spamkit
       spamkit train --ham ~/Mail/INBOX --spam ~/Mail/Junk -o mine.spamkit
     """
+    knn = {"k": _k_value(k), "weights": weights, "metric": metric, "tau": tau, "memory_limit": memory_limit}
     spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
                                max_features=max_features, select=select, hashing=hashing, stem=stem,
-                               language=language, stop_words=stop_words, ngrams=ngrams)
+                               language=language, stop_words=stop_words, ngrams=ngrams,
+                               knn=knn if model == "knn" else None)
+    if model == "knn" and condense != "none":
+        spam_filter.condense_mode = "edit" if condense == "edit" else "condense"
     parameters = {"model": model, "alpha": alpha, "representation": spam_filter.vectorizer.representation,
                   "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
                   "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
                   "test_fraction": test_fraction, "split": split, "seed": seed,
+                  **({"knn": {**knn, "condense": condense}} if model == "knn" else {}),
                   "command": " ".join(sys.argv)}
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
@@ -78,7 +94,33 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, 
     finally:
         _close(corpora)
     spam_filter.save(output)
-    click.echo(to_json(report.as_dict()) if as_json else render_train(report, output))
+    extra_info = {}
+    if getattr(spam_filter, "tuning", None) is not None:
+        extra_info["tuning"] = spam_filter.tuning.as_dict()
+    if getattr(spam_filter, "condensed", None) is not None:
+        extra_info["condensed"] = spam_filter.condensed
+    if as_json:
+        click.echo(to_json({**report.as_dict(), **extra_info}))
+    else:
+        if "tuning" in extra_info:
+            click.echo(render_tuning(spam_filter.tuning))
+        if "condensed" in extra_info:
+            c = extra_info["condensed"]
+            click.echo(f"condensed: kept {c['n_after']} of {c['n_before']} training messages "
+                       f"({c['n_edited']} edited out first; {c['passes']} passes)")
+        click.echo(render_train(report, output))
+
+
+def _k_value(k: str):
+    if k == "auto":
+        return "auto"
+    try:
+        value = int(k)
+    except ValueError:
+        raise click.BadParameter(f"expected a positive integer or 'auto', got {k!r}", param_hint="--k") from None
+    if value < 1:
+        raise click.BadParameter(f"expected a positive integer or 'auto', got {k!r}", param_hint="--k")
+    return value
 
 
 @cli.command("classify")
@@ -113,7 +155,11 @@ def classify_command(model, inputs, explain, as_json, fmt):
         score = f"{record['p_spam']:.6f}" if binary else " ".join(
             f"{c}={p:.4f}" for c, p in record["probabilities"].items())
         click.echo(f"{source}\t{label}\t{score}")
-        if explain:
+        if explain and "neighbours" in record["explanation"]:
+            for nb in record["explanation"]["neighbours"]:
+                measure = "similarity" if "similarity" in nb else "distance"
+                click.echo(f"  neighbour {nb['id']}\t{nb['label']}\t{measure} {nb[measure]:.4f}\tweight {nb['weight']:.4g}")
+        elif explain:
             ex = record["explanation"]
             a, b = ex["classes"]
             click.echo(f"  towards {a}: " + ", ".join(f"{t} {w:+.2f}" for t, w in ex["towards"]))
@@ -153,3 +199,31 @@ def info_command(model, as_json):
     """Describe a filter file: model, classes, features, analyzer, training corpus."""
     manifest = read_manifest(model)
     click.echo(to_json(manifest) if as_json else render_info(manifest, model))
+
+
+@cli.command("tune")
+@corpus_options
+@click.option("--k", "ks", default="1,3,5,7,9,15,21,31", show_default=True, help="k values to try, comma-separated.")
+@click.option("--weights", "weightings", default="uniform,inverse", show_default=True,
+              help="Weightings to try, comma-separated (uniform, inverse, softmax).")
+@click.option("--metric", type=click.Choice(METRICS), default="cosine", show_default=True)
+@click.option("--representation", type=click.Choice(REPRESENTATIONS), default="tf", show_default=True)
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric, representation, folds, seed,
+                 as_json):
+    """Choose kNN's k and weighting by stratified cross-validation; print the error curve."""
+    try:
+        k_values = [int(v) for v in ks.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected integers, got {ks!r}", param_hint="--k") from None
+    weight_list = [w.strip() for w in weightings.split(",") if w.strip()]
+    corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
+    try:
+        with Progress("reading") as progress:
+            result = tune_filter(corpora, k_values, weight_list, metric=metric, representation=representation,
+                                 folds=folds, seed=seed, progress=progress.step)
+    finally:
+        _close(corpora)
+    click.echo(to_json(result.as_dict()) if as_json else render_tuning(result))

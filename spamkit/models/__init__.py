@@ -1,6 +1,8 @@
 """Classifiers: matrices in, class probabilities out. They never see text."""
 
 from .base import ProbabilisticClassifier
+from .knn import KNNClassifier, KNNRegressor
 from .naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
 
-__all__ = ["ProbabilisticClassifier", "BernoulliNB", "MultinomialNB", "GaussianNB"]
+__all__ = ["ProbabilisticClassifier", "BernoulliNB", "MultinomialNB", "GaussianNB", "KNNClassifier",
+           "KNNRegressor"]

@@ -162,6 +162,22 @@ class _DiscreteNB(ProbabilisticClassifier):
             jll[(hits + self._b_neg_inf) != 0] = -np.inf
         return jll
 
+    # ------------------------------------------------------------- persistence (spamkit.persist)
+
+    def _state(self) -> tuple[dict, dict]:
+        """Learned arrays (and text lists) a filter file stores: the counts; the rest is derived."""
+        return {"class_count_": self.class_count_, "feature_count_": self.feature_count_}, {}
+
+    def _restore(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
+        self.classes_ = np.asarray(classes)
+        self.class_count_ = np.asarray(arrays["class_count_"], dtype=np.float64)
+        self.feature_count_ = np.asarray(arrays["feature_count_"], dtype=np.float64)
+        if self.feature_count_.shape != (len(self.classes_), n_features):
+            raise ValueError(f"feature counts have shape {self.feature_count_.shape}, expected "
+                             f"({len(self.classes_)}, {n_features})")
+        self.n_features_in_ = int(n_features)
+        self._update()
+
     def feature_weights(self) -> np.ndarray:
         """``w`` of the linear form, shape (n_classes, n_features): each feature's log-evidence per class."""
         self._check_fitted()

@@ -1,0 +1,522 @@
+"""k-nearest neighbours over sparse vectors: exact blocked search, bounded memory, explainable.
+
+Sources: the course notes in ../shared/seeds (Libovický & Straka 2024, "k-NN":
+uniform, inverse-distance and softmax weighting, regression as a weighted mean;
+"Nearest Neighbors and Naive Bayes": Euclidean and Manhattan distances, distance-weighted
+kNN); Manning, Raghavan & Schütze, *Introduction to IR* §14.3 (kNN text classification
+with cosine similarity); Hart (1968), "The condensed nearest neighbor rule"; Wilson
+(1972), "Asymptotic properties of nearest neighbor rules using edited data".
+
+Training stores the rows (L2-normalised once for cosine), so a query costs one
+sparse product. Search is exact: queries and training rows are cut into blocks whose
+similarity matrix fits the memory budget; each block keeps its top k with
+``argpartition`` (never a full sort) and the blocks' candidates are merged. Two
+threads share the query blocks (scipy's sparse products release the GIL).
+
+Neighbour order is fixed: higher similarity (or smaller distance) first, and among
+equal ones the lower training index first, whatever the block sizes. A vote that ties
+between classes goes to the class first in ``classes_`` order (``predict`` is always
+the argmax of ``predict_proba``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import validate_data
+
+from ..errors import ConfigError, NotFittedError
+from .base import ProbabilisticClassifier
+
+try:  # scikit-learn >= 1.7: sparse @ sparse straight into a dense array, about 3x scipy's speed
+    from sklearn.utils.sparsefuncs import sparse_matmul_to_dense as _sparse_dense_product
+except ImportError:  # pragma: no cover - older scikit-learn
+    _sparse_dense_product = None
+
+METRICS = ("cosine", "euclidean", "manhattan", "jaccard")
+WEIGHTS = ("uniform", "inverse", "softmax")
+#: default memory budget of one search, in bytes
+DEFAULT_MEMORY = 256 * 2 ** 20
+
+
+def _l2_rows(X: sp.csr_matrix) -> sp.csr_matrix:
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    X.data /= np.repeat(norms, np.diff(X.indptr))
+    return X
+
+
+def _binary(X: sp.csr_matrix) -> sp.csr_matrix:
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    X.data = (X.data != 0).astype(np.float64)
+    X.eliminate_zeros()
+    return X
+
+
+def parse_memory(value) -> int:
+    """Bytes from ``"256M"``, ``"2G"``, ``"64k"`` or a number.
+
+    >>> parse_memory("256M"), parse_memory("1.5G"), parse_memory(100000)
+    (268435456, 1610612736, 100000)
+    """
+    if isinstance(value, (int, np.integer)):
+        n = int(value)
+    else:
+        text = str(value).strip().upper().removesuffix("B")
+        units = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30}
+        try:
+            n = int(float(text[:-1]) * units[text[-1]]) if text and text[-1] in units else int(float(text))
+        except ValueError:
+            raise ConfigError(f"memory limit {value!r} is not a size like 256M or 2G") from None
+    if n < 2 ** 16:
+        raise ConfigError(f"memory limit {value!r} is too small (at least 64K)")
+    return n
+
+
+class _NeighbourSearch:
+    """Exact top-k search over stored rows, shared by the classifier and the regressor."""
+
+    def _check_search_params(self):
+        if self.metric not in METRICS:
+            raise ConfigError(f"unknown metric {self.metric!r}; choose one of {', '.join(METRICS)}")
+        if not isinstance(self.k, (int, np.integer)) or self.k < 1:
+            raise ConfigError(f"k must be a positive integer, got {self.k!r}")
+        if self.weights not in WEIGHTS:
+            raise ConfigError(f"unknown weights {self.weights!r}; choose one of {', '.join(WEIGHTS)}")
+        if not float(self.tau) > 0:
+            raise ConfigError(f"tau must be > 0, got {self.tau!r}")
+        if not float(self.epsilon) >= 0:
+            raise ConfigError(f"epsilon must be >= 0, got {self.epsilon!r}")
+        self._memory = parse_memory(self.memory_limit)
+
+    def _prepare(self, X) -> sp.csr_matrix:
+        """Rows as stored for the metric: unit length (cosine), 0/1 (jaccard), as given (Lp)."""
+        X = sp.csr_matrix(X, dtype=np.float64)
+        if self.metric == "cosine":
+            return _l2_rows(X)
+        if self.metric == "jaccard":
+            return _binary(X)
+        return X
+
+    def _store(self, X):
+        self._fit_X = self._prepare(X)
+        self._fit_X.sort_indices()
+        # per-row quantities the metrics need: squared norms (euclidean), sizes (jaccard)
+        self._fit_sq = np.asarray(self._fit_X.multiply(self._fit_X).sum(axis=1)).ravel()
+        self._fit_XT = self._fit_X.T.tocsr()        # products Q @ X^T without re-transposing per query
+
+    # ------------------------------------------------------------------ scores
+
+    def _scores(self, Q: sp.csr_matrix, q_sq: np.ndarray, lo: int, hi: int, out=None) -> np.ndarray:
+        """Dense (n_queries, hi - lo) block of scores, higher = nearer (written into ``out`` if given)."""
+        XT = self._fit_XT[:, lo:hi] if (lo, hi) != (0, self._fit_X.shape[0]) else self._fit_XT
+        if self.metric == "manhattan":
+            from sklearn.metrics.pairwise import manhattan_distances
+            return -manhattan_distances(Q, self._fit_X[lo:hi])
+        if _sparse_dense_product is not None:
+            dots = _sparse_dense_product(Q, XT, out=out)
+        else:
+            dots = (Q @ XT).toarray()
+        if self.metric == "cosine":
+            return dots
+        if self.metric == "jaccard":
+            union = q_sq[:, None] + self._fit_sq[None, lo:hi] - dots
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(union > 0, dots / union, 1.0)   # two empty sets are identical
+        # euclidean: ||q - x||^2 = ||q||^2 + ||x||^2 - 2 q.x  (clipped: rounding can go below 0)
+        sq = np.maximum(q_sq[:, None] + self._fit_sq[None, lo:hi] - 2.0 * dots, 0.0)
+        return -np.sqrt(sq)
+
+    def _block_sizes(self, n_queries: int, n_train: int, k: int) -> tuple[int, int]:
+        """Rows of queries and of training data per block, from the memory budget.
+
+        A block of scores costs about three float64 copies (the product, derived scores,
+        comparisons): 24 bytes an entry, and each thread has its own block. Query blocks are
+        also kept small enough that every thread gets several: while one thread computes a
+        product (which holds the GIL), the other partitions its block (which releases it).
+        """
+        per_thread = self._memory // (24 * self._n_threads)
+        train_block = max(k, min(n_train, per_thread // 64))
+        query_block = max(1, min(n_queries, per_thread // max(train_block, 1)))
+        if self._n_threads > 1:
+            query_block = min(query_block, max(64, math.ceil(n_queries / (4 * self._n_threads))))
+        return query_block, train_block
+
+    @property
+    def _n_threads(self) -> int:
+        n = self.n_jobs if self.n_jobs not in (None, 0) else min(2, os.cpu_count() or 1)
+        return max(1, int(n if n > 0 else os.cpu_count() or 1))
+
+    @staticmethod
+    def _top_k(scores: np.ndarray, offset: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top k of each row of a block as (scores, global indices), exact with ties.
+
+        argpartition finds the k-th best value; rows where more entries equal it than fit
+        are resolved by the lower index, so the result does not depend on block sizes.
+        """
+        n = scores.shape[1]
+        if k >= n:
+            idx = np.broadcast_to(np.arange(n), scores.shape).copy()
+            return scores.copy(), idx + offset
+        part = np.argpartition(scores, n - k, axis=1)[:, n - k:]
+        top = np.take_along_axis(scores, part, axis=1)
+        kth = top.min(axis=1)
+        ambiguous = np.flatnonzero(np.count_nonzero(scores >= kth[:, None], axis=1) > k)
+        for r in ambiguous:                             # ties at the boundary: lowest index wins
+            cand = np.flatnonzero(scores[r] >= kth[r])
+            order = np.lexsort((cand, -scores[r, cand]))[:k]
+            part[r] = cand[order]
+            top[r] = scores[r, part[r]]
+        return top, part + offset
+
+    @staticmethod
+    def _merge(a_s, a_i, b_s, b_i, k):
+        s = np.concatenate([a_s, b_s], axis=1)
+        i = np.concatenate([a_i, b_i], axis=1)
+        order = np.lexsort((i, -s), axis=1)[:, :k]
+        return np.take_along_axis(s, order, axis=1), np.take_along_axis(i, order, axis=1)
+
+    def _search_block(self, Q: sp.csr_matrix, k: int, train_block: int):
+        n_train = self._fit_X.shape[0]
+        q_sq = np.asarray(Q.multiply(Q).sum(axis=1)).ravel()
+        best_s = best_i = None
+        buffer = np.empty((Q.shape[0], min(train_block, n_train)))    # reused for every train block
+        for lo in range(0, n_train, train_block):
+            hi = min(n_train, lo + train_block)
+            out = buffer[:, : hi - lo] if hi - lo == buffer.shape[1] else None
+            s, i = self._top_k(self._scores(Q, q_sq, lo, hi, out), lo, min(k, hi - lo))
+            if best_s is None:
+                best_s, best_i = s, i
+            else:
+                best_s, best_i = self._merge(best_s, best_i, s, i, k)
+        order = np.lexsort((best_i, -best_s), axis=1)      # final order: nearest first, then index
+        return np.take_along_axis(best_s, order, axis=1), np.take_along_axis(best_i, order, axis=1)
+
+    def _search(self, X, k: int):
+        """(scores, indices) of the k nearest stored rows for every row of X."""
+        if not hasattr(self, "_fit_X"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        n_train = self._fit_X.shape[0]
+        if k > n_train:
+            raise ConfigError(f"k={k} is larger than the {n_train} stored training rows")
+        Q = self._prepare(self._check_query(X))
+        query_block, train_block = self._block_sizes(Q.shape[0], n_train, k)
+        starts = list(range(0, Q.shape[0], query_block))
+        jobs = [Q[a:a + query_block] for a in starts]
+        if self._n_threads > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(self._n_threads) as pool:
+                parts = list(pool.map(lambda q: self._search_block(q, k, train_block), jobs))
+        else:
+            parts = [self._search_block(q, k, train_block) for q in jobs]
+        if not parts:
+            return np.zeros((0, k)), np.zeros((0, k), dtype=np.int64)
+        return np.vstack([p[0] for p in parts]), np.vstack([p[1] for p in parts])
+
+    def _check_query(self, X):
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        return sp.csr_matrix(X)
+
+    # ------------------------------------------------------------------ weights
+
+    def _distances(self, scores: np.ndarray) -> np.ndarray:
+        """Scores back to distances: 1 - similarity (cosine, jaccard), or the Lp distance."""
+        return 1.0 - scores if self.metric in ("cosine", "jaccard") else -scores
+
+    def _k_for_vote(self) -> int:
+        """k, or every stored row when fewer are stored (after condensing, say)."""
+        return min(int(self.k), self._fit_X.shape[0])
+
+    def _weights(self, scores: np.ndarray) -> np.ndarray:
+        if self.weights == "uniform":
+            return np.ones_like(scores)
+        if self.weights == "softmax":
+            # w ∝ exp(similarity / tau); for Lp metrics the similarity is -distance.
+            z = scores / float(self.tau)
+            return np.exp(z - z.max(axis=1, keepdims=True))
+        dist = np.maximum(self._distances(scores), 0.0)
+        eps = float(self.epsilon)
+        if eps > 0:
+            return 1.0 / (dist + eps)
+        # epsilon = 0: 1/d, and a row with exact matches (d = 0) gives them all the weight,
+        # as scikit-learn's weights="distance" does.
+        with np.errstate(divide="ignore"):
+            w = 1.0 / dist
+        exact = dist == 0
+        rows = exact.any(axis=1)
+        w[rows] = exact[rows].astype(np.float64)
+        return w
+
+    def kneighbors(self, X, k: int | None = None):
+        """The k nearest stored rows of each row of X.
+
+        Returns ``(indices, measure)``, both (n_queries, k), nearest first: the similarity for
+        cosine and jaccard, the distance for euclidean and manhattan.
+        """
+        scores, idx = self._search(X, self.k if k is None else int(k))
+        measure = scores if self.metric in ("cosine", "jaccard") else -scores
+        return idx, measure
+
+
+class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
+    """k-nearest-neighbour classifier; ``predict_proba`` is the neighbours' weighted vote.
+
+    Parameters
+    ----------
+    k : int, default 5
+        Neighbours that vote (all stored rows vote if fewer are stored, e.g. after condensing).
+    weights : {"uniform", "inverse", "softmax"}
+        uniform: one vote each; inverse: ``1 / (distance + epsilon)`` (cosine distance is
+        ``1 - similarity``); softmax: ``exp(similarity / tau)`` (for Lp metrics, similarity
+        is ``-distance``).
+    metric : {"cosine", "euclidean", "manhattan", "jaccard"}
+        jaccard works on presence (non-zero = 1).
+    tau : float, default 0.1
+        Softmax temperature.
+    epsilon : float, default 1e-6
+        Added to distances for inverse weighting; 0 gives exact matches all the weight.
+    memory_limit : int or str, default "256M"
+        Budget of the similarity blocks of one search.
+    n_jobs : int, optional
+        Threads over query blocks (default: up to 2).
+
+    Examples
+    --------
+    Cosine similarity by hand: (1, 0) and (1, 1) have cos = 1/sqrt(2) ≈ 0.707.
+
+    >>> knn = KNNClassifier(k=1).fit([[1, 1], [0, 1]], ["a", "b"])
+    >>> idx, sim = knn.kneighbors([[1, 0]])
+    >>> idx.tolist(), sim.round(3).tolist(), knn.predict([[1, 0]]).tolist()
+    ([[0]], [[0.707]], ['a'])
+    """
+
+    def __init__(self, k=5, weights="uniform", metric="cosine", tau=0.1, epsilon=1e-6,
+                 memory_limit="256M", n_jobs=None):
+        self.k = k
+        self.weights = weights
+        self.metric = metric
+        self.tau = tau
+        self.epsilon = epsilon
+        self.memory_limit = memory_limit
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def fit(self, X, y, ids=None):
+        """Store the rows (prepared for the metric), their labels, and optional ids for explanations."""
+        self._check_search_params()
+        X, y = self._validate_Xy(X, y, reset=True)
+        self.classes_, self._y = np.unique(y, return_inverse=True)
+        self._store(X)
+        self.ids_ = None if ids is None else np.asarray([str(i) for i in ids], dtype=object)
+        if self.ids_ is not None and len(self.ids_) != X.shape[0]:
+            raise ConfigError(f"{len(self.ids_)} ids for {X.shape[0]} rows")
+        return self
+
+    def _votes(self, scores, idx):
+        w = self._weights(scores)
+        labels = self._y[idx]
+        votes = np.zeros((scores.shape[0], len(self.classes_)))
+        for c in range(len(self.classes_)):
+            votes[:, c] = (w * (labels == c)).sum(axis=1)
+        return votes, labels
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Weighted class distribution of the k nearest neighbours."""
+        self._check_fitted()
+        scores, idx = self._search(X, self._k_for_vote())
+        votes, _ = self._votes(scores, idx)
+        total = votes.sum(axis=1, keepdims=True)
+        total[total == 0] = 1.0
+        return votes / total
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """The class with most weight; an exact tie goes to the class first in ``classes_``.
+
+        This is ``argmax(predict_proba(X))``, so decisions made from the probabilities (the
+        cost-based decision layer) and ``predict`` never disagree.
+        """
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def joint_log_likelihood(self, X):
+        raise NotImplementedError("kNN has no likelihood; use predict_proba")
+
+    def explain(self, x, n: int | None = None) -> list:
+        """The neighbours behind a verdict: (id or index, similarity or distance, label, weight)."""
+        idx, measure = self.kneighbors(x, n)
+        scores, _ = self._search(x, n or self.k)
+        w = self._weights(scores)[0]
+        out = []
+        for j, m, wt in zip(idx[0], measure[0], w):
+            ident = self.ids_[j] if self.ids_ is not None else int(j)
+            out.append((ident, float(m), str(self.classes_[self._y[j]]), float(wt)))
+        return out
+
+    def condense(self, edit: bool = False, max_passes: int = 100) -> dict:
+        """Keep only the prototypes needed (Hart's condensed nearest neighbour, 1-NN rule).
+
+        Visits the training rows in order, keeping a row only if the rows kept so far
+        misclassify it with 1-NN; passes repeat until one keeps nothing new. With ``edit``,
+        rows that the full k-NN misclassifies are removed first (Wilson editing). Every
+        remaining training row (``retained_rows_``) is then classified correctly by 1-NN over the
+        prototypes. Returns counts before and after; the model keeps only the prototypes (use
+        a small k with them: with k larger than the prototypes of a class, they are outvoted).
+        """
+        self._check_fitted()
+        n0 = self._fit_X.shape[0]
+        keep = np.arange(n0)
+        if edit:
+            # Wilson: leave-one-out k-NN on the training set, drop what it gets wrong.
+            scores, idx = self._search(self._fit_X_original(), min(self.k + 1, n0))
+            own = idx == np.arange(n0)[:, None]
+            # remove each row itself from its neighbour list (it is its own nearest)
+            scores = np.where(own, -np.inf, scores)
+            order = np.argsort(own, axis=1, kind="stable")[:, : min(self.k, n0 - 1)]
+            s = np.take_along_axis(scores, order, axis=1)
+            i = np.take_along_axis(idx, order, axis=1)
+            votes, labels = self._votes(s, i)
+            wrong = votes.argmax(axis=1) != self._y
+            keep = np.flatnonzero(~wrong)
+            if keep.size == 0:
+                raise ConfigError("editing removed every training row; the data are too noisy for Wilson editing")
+        self.retained_rows_ = keep                  # training rows left after editing
+        X = self._fit_X[keep]
+        y = self._y[keep]
+        n = len(keep)
+        # For each row: the best (highest-score, then lowest-index) prototype so far.
+        best_score = np.full(n, -np.inf)
+        best_proto = np.full(n, n, dtype=np.int64)
+        in_s = np.zeros(n, dtype=bool)
+        sq = self._fit_sq[keep]
+
+        def add(p):
+            in_s[p] = True
+            col = X[p]
+            dots = (X @ col.T).toarray().ravel()
+            if self.metric == "cosine":
+                s = dots
+            elif self.metric == "jaccard":
+                union = sq + sq[p] - dots
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    s = np.where(union > 0, dots / union, 1.0)
+            elif self.metric == "euclidean":
+                s = -np.sqrt(np.maximum(sq + sq[p] - 2 * dots, 0.0))
+            else:
+                from sklearn.metrics.pairwise import manhattan_distances
+                s = -manhattan_distances(X, col).ravel()
+            better = (s > best_score) | ((s == best_score) & (p < best_proto))
+            best_score[better] = s[better]
+            best_proto[better] = p
+
+        add(0)
+        passes = 0
+        while passes < max_passes:
+            passes += 1
+            added = 0
+            for i in range(n):
+                if not in_s[i] and y[best_proto[i]] != y[i]:
+                    add(i)
+                    added += 1
+            if added == 0:
+                break
+        protos = keep[np.flatnonzero(in_s)]
+        self._fit_X = self._fit_X[protos]
+        self._fit_sq = self._fit_sq[protos]
+        self._fit_XT = self._fit_X.T.tocsr()
+        self._y = self._y[protos]
+        if self.ids_ is not None:
+            self.ids_ = self.ids_[protos]
+        return {"n_before": int(n0), "n_edited": int(n0 - len(keep)), "n_after": int(len(protos)),
+                "passes": passes}
+
+    # ------------------------------------------------------------------ persistence (spamkit.persist)
+
+    def _state(self) -> tuple[dict, dict]:
+        """The stored rows (CSR arrays), their class codes, and the message ids as text."""
+        X = self._fit_X
+        arrays = {"X_data": X.data, "X_indices": X.indices.astype(np.int64), "X_indptr": X.indptr.astype(np.int64),
+                  "X_shape": np.asarray(X.shape, dtype=np.int64), "y": self._y.astype(np.int64)}
+        texts = {"ids": [str(i) for i in self.ids_]} if self.ids_ is not None else {}
+        return arrays, texts
+
+    def _restore(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
+        self._check_search_params()
+        self.classes_ = np.asarray(classes)
+        shape = tuple(int(v) for v in arrays["X_shape"])
+        X = sp.csr_matrix((arrays["X_data"], arrays["X_indices"], arrays["X_indptr"]), shape=shape)
+        X.check_format(full_check=True)
+        if shape[1] != n_features:
+            raise ValueError(f"stored rows have {shape[1]} features, expected {n_features}")
+        y = np.asarray(arrays["y"], dtype=np.int64)
+        if y.shape != (shape[0],) or (len(y) and (y.min() < 0 or y.max() >= len(self.classes_))):
+            raise ValueError("stored class codes do not match the stored rows and classes")
+        self._y = y
+        self._fit_X = X
+        self._fit_sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        self._fit_XT = X.T.tocsr()
+        ids = texts.get("ids")
+        self.ids_ = np.asarray(ids, dtype=object) if ids is not None else None
+        if self.ids_ is not None and len(self.ids_) != shape[0]:
+            raise ValueError(f"{len(self.ids_)} ids for {shape[0]} stored rows")
+        self.n_features_in_ = int(n_features)
+
+    def _fit_X_original(self):
+        # The stored rows are already prepared for the metric; preparing them again is a no-op
+        # for cosine (unit rows) and jaccard (0/1 rows), and leaves Lp rows as they are.
+        return self._fit_X
+
+
+class KNNRegressor(_NeighbourSearch, RegressorMixin, BaseEstimator):
+    """k-nearest-neighbour regression: the weighted mean of the neighbours' targets.
+
+    Same parameters as :class:`KNNClassifier`.
+
+    Examples
+    --------
+    >>> r = KNNRegressor(k=2, metric="euclidean").fit([[0.0], [1.0], [10.0]], [0.0, 2.0, 50.0])
+    >>> r.predict([[0.4]]).tolist()
+    [1.0]
+    """
+
+    def __init__(self, k=5, weights="uniform", metric="cosine", tau=0.1, epsilon=1e-6,
+                 memory_limit="256M", n_jobs=None):
+        self.k = k
+        self.weights = weights
+        self.metric = metric
+        self.tau = tau
+        self.epsilon = epsilon
+        self.memory_limit = memory_limit
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def fit(self, X, y):
+        self._check_search_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        self._target = np.asarray(y, dtype=np.float64)
+        self._store(sp.csr_matrix(X))
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        if not hasattr(self, "_fit_X"):
+            raise NotFittedError("this KNNRegressor is not fitted yet; call fit first")
+        scores, idx = self._search(X, self.k)
+        w = self._weights(scores)
+        t = self._target[idx]
+        return (w * t).sum(axis=1) / w.sum(axis=1)

@@ -1,0 +1,266 @@
+"""kNN: hand-worked cases, scikit-learn as oracle, blocked == unblocked, condensing, files, CLI."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from spamkit.cli import cli
+from spamkit.errors import ConfigError, NotFittedError
+from spamkit.evaluation import stratified_folds, tune_knn
+from spamkit.models import KNNClassifier, KNNRegressor
+from spamkit.models.knn import parse_memory
+from spamkit.pipeline import SpamFilter, build_filter
+
+from conftest import SAMPLE
+
+# ------------------------------------------------------------------ hand-worked
+
+
+def test_cosine_by_hand():
+    # query (1, 0): cos with (1, 1) = 1/sqrt(2); with (0, 1) = 0; with (2, 0) = 1
+    knn = KNNClassifier(k=3).fit([[1, 1], [0, 1], [2, 0]], ["a", "b", "a"])
+    idx, sim = knn.kneighbors([[1, 0]])
+    assert idx.tolist() == [[2, 0, 1]]
+    assert sim[0] == pytest.approx([1.0, 1 / math.sqrt(2), 0.0])
+
+
+def test_distance_weighted_vote_from_the_notes():
+    # "Nearest Neighbors and Naive Bayes": weights 0.9, 0.8 for +1 and 0.4, 0.35, 0.3 for -1 give
+    # sign(0.9 + 0.8 - 0.4 - 0.35 - 0.3) = sign(0.65) = +1, while the plain vote says -1 (3 to 2).
+    # 1-D points at distance 1/w from the query, inverse weights 1/d with epsilon = 0.
+    w = [0.9, 0.8, 0.4, 0.35, 0.3]
+    X = [[1 / wi] for wi in w]
+    y = ["+", "+", "-", "-", "-"]
+    inverse = KNNClassifier(k=5, metric="euclidean", weights="inverse", epsilon=0.0).fit(X, y)
+    assert inverse.predict([[0.0]]).tolist() == ["+"]
+    assert inverse.classes_.tolist() == ["+", "-"]
+    assert inverse.predict_proba([[0.0]])[0] == pytest.approx([1.7 / 2.75, 1.05 / 2.75])
+    uniform = KNNClassifier(k=5, metric="euclidean").fit(X, y)
+    assert uniform.predict([[0.0]]).tolist() == ["-"]
+    assert uniform.predict_proba([[0.0]])[0] == pytest.approx([2 / 5, 3 / 5])
+
+
+def test_softmax_weights_by_hand():
+    # similarities 1 and 0 with tau = 0.5: weights e^2 and e^0
+    knn = KNNClassifier(k=2, weights="softmax", tau=0.5).fit([[1, 0], [0, 1]], ["a", "b"])
+    p = knn.predict_proba([[1, 0]])[0]
+    assert p == pytest.approx([math.e ** 2 / (math.e ** 2 + 1), 1 / (math.e ** 2 + 1)])
+
+
+def test_manhattan_and_jaccard_by_hand():
+    knn = KNNClassifier(k=2, metric="manhattan").fit([[0, 0], [3, 4]], [0, 1])
+    idx, dist = knn.kneighbors([[1, 1]])
+    assert idx.tolist() == [[0, 1]] and dist[0].tolist() == [2.0, 5.0]
+    # Jaccard on presence: {a, b} vs {b, c} = 1/3; vs {a, b, c} = 2/3
+    jac = KNNClassifier(k=2, metric="jaccard").fit([[0, 5, 1], [1, 2, 1]], [0, 1])
+    idx, sim = jac.kneighbors([[3, 1, 0]])
+    assert idx.tolist() == [[1, 0]] and sim[0] == pytest.approx([2 / 3, 1 / 3])
+
+
+def test_ties_are_deterministic():
+    # Two training rows identical to the query: the lower index comes first.
+    X = [[1, 0], [0, 1], [1, 0], [1, 0]]
+    knn = KNNClassifier(k=2).fit(X, ["b", "a", "a", "b"])
+    idx, _ = knn.kneighbors([[2, 0]])
+    assert idx.tolist() == [[0, 2]]
+    # Vote 1-1 between a and b: the class first in classes_ wins, as argmax(predict_proba) says.
+    assert knn.predict_proba([[2, 0]]).tolist() == [[0.5, 0.5]]
+    assert knn.predict([[2, 0]]).tolist() == ["a"]
+
+
+def test_regressor_weighted_mean():
+    r = KNNRegressor(k=2, metric="euclidean", weights="inverse", epsilon=0.0).fit([[0.0], [1.0], [4.0]], [0, 10, 40])
+    # query 0.25: neighbours at distance 0.25 (t=0) and 0.75 (t=10): weights 4 and 4/3
+    assert r.predict([[0.25]])[0] == pytest.approx((4 * 0 + 4 / 3 * 10) / (4 + 4 / 3))
+
+
+# ------------------------------------------------------------------ oracles
+
+
+def _untied_sparse(seed, n, m, d=300):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.05, format="csr", random_state=rng)
+    X.data = rng.random(X.nnz) + 0.1                 # continuous values: no exact ties
+    Q = sp.random(m, d, density=0.05, format="csr", random_state=rng)
+    Q.data = rng.random(Q.nnz) + 0.1
+    return X, rng.integers(0, 2, n), Q
+
+
+@pytest.mark.parametrize("ours, theirs", [("uniform", "uniform"), ("inverse", "distance")])
+def test_agrees_with_sklearn_cosine(ours, theirs):
+    X, y, Q = _untied_sparse(0, 400, 150)
+    a = KNNClassifier(k=7, weights=ours, epsilon=0.0).fit(X, y)
+    b = KNeighborsClassifier(7, metric="cosine", algorithm="brute", weights=theirs).fit(X, y)
+    idx, sim = a.kneighbors(Q)
+    dist, idx_b = b.kneighbors(Q)
+    np.testing.assert_array_equal(idx, idx_b)
+    np.testing.assert_allclose(1 - sim, dist, atol=1e-12)
+    np.testing.assert_allclose(a.predict_proba(Q), b.predict_proba(Q), atol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+def test_agrees_with_sklearn_lp(metric):
+    X, y, Q = _untied_sparse(1, 300, 80)
+    a = KNNClassifier(k=5, metric=metric).fit(X, y)
+    b = KNeighborsClassifier(5, metric=metric, algorithm="brute").fit(X, y)
+    idx, dist = a.kneighbors(Q)
+    dist_b, idx_b = b.kneighbors(Q)
+    np.testing.assert_array_equal(idx, idx_b)
+    np.testing.assert_allclose(dist, dist_b, atol=1e-9)
+
+
+def test_regressor_agrees_with_sklearn():
+    X, _, Q = _untied_sparse(2, 300, 60)
+    t = np.random.default_rng(0).normal(size=300)
+    for w, skw in (("uniform", "uniform"), ("inverse", "distance")):
+        a = KNNRegressor(k=6, weights=w, epsilon=0.0).fit(X, t)
+        b = KNeighborsRegressor(6, metric="cosine", algorithm="brute", weights=skw).fit(X, t)
+        np.testing.assert_allclose(a.predict(Q), b.predict(Q), atol=1e-12)
+
+
+# ------------------------------------------------------------------ blocked search
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 10_000), st.sampled_from(["cosine", "euclidean", "jaccard"]),
+       st.integers(1, 3))
+def test_blocked_equals_unblocked(k_raw, seed, metric, threads):
+    rng = np.random.default_rng(seed)
+    n = 40
+    X = sp.random(n, 12, density=0.3, format="csr", random_state=rng)
+    X.data = np.ceil(X.data * 3)                     # small integers: many exact ties
+    Q = sp.random(17, 12, density=0.3, format="csr", random_state=rng)
+    Q.data = np.ceil(Q.data * 3)
+    y = rng.integers(0, 3, n)
+    k = min(k_raw, n)                                # includes k == n
+    whole = KNNClassifier(k=k, metric=metric, n_jobs=1).fit(X, y)
+    idx0, s0 = whole.kneighbors(Q)
+    tiny = KNNClassifier(k=k, metric=metric, n_jobs=threads, memory_limit=2 ** 16).fit(X, y)
+    # force blocks smaller than k and than the training set
+    tiny._block_sizes = lambda nq, nt, kk: (3, max(kk, 5))
+    idx1, s1 = tiny.kneighbors(Q)
+    np.testing.assert_array_equal(idx0, idx1)
+    np.testing.assert_array_equal(s0, s1)
+    # and the order is the documented one: nearer first, then lower index
+    for row_i, row_s in zip(idx0, s0):
+        keyed = list(zip([-v if metric != "euclidean" else v for v in row_s], row_i))
+        assert keyed == sorted(keyed)
+    np.testing.assert_allclose(whole.predict_proba(Q), tiny.predict_proba(Q))
+
+
+def test_memory_limit_bounds_blocks():
+    knn = KNNClassifier(k=5, memory_limit="1M", n_jobs=1).fit(sp.random(5000, 50, density=0.1, format="csr"),
+                                                              np.arange(5000) % 2)
+    qb, tb = knn._block_sizes(2000, 5000, 5)
+    assert qb * tb * 24 <= 2 ** 20
+    assert parse_memory("1.5G") == int(1.5 * 2 ** 30)
+    with pytest.raises(ConfigError, match="not a size"):
+        parse_memory("lots")
+
+
+# ------------------------------------------------------------------ condensing
+
+
+def test_condensed_set_classifies_training_as_full_set():
+    rng = np.random.default_rng(5)
+    X = np.vstack([rng.normal(0, 1, (60, 2)), rng.normal(3, 1, (60, 2))]) + 10
+    y = np.repeat([0, 1], 60)
+    full = KNNClassifier(k=1, metric="euclidean").fit(X, y)
+    condensed = KNNClassifier(k=1, metric="euclidean").fit(X, y)
+    info = condensed.condense()
+    assert info["n_after"] < info["n_before"] == 120
+    # 1-NN on the full set classifies each training row as itself; the condensed set agrees
+    np.testing.assert_array_equal(condensed.predict(X), full.predict(X))
+    # Wilson editing first: the rows the full 3-NN (leave-one-out) gets wrong are dropped; the
+    # condensed set then classifies every retained row as the full 3-NN does (correctly).
+    edited = KNNClassifier(k=3, metric="euclidean").fit(X, y)
+    info = edited.condense(edit=True)
+    assert info["n_edited"] > 0 and info["n_after"] < 120 - info["n_edited"]
+    kept = edited.retained_rows_
+    full3 = KNNClassifier(k=4, metric="euclidean").fit(X, y)
+    idx, _ = full3.kneighbors(X[kept])
+    loo_votes = np.array([np.bincount(y[row[row != i]][:3], minlength=2) for row, i in zip(idx, kept)])
+    np.testing.assert_array_equal(loo_votes.argmax(axis=1), y[kept])       # kept rows: full kNN right
+    edited.set_params(k=1)
+    np.testing.assert_array_equal(edited.predict(X[kept]), y[kept])
+
+
+# ------------------------------------------------------------------ contracts, tuning, files
+
+
+def test_contract_and_errors():
+    with pytest.raises(NotFittedError):
+        KNNClassifier().predict([[1, 0]])
+    two = KNNClassifier(k=3).fit([[1, 0], [0, 1]], [0, 1])
+    with pytest.raises(ConfigError, match="larger than the 2 stored"):
+        two.kneighbors([[1, 0]])
+    assert two.predict_proba([[1, 0]]).tolist() == [[0.5, 0.5]]      # fewer rows than k: all vote
+    with pytest.raises(ConfigError, match="unknown metric"):
+        KNNClassifier(metric="hamming").fit([[1, 0]], [0])
+
+
+@parametrize_with_checks([KNNClassifier(k=3), KNNRegressor(k=3)])
+def test_sklearn_estimator_checks(estimator, check):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
+
+
+def test_tune_picks_lowest_error_and_folds_are_stratified():
+    folds = stratified_folds(np.repeat([0, 1], [30, 10]), 5, seed=1)
+    assert [np.sum((folds == f) & (np.arange(40) >= 30)) for f in range(5)] == [2] * 5
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (50, 3)), rng.normal(2.5, 1, (50, 3))]) + 5
+    y = np.repeat([0, 1], 50)
+    result = tune_knn(X, y, ks=[1, 5, 15], weights=["uniform", "inverse"], folds=5, metric="euclidean")
+    best = min(result.errors[w][i] for w in result.weights for i in range(3))
+    assert result.best_error == best
+    # each error is a real cross-validation error: recompute one by hand
+    fold_of = stratified_folds(y, 5, 0)
+    wrong = 0
+    for f in range(5):
+        m = KNNClassifier(k=5, metric="euclidean").fit(X[fold_of != f], y[fold_of != f])
+        wrong += np.sum(m.predict(X[fold_of == f]) != y[fold_of == f])
+    per_fold = [np.mean(KNNClassifier(k=5, metric="euclidean").fit(X[fold_of != f], y[fold_of != f])
+                        .predict(X[fold_of == f]) != y[fold_of == f]) for f in range(5)]
+    assert result.errors["uniform"][1] == pytest.approx(np.mean(per_fold))
+
+
+def test_knn_filter_round_trip(tmp_path):
+    files = sorted(SAMPLE.rglob("*.eml"))
+    f = build_filter(model="knn", knn={"k": 3, "weights": "inverse"})
+    from spamkit.corpus import Corpus
+    with Corpus(SAMPLE) as corpus:
+        f.fit(corpus)
+    f.save(tmp_path / "k.spamkit")
+    g = SpamFilter.load(tmp_path / "k.spamkit")
+    raws = [p.read_bytes() for p in files[:30]]
+    np.testing.assert_array_equal(f.predict_proba(raws), g.predict_proba(raws))
+    ex = g.explain(raws[0], 3)["neighbours"]
+    assert ex[0]["id"] == "ham/0001.eml" and ex[0]["similarity"] == pytest.approx(1.0)
+
+
+def test_cli_knn(tmp_path):
+    runner = CliRunner()
+    model = tmp_path / "k.spamkit"
+    result = runner.invoke(cli, ["train", str(SAMPLE), "--model", "knn", "--k", "5", "--weights", "inverse",
+                                 "--test-fraction", "0.3", "-o", str(model)])
+    assert result.exit_code == 0, result.output
+    assert "held-out evaluation: 72 messages" in result.output
+    msg = sorted((SAMPLE / "spam").iterdir())[0]
+    result = runner.invoke(cli, ["classify", str(model), str(msg), "--explain", "2"])
+    assert result.exit_code == 0 and result.output.count("  neighbour ") == 2
+    result = runner.invoke(cli, ["tune", str(SAMPLE), "--k", "1,3", "--folds", "3"])
+    assert result.exit_code == 0 and "best: k=" in result.output
+    result = runner.invoke(cli, ["train", str(SAMPLE), "--model", "knn", "--k", "zero", "-o", str(model)])
+    assert result.exit_code == 2 and "positive integer or 'auto'" in result.output
