@@ -82,7 +82,11 @@ def roc_auc(y_true, scores) -> float:
 
 
 def binary_report(y_true, y_pred, p_spam, positive="spam", negative="ham") -> dict:
-    """The two-class measures at one operating point, plus the AUC of ``p_spam``."""
+    """The two-class measures at one operating point, plus the AUC of ``p_spam``.
+
+    The TREC hm% / sm% / lam% in it are taken at P(spam) > 0.5, the operating point of
+    ``y_pred`` when it is the most probable class.
+    """
     labels = [negative, positive]
     C = confusion_matrix(y_true, y_pred, labels)
     tn, fp, fn, tp = (int(v) for v in C.ravel())
@@ -97,7 +101,9 @@ def binary_report(y_true, y_pred, p_spam, positive="spam", negative="ham") -> di
         "f1": scores[str(positive)]["f1"],
         "fp_rate": _ratio(fp, fp + tn),
         "fn_rate": _ratio(fn, fn + tp),
+        "mcc": mcc(tp, fp, tn, fn),
         "auc": roc_auc(np.asarray(y_true) == positive, p_spam),
+        **{k: v for k, v in trec_measures(np.asarray(y_true) == positive, p_spam, 0.5).items() if k != "roca_pct"},
     }
 
 
@@ -109,3 +115,140 @@ def multiclass_report(y_true, y_pred, labels) -> dict:
     return {"n": int(C.sum()), "accuracy": _ratio(np.trace(C), C.sum()),
             "macro_f1": float(np.nanmean(f1s)) if f1s else float("nan"),
             "per_class": per_class, "confusion": C.tolist(), "labels": [str(l) for l in labels]}
+
+
+# ---------------------------------------------------------------------- curves
+
+def _binary_inputs(y_true, scores):
+    y = np.asarray(y_true).astype(bool)
+    s = np.asarray(scores, dtype=np.float64)
+    if y.shape != s.shape or y.ndim != 1:
+        raise ConfigError(f"labels and scores must be 1-D of one length, got {y.shape} and {s.shape}")
+    return y, s
+
+
+def roc_curve(y_true, scores):
+    """ROC curve with exact handling of tied scores: ``(fpr, tpr, thresholds)``.
+
+    One point per distinct score, from the highest down; a group of tied scores moves the
+    curve diagonally in one step. The first point is (0, 0) with threshold +inf. (Equal to
+    ``sklearn.metrics.roc_curve(..., drop_intermediate=False)``.)
+
+    >>> fpr, tpr, thr = roc_curve([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    >>> fpr.tolist(), tpr.tolist()
+    ([0.0, 0.0, 0.5, 0.5, 1.0], [0.0, 0.5, 0.5, 1.0, 1.0])
+    """
+    y, s = _binary_inputs(y_true, scores)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    order = np.argsort(-s, kind="mergesort")
+    s, y = s[order], y[order]
+    last = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]    # last index of each tied group
+    tps = np.cumsum(y)[last]
+    fps = (last + 1) - tps
+    if n_pos == 0 or n_neg == 0:
+        warnings.warn("ROC curve with only one class present", DegenerateDataWarning, stacklevel=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpr = np.r_[0.0, tps / n_pos] if n_pos else np.full(len(tps) + 1, np.nan)
+        fpr = np.r_[0.0, fps / n_neg] if n_neg else np.full(len(fps) + 1, np.nan)
+    return fpr, tpr, np.r_[np.inf, s[last]]
+
+
+def auc_trapezoid(x, y) -> float:
+    """Area under a curve given by points sorted on x (trapezoidal rule)."""
+    return float(np.trapezoid(y, x)) if hasattr(np, "trapezoid") else float(np.trapz(y, x))
+
+
+def pr_curve(y_true, scores):
+    """Precision-recall points per distinct score threshold, highest first: ``(precision, recall, thresholds)``.
+
+    Ends with recall 0 and precision 1 appended, as scikit-learn's ``precision_recall_curve``
+    does, and arrays run from the lowest threshold to the highest as there.
+    """
+    y, s = _binary_inputs(y_true, scores)
+    n_pos = int(y.sum())
+    if n_pos == 0:
+        warnings.warn("precision-recall curve with no spam", DegenerateDataWarning, stacklevel=2)
+    order = np.argsort(-s, kind="mergesort")
+    s, y = s[order], y[order]
+    last = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]
+    tps = np.cumsum(y)[last]
+    predicted = last + 1
+    precision = tps / predicted
+    recall = tps / n_pos if n_pos else np.full(len(tps), np.nan)
+    thr = s[last]
+    return np.r_[precision[::-1], 1.0], np.r_[recall[::-1], 0.0], thr[::-1]
+
+
+def average_precision(y_true, scores) -> float:
+    """AP = sum_n (R_n - R_{n-1}) P_n over thresholds, highest first (no interpolation).
+
+    >>> average_precision([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])     # (0.5 * 1) + (0.5 * 2/3)
+    0.8333333333333333
+    """
+    precision, recall, _ = pr_curve(y_true, scores)
+    return float(-np.sum(np.diff(recall) * precision[:-1]))
+
+
+# ---------------------------------------------------------------------- single numbers
+
+def mcc(tp: int, fp: int, tn: int, fn: int) -> float:
+    """Matthews correlation coefficient; 0 when a margin is empty (scikit-learn's convention).
+
+    ``(tp tn - fp fn) / sqrt((tp + fp)(tp + fn)(tn + fp)(tn + fn))``
+
+    >>> round(mcc(tp=2, fp=1, tn=1, fn=1), 4)     # (2 - 1) / sqrt(3 * 3 * 2 * 2)
+    0.1667
+    """
+    den = float(tp + fp) * float(tp + fn) * float(tn + fp) * float(tn + fn)
+    return 0.0 if den == 0 else float((tp * tn - fp * fn) / np.sqrt(den))
+
+
+def weighted_accuracy(tp: int, fp: int, tn: int, fn: int, lam: float) -> float:
+    """Androutsopoulos et al.'s weighted accuracy: each ham counts lam times.
+
+    ``WAcc = (lam * n(ham->ham) + n(spam->spam)) / (lam * N_ham + N_spam)``
+
+    >>> weighted_accuracy(tp=90, fp=1, tn=99, fn=10, lam=9)     # (9*99 + 90) / (9*100 + 100)
+    0.981
+    """
+    return (lam * tn + tp) / (lam * (tn + fp) + (tp + fn))
+
+
+def total_cost_ratio(tp: int, fp: int, tn: int, fn: int, lam: float) -> float:
+    """TCR = N_spam / (lam * n(ham->spam) + n(spam->ham)): > 1 means better than no filter.
+
+    >>> total_cost_ratio(tp=90, fp=1, tn=99, fn=10, lam=9)     # 100 / (9 + 10)
+    5.2631578947368425
+    """
+    den = lam * fp + fn
+    return float("inf") if den == 0 else (tp + fn) / den
+
+
+def _logit(x: float) -> float:
+    with np.errstate(divide="ignore"):
+        return float(np.log(x) - np.log1p(-x))
+
+
+def trec_measures(y_true, scores, threshold: float) -> dict:
+    """The TREC spam-track summary measures (Cormack & Lynam 2005), in percent.
+
+    * ``roca_pct``: (1 - ROC AUC) x 100, lower is better;
+    * ``hm_pct``: ham misclassification (ham scored above the threshold) x 100;
+    * ``sm_pct``: spam misclassification (spam at or below it) x 100;
+    * ``lam_pct``: logistic average misclassification, the inverse logit of the mean of
+      logit(hm) and logit(sm), x 100. It is 0 if either rate is 0 (logit -inf) and NaN if
+      one is 0 and the other 1.
+
+    >>> m = trec_measures([0, 0, 0, 0, 1, 1, 1, 1], [.1, .2, .3, .9, .4, .6, .7, .8], 0.5)
+    >>> m["hm_pct"], m["sm_pct"], round(m["lam_pct"], 4)        # hm = sm = 1/4, so lam = 1/4
+    (25.0, 25.0, 25.0)
+    """
+    y, s = _binary_inputs(y_true, scores)
+    ham, spam = ~y, y
+    hm = float(np.mean(s[ham] > threshold)) if ham.any() else float("nan")
+    sm = float(np.mean(s[spam] <= threshold)) if spam.any() else float("nan")
+    mean_logit = (_logit(hm) + _logit(sm)) / 2.0
+    lam = float(1.0 / (1.0 + np.exp(-mean_logit))) if np.isfinite(mean_logit) or mean_logit == -np.inf else (
+        1.0 if mean_logit == np.inf else float("nan"))
+    return {"roca_pct": 100.0 * (1.0 - roc_auc(y, s)), "hm_pct": 100.0 * hm, "sm_pct": 100.0 * sm,
+            "lam_pct": 100.0 * lam}

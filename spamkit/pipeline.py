@@ -19,7 +19,8 @@ import numpy as np
 from . import __version__
 from .corpus import Corpus, LabelledMessage, iter_corpora, require_classes
 from .corpus.split import holdout_ids
-from .errors import ConfigError, CorpusError, NotFittedError
+from .decision import CostMatrix
+from .errors import ConfigError, CorpusError, ModelFormatError, NotFittedError
 from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
 from .labels import SPAM_NAME
 from .message import Message, parse_message
@@ -31,7 +32,7 @@ from .models.knn import METRICS, WEIGHTS
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
 MODELS = ("multinomial", "bernoulli", "knn")
-__all__ = ["SpamFilter", "build_filter", "train_filter", "evaluate_filter", "tune_filter", "survey_corpus",
+__all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "train_filter", "evaluate_filter", "tune_filter", "survey_corpus",
            "MODELS", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
@@ -251,9 +252,29 @@ class SpamFilter:
 
     # ------------------------------------------------------------------ files
 
+    # ------------------------------------------------------------------ decisions
+
+    #: the decision layer: None (the most probable class) or a CostMatrix
+    costs: CostMatrix | None = None
+
+    def set_costs(self, costs: CostMatrix | None) -> "SpamFilter":
+        """Decide by minimum expected cost from now on (checked against the filter's classes)."""
+        self._check_fitted()
+        self.costs = costs.align(self.classes_) if costs is not None else None
+        return self
+
+    def decide(self, proba) -> np.ndarray:
+        """Decisions for rows of class probabilities: the cheapest under ``costs``, else the most probable."""
+        if self.costs is None:
+            return np.asarray([str(c) for c in self.classes_], dtype=object)[np.argmax(proba, axis=1)]
+        return self.costs.decide(proba)
+
+    # ------------------------------------------------------------------ files
+
     def save(self, path) -> None:
         self._check_fitted()
-        save_filter(path, self.analyzer, self.vectorizer, self.model, self.training)
+        extra = {"decision": self.costs.as_dict()} if self.costs is not None else {}
+        save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra)
 
     @classmethod
     def load(cls, path) -> "SpamFilter":
@@ -262,6 +283,12 @@ class SpamFilter:
         f.classes_ = model.classes_
         f.training = manifest.get("training", {})
         f.manifest = manifest
+        decision = manifest.get("extra", {}).get("decision")
+        if decision:
+            try:
+                f.set_costs(CostMatrix(decision["costs"], decision["classes"], decision["decisions"]))
+            except (KeyError, TypeError) as exc:
+                raise ModelFormatError(f"{path}: damaged decision layer ({exc})") from None
         return f
 
 
@@ -338,6 +365,7 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
         X = spam_filter.vectorizer.transform(tokens for _, tokens in held_out)
         proba = spam_filter.model.predict_proba(X)
         evaluation = evaluate_predictions([label for label, _ in held_out], proba, spam_filter.classes_)
+        spam_filter._held_out = ([label for label, _ in held_out], proba)
     report = TrainReport(
         n_train=sum(train_counts.values()), n_test=len(held_out),
         train_per_class={str(k): v for k, v in sorted(train_counts.items(), key=lambda kv: str(kv[0]))},
@@ -370,8 +398,30 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
                           f"(it knows {[str(c) for c in spam_filter.classes_]})")
     proba = spam_filter.model.predict_proba(spam_filter.vectorizer.transform(rows))
     result = evaluate_predictions(labels, proba, spam_filter.classes_)
+    if spam_filter.costs is not None:
+        result["costs"] = cost_report(labels, proba, spam_filter)
     result["corpora"] = describe_corpora(corpora)
     return result
+
+
+def held_out_costs(spam_filter: SpamFilter, report: "TrainReport") -> dict:
+    """The cost report of the held-out part kept by :func:`train_filter`."""
+    labels, proba = spam_filter._held_out
+    return cost_report(labels, proba, spam_filter)
+
+
+def cost_report(labels, proba, spam_filter: SpamFilter) -> dict:
+    """Decisions under the filter's cost matrix: counts per (true class, decision) and mean cost."""
+    cm = spam_filter.costs
+    decisions = spam_filter.decide(proba)
+    table = {str(c): {d: 0 for d in cm.decisions} for c in cm.classes}
+    total = 0.0
+    for label, d in zip(map(str, labels), decisions):
+        table[label][d] += 1
+        total += cm.costs[cm.decisions.index(d), cm.classes.index(label)]
+    return {"matrix": cm.as_dict(), "decisions": table, "cost_per_message": total / max(len(labels), 1),
+            "threshold": cm.threshold() if cm.decisions == ["ham", "spam"] and cm.classes == ["ham", "spam"]
+            else None}
 
 
 def tune_filter(corpora, ks, weights, metric: str = "cosine", representation: str = "tf", folds: int = 5,

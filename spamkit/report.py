@@ -66,7 +66,12 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
             f"  F1 (spam)       {_pct(ev['f1'])}",
             f"  ROC AUC         {ev['auc']:.4f}" if ev["auc"] == ev["auc"] else "  ROC AUC            n/a",
             f"  confusion       ham->ham {ev['tn']}  ham->spam {ev['fp']}  spam->ham {ev['fn']}  spam->spam {ev['tp']}",
+            f"  MCC             {ev['mcc']:.4f}",
+            f"  TREC            (1-ROCA)% {100 * (1 - ev['auc']):.3f}  hm% {ev['hm_pct']:.2f}  "
+            f"sm% {ev['sm_pct']:.2f}  lam% {ev['lam_pct']:.2f}",
         ]
+        if "costs" in ev:
+            lines.append(render_costs(ev["costs"]))
         return "\n".join(lines)
     lines = [f"{title}: {ev['n']} messages, accuracy {_pct(ev['accuracy'])}, macro F1 {_pct(ev['macro_f1'])}",
              f"  {'class':<16} {'precision':>9} {'recall':>9} {'F1':>9} {'support':>8}"]
@@ -131,4 +136,18 @@ def render_tuning(result) -> str:
         lines.append(f"  {k:>4} " + " ".join(f"{c:>16}" for c in cells))
     lines.append(f"best: k={result.best_k}, weights={result.best_weights} "
                  f"(error {100 * result.best_error:.2f}%)")
+    return "\n".join(lines)
+
+
+def render_costs(c: dict) -> str:
+    """Decisions under a cost matrix and the cost per message."""
+    m = c["matrix"]
+    head = "  decisions under costs " + ", ".join(
+        f"{d}|{cls}={v:g}" for d, row in zip(m["decisions"], m["costs"]) for cls, v in zip(m["classes"], row) if v)
+    lines = [head]
+    if c.get("threshold") is not None:
+        lines.append(f"    Bayes threshold on P(spam): {c['threshold']:.4f}")
+    for cls, row in c["decisions"].items():
+        lines.append(f"    true {cls:<10} " + "  ".join(f"-> {d} {n}" for d, n in row.items()))
+    lines.append(f"    cost per message: {c['cost_per_message']:.4f}")
     return "\n".join(lines)

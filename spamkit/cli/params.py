@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import click
 
+from pathlib import Path
+
 from ..corpus import FORMATS, Corpus
+from ..errors import ConfigError
 from ..labels import normalise_label
+from ..pipeline import CostMatrix
 
 
 class ClassPathParam(click.ParamType):
@@ -20,6 +24,22 @@ class ClassPathParam(click.ParamType):
         if not sep or not name.strip() or not path:
             self.fail(f"expected NAME=PATH, got {value!r}", param, ctx)
         return normalise_label(name), path
+
+
+class CostsParam(click.ParamType):
+    """``fp=100,fn=10[,tp=..,tn=..,unsure=..]``, or the path of a cost table for K classes."""
+
+    name = "COSTS"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, CostMatrix):
+            return value
+        try:
+            if "=" not in value and Path(value).exists():
+                return CostMatrix.from_file(value)
+            return CostMatrix.parse(value)
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def corpus_options(func):

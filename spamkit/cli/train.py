@@ -10,10 +10,10 @@ from ..corpus import Corpus
 from ..corpus.split import SPLIT_METHODS
 from ..persist import read_manifest
 from ..pipeline import (METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, SpamFilter,
-                        build_filter, evaluate_filter, train_filter, tune_filter)
+                        build_filter, evaluate_filter, held_out_costs, train_filter, tune_filter)
 from ..report import render_evaluation, render_info, render_train, render_tuning, to_json
 from . import cli
-from .params import corpus_options, open_corpora
+from .params import CostsParam, corpus_options, open_corpora
 from .progress import Progress
 
 
@@ -57,6 +57,8 @@ def _close(corpora):
               help="kNN: memory budget of one search (e.g. 64M, 1G).")
 @click.option("--condense", type=click.Choice(["none", "hart", "edit"]), default="none", show_default=True,
               help="kNN: keep only the prototypes needed (Hart); 'edit' first drops rows kNN gets wrong (Wilson).")
+@click.option("--cost", "cost", type=CostsParam(), default=None,
+              help="Save a decision layer: fp=100,fn=10[,unsure=2] or a cost-table file.")
 @click.option("--test-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="Hold out this fraction, train on the rest and print the held-out evaluation.")
 @click.option("--split", type=click.Choice(SPLIT_METHODS), default="auto", show_default=True,
@@ -65,7 +67,7 @@ def _close(corpora):
 @click.option("--json", "as_json", is_flag=True, help="Print the training report as JSON.")
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, representation, min_df,
                   max_features, select, hashing, stem, language, stop_words, ngrams, k, weights, metric, tau,
-                  memory_limit, condense, test_fraction, split, seed, as_json):
+                  memory_limit, condense, cost, test_fraction, split, seed, as_json):
     """Train a Naive Bayes filter on labelled corpora and write it to a filter file.
 
     \b
@@ -93,6 +95,10 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, 
             report = train_filter(spam_filter, corpora, test_fraction, split, seed, progress.step, parameters)
     finally:
         _close(corpora)
+    if cost is not None:
+        spam_filter.set_costs(cost)
+        if report.evaluation is not None:
+            report.evaluation["costs"] = held_out_costs(spam_filter, report)
     spam_filter.save(output)
     extra_info = {}
     if getattr(spam_filter, "tuning", None) is not None:
@@ -131,18 +137,24 @@ def _k_value(k: str):
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
 @click.option("--format", "fmt", default="auto", show_default=True,
               help="Read INPUTS as this corpus format (see 'spamkit corpus --help').")
-def classify_command(model, inputs, explain, as_json, fmt):
-    """Classify messages: one line per message, SOURCE<TAB>CLASS<TAB>P(spam).
+@click.option("--cost", "cost", type=CostsParam(), default=None,
+              help="Decide by minimum expected cost: fp=100,fn=10[,unsure=2] or a cost-table file.")
+def classify_command(model, inputs, explain, as_json, fmt, cost):
+    """Classify messages: one line per message, SOURCE<TAB>DECISION<TAB>P(spam).
 
     INPUTS are message files, mailboxes (mbox, Maildir, MH) or corpora; '-' (or none)
-    reads one message from standard input. For filters with more than two classes
-    the third column lists every class's probability.
+    reads one message from standard input. The decision is the most probable class, or,
+    with costs (--cost here, or saved by 'train --cost'), the one with the lowest expected
+    cost, which may be 'unsure'. For filters with more than two classes the third column
+    lists every class's probability.
     """
     spam_filter = SpamFilter.load(model)
+    if cost is not None:
+        spam_filter.set_costs(cost)
     binary = "spam" in [str(c) for c in spam_filter.classes_] and len(spam_filter.classes_) == 2
     for source, item in _inputs(inputs or ("-",), fmt):
         proba = spam_filter.predict_proba([item])[0]
-        label = str(spam_filter.classes_[proba.argmax()])
+        label = str(spam_filter.decide(proba[None, :])[0])
         record = {"source": source, "class": label,
                   "probabilities": {str(c): float(p) for c, p in zip(spam_filter.classes_, proba)}}
         if binary:
@@ -179,10 +191,14 @@ def _inputs(inputs, fmt):
 @cli.command("evaluate")
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @corpus_options
+@click.option("--cost", "cost", type=CostsParam(), default=None,
+              help="Also report decisions and cost per message under these costs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the measures as JSON.")
-def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, as_json):
-    """Measure a filter on labelled corpora (accuracy, recall per class, AUC)."""
+def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, as_json):
+    """Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures)."""
     spam_filter = SpamFilter.load(model)
+    if cost is not None:
+        spam_filter.set_costs(cost)
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
         with Progress("evaluating") as progress:

@@ -1,0 +1,282 @@
+"""Decisions from probabilities and costs: cost matrices, Bayes thresholds, the unsure band.
+
+Owns the step from class probabilities to a decision. A mail filter's mistakes do not
+cost the same (a real message lost in the junk folder is worse than a spam let through),
+so the decision for a message is the one with the lowest expected cost
+``sum_true p(true | x) * cost[decision, true]`` (Bayes decision rule; the CPSC 340 notes
+"Decision theory": with c_FP = 100 and c_FN = 10, P(spam) = 0.6 costs 0.4 * 100 = 40 as
+"spam" and 0.6 * 10 = 6 as "ham", so the message is delivered).
+
+A decision may also be "unsure" (abstain): a folder a person reviews. With an abstention
+cost u below c_FP c_FN / (c_FP + c_FN), the rule is a band: ham below u / c_FN, spam
+above 1 - u / c_FP, unsure between.
+"""
+
+from __future__ import annotations
+
+import csv
+import enum
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError
+from .labels import HAM_NAME, SPAM_NAME
+
+UNSURE_NAME = "unsure"
+
+
+class Verdict(enum.IntEnum):
+    """What a mail filter does with a message."""
+
+    HAM = 0
+    SPAM = 1
+    UNSURE = 2
+
+
+def bayes_threshold(c_fp: float, c_fn: float, c_tp: float = 0.0, c_tn: float = 0.0) -> float:
+    """Smallest P(spam) at which "spam" is the cheaper decision.
+
+    Calling spam costs ``(1 - p) c_FP + p c_TP``; calling ham costs ``p c_FN + (1 - p) c_TN``.
+    Spam is cheaper iff ``p > t* = (c_FP - c_TN) / ((c_FP - c_TN) + (c_FN - c_TP))``.
+
+    >>> round(bayes_threshold(100, 10), 4)          # the lecture example: 100/110
+    0.9091
+    """
+    num = float(c_fp) - float(c_tn)
+    den = num + float(c_fn) - float(c_tp)
+    if num < 0 or den <= 0:
+        raise ConfigError(f"costs make one decision always cheaper (c_fp={c_fp}, c_fn={c_fn}, c_tp={c_tp}, "
+                          f"c_tn={c_tn}); a mistake must cost more than a correct decision")
+    return num / den
+
+
+def unsure_band(c_fp: float, c_fn: float, c_unsure: float) -> tuple[float, float]:
+    """The (low, high) P(spam) thresholds of the three-way rule with abstention cost ``c_unsure``.
+
+    Abstaining costs u whatever the class. Ham is cheapest iff p c_FN < u and p c_FN < (1 - p) c_FP;
+    spam iff (1 - p) c_FP < u likewise; so ham below u / c_FN, spam above 1 - u / c_FP, unsure
+    between. If u >= c_FP c_FN / (c_FP + c_FN) abstaining is never cheapest and the band is empty
+    (both thresholds equal the Bayes threshold).
+
+    >>> unsure_band(100, 10, 2)
+    (0.2, 0.98)
+    """
+    c_fp, c_fn, u = float(c_fp), float(c_fn), float(c_unsure)
+    if c_fp <= 0 or c_fn <= 0 or u < 0:
+        raise ConfigError(f"need c_fp > 0, c_fn > 0 and an unsure cost >= 0, got {c_fp}, {c_fn}, {u}")
+    if u >= c_fp * c_fn / (c_fp + c_fn):
+        t = bayes_threshold(c_fp, c_fn)
+        return t, t
+    return u / c_fn, 1.0 - u / c_fp
+
+
+class CostMatrix:
+    """``cost[decision, true]`` for K classes, plus optional extra decisions (e.g. "unsure").
+
+    Parameters
+    ----------
+    costs : array (n_decisions, n_classes)
+    classes : sequence of str
+        The true classes, in the order of the columns.
+    decisions : sequence of str, optional
+        The rows; default: the classes (one decision per class), then any extra rows must be named.
+
+    Examples
+    --------
+    >>> cm = CostMatrix.binary(c_fp=100, c_fn=10)
+    >>> cm.expected_costs([[0.4, 0.6]]).tolist()     # P(ham) = 0.4, P(spam) = 0.6
+    [[6.0, 40.0]]
+    >>> cm.decide([[0.4, 0.6]]).tolist(), cm.decide([[0.05, 0.95]]).tolist()
+    (['ham'], ['spam'])
+    """
+
+    def __init__(self, costs, classes, decisions=None):
+        costs = np.asarray(costs, dtype=np.float64)
+        classes = [str(c) for c in classes]
+        decisions = [str(d) for d in (decisions if decisions is not None else classes)]
+        if costs.ndim != 2 or costs.shape != (len(decisions), len(classes)):
+            raise ConfigError(f"cost matrix has shape {costs.shape}, expected ({len(decisions)} decisions, "
+                              f"{len(classes)} classes)")
+        if not np.all(np.isfinite(costs)):
+            raise ConfigError("cost matrix entries must be finite numbers")
+        if len(set(classes)) != len(classes) or len(set(decisions)) != len(decisions):
+            raise ConfigError("class and decision names must be unique")
+        for j, c in enumerate(classes):
+            if c in decisions and costs[decisions.index(c), j] > costs[:, j].min():
+                raise ConfigError(f"deciding {c!r} for a true {c!r} costs more than another decision; "
+                                  "a correct decision must be the cheapest for its class")
+        self.costs = costs
+        self.classes = classes
+        self.decisions = decisions
+
+    @classmethod
+    def binary(cls, c_fp: float = 1.0, c_fn: float = 1.0, c_tp: float = 0.0, c_tn: float = 0.0,
+               c_unsure: float | None = None) -> "CostMatrix":
+        """ham/spam costs: a false positive is ham called spam; ``c_unsure`` adds an "unsure" decision."""
+        rows = [[c_tn, c_fn], [c_fp, c_tp]]
+        decisions = [HAM_NAME, SPAM_NAME]
+        if c_unsure is not None:
+            rows.append([c_unsure, c_unsure])
+            decisions.append(UNSURE_NAME)
+        return cls(rows, [HAM_NAME, SPAM_NAME], decisions)
+
+    @classmethod
+    def parse(cls, text: str) -> "CostMatrix":
+        """``"fp=100,fn=10"`` (also ``tp=``, ``tn=``, ``unsure=``) for the two-class case.
+
+        >>> CostMatrix.parse("fp=100,fn=10,unsure=2").decisions
+        ['ham', 'spam', 'unsure']
+        """
+        values = {}
+        for part in text.split(","):
+            if not part.strip():
+                continue
+            key, sep, value = part.partition("=")
+            key = key.strip().lower()
+            if not sep or key not in ("fp", "fn", "tp", "tn", "unsure"):
+                raise ConfigError(f"cost {part.strip()!r}: expected fp=, fn=, tp=, tn= or unsure= with a number")
+            try:
+                values[key] = float(value)
+            except ValueError:
+                raise ConfigError(f"cost {part.strip()!r}: {value!r} is not a number") from None
+        if "fp" not in values or "fn" not in values:
+            raise ConfigError(f"costs {text!r} must give at least fp= and fn=")
+        return cls.binary(values["fp"], values["fn"], values.get("tp", 0.0), values.get("tn", 0.0),
+                          values.get("unsure"))
+
+    @classmethod
+    def from_file(cls, path) -> "CostMatrix":
+        """A CSV/TSV table: a header row naming the true classes, then one row per decision,
+        its first cell the decision's name.
+
+        ::
+
+            decision,ham,spam,newsletter
+            ham,0,10,2
+            spam,100,0,50
+            newsletter,20,5,0
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cost file {path}: {exc.strerror or exc}") from None
+        dialect = "excel-tab" if "\t" in text.splitlines()[0] else "excel"
+        rows = [r for r in csv.reader(text.splitlines(), dialect) if any(cell.strip() for cell in r)]
+        if len(rows) < 3:
+            raise ConfigError(f"cost file {path}: expected a header and at least two decision rows")
+        classes = [c.strip() for c in rows[0][1:]]
+        decisions, costs = [], []
+        for lineno, row in enumerate(rows[1:], 2):
+            if len(row) != len(classes) + 1:
+                raise ConfigError(f"cost file {path}:{lineno}: expected {len(classes) + 1} cells, got {len(row)}")
+            decisions.append(row[0].strip())
+            try:
+                costs.append([float(v) for v in row[1:]])
+            except ValueError:
+                raise ConfigError(f"cost file {path}:{lineno}: every cost must be a number") from None
+        return cls(costs, classes, decisions)
+
+    def align(self, model_classes) -> "CostMatrix":
+        """The same costs with columns in a model's class order; every model class must be priced."""
+        model_classes = [str(c) for c in model_classes]
+        missing = set(model_classes) - set(self.classes)
+        if missing or len(model_classes) != len(self.classes):
+            raise ConfigError(f"the costs name classes {self.classes}, the model has {model_classes}")
+        order = [self.classes.index(c) for c in model_classes]
+        return CostMatrix(self.costs[:, order], model_classes, self.decisions)
+
+    def expected_costs(self, proba) -> np.ndarray:
+        """``E[cost | x, decision d] = sum_c p(c | x) cost[d, c]``; shape (n, n_decisions)."""
+        proba = np.atleast_2d(np.asarray(proba, dtype=np.float64))
+        if proba.shape[1] != len(self.classes):
+            raise ConfigError(f"probabilities have {proba.shape[1]} columns for {len(self.classes)} classes")
+        return proba @ self.costs.T
+
+    def decide(self, proba) -> np.ndarray:
+        """The cheapest decision per row (a tie goes to the decision listed first)."""
+        return np.asarray(self.decisions, dtype=object)[np.argmin(self.expected_costs(proba), axis=1)]
+
+    def threshold(self) -> float:
+        """The Bayes threshold on P(spam) of a two-class ham/spam matrix (no unsure row)."""
+        if self.classes != [HAM_NAME, SPAM_NAME] or self.decisions[:2] != [HAM_NAME, SPAM_NAME]:
+            raise ConfigError("a single threshold exists only for ham/spam costs")
+        (c_tn, c_fn), (c_fp, c_tp) = self.costs[:2]
+        return bayes_threshold(c_fp, c_fn, c_tp, c_tn)
+
+    def as_dict(self) -> dict:
+        return {"classes": self.classes, "decisions": self.decisions, "costs": self.costs.tolist()}
+
+
+def verdicts(p_spam, low: float, high: float | None = None) -> np.ndarray:
+    """HAM below ``low``, SPAM above ``high``, UNSURE between (``high`` defaults to ``low``).
+
+    A message exactly at a threshold takes the cheaper side's tie rule: at ``high`` it is
+    not yet spam (spam needs p > t*), at ``low`` it is not ham.
+
+    >>> [Verdict(v).name for v in verdicts([0.1, 0.5, 0.99], 0.2, 0.98)]
+    ['HAM', 'UNSURE', 'SPAM']
+    """
+    p = np.asarray(p_spam, dtype=np.float64)
+    high = low if high is None else high
+    if not 0.0 <= low <= high <= 1.0:
+        raise ConfigError(f"need 0 <= low <= high <= 1, got low={low}, high={high}")
+    out = np.full(p.shape, int(Verdict.UNSURE), dtype=np.int64)
+    out[p < low] = Verdict.HAM
+    out[p > high] = Verdict.SPAM
+    if low == high:
+        out[p == low] = Verdict.HAM                # on the threshold both cost the same: deliver
+    return out
+
+
+def correct_prior(p_spam, train_spam_rate: float, deploy_spam_rate: float) -> np.ndarray:
+    """P(spam | x) re-weighted for a deployment spam rate different from the training rate.
+
+    Bayes' rule with new priors: p' = p pi'/pi / (p pi'/pi + (1 - p)(1 - pi')/(1 - pi))
+    (the likelihoods p(x | c) are unchanged; only the priors move).
+
+    >>> float(correct_prior(0.5, 0.5, 0.2))
+    0.2
+    """
+    p = np.asarray(p_spam, dtype=np.float64)
+    for name, rate in (("training", train_spam_rate), ("deployment", deploy_spam_rate)):
+        if not 0.0 < rate < 1.0:
+            raise ConfigError(f"{name} spam rate must be strictly between 0 and 1, got {rate}")
+    a = p * deploy_spam_rate / train_spam_rate
+    b = (1.0 - p) * (1.0 - deploy_spam_rate) / (1.0 - train_spam_rate)
+    return a / (a + b)
+
+
+def realised_cost(y_spam, p_spam, threshold: float, c_fp: float, c_fn: float) -> float:
+    """Mean cost per message of calling spam above ``threshold`` (0/1 labels, 1 = spam)."""
+    y = np.asarray(y_spam).astype(bool)
+    pred = np.asarray(p_spam) > threshold
+    return float((c_fp * np.sum(pred & ~y) + c_fn * np.sum(~pred & y)) / len(y))
+
+
+def choose_thresholds(y_spam, p_spam, c_fp: float, c_fn: float) -> dict:
+    """Thresholds minimising the realised cost on labelled data, with every tied optimum.
+
+    Naive Bayes probabilities are poorly calibrated, so the Bayes threshold t* may not be
+    the cheapest in practice. Candidates are the midpoints between consecutive distinct
+    scores (and the ends); each is evaluated exactly. Returns the cost curve too.
+    """
+    y = np.asarray(y_spam).astype(bool)
+    p = np.asarray(p_spam, dtype=np.float64)
+    if len(y) == 0:
+        raise ConfigError("no messages to choose a threshold on")
+    s = np.unique(p)
+    cands = np.concatenate([[-np.inf], (s[:-1] + s[1:]) / 2.0, [np.inf]]) if len(s) > 1 else np.array([-np.inf, np.inf])
+    order = np.argsort(p, kind="stable")
+    ps, ys = p[order], y[order]
+    # messages with score > t are called spam: count by binary search on the sorted scores
+    above = len(p) - np.searchsorted(ps, cands, side="right")
+    spam_above = np.concatenate([[0], np.cumsum(ys[::-1])])[above]
+    ham_above = above - spam_above
+    fn = y.sum() - spam_above
+    costs = (c_fp * ham_above + c_fn * fn) / len(y)
+    best = costs.min()
+    optimal = cands[np.isclose(costs, best, rtol=0, atol=1e-12)]
+    return {"thresholds": cands, "costs": costs, "best_cost": float(best),
+            "optimal": [float(t) for t in optimal], "bayes_threshold": bayes_threshold(c_fp, c_fn)}
