@@ -198,6 +198,18 @@ class Vectorizer:
         _threshold(min_df, 1, "min_df")
         _threshold(max_df, 1, "max_df")
 
+    @classmethod
+    def hashed(cls, n_features: int, representation: str = "tf") -> "Vectorizer":
+        """A ready hashing vectorizer that needs no fitting (no idf): for streams learned online."""
+        if representation == "tfidf":
+            raise ConfigError("tfidf needs document frequencies from data; fit it instead")
+        v = cls(representation, hashing=n_features)
+        v.vocabulary_ = v.terms_ = v.idf_ = None
+        v.n_docs_ = 0
+        v.df_ = np.zeros(int(n_features), dtype=np.int64)
+        v.n_features_ = int(n_features)
+        return v
+
     # ----------------------------------------------------------------- fitting
 
     def fit(self, docs, y=None) -> "Vectorizer":

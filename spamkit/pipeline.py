@@ -32,7 +32,7 @@ from .models.knn import METRICS, WEIGHTS
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
 MODELS = ("multinomial", "bernoulli", "knn")
-__all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "train_filter", "evaluate_filter", "tune_filter", "survey_corpus",
+__all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
            "MODELS", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
@@ -448,6 +448,13 @@ def tune_filter(corpora, ks, weights, metric: str = "cosine", representation: st
     y = np.asarray(labels)
     require_classes(Counter(y.tolist()), "tuning data")
     return tune_knn(X, y, ks=ks, weights=weights, folds=folds, seed=seed, metric=metric)
+
+
+def online_filter(corpora, analyzer: Analyzer | None = None, progress=None, **settings):
+    """TREC-style online evaluation over corpora in their order (see :func:`spamkit.evaluation.online_evaluate`)."""
+    from .evaluation import online_evaluate
+    return online_evaluate(iter_corpora(corpora), analyzer if analyzer is not None else Analyzer(),
+                           progress=progress, **settings)
 
 
 # ---------------------------------------------------------------------- corpus survey

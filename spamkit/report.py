@@ -151,3 +151,19 @@ def render_costs(c: dict) -> str:
         lines.append(f"    true {cls:<10} " + "  ".join(f"-> {d} {n}" for d, n in row.items()))
     lines.append(f"    cost per message: {c['cost_per_message']:.4f}")
     return "\n".join(lines)
+
+
+def render_online(r: dict, output: str | None) -> str:
+    """An online (TREC-style) run's summary."""
+    m, st = r["measures"], r["settings"]
+    lines = [f"online: {r['n']} messages classified then learned ({r['n_learned']} learned; "
+             f"{st['model']} NB, alpha {st['alpha']}, {st['hashing']} hashed columns, delay {st['delay']}, "
+             f"feedback {st['feedback_fraction']:g})",
+             f"  (1-ROCA)%  {m['roca_pct']:.4f}",
+             f"  hm%        {m['hm_pct']:.3f}   (ham called spam, at P(spam) > 0.5)",
+             f"  sm%        {m['sm_pct']:.3f}   (spam let through)",
+             f"  lam%       {m['lam_pct']:.3f}",
+             f"  speed      {r['messages_per_second']:.0f} messages/s ({r['seconds']:.1f} s)"]
+    if output:
+        lines.append(f"TREC results written to {output}")
+    return "\n".join(lines)

@@ -10,8 +10,8 @@ from ..corpus import Corpus
 from ..corpus.split import SPLIT_METHODS
 from ..persist import read_manifest
 from ..pipeline import (METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, SpamFilter,
-                        build_filter, evaluate_filter, held_out_costs, train_filter, tune_filter)
-from ..report import render_evaluation, render_info, render_train, render_tuning, to_json
+                        build_filter, evaluate_filter, held_out_costs, online_filter, train_filter, tune_filter)
+from ..report import render_evaluation, render_info, render_online, render_train, render_tuning, to_json
 from . import cli
 from .params import CostsParam, corpus_options, open_corpora
 from .progress import Progress
@@ -243,3 +243,39 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
     finally:
         _close(corpora)
     click.echo(to_json(result.as_dict()) if as_json else render_tuning(result))
+
+
+@cli.command("online")
+@corpus_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the TREC results file here: 'id judgement score gold' per message.")
+@click.option("--model", type=click.Choice(["multinomial", "bernoulli"]), default="multinomial", show_default=True)
+@click.option("--alpha", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True)
+@click.option("--hashing", type=click.IntRange(min=1), default=2 ** 20, show_default=True,
+              help="Hashed feature columns (the vocabulary of a stream is unbounded).")
+@click.option("--delay", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Feedback arrives this many messages after classification.")
+@click.option("--feedback-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True,
+              help="Only this share of messages is ever learned.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--order", type=click.Choice(["corpus", "date"]), default="corpus", show_default=True,
+              help="Stream order: the corpus's own (TREC index, Enron arrival) or by message date.")
+@click.option("--json", "as_json", is_flag=True)
+def online_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, hashing, delay,
+                   feedback_fraction, seed, order, as_json):
+    """Online evaluation as in the TREC spam track: classify each message, then learn it.
+
+    Messages are taken in corpus order (TREC index order, Enron arrival order).
+    Prints (1-ROCA)%, hm%, sm% and lam% and the throughput.
+    """
+    corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
+    try:
+        with Progress("online") as progress:
+            result = online_filter(corpora, model=model, alpha=alpha, hashing=hashing, delay=delay,
+                                   feedback_fraction=feedback_fraction, seed=seed, order=order,
+                                   progress=progress.step)
+    finally:
+        _close(corpora)
+    if output:
+        result.write_trec(output)
+    click.echo(to_json(result.as_dict()) if as_json else render_online(result.as_dict(), output))

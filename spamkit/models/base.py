@@ -61,6 +61,13 @@ class ProbabilisticClassifier(ClassifierMixin, BaseEstimator):
         """X as in :meth:`_validate_X`, y one label per row (scikit-learn's checks and messages)."""
         if not reset:
             self._check_fitted()
+            # Fast path for learning one message at a time from spamkit's own matrices.
+            if (isinstance(X, sp.csr_matrix) and X.dtype == np.float64 and X.shape[1] == self.n_features_in_
+                    and isinstance(y, (list, np.ndarray)) and len(y) == X.shape[0]
+                    and np.isfinite(X.data).all()):
+                y = np.asarray(y)
+                if y.ndim == 1 and y.dtype.kind in "UOiub":
+                    return X, y
         X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse or False, reset=reset,
                              dtype=np.float64)
         check_classification_targets(y)

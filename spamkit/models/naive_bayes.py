@@ -69,7 +69,8 @@ class _DiscreteNB(ProbabilisticClassifier):
             raise ConfigError(f"label {exc.args[0]!r} is not one of the classes "
                               f"{self.classes_.tolist()} given at the first partial_fit") from None
         w = check_sample_weight(sample_weight, len(y))
-        return sp.csr_matrix((w, (np.arange(len(y)), codes)), shape=(len(y), len(self.classes_)))
+        # one entry per row: the CSR arrays are (weights, class codes, 0..n)
+        return sp.csr_matrix((w, codes, np.arange(len(y) + 1)), shape=(len(y), len(self.classes_)))
 
     def _count(self, X, Y):
         # n_{c,j} += sum_i Y[i, c] X[i, j]; N_c += sum_i Y[i, c]
@@ -242,19 +243,94 @@ class MultinomialNB(_DiscreteNB):
                              "the multinomial model needs counts (tf, tfnorm or tfidf, never negative)")
         return X
 
+    # With alpha > 0 the model is kept in a split form that partial_fit can update in time
+    # proportional to the batch, not to the vocabulary (online filtering learns one message at
+    # a time over 2^20 hashed columns):
+    #   log p[c, j] = log(n[c, j] + alpha) - log(N_c + alpha D),   N_c = sum_j n[c, j]
+    #   log p(x, c) = log p(c) + x . log(n[c] + alpha) - (sum_j x_j) log(N_c + alpha D)
+    # A batch changes the numerators of the columns it touches and one denominator per class.
+    # With alpha = 0 (hand checks), zero probabilities need the exact -inf bookkeeping of the
+    # base class, and the plain form is used.
+
+    @property
+    def feature_log_prob_(self):
+        """log p[c, j], shape (n_classes, n_features)."""
+        if self._split:
+            return self._log_num_T.T - self._log_den[:, None]
+        return self._feature_log_prob
+
     def _update_feature_log_prob(self, alpha):
         # p[c, j] = (n[c, j] + alpha) / (sum_j' n[c, j'] + alpha * D)
         smoothed = self.feature_count_ + alpha
+        self._split = alpha > 0
+        if self._split:
+            self._log_num_T = np.ascontiguousarray(np.log(smoothed).T)
+            self._word_total = self.feature_count_.sum(axis=1)
+            self._log_den = np.log(self._word_total + alpha * self.feature_count_.shape[1])
+            return
         with np.errstate(divide="ignore", invalid="ignore"):
-            self.feature_log_prob_ = np.log(smoothed) - np.log(smoothed.sum(axis=1, keepdims=True))
+            self._feature_log_prob = np.log(smoothed) - np.log(smoothed.sum(axis=1, keepdims=True))
 
     def _update_linear_form(self):
         # log p(x, c) = log p(c) + sum_j x_j log p[c, j]
-        w = self.feature_log_prob_
-        self._w_finite = w if np.isfinite(w).all() else _finite(w)
-        self._w_neg_inf = (w == -np.inf).astype(np.float64)
         self._b_finite = _finite(self.class_log_prior_)
         self._b_neg_inf = (self.class_log_prior_ == -np.inf).astype(np.float64)
+        if self._split:
+            self._w_finite = self._w_neg_inf = None
+            return
+        w = self._feature_log_prob
+        self._w_finite = w if np.isfinite(w).all() else _finite(w)
+        self._w_neg_inf = (w == -np.inf).astype(np.float64)
+
+    def _cache_transposes(self):
+        if not self._split:
+            return super()._cache_transposes()
+        self._has_neg_inf = bool(self._b_neg_inf.any())
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Add a batch's counts; with alpha > 0 only the columns it touches are recomputed."""
+        if not hasattr(self, "classes_") or not getattr(self, "_split", False) or check_alpha(self.alpha) == 0:
+            return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+        if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+            raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
+        X, y = self._validate_Xy(X, y, reset=False)
+        X = sp.csr_matrix(self._prepare_X(X))
+        Y = self._one_hot(y, sample_weight)
+        # n[c_i, j] += w_i x_ij over the batch's non-zeros only: O(nnz), whatever the width
+        codes, weights = Y.indices, Y.data                    # one entry per row of the one-hot Y
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        np.add.at(self.feature_count_, (codes[rows], X.indices), X.data * weights[rows])
+        Yd = Y.toarray()
+        self.class_count_ += Yd.sum(axis=0)
+        touched = np.unique(X.indices)
+        row_sums = np.asarray(X.sum(axis=1)).ravel()
+        alpha = self._alpha
+        self._log_num_T[touched] = np.log(self.feature_count_[:, touched].T + alpha)
+        self._word_total = self._word_total + Yd.T @ row_sums
+        self._log_den = np.log(self._word_total + alpha * self.feature_count_.shape[1])
+        self._update_class_log_prior()
+        self._update_linear_form()
+        self._cache_transposes()
+        return self
+
+    def joint_log_likelihood(self, X) -> np.ndarray:
+        """log p(x, c) = log p(c) + sum_j x_j log p[c, j], shape (n_docs, n_classes)."""
+        if not getattr(self, "_split", False):
+            return super().joint_log_likelihood(X)
+        X = self._prepare_X(self._validate_X(X, reset=False))
+        if not sp.issparse(X):
+            X = sp.csr_matrix(X)
+        row_sums = np.asarray(X.sum(axis=1)).ravel()
+        jll = np.asarray(X @ self._log_num_T) - row_sums[:, None] * self._log_den[None, :] + self._b_finite
+        if self._has_neg_inf:
+            jll[:, self._b_neg_inf > 0] = -np.inf          # a class with prior 0
+        return jll
+
+    def feature_weights(self) -> np.ndarray:
+        self._check_fitted()
+        if self._split:
+            return self.feature_log_prob_
+        return super().feature_weights()
 
 
 class BernoulliNB(_DiscreteNB):

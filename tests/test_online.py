@@ -1,0 +1,88 @@
+"""Online (TREC-style) evaluation: scores equal batch refits on the past, delays, partial feedback, files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from spamkit.cli import cli
+from spamkit.corpus import Corpus
+from spamkit.errors import CorpusError
+from spamkit.evaluation import online_evaluate
+from spamkit.features import Vectorizer
+from spamkit.message import parse_message
+from spamkit.models import BernoulliNB, MultinomialNB
+from spamkit.text import Analyzer
+
+from conftest import SAMPLE
+
+
+@pytest.fixture(scope="module")
+def stream():
+    with Corpus(SAMPLE) as corpus:
+        msgs = sorted(corpus, key=lambda m: m.date)[:60]
+    return msgs
+
+
+def _batch_scores(msgs, model, delay=0, hashing=2 ** 12):
+    """Oracle: for each message, a model fitted from scratch on the messages learned before it."""
+    analyzer = Analyzer()
+    vec = Vectorizer.hashed(hashing, "binary" if model is BernoulliNB else "tf")
+    X = vec.transform(analyzer(parse_message(m.raw, m.kind)) for m in msgs)
+    y = np.array([m.label for m in msgs])
+    scores = []
+    for i in range(len(msgs)):
+        past = max(0, i - delay)
+        if len(set(y[:past])) < 2:
+            scores.append(0.0)
+            continue
+        nb = model(alpha=1.0).fit(X[:past], y[:past])
+        jll = nb.joint_log_likelihood(X[i])[0]
+        scores.append(jll[1] - jll[0])
+    return np.array(scores)
+
+
+@pytest.mark.parametrize("model, name", [(MultinomialNB, "multinomial"), (BernoulliNB, "bernoulli")])
+@pytest.mark.parametrize("delay", [0, 5])
+def test_online_scores_equal_batch_refits(stream, model, name, delay):
+    result = online_evaluate(iter(stream), Analyzer(), model=name, hashing=2 ** 12, delay=delay)
+    np.testing.assert_allclose(result.scores, _batch_scores(stream, model, delay), rtol=1e-9, atol=1e-9)
+    assert result.n_learned == len(stream) - delay
+    assert result.ids == [m.id for m in stream]
+
+
+def test_partial_feedback_is_seeded(stream):
+    a = online_evaluate(iter(stream), Analyzer(), feedback_fraction=0.5, seed=3, hashing=2 ** 12)
+    b = online_evaluate(iter(stream), Analyzer(), feedback_fraction=0.5, seed=3, hashing=2 ** 12)
+    assert a.scores == b.scores and 15 <= a.n_learned <= 45
+    full = online_evaluate(iter(stream), Analyzer(), hashing=2 ** 12)
+    assert a.scores != full.scores
+
+
+def test_trec_results_file(stream, tmp_path):
+    result = online_evaluate(iter(stream), Analyzer(), hashing=2 ** 12)
+    result.write_trec(tmp_path / "results")
+    lines = (tmp_path / "results").read_text().splitlines()
+    assert len(lines) == len(stream)
+    ident, judgement, score, gold = lines[-1].split()
+    assert ident == stream[-1].id and gold == stream[-1].label
+    assert judgement == ("spam" if float(score) > 0 else "ham")
+    # the summary measures are computed from exactly these scores
+    from spamkit.metrics import trec_measures
+    y = np.array([line.split()[3] == "spam" for line in lines])
+    s = np.array([float(line.split()[2]) for line in lines])
+    assert trec_measures(y, s, 0.0)["roca_pct"] == pytest.approx(result.measures["roca_pct"], abs=1e-4)
+
+
+def test_single_class_stream_is_an_error(stream):
+    with pytest.raises(CorpusError, match="both ham and spam"):
+        online_evaluate(iter([m for m in stream if m.label == "ham"]), Analyzer(), hashing=2 ** 10)
+
+
+def test_cli_online(tmp_path):
+    out = tmp_path / "results.txt"
+    result = CliRunner().invoke(cli, ["online", str(SAMPLE), "--order", "date", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "(1-ROCA)%" in result.output and "lam%" in result.output and "messages/s" in result.output
+    assert len(out.read_text().splitlines()) == 240
