@@ -82,6 +82,21 @@ def parse_memory(value) -> int:
 class _NeighbourSearch:
     """Exact top-k search over stored rows, shared by the classifier and the regressor."""
 
+    def __init__(self, k=5, weights="uniform", metric="cosine", tau=0.1, epsilon=1e-6,
+                 memory_limit="256M", n_jobs=None):
+        self.k = k
+        self.weights = weights
+        self.metric = metric
+        self.tau = tau
+        self.epsilon = epsilon
+        self.memory_limit = memory_limit
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def _check_search_params(self):
         if self.metric not in METRICS:
             raise ConfigError(f"unknown metric {self.metric!r}; choose one of {', '.join(METRICS)}")
@@ -295,20 +310,6 @@ class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
     ([[0]], [[0.707]], ['a'])
     """
 
-    def __init__(self, k=5, weights="uniform", metric="cosine", tau=0.1, epsilon=1e-6,
-                 memory_limit="256M", n_jobs=None):
-        self.k = k
-        self.weights = weights
-        self.metric = metric
-        self.tau = tau
-        self.epsilon = epsilon
-        self.memory_limit = memory_limit
-        self.n_jobs = n_jobs
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
     def fit(self, X, y, ids=None):
         """Store the rows (prepared for the metric), their labels, and optional ids for explanations."""
@@ -491,20 +492,6 @@ class KNNRegressor(_NeighbourSearch, RegressorMixin, BaseEstimator):
     [1.0]
     """
 
-    def __init__(self, k=5, weights="uniform", metric="cosine", tau=0.1, epsilon=1e-6,
-                 memory_limit="256M", n_jobs=None):
-        self.k = k
-        self.weights = weights
-        self.metric = metric
-        self.tau = tau
-        self.epsilon = epsilon
-        self.memory_limit = memory_limit
-        self.n_jobs = n_jobs
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
     def fit(self, X, y):
         self._check_search_params()
