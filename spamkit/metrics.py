@@ -81,11 +81,13 @@ def roc_auc(y_true, scores) -> float:
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
-def binary_report(y_true, y_pred, p_spam, positive="spam", negative="ham") -> dict:
-    """The two-class measures at one operating point, plus the AUC of ``p_spam``.
+def binary_report(y_true, y_pred, p_spam, positive="spam", negative="ham", ranking=None) -> dict:
+    """The two-class measures at one operating point, plus the AUC of ``ranking`` (default ``p_spam``).
 
     The TREC hm% / sm% / lam% in it are taken at P(spam) > 0.5, the operating point of
-    ``y_pred`` when it is the most probable class.
+    ``y_pred`` when it is the most probable class. ``ranking``, any increasing function of
+    P(spam) such as the log-odds, ranks messages whose probability rounds to 0 or 1 (a long
+    message's posterior often does), which ``p_spam`` itself would tie.
     """
     labels = [negative, positive]
     C = confusion_matrix(y_true, y_pred, labels)
@@ -102,7 +104,7 @@ def binary_report(y_true, y_pred, p_spam, positive="spam", negative="ham") -> di
         "fp_rate": _ratio(fp, fp + tn),
         "fn_rate": _ratio(fn, fn + tp),
         "mcc": mcc(tp, fp, tn, fn),
-        "auc": roc_auc(np.asarray(y_true) == positive, p_spam),
+        "auc": roc_auc(np.asarray(y_true) == positive, p_spam if ranking is None else ranking),
         **{k: v for k, v in trec_measures(np.asarray(y_true) == positive, p_spam, 0.5).items() if k != "roca_pct"},
     }
 

@@ -38,7 +38,7 @@ import numpy as np
 from . import __version__
 from .errors import ModelFormatError
 from .features import Vectorizer
-from .models import BernoulliNB, KNNClassifier, MultinomialNB
+from .models import BernoulliNB, KNNClassifier, MultinomialNB, RobinsonFisher
 from .text import Analyzer
 
 FORMAT = "spamkit-filter"
@@ -50,6 +50,7 @@ FORMAT_VERSION = 1
 MODEL_TYPES = {
     "multinomial": (MultinomialNB, ("alpha", "fit_prior", "class_prior")),
     "bernoulli": (BernoulliNB, ("alpha", "fit_prior", "class_prior", "binarize")),
+    "fisher": (RobinsonFisher, ("strength", "prior", "min_dev", "max_clues")),
     "knn": (KNNClassifier, ("k", "weights", "metric", "tau", "epsilon", "memory_limit", "n_jobs")),
 }
 

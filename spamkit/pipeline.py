@@ -25,15 +25,20 @@ from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
 from .labels import SPAM_NAME
 from .message import Message, parse_message
 from .metrics import binary_report, multiclass_report
-from .models import BernoulliNB, KNNClassifier, MultinomialNB
+from .models import BernoulliNB, KNNClassifier, MultinomialNB, RobinsonFisher
 from .persist import load_filter, save_filter
 from .text import Analyzer
 from .models.knn import METRICS, WEIGHTS
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
-MODELS = ("multinomial", "bernoulli", "knn")
+MODELS = ("fisher", "multinomial", "bernoulli", "knn")
+#: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
+#: "words" (lower-cased words of the body and of a few header fields)
+TOKENS = ("mail", "words")
+#: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (README, "Beating bogofilter")
+BEST = {"model": "fisher", "tokens": "mail"}
 __all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
-           "MODELS", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
+           "MODELS", "TOKENS", "BEST", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
 def library_versions() -> dict:
@@ -47,8 +52,11 @@ def library_versions() -> dict:
     return versions
 
 
-def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, **knn):
-    """A fresh estimator by name; ``knn`` takes KNNClassifier's parameters (k, weights, metric, ...)."""
+def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: dict | None = None, **knn):
+    """A fresh estimator by name; ``knn`` takes KNNClassifier's parameters (k, weights, metric, ...),
+    ``fisher`` RobinsonFisher's (strength, prior, min_dev, max_clues)."""
+    if name == "fisher":
+        return RobinsonFisher(**(fisher or {}))
     if name == "multinomial":
         return MultinomialNB(alpha=alpha, fit_prior=fit_prior)
     if name == "bernoulli":
@@ -58,19 +66,32 @@ def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, **knn):
     raise ConfigError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
 
 
+def make_analyzer(tokens: str = "words", **settings) -> Analyzer:
+    """The analyzer of a token scheme (:data:`TOKENS`), with Analyzer settings on top."""
+    if tokens == "mail":
+        return Analyzer.mail(**settings)
+    if tokens == "words":
+        return Analyzer(**settings)
+    raise ConfigError(f"unknown token scheme {tokens!r}; choose one of {', '.join(TOKENS)}")
+
+
 def build_filter(model: str = "multinomial", alpha: float = 1.0, representation: str | None = None,
                  min_df=1, max_df=1.0, max_features: int | None = None, select: str = "frequency",
                  hashing: int | None = None, stem: str = "none", language: str = "english",
-                 stop_words: str = "none", ngrams: int = 1, knn: dict | None = None) -> "SpamFilter":
+                 stop_words: str = "none", ngrams: int = 1, knn: dict | None = None,
+                 tokens: str = "words", fisher: dict | None = None) -> "SpamFilter":
     """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers.
 
     ``knn``: KNNClassifier parameters for ``model="knn"`` (k, weights, metric, tau, epsilon,
     memory_limit). kNN compares TF vectors by cosine by default (representation "tf").
+    ``fisher``: RobinsonFisher parameters for ``model="fisher"``. ``tokens``: "mail" or
+    "words" (see :data:`TOKENS`). ``build_filter(**BEST)`` is spamkit's best filter.
     """
-    estimator = make_model(model, alpha=alpha, **(knn or {}))
-    vectorizer = Vectorizer(representation or ("binary" if model == "bernoulli" else "tf"), min_df=min_df,
+    estimator = make_model(model, alpha=alpha, fisher=fisher, **(knn or {}))
+    default_rep = "binary" if model in ("bernoulli", "fisher") else "tf"
+    vectorizer = Vectorizer(representation or default_rep, min_df=min_df,
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
-    analyzer = Analyzer(stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams)
+    analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams)
     return SpamFilter(analyzer, vectorizer, estimator)
 
 
@@ -97,7 +118,7 @@ class SpamFilter:
         self.analyzer = analyzer if analyzer is not None else Analyzer()
         self.model = model if model is not None else MultinomialNB()
         if vectorizer is None:
-            vectorizer = Vectorizer("binary" if isinstance(self.model, BernoulliNB) else "tf")
+            vectorizer = Vectorizer("binary" if isinstance(self.model, (BernoulliNB, RobinsonFisher)) else "tf")
         self.vectorizer = vectorizer
         self.parse_fallbacks = Counter()
         self.training: dict = {}
@@ -325,14 +346,23 @@ def describe_corpora(corpora) -> list:
              "skipped": dict(c.stats.skipped)} for c in corpora]
 
 
-def evaluate_predictions(y_true, proba, classes) -> dict:
-    """Measures at the most probable class (threshold 0.5 for two classes) and the AUC."""
+def evaluate_predictions(y_true, proba, classes, log_proba=None) -> dict:
+    """Measures at the most probable class (threshold 0.5 for two classes) and the AUC.
+
+    With ``log_proba`` the AUC ranks by the log-odds, which stay distinct where P(spam)
+    rounds to 0 or 1.
+    """
     classes = [str(c) for c in classes]
     y_true = [str(v) for v in y_true]
     y_pred = [classes[i] for i in np.argmax(proba, axis=1)]
     if len(classes) == 2 and SPAM_NAME in classes:
-        other = classes[1 - classes.index(SPAM_NAME)]
-        return binary_report(y_true, y_pred, proba[:, classes.index(SPAM_NAME)], SPAM_NAME, other)
+        s = classes.index(SPAM_NAME)
+        other = classes[1 - s]
+        scores = None
+        if log_proba is not None:
+            with np.errstate(invalid="ignore"):
+                scores = log_proba[:, s] - log_proba[:, 1 - s]
+        return binary_report(y_true, y_pred, proba[:, s], SPAM_NAME, other, ranking=scores)
     return multiclass_report(y_true, y_pred, classes)
 
 
@@ -363,8 +393,10 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
     evaluation = None
     if held_out:
         X = spam_filter.vectorizer.transform(tokens for _, tokens in held_out)
-        proba = spam_filter.model.predict_proba(X)
-        evaluation = evaluate_predictions([label for label, _ in held_out], proba, spam_filter.classes_)
+        log_proba = spam_filter.model.predict_log_proba(X)
+        proba = np.exp(log_proba)
+        evaluation = evaluate_predictions([label for label, _ in held_out], proba, spam_filter.classes_,
+                                          log_proba)
         spam_filter._held_out = ([label for label, _ in held_out], proba)
     report = TrainReport(
         n_train=sum(train_counts.values()), n_test=len(held_out),
@@ -396,8 +428,9 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
     if unknown:
         raise CorpusError(f"the corpus has classes {sorted(unknown)} that the filter was not trained on "
                           f"(it knows {[str(c) for c in spam_filter.classes_]})")
-    proba = spam_filter.model.predict_proba(spam_filter.vectorizer.transform(rows))
-    result = evaluate_predictions(labels, proba, spam_filter.classes_)
+    log_proba = spam_filter.model.predict_log_proba(spam_filter.vectorizer.transform(rows))
+    proba = np.exp(log_proba)
+    result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba)
     if spam_filter.costs is not None:
         result["costs"] = cost_report(labels, proba, spam_filter)
     result["corpora"] = describe_corpora(corpora)

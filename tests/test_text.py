@@ -134,3 +134,32 @@ def test_every_sample_message_has_tokens():
     a = Analyzer()
     for path in sorted(SAMPLE.rglob("*.eml")):
         assert len(a(parse_message(path.read_bytes()))) > 5, path
+
+
+def test_mail_analyzer_tokens():
+    from spamkit.message import parse_message
+    from spamkit.text import Analyzer
+    raw = (b"Received: from relay.example.net ([192.0.2.77]) by mx.example.org\n"
+           b"Received: from host (10.999.1.2) by relay\n"
+           b"X-Mailer: Blaster 3\nSubject: Cheap Pills\n\n"
+           b"Visit http://shop.example.com/buy-now?id=7 Today\n")
+    tokens = Analyzer.mail()(parse_message(raw))
+    # every header field is its own token space, case kept
+    assert "x-mailer:Blaster" in tokens and "subject:Cheap" in tokens and "Today" in tokens
+    assert "header:x-mailer" in tokens and tokens.count("header:received") == 2
+    # a Received IPv4 address with its /24 and /16; an impossible address is not one
+    assert {"received:ip:192.0.2.77", "received:ip:192.0.2", "received:ip:192.0"} <= set(tokens)
+    assert not any(t.startswith("received:ip:10.999") for t in tokens)
+    # URL pieces from host and path, lower-cased
+    assert {"url:part:shop", "url:part:buy", "url:part:now", "url:part:id"} <= set(tokens)
+    assert "url:shop.example.com" in tokens
+    # the plain analyzer has none of these
+    plain = Analyzer()(parse_message(raw))
+    assert not any(t.startswith(("header:", "received:ip:", "url:part:", "x-mailer:Blaster")) for t in plain)
+
+
+def test_mail_analyzer_config_round_trip():
+    from spamkit.text import Analyzer
+    a = Analyzer.mail()
+    b = Analyzer.from_config(a.get_config())
+    assert b == a and b.headers == ("*",) and b.received_ips and b.url_parts and b.header_names

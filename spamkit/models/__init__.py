@@ -3,6 +3,7 @@
 from .base import ProbabilisticClassifier
 from .knn import KNNClassifier, KNNRegressor
 from .naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
+from .robinson import RobinsonFisher
 
 __all__ = ["ProbabilisticClassifier", "BernoulliNB", "MultinomialNB", "GaussianNB", "KNNClassifier",
-           "KNNRegressor"]
+           "KNNRegressor", "RobinsonFisher"]

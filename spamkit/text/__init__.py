@@ -21,7 +21,18 @@ token                     from
                           longer than ``max_len``; ``meta:number`` a number
                           (with ``numbers="collapse"``)
 ``free money``            a word bigram (with ``ngram_max=2``)
+``header:x-mailer``       the message has this header field (``header_names``)
+``received:ip:10.1.2``    an IPv4 address in a Received field, and its /24 and /16
+                          prefixes (``received_ips``)
+``url:part:claim``        a piece of a URL's host or path (``url_parts``)
 ========================  =================================================
+
+:meth:`Analyzer.mail` is the configuration for raw mail that spamkit's best filter uses:
+every header field as its own token space, case kept, header names, Received addresses
+and URL pieces. Each of these was measured on the TREC 2007 stream (README, "Beating
+bogofilter"): with Robinson/Fisher combining, all header fields took (1-ROCA)% from 0.146
+to 0.085, header names, Received addresses and URL pieces each helped on their own and
+together reached 0.066; HTML tag names and word pairs did not help and are off.
 """
 
 from __future__ import annotations
@@ -35,12 +46,16 @@ from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
 from .tokenize import URL_PATTERN, WORD_PATTERN, is_number, url_hosts
 
-__all__ = ["Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
+__all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
 
 #: header fields whose words become field-prefixed tokens by default
 DEFAULT_HEADERS = ("subject", "from", "reply-to", "to", "cc", "sender", "x-mailer", "user-agent",
                    "content-type")
 NUMBER_MODES = ("keep", "drop", "collapse")
+#: ``headers=ALL_HEADERS`` tokenizes every header field
+ALL_HEADERS = ("*",)
+_IPV4 = re.compile(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])")
+_URL_PIECES = re.compile(r"[/?#=&.:;,_+%~!@\-]+")
 
 
 @dataclass
@@ -65,11 +80,21 @@ class Analyzer:
     language : str
         Snowball language.
     headers : tuple of str
-        Header fields tokenized with a ``field:`` prefix.
+        Header fields tokenized with a ``field:`` prefix; ``("*",)`` (:data:`ALL_HEADERS`)
+        for every field.
     urls : bool
         Emit ``url:host`` tokens.
     meta : bool
         Emit ``attach:``, ``meta:html`` and ``meta:defect:`` tokens.
+    header_names : bool
+        Emit ``header:NAME`` for each header field present (which fields a mailer writes,
+        and in what mix, tells mailers apart).
+    received_ips : bool
+        Emit ``received:ip:`` tokens for each IPv4 address in the Received fields, with its
+        /24 and /16 prefixes (senders' networks, as bogofilter's ``block_on_subnets``).
+    url_parts : bool
+        Emit ``url:part:`` tokens for the pieces of each URL's host and path (split at
+        ``/ ? # = & . : - _`` and the like), 2 to 30 characters long.
 
     Examples
     --------
@@ -93,6 +118,9 @@ class Analyzer:
     headers: tuple = DEFAULT_HEADERS
     urls: bool = True
     meta: bool = True
+    header_names: bool = False
+    received_ips: bool = False
+    url_parts: bool = False
     _stop_list: frozenset = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
@@ -111,6 +139,18 @@ class Analyzer:
         if self._stop_list is None:
             self._stop_list = load_stop_words(self.stop_words)
         self._stem = CachedStemmer(self.stemmer, self.language)
+
+    @classmethod
+    def mail(cls, **overrides) -> "Analyzer":
+        """The analyzer for raw mail of spamkit's best filter (see the module docstring).
+
+        >>> Analyzer.mail().headers, Analyzer.mail().lowercase
+        (('*',), False)
+        """
+        settings = dict(lowercase=False, headers=ALL_HEADERS, header_names=True, received_ips=True,
+                        url_parts=True)
+        settings.update(overrides)
+        return cls(**settings)
 
     # ----------------------------------------------------------- configuration
 
@@ -200,17 +240,30 @@ class Analyzer:
         if not isinstance(doc, Message):
             raise ConfigError(f"cannot analyze a {type(doc).__name__}; pass a Message, str or bytes")
         tokens = self.words(doc.body)
-        if self.urls:
-            for url in URL_PATTERN.findall(doc.body):
-                tokens.extend("url:" + h for h in url_hosts(url))
-            for url in doc.urls:
-                tokens.extend("url:" + h for h in url_hosts(url))
+        if self.urls or self.url_parts:
+            urls = URL_PATTERN.findall(doc.body) + list(doc.urls)
+            if self.urls:
+                for url in urls:
+                    tokens.extend("url:" + h for h in url_hosts(url))
+            if self.url_parts:
+                for url in urls:
+                    tokens.extend("url:part:" + p for p in _URL_PIECES.split(url.lower()) if 2 <= len(p) <= 30)
         if self.headers:
             wanted = self.headers
+            every = wanted == ALL_HEADERS
             for name, value in doc.headers:
-                if name in wanted:
+                if every or name in wanted:
                     prefix = name + ":"
                     tokens.extend(prefix + t for t in self.words(value) if not t.startswith("meta:"))
+        if self.header_names:
+            tokens.extend("header:" + name for name, _ in doc.headers)
+        if self.received_ips:
+            for value in doc.get_all("received"):
+                for m in _IPV4.finditer(value):
+                    octets = m.groups()
+                    if all(int(o) <= 255 for o in octets):
+                        tokens.extend(("received:ip:" + ".".join(octets), "received:ip:" + ".".join(octets[:3]),
+                                       "received:ip:" + ".".join(octets[:2])))
         if self.meta:
             if doc.html_tags:
                 tokens.append("meta:html")

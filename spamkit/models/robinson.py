@@ -1,0 +1,333 @@
+"""Robinson's token probabilities with Fisher's chi-square combining: the mail filters' rule.
+
+Sources
+-------
+- Gary Robinson, "A Statistical Approach to the Spam Problem", *Linux Journal* 107
+  (March 2003): the smoothed per-token spam probability ``f(w)`` with an unknown-word
+  strength ``s`` and prior ``x``, and Fisher's method of combining the ``f(w)`` of the
+  tokens that deviate from 0.5 into one indicator ``I = (1 + H - S) / 2``.
+- SpamBayes, ``spambayes/classifier.py`` (``chi2_spamprob``, ``_getclues``) and
+  ``spambayes/chi2.py`` (``chi2Q``): the same rule as deployed, with ``s`` = 0.45, ``x`` = 0.5,
+  minimum deviation 0.1 and at most 150 clues per message.
+- bogofilter, ``src/fisher.c`` and ``src/robinson.c``: the same rule with a deviation cut-off
+  (``min_dev``).
+- Fisher, R. A., *Statistical Methods for Research Workers* (1932), §21.1: if p_1..p_n are
+  independent uniform p-values, -2 Σ ln p_i is chi-square with 2n degrees of freedom.
+
+The model, for a binary problem (classes ``c0`` and ``c1``; for mail ``ham`` and ``spam``):
+
+    b(w) = docs of c1 containing w / docs of c1          g(w) likewise for c0
+    p(w) = b(w) / (b(w) + g(w))                          (class sizes cancelled out)
+    f(w) = (s x + n(w) p(w)) / (s + n(w))                n(w) = docs containing w
+
+A token never seen has f = x. The clues of a message are its distinct tokens with
+``|f - 1/2| >= min_dev`` (the ``max_clues`` strongest when there are more), and with
+n clues
+
+    H = 1 - C⁻¹(-2 Σ ln f, 2n)     S = 1 - C⁻¹(-2 Σ ln (1 - f), 2n)     P(c1) = (1 + S - H) / 2
+
+where C⁻¹(χ², ν) is the chi-square survival function. With no clue, P = 1/2.
+
+The survival function of χ² with 2n degrees of freedom at 2m is the regularised upper
+incomplete gamma function Q(n, m) = e^(-m) Σ_{i<n} m^i / i!. For a long spam both
+1 - Q and Q of the two sums underflow in floating point, so P rounds to exactly 1 for
+thousands of messages and a ranking (ROC) would tie them. Here the posterior is computed
+in log space, ``log P = log(Q(n, m_h) + P(n, m_s)) - log 2`` with log Q and log P evaluated
+by their series where the direct values underflow, so the log-odds stay exact and every
+message keeps its rank (see :func:`log_gamma_q` and :func:`log_gamma_p`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import gammainc, gammaincc, gammaln, logsumexp
+
+from ..errors import ConfigError
+from .base import ProbabilisticClassifier, check_sample_weight
+
+#: below this a regularised gamma value is recomputed in log space by its series
+_TINY = 1e-280
+
+
+def _log_series(n: int, m: float, start: int, stop: int) -> float:
+    """log Σ_{i=start}^{stop-1} e^(-m) m^i / i!  (terms in log space)."""
+    i = np.arange(start, stop, dtype=np.float64)
+    return float(-m + logsumexp(i * np.log(m) - gammaln(i + 1.0)))
+
+
+def log_gamma_q(n, m) -> np.ndarray:
+    """log Q(n, m) for integer n >= 1 and m >= 0: the log survival function of χ²(2n) at 2m.
+
+    >>> float(log_gamma_q(1, 2000.0)[0])                # Q(1, m) = e^-m
+    -2000.0
+    """
+    n = np.atleast_1d(np.asarray(n, dtype=np.int64))
+    m = np.atleast_1d(np.asarray(m, dtype=np.float64))
+    n, m = np.broadcast_arrays(n, m)
+    q = gammaincc(n, m)
+    with np.errstate(divide="ignore"):
+        # near 1, log1p of the (accurate) small complement keeps every digit
+        out = np.where(q > 0.5, np.log1p(-gammainc(n, m)), np.log(q))
+    for k in np.flatnonzero(q < _TINY):
+        # Q(n, m) = e^-m Σ_{i<n} m^i / i!: finite sum, exact in log space (m > 0 here).
+        out[k] = _log_series(int(n[k]), float(m[k]), 0, int(n[k]))
+    return out
+
+
+def log_gamma_p(n, m) -> np.ndarray:
+    """log P(n, m) = log(1 - Q(n, m)), the log CDF of χ²(2n) at 2m, exact where P underflows.
+
+    >>> round(float(log_gamma_p(1, 1e-300)[0]), 4)        # P(1, m) = 1 - e^-m ≈ m, log ≈ -690.7755
+    -690.7755
+    """
+    n = np.atleast_1d(np.asarray(n, dtype=np.int64))
+    m = np.atleast_1d(np.asarray(m, dtype=np.float64))
+    n, m = np.broadcast_arrays(n, m)
+    p = gammainc(n, m)
+    with np.errstate(divide="ignore"):
+        out = np.where(p > 0.5, np.log1p(-gammaincc(n, m)), np.log(p))
+    for k in np.flatnonzero((p < _TINY) & (m[...] > 0)):
+        # P(n, m) = e^-m Σ_{i>=n} m^i / i!; it is this small only when m << n, where the terms
+        # fall at least geometrically (ratio m / (i + 1) < 1), so a few hundred terms are exact.
+        nk, mk = int(n[k]), float(m[k])
+        out[k] = _log_series(nk, mk, nk, nk + 400 + int(4 * np.sqrt(nk)))
+    return out
+
+
+def fisher_log_odds(log_f: np.ndarray, log_1mf: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log P(c1) and log P(c0) of Fisher combining from per-message sums.
+
+    ``log_f`` = Σ ln f, ``log_1mf`` = Σ ln(1 - f) over the n clues of each message.
+    Returns ``(log P(c0), log P(c1))``; rows with n = 0 get log 1/2 for both.
+    """
+    n = np.asarray(n, dtype=np.int64)
+    log_c0 = np.full(n.shape, -np.log(2.0))
+    log_c1 = np.full(n.shape, -np.log(2.0))
+    has = n > 0
+    if has.any():
+        nn = n[has]
+        m_h = -np.asarray(log_f, dtype=np.float64)[has]       # -2 Σ ln f = 2 m_h
+        m_s = -np.asarray(log_1mf, dtype=np.float64)[has]
+        # P(c1) = (1 + S - H) / 2 = (Q(n, m_h) + P(n, m_s)) / 2; P(c0) = (P(n, m_h) + Q(n, m_s)) / 2
+        log_c1[has] = np.logaddexp(log_gamma_q(nn, m_h), log_gamma_p(nn, m_s)) - np.log(2.0)
+        log_c0[has] = np.logaddexp(log_gamma_p(nn, m_h), log_gamma_q(nn, m_s)) - np.log(2.0)
+    return log_c0, log_c1
+
+
+class RobinsonFisher(ProbabilisticClassifier):
+    """Two-class token filter: Robinson's f(w) and Fisher's chi-square combining.
+
+    Parameters
+    ----------
+    strength : float
+        Robinson's s: how many documents' worth of belief the prior ``prior`` carries.
+        SpamBayes uses 0.45, bogofilter 0.0178.
+    prior : float
+        Robinson's x: f of a token never seen (0.5 = no opinion).
+    min_dev : float
+        Only tokens with ``|f - 1/2| >= min_dev`` are clues. SpamBayes 0.1; bogofilter 0.375.
+    max_clues : int
+        At most this many clues per message, the strongest (0: no limit). SpamBayes 150.
+
+    Features are counted by presence (a token repeated in a message counts once), so any
+    non-negative matrix works: binary, counts or TF are the same to this model.
+
+    Attributes
+    ----------
+    classes_ : ndarray of the two class labels, sorted; the second (``"spam"``) is c1.
+    class_count_ : ndarray (2,), documents per class.
+    feature_count_ : ndarray (2, n_features), documents of each class containing each feature.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1, 1, 0], [1, 0, 0], [0, 0, 1], [0, 1, 1]])
+    >>> m = RobinsonFisher().fit(X, ["spam", "spam", "ham", "ham"])
+    >>> m.token_probability([0]).round(4).tolist()     # in both spams, no ham: (0.225 + 2) / 2.45
+    [0.9082]
+    """
+
+    def __init__(self, strength=0.45, prior=0.5, min_dev=0.1, max_clues=150):
+        self.strength = strength
+        self.prior = prior
+        self.min_dev = min_dev
+        self.max_clues = max_clues
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.poor_score = True     # a token-presence model on real-valued blobs
+        return tags
+
+    # ------------------------------------------------------------- parameters
+
+    def _check_params(self):
+        try:
+            s, x, d, k = float(self.strength), float(self.prior), float(self.min_dev), int(self.max_clues)
+        except (TypeError, ValueError):
+            raise ConfigError("strength, prior and min_dev must be numbers, max_clues an integer") from None
+        if not (np.isfinite(s) and s >= 0):
+            raise ConfigError(f"strength must be a finite number >= 0, got {self.strength!r}")
+        if not 0.0 < x < 1.0:
+            raise ConfigError(f"prior must be strictly between 0 and 1, got {self.prior!r}")
+        if not 0.0 <= d < 0.5:
+            raise ConfigError(f"min_dev must be in [0, 0.5), got {self.min_dev!r}")
+        if k < 0:
+            raise ConfigError(f"max_clues must be >= 0 (0: no limit), got {self.max_clues!r}")
+        return s, x, d, k
+
+    # ------------------------------------------------------------- counting
+
+    def _presence(self, X):
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            if X.nnz and X.data.min() < 0:
+                raise ValueError("RobinsonFisher counts token presence: negative values in X")
+            X = X.copy()
+            X.eliminate_zeros()
+            X.data = np.ones_like(X.data)
+            return X
+        X = np.asarray(X)
+        if (X < 0).any():
+            raise ValueError("RobinsonFisher counts token presence: negative values in X")
+        return sp.csr_matrix((X != 0).astype(np.float64))
+
+    def _init_counters(self, classes, n_features):
+        classes = np.unique(np.asarray(classes))
+        if len(classes) != 2:
+            raise ValueError(f"RobinsonFisher is a two-class model; got {len(classes)} class(es) "
+                             f"{classes.tolist()}")
+        self.classes_ = classes
+        self.class_count_ = np.zeros(2)
+        self.feature_count_ = np.zeros((2, n_features))
+
+    def _count(self, X, y, sample_weight, sign: float = 1.0):
+        index = {c: i for i, c in enumerate(self.classes_.tolist())}
+        try:
+            codes = np.fromiter((index[v] for v in np.asarray(y).ravel().tolist()), dtype=np.int64,
+                                count=X.shape[0])
+        except KeyError as exc:
+            raise ConfigError(f"label {exc.args[0]!r} is not one of the classes {self.classes_.tolist()}") from None
+        w = sign * check_sample_weight(sample_weight, X.shape[0])
+        np.add.at(self.class_count_, codes, w)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        np.add.at(self.feature_count_, (codes[rows], X.indices), w[rows])
+
+    def fit(self, X, y, sample_weight=None):
+        """Count documents per class and per token; returns ``self``."""
+        self._check_params()
+        X, y = self._validate_Xy(X, y, reset=True)
+        X = self._presence(X)
+        self._init_counters(y, X.shape[1])
+        self._count(X, y, sample_weight)
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Add a batch to the counts (``classes`` needed on the first call); equals one fit."""
+        self._check_params()
+        first = not hasattr(self, "classes_")
+        X, y = self._validate_Xy(X, y, reset=first)
+        X = self._presence(X)
+        if first:
+            if classes is None:
+                raise ConfigError("the first partial_fit needs classes=[...] (both classes of the stream)")
+            self._init_counters(classes, X.shape[1])
+        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+            raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
+        self._count(X, y, sample_weight)
+        return self
+
+    def unlearn(self, X, y, sample_weight=None):
+        """Remove messages learned before (a user's correction of a mistaken training label)."""
+        self._check_fitted()
+        X, y = self._validate_Xy(X, y, reset=False)
+        X = self._presence(X)
+        before = (self.class_count_.copy(), self.feature_count_.copy())
+        self._count(X, y, sample_weight, sign=-1.0)
+        if (self.class_count_ < 0).any() or (self.feature_count_ < -1e-9).any():
+            self.class_count_, self.feature_count_ = before
+            raise ConfigError("cannot unlearn messages that were never learned (counts would go negative)")
+        return self
+
+    # ------------------------------------------------------------- evidence
+
+    def token_probability(self, columns) -> np.ndarray:
+        """Robinson's f(w) for feature columns: (s x + n p) / (s + n)."""
+        self._check_fitted()
+        s, x, _, _ = self._check_params()
+        cols = np.asarray(columns, dtype=np.int64)
+        ham = self.feature_count_[0, cols]
+        spam = self.feature_count_[1, cols]
+        n_ham, n_spam = self.class_count_
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = spam / n_spam if n_spam > 0 else np.zeros_like(spam)
+            g = ham / n_ham if n_ham > 0 else np.zeros_like(ham)
+            p = np.where(b + g > 0, b / (b + g), x)
+        n = ham + spam
+        denominator = s + n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.where(denominator > 0, (s * x + n * p) / denominator, x)
+        return f
+
+    def _clues(self, X):
+        """Per non-zero of X: (row, column, f, is_clue)."""
+        s, x, min_dev, max_clues = self._check_params()
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        cols = X.indices
+        f = self.token_probability(cols)
+        dev = np.abs(f - 0.5)
+        clue = dev >= min_dev
+        if max_clues and X.shape[0] and np.diff(X.indptr).max() > max_clues:
+            # keep the max_clues strongest clues of each row (ties: lower column first)
+            candidates = np.flatnonzero(clue)
+            order = candidates[np.lexsort((cols[candidates], -dev[candidates], rows[candidates]))]
+            r = rows[order]
+            starts = np.searchsorted(r, r, side="left")
+            rank = np.arange(len(order)) - starts
+            clue = np.zeros_like(clue)
+            clue[order[rank < max_clues]] = True
+        return rows, cols, f, clue
+
+    def joint_log_likelihood(self, X) -> np.ndarray:
+        """log P(c | x) of Fisher combining, shape (n, 2): already normalised (rows log-sum to 0)."""
+        X = self._presence(self._validate_X(X, reset=False))
+        rows, _, f, clue = self._clues(X)
+        n_rows = X.shape[0]
+        r = rows[clue]
+        fc = np.clip(f[clue], 1e-300, 1 - 1e-16)
+        n = np.bincount(r, minlength=n_rows)
+        log_f = np.bincount(r, weights=np.log(fc), minlength=n_rows)
+        log_1mf = np.bincount(r, weights=np.log1p(-fc), minlength=n_rows)
+        log_c0, log_c1 = fisher_log_odds(log_f, log_1mf, n)
+        return np.column_stack([log_c0, log_c1])
+
+    def decision_function(self, X) -> np.ndarray:
+        """log P(c1 | x) - log P(c0 | x): exact even where P(c1) rounds to 1."""
+        jll = self.joint_log_likelihood(X)
+        return jll[:, 1] - jll[:, 0]
+
+    def contributions(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """For one row: its features and (ln(1 - f), ln f) of each clue (0 for a non-clue).
+
+        Fisher combining is not additive, but each clue enters the two chi-square sums through
+        exactly these logs; their difference, logit f, ranks the clues for an explanation.
+        """
+        X = self._presence(self._validate_X(x, reset=False))[0]
+        _, cols, f, clue = self._clues(X)
+        fc = np.clip(f, 1e-300, 1 - 1e-16)
+        contrib = np.vstack([np.where(clue, np.log1p(-fc), 0.0), np.where(clue, np.log(fc), 0.0)])
+        return cols, contrib
+
+    # ------------------------------------------------------------- persistence (spamkit.persist)
+
+    def _state(self) -> tuple[dict, dict]:
+        return {"class_count_": self.class_count_, "feature_count_": self.feature_count_}, {}
+
+    def _restore(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
+        self.classes_ = np.asarray(classes)
+        self.class_count_ = np.asarray(arrays["class_count_"], dtype=np.float64)
+        self.feature_count_ = np.asarray(arrays["feature_count_"], dtype=np.float64)
+        if self.classes_.shape != (2,) or self.feature_count_.shape != (2, n_features):
+            raise ValueError(f"feature counts have shape {self.feature_count_.shape}, expected (2, {n_features})")
+        self.n_features_in_ = int(n_features)

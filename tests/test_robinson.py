@@ -1,0 +1,181 @@
+"""Robinson/Fisher combining: hand-worked values, a scalar oracle on scipy's chi-square, log-space ranking."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import chi2
+
+from spamkit.errors import ConfigError
+from spamkit.models import RobinsonFisher
+from spamkit.models.robinson import fisher_log_odds, log_gamma_p, log_gamma_q
+
+
+def test_token_probability_hand_worked():
+    # A token in 3 of 10 spams and 1 of 20 hams: b = 0.3, g = 0.05, p = 0.3 / 0.35 = 6/7,
+    # n = 4; with s = 0.45, x = 0.5: f = (0.225 + 4 * 6/7) / 4.45 = 0.821027...
+    X = np.zeros((30, 2))
+    X[:3, 0] = 1                     # spams 0..9, token 0 in three of them
+    X[10, 0] = 1                     # hams 10..29, token 0 in one
+    X[5, 1] = 1
+    y = ["spam"] * 10 + ["ham"] * 20
+    m = RobinsonFisher(strength=0.45, prior=0.5).fit(X, y)
+    assert m.token_probability([0])[0] == pytest.approx((0.225 + 4 * 6 / 7) / 4.45)
+    assert m.token_probability([0])[0] == pytest.approx(0.821027, abs=1e-6)
+    # only in one spam: p = 1, n = 1: f = (0.225 + 1) / 1.45
+    assert m.token_probability([1])[0] == pytest.approx(1.225 / 1.45)
+
+
+def test_unseen_token_gets_the_prior():
+    m = RobinsonFisher(prior=0.4).fit(np.array([[1, 0], [1, 0]]), ["ham", "spam"])
+    assert m.token_probability([1])[0] == pytest.approx(0.4)
+    # strength 0: an unseen token still gets x (no evidence at all), never 0/0
+    m = RobinsonFisher(strength=0.0, prior=0.5).fit(np.array([[1, 0], [1, 0]]), ["ham", "spam"])
+    assert m.token_probability([1])[0] == pytest.approx(0.5)
+
+
+def test_fisher_combining_hand_worked():
+    # Two clues f = 0.9 and 0.8. -ln 0.9 - ln 0.8 = -ln 0.72 (m_h), -ln 0.1 - ln 0.2 = -ln 0.02 (m_s).
+    # Q(2, m) = e^-m (1 + m):  Q(2, m_h) = 0.72 (1 - ln 0.72) = 0.956523,
+    # Q(2, m_s) = 0.02 (1 - ln 0.02) = 0.098240.  P(spam) = (1 + (1 - 0.098240) - (1 - 0.956523)) / 2
+    q_h = 0.72 * (1 - math.log(0.72))
+    q_s = 0.02 * (1 - math.log(0.02))
+    expected = (1 + (1 - q_s) - (1 - q_h)) / 2
+    assert expected == pytest.approx(0.929141, abs=1e-6)
+    log_c0, log_c1 = fisher_log_odds(np.array([math.log(0.72)]), np.array([math.log(0.02)]), np.array([2]))
+    assert math.exp(log_c1[0]) == pytest.approx(expected, rel=1e-12)
+    assert math.exp(log_c0[0]) == pytest.approx(1 - expected, rel=1e-12)
+
+
+def test_no_clue_means_one_half():
+    log_c0, log_c1 = fisher_log_odds(np.zeros(1), np.zeros(1), np.zeros(1, dtype=int))
+    assert np.exp(log_c1) == pytest.approx([0.5]) and np.exp(log_c0) == pytest.approx([0.5])
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 40, 150, 600])
+@pytest.mark.parametrize("m", [1e-3, 0.5, 3.0, 20.0, 80.0, 200.0, 700.0])
+def test_log_gamma_against_scipy_chi2(n, m):
+    # Q(n, m) is the chi-square survival function with 2n degrees of freedom at 2m.
+    sf, cdf = chi2.logsf(2 * m, 2 * n), chi2.logcdf(2 * m, 2 * n)
+    if np.isfinite(sf) and sf > -700:
+        assert log_gamma_q(n, m)[0] == pytest.approx(sf, rel=1e-9, abs=1e-300)
+    if np.isfinite(cdf) and cdf > -700:
+        assert log_gamma_p(n, m)[0] == pytest.approx(cdf, rel=1e-9, abs=1e-300)
+
+
+def test_log_gamma_where_the_values_underflow():
+    # Closed forms: Q(1, m) = e^-m; Q(2, m) = e^-m (1 + m); P(1, m) = 1 - e^-m ~ m for tiny m;
+    # P(n, m) ~ e^-m m^n / n! when m << n (the first term of its series dominates).
+    assert log_gamma_q(1, 2000.0)[0] == pytest.approx(-2000.0, rel=1e-12)
+    assert log_gamma_q(2, 2000.0)[0] == pytest.approx(-2000.0 + math.log(2001.0), rel=1e-12)
+    assert log_gamma_p(1, 1e-300)[0] == pytest.approx(math.log(1e-300), rel=1e-12)
+    n, m = 400, 1.0
+    first = -m + n * math.log(m) - math.lgamma(n + 1)
+    second = first + math.log(m / (n + 1))
+    assert log_gamma_p(n, m)[0] == pytest.approx(float(np.logaddexp(first, second)), rel=1e-6)
+    assert np.isfinite(log_gamma_p(n, m)[0]) and np.exp(log_gamma_p(n, m)[0]) == 0.0
+
+
+def _scalar_fisher(feature_count, class_count, tokens, s, x, min_dev, max_clues):
+    """An independent, one-token-at-a-time version (as SpamBayes' classifier.py reads), on scipy's chi2.sf."""
+    n_ham, n_spam = class_count
+    clues = []
+    for j in sorted(set(tokens)):
+        ham, spam = feature_count[0][j], feature_count[1][j]
+        b = spam / n_spam
+        g = ham / n_ham
+        p = b / (b + g) if b + g > 0 else x
+        n = ham + spam
+        f = (s * x + n * p) / (s + n) if s + n > 0 else x
+        if abs(f - 0.5) >= min_dev:
+            clues.append((abs(f - 0.5), -j, f))
+    clues.sort(reverse=True)
+    if max_clues:
+        clues = clues[:max_clues]
+    if not clues:
+        return 0.5
+    fs = [c[2] for c in clues]
+    H = 1 - chi2.sf(-2 * sum(math.log(f) for f in fs), 2 * len(fs))
+    S = 1 - chi2.sf(-2 * sum(math.log(1 - f) for f in fs), 2 * len(fs))
+    return (1 + S - H) / 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), strength=st.sampled_from([0.0178, 0.1, 0.45, 1.0]),
+       min_dev=st.sampled_from([0.0, 0.1, 0.3]), max_clues=st.sampled_from([0, 3, 150]))
+def test_matches_the_scalar_oracle(seed, strength, min_dev, max_clues):
+    rng = np.random.default_rng(seed)
+    X = (rng.random((40, 12)) < rng.random(12)).astype(float)
+    y = np.where(rng.random(40) < 0.5, "spam", "ham")
+    y[:2] = ["ham", "spam"]
+    m = RobinsonFisher(strength=strength, min_dev=min_dev, max_clues=max_clues).fit(X, y)
+    Q = (rng.random((8, 12)) < 0.4).astype(float)
+    got = m.predict_proba(Q)[:, 1]
+    for row, p in zip(Q, got):
+        expected = _scalar_fisher(m.feature_count_, m.class_count_, np.flatnonzero(row), strength, 0.5,
+                                  min_dev, max_clues)
+        assert p == pytest.approx(expected, abs=1e-9)
+
+
+def test_log_odds_rank_messages_whose_probability_rounds_to_one():
+    X = np.zeros((20, 400))
+    X[:10, :300] = 1                    # spams share 300 tokens, hams the other 100
+    X[10:, 300:] = 1
+    y = ["spam"] * 10 + ["ham"] * 10
+    m = RobinsonFisher(max_clues=0).fit(X, y)
+    strong, stronger = np.zeros((1, 400)), np.zeros((1, 400))
+    strong[0, :150] = 1
+    stronger[0, :300] = 1
+    both = np.vstack([strong, stronger])
+    assert (m.predict_proba(both)[:, 1] == 1.0).all()          # saturated in floating point
+    scores = m.decision_function(both)
+    assert np.isfinite(scores).all() and scores[1] > scores[0] > 30
+
+
+def test_presence_and_chunked_learning_equal_one_fit():
+    rng = np.random.default_rng(3)
+    X = sp.csr_matrix(rng.poisson(0.4, (60, 30)).astype(float))
+    y = np.where(rng.random(60) < 0.5, "spam", "ham")
+    whole = RobinsonFisher().fit(X, y)
+    tripled = RobinsonFisher().fit(X * 3, y)
+    chunks = RobinsonFisher()
+    for i in range(0, 60, 7):
+        chunks.partial_fit(X[i:i + 7], y[i:i + 7], classes=["ham", "spam"])
+    for other in (tripled, chunks):
+        assert np.array_equal(other.feature_count_, whole.feature_count_)
+        assert np.array_equal(other.class_count_, whole.class_count_)
+    np.testing.assert_allclose(chunks.predict_proba(X), whole.predict_proba(X))
+
+
+def test_unlearn_undoes_learning():
+    X = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0]], dtype=float)
+    m = RobinsonFisher().fit(X[:2], ["spam", "ham"])
+    before = m.feature_count_.copy()
+    m.partial_fit(X[2:], ["spam"])
+    m.unlearn(X[2:], ["spam"])
+    assert np.array_equal(m.feature_count_, before)
+    with pytest.raises(ConfigError, match="never learned"):
+        m.unlearn(X[2:], ["ham"])
+    assert np.array_equal(m.feature_count_, before)
+
+
+def test_two_classes_only_and_parameter_checks():
+    with pytest.raises(ValueError, match="two-class"):
+        RobinsonFisher().fit(np.eye(3), ["a", "b", "c"])
+    with pytest.raises(ConfigError, match="min_dev"):
+        RobinsonFisher(min_dev=0.5).fit(np.eye(2), ["ham", "spam"])
+    with pytest.raises(ConfigError, match="prior"):
+        RobinsonFisher(prior=1.0).fit(np.eye(2), ["ham", "spam"])
+
+
+def test_sklearn_conventions():
+    from sklearn.base import clone
+    m = RobinsonFisher(strength=0.2, min_dev=0.25)
+    assert clone(m).get_params() == m.get_params()
+    X = np.array([[1, 0], [0, 1], [1, 0], [0, 1]], dtype=float)
+    fitted = m.fit(X, ["spam", "ham", "spam", "ham"])
+    assert fitted is m and m.predict(np.array([[1.0, 0.0]]))[0] == "spam"
+    np.testing.assert_allclose(m.predict_proba(X).sum(axis=1), 1.0)
