@@ -46,6 +46,26 @@ def stratified_folds(y, n_folds: int, seed: int = 0) -> np.ndarray:
     return folds
 
 
+def cross_val_log_odds(model, X, y, n_folds: int = 5, seed: int = 0) -> np.ndarray:
+    """Out-of-fold log-odds log p(c1 | x) - log p(c0 | x) of a two-class model, one per row.
+
+    Each row is scored by a clone of ``model`` fitted on the other folds (stratified; fewer
+    folds when a class has fewer than ``n_folds`` rows): the held-out scores a calibration
+    or a threshold must be learned from.
+    """
+    from sklearn.base import clone
+    y = np.asarray(y)
+    smallest = int(np.unique(y, return_counts=True)[1].min())
+    folds = stratified_folds(y, int(max(2, min(n_folds, smallest))), seed=seed)
+    scores = np.zeros(len(y))
+    for k in np.unique(folds):
+        held = folds == k
+        lp = clone(model).fit(X[~held], y[~held]).predict_log_proba(X[held])
+        with np.errstate(invalid="ignore"):
+            scores[held] = lp[:, 1] - lp[:, 0]
+    return scores
+
+
 @dataclass
 class TuneResult:
     """Cross-validated error of kNN for every (k, weighting) tried."""

@@ -19,6 +19,7 @@ import numpy as np
 from . import __version__
 from .corpus import Corpus, LabelledMessage, iter_corpora, require_classes
 from .corpus.split import holdout_ids
+from .calibration import PlattScaling
 from .decision import CostMatrix
 from .errors import ConfigError, CorpusError, ModelFormatError, NotFittedError
 from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
@@ -35,10 +36,13 @@ MODELS = ("fisher", "multinomial", "bernoulli", "knn")
 #: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
 #: "words" (lower-cased words of the body and of a few header fields)
 TOKENS = ("mail", "words")
+#: how a filter's scores become probabilities: as the model gives them, or Platt-scaled on
+#: cross-validated log-odds (see spamkit.calibration)
+CALIBRATIONS = ("none", "platt")
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (README, "Beating bogofilter")
-BEST = {"model": "fisher", "tokens": "mail"}
-__all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
-           "MODELS", "TOKENS", "BEST", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
+BEST = {"model": "fisher", "tokens": "mail", "calibrate": "platt"}
+__all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
+           "MODELS", "TOKENS", "BEST", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
 def library_versions() -> dict:
@@ -79,7 +83,7 @@ def build_filter(model: str = "multinomial", alpha: float = 1.0, representation:
                  min_df=1, max_df=1.0, max_features: int | None = None, select: str = "frequency",
                  hashing: int | None = None, stem: str = "none", language: str = "english",
                  stop_words: str = "none", ngrams: int = 1, knn: dict | None = None,
-                 tokens: str = "words", fisher: dict | None = None) -> "SpamFilter":
+                 tokens: str = "words", fisher: dict | None = None, calibrate: str = "none") -> "SpamFilter":
     """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers.
 
     ``knn``: KNNClassifier parameters for ``model="knn"`` (k, weights, metric, tau, epsilon,
@@ -92,7 +96,7 @@ def build_filter(model: str = "multinomial", alpha: float = 1.0, representation:
     vectorizer = Vectorizer(representation or default_rep, min_df=min_df,
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
     analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams)
-    return SpamFilter(analyzer, vectorizer, estimator)
+    return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate)
 
 
 class SpamFilter:
@@ -114,7 +118,12 @@ class SpamFilter:
     (['ham', 'spam'], True)
     """
 
-    def __init__(self, analyzer: Analyzer | None = None, vectorizer: Vectorizer | None = None, model=None):
+    def __init__(self, analyzer: Analyzer | None = None, vectorizer: Vectorizer | None = None, model=None,
+                 calibrate: str = "none"):
+        if calibrate not in CALIBRATIONS:
+            raise ConfigError(f"calibrate must be one of {', '.join(CALIBRATIONS)}, got {calibrate!r}")
+        self.calibrate = calibrate
+        self.calibration: PlattScaling | None = None
         self.analyzer = analyzer if analyzer is not None else Analyzer()
         self.model = model if model is not None else MultinomialNB()
         if vectorizer is None:
@@ -184,6 +193,10 @@ class SpamFilter:
             X = self.vectorizer.fit_transform(stream)
         y_arr = np.asarray(labels)
         require_classes(Counter(y_arr.tolist()), "training data")
+        if isinstance(self.model, RobinsonFisher) and len(set(y_arr.tolist())) != 2:
+            raise ConfigError(f"the fisher model separates two classes; the training data has "
+                              f"{len(set(y_arr.tolist()))} ({', '.join(sorted(map(str, set(y_arr.tolist()))))}): "
+                              "use --model multinomial (or bernoulli, knn) for more")
         self.tuning = None
         if isinstance(self.model, KNNClassifier):
             if self.model.k == "auto":
@@ -194,7 +207,17 @@ class SpamFilter:
         else:
             self.model.fit(X, y_arr)
         self.classes_ = self.model.classes_
+        self.calibration = None
+        if self.calibrate == "platt":
+            self.calibration = self._fit_calibration(X, y_arr)
         return self
+
+    def _fit_calibration(self, X, y) -> PlattScaling:
+        """Platt scaling on out-of-fold log-odds (5-fold stratified cross-validation of the model)."""
+        from .evaluation import cross_val_log_odds
+        if len(self.classes_) != 2:
+            raise ConfigError(f"calibration needs two classes, the training data has {len(self.classes_)}")
+        return PlattScaling().fit(cross_val_log_odds(self.model, X, y), y == self.classes_[1])
 
     #: for kNN: None, "condense" (Hart) or "edit" (Wilson editing, then Hart)
     condense_mode = None
@@ -222,10 +245,21 @@ class SpamFilter:
 
     def predict_proba(self, items) -> np.ndarray:
         """p(class | message), shape (n, n_classes), columns in ``classes_`` order."""
-        return self.model.predict_proba(self.transform(items))
+        return np.exp(self.log_proba(self.transform(items)))
 
     def predict(self, items) -> np.ndarray:
-        return self.model.predict(self.transform(items))
+        if self.calibration is None:
+            return self.model.predict(self.transform(items))
+        return self.classes_[np.argmax(self.log_proba(self.transform(items)), axis=1)]
+
+    def log_proba(self, X) -> np.ndarray:
+        """log p(class | message) for rows of a feature matrix, after the calibration if any."""
+        lp = self.model.predict_log_proba(X)
+        if self.calibration is None:
+            return lp
+        with np.errstate(invalid="ignore"):
+            log_c0, log_c1 = self.calibration.log_proba(lp[:, 1] - lp[:, 0])
+        return np.column_stack([log_c0, log_c1])
 
     @property
     def spam_column(self) -> int:
@@ -295,6 +329,8 @@ class SpamFilter:
     def save(self, path) -> None:
         self._check_fitted()
         extra = {"decision": self.costs.as_dict()} if self.costs is not None else {}
+        if self.calibration is not None:
+            extra["calibration"] = self.calibration.as_dict()
         save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra)
 
     @classmethod
@@ -304,6 +340,13 @@ class SpamFilter:
         f.classes_ = model.classes_
         f.training = manifest.get("training", {})
         f.manifest = manifest
+        calibration = manifest.get("extra", {}).get("calibration")
+        if calibration:
+            try:
+                f.calibration = PlattScaling.from_dict(calibration)
+                f.calibrate = "platt"
+            except (KeyError, TypeError, ValueError, ConfigError) as exc:
+                raise ModelFormatError(f"{path}: damaged calibration ({exc})") from None
         decision = manifest.get("extra", {}).get("decision")
         if decision:
             try:
@@ -393,7 +436,7 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
     evaluation = None
     if held_out:
         X = spam_filter.vectorizer.transform(tokens for _, tokens in held_out)
-        log_proba = spam_filter.model.predict_log_proba(X)
+        log_proba = spam_filter.log_proba(X)
         proba = np.exp(log_proba)
         evaluation = evaluate_predictions([label for label, _ in held_out], proba, spam_filter.classes_,
                                           log_proba)
@@ -428,7 +471,7 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
     if unknown:
         raise CorpusError(f"the corpus has classes {sorted(unknown)} that the filter was not trained on "
                           f"(it knows {[str(c) for c in spam_filter.classes_]})")
-    log_proba = spam_filter.model.predict_log_proba(spam_filter.vectorizer.transform(rows))
+    log_proba = spam_filter.log_proba(spam_filter.vectorizer.transform(rows))
     proba = np.exp(log_proba)
     result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba)
     if spam_filter.costs is not None:

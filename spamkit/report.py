@@ -111,6 +111,13 @@ def render_info(manifest: dict, path: str) -> str:
              f"  classes     {', '.join(map(str, m['classes']))}",
              f"  features    {m['n_features']} ({vec})",
              f"  analyzer    {ana}"]
+    calibration = manifest.get("extra", {}).get("calibration")
+    if calibration:
+        lines.append(f"  calibration {calibration['method']}: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "
+                     f"log-odds + {calibration['b']:.4g})))")
+    decision = manifest.get("extra", {}).get("decision")
+    if decision:
+        lines.append(f"  decision    costs over {', '.join(map(str, decision.get('decisions', [])))}")
     if t:
         per_class = ", ".join(f"{k} {n}" for k, n in t.get("per_class", {}).items())
         lines.append(f"  trained on  {t.get('n_messages')} messages ({per_class})")
@@ -156,9 +163,16 @@ def render_costs(c: dict) -> str:
 def render_online(r: dict, output: str | None) -> str:
     """An online (TREC-style) run's summary."""
     m, st = r["measures"], r["settings"]
-    lines = [f"online: {r['n']} messages classified then learned ({r['n_learned']} learned; "
-             f"{st['model']} NB, alpha {st['alpha']}, {st['hashing']} hashed columns, delay {st['delay']}, "
-             f"feedback {st['feedback_fraction']:g})",
+    if st["model"] == "fisher":
+        f = st.get("fisher", {})
+        model = (f"Robinson/Fisher, s {f.get('strength')}, x {f.get('prior')}, min_dev {f.get('min_dev')}, "
+                 f"max_clues {f.get('max_clues')}")
+    else:
+        model = f"{st['model']} NB, alpha {st['alpha']}"
+    regime = st.get("regime", "all")
+    lines = [f"online: {r['n']} messages classified, {r['n_learned']} learned (regime: {regime}); "
+             f"{model}, {st['hashing']} hashed columns, delay {st['delay']}, "
+             f"feedback {st['feedback_fraction']:g}",
              f"  (1-ROCA)%  {m['roca_pct']:.4f}",
              f"  hm%        {m['hm_pct']:.3f}   (ham called spam, at P(spam) > 0.5)",
              f"  sm%        {m['sm_pct']:.3f}   (spam let through)",

@@ -25,10 +25,12 @@ ALLOWED = {
     "models": {"errors", "labels"},
     "decision": {"errors", "labels"},
     "metrics": {"errors", "labels"},
+    # scores -> probabilities (Platt scaling), between the models and the decisions
+    "calibration": {"errors"},
     # evaluation holds protocols over matrices (cross-validation, tuning); the pipeline calls them
     # when it trains (kNN's --k auto), so the arrow is pipeline -> evaluation, never back.
     "pipeline": {"errors", "labels", "corpus", "message", "htmltext", "text", "features", "models",
-                 "decision", "metrics", "persist", "evaluation", "version"},
+                 "decision", "metrics", "persist", "evaluation", "version", "calibration"},
     "evaluation": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision",
                    "metrics", "persist"},
     "persist": {"errors", "labels", "text", "features", "models", "decision", "version"},

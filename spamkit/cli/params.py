@@ -9,7 +9,7 @@ from pathlib import Path
 from ..corpus import FORMATS, Corpus
 from ..errors import ConfigError
 from ..labels import normalise_label
-from ..pipeline import CostMatrix
+from ..pipeline import TOKENS, CostMatrix
 
 
 class ClassPathParam(click.ParamType):
@@ -79,3 +79,28 @@ def open_corpora(corpus, ham, spam, extra, fmt, classes) -> list[Corpus]:
             c.close()
         raise
     return opened
+
+
+def model_options(func):
+    """``--tokens`` and the Robinson/Fisher parameters, shared by ``train`` and ``online``."""
+    options = [
+        click.option("--tokens", type=click.Choice(TOKENS), default="mail", show_default=True,
+                     help="mail: every header field as its own token space, case kept, header names, "
+                          "Received addresses, URL pieces, digit-run shapes; words: lower-cased words of "
+                          "the body and a few header fields."),
+        click.option("--strength", type=click.FloatRange(min=0.0), default=0.45, show_default=True,
+                     help="fisher: Robinson's s, the weight of the prior for rare tokens."),
+        click.option("--prior", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.5,
+                     show_default=True, help="fisher: Robinson's x, P(spam) of a token never seen."),
+        click.option("--min-dev", type=click.FloatRange(0.0, 0.5, max_open=True), default=0.1,
+                     show_default=True, help="fisher: tokens with |f - 0.5| below this are not clues."),
+        click.option("--max-clues", type=click.IntRange(min=0), default=150, show_default=True,
+                     help="fisher: at most this many clues per message, the strongest (0: all)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def fisher_params(strength, prior, min_dev, max_clues) -> dict:
+    return {"strength": strength, "prior": prior, "min_dev": min_dev, "max_clues": max_clues}

@@ -9,11 +9,12 @@ import click
 from ..corpus import Corpus
 from ..corpus.split import SPLIT_METHODS
 from ..persist import read_manifest
-from ..pipeline import (METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, SpamFilter,
-                        build_filter, evaluate_filter, held_out_costs, online_filter, train_filter, tune_filter)
+from ..pipeline import (CALIBRATIONS, METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, SpamFilter,
+                        build_filter, evaluate_filter, make_analyzer, held_out_costs, online_filter, train_filter, tune_filter)
+from ..evaluation import REGIMES
 from ..report import render_evaluation, render_info, render_online, render_train, render_tuning, to_json
 from . import cli
-from .params import CostsParam, corpus_options, open_corpora
+from .params import CostsParam, corpus_options, fisher_params, model_options, open_corpora
 from .progress import Progress
 
 
@@ -26,8 +27,13 @@ def _close(corpora):
 @corpus_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
               help="Filter file to write (e.g. model.spamkit).")
-@click.option("--model", type=click.Choice(MODELS), default="multinomial", show_default=True,
-              help="Naive Bayes event model.")
+@click.option("--model", type=click.Choice(MODELS), default="fisher", show_default=True,
+              help="fisher: Robinson/Fisher chi-square combining (two classes; the best filter); "
+                   "multinomial or bernoulli Naive Bayes; knn: k nearest neighbours.")
+@model_options
+@click.option("--calibrate", type=click.Choice(CALIBRATIONS), default=None,
+              help="Platt-scale the scores into probabilities by 5-fold cross-validation on the "
+                   "training data. Default: platt for fisher, none otherwise.")
 @click.option("--alpha", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
               help="Additive smoothing (1 = Laplace).")
 @click.option("--representation", type=click.Choice(REPRESENTATIONS), default=None,
@@ -65,10 +71,14 @@ def _close(corpora):
               help="How to hold out: chrono (latest by date), order, random (stratified), auto.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random split.")
 @click.option("--json", "as_json", is_flag=True, help="Print the training report as JSON.")
-def train_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, representation, min_df,
+def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
+                  max_clues, calibrate, alpha, representation, min_df,
                   max_features, select, hashing, stem, language, stop_words, ngrams, k, weights, metric, tau,
                   memory_limit, condense, cost, test_fraction, split, seed, as_json):
-    """Train a Naive Bayes filter on labelled corpora and write it to a filter file.
+    """Train a filter on labelled corpora and write it to a filter file.
+
+    The defaults are spamkit's best filter: Robinson/Fisher combining over mail tokens,
+    Platt-calibrated (see the README's results).
 
     \b
     Examples:
@@ -80,10 +90,14 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, 
     spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
                                max_features=max_features, select=select, hashing=hashing, stem=stem,
                                language=language, stop_words=stop_words, ngrams=ngrams,
-                               knn=knn if model == "knn" else None)
+                               knn=knn if model == "knn" else None, tokens=tokens,
+                               fisher=fisher_params(strength, prior, min_dev, max_clues) if model == "fisher" else None,
+                               calibrate=calibrate or ("platt" if model == "fisher" else "none"))
     if model == "knn" and condense != "none":
         spam_filter.condense_mode = "edit" if condense == "edit" else "condense"
-    parameters = {"model": model, "alpha": alpha, "representation": spam_filter.vectorizer.representation,
+    parameters = {"model": model, "tokens": tokens, "calibrate": spam_filter.calibrate,
+                  **({"fisher": fisher_params(strength, prior, min_dev, max_clues)} if model == "fisher" else {}),
+                  "alpha": alpha, "representation": spam_filter.vectorizer.representation,
                   "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
                   "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
                   "test_fraction": test_fraction, "split": split, "seed": seed,
@@ -249,8 +263,15 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
 @corpus_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the TREC results file here: 'id judgement score gold' per message.")
-@click.option("--model", type=click.Choice(["multinomial", "bernoulli"]), default="multinomial", show_default=True)
-@click.option("--alpha", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True)
+@click.option("--model", type=click.Choice(["fisher", "multinomial", "bernoulli"]), default="fisher",
+              show_default=True)
+@model_options
+@click.option("--alpha", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
+              help="Naive Bayes: additive smoothing.")
+@click.option("--regime", type=click.Choice(REGIMES), default="all", show_default=True,
+              help="Learn every message, only mistakes, or mistakes and near misses (|log-odds| < --margin).")
+@click.option("--margin", type=click.FloatRange(min=0.0), default=2.0, show_default=True,
+              help="near-error: log-odds margin.")
 @click.option("--hashing", type=click.IntRange(min=1), default=2 ** 20, show_default=True,
               help="Hashed feature columns (the vocabulary of a stream is unbounded).")
 @click.option("--delay", type=click.IntRange(min=0), default=0, show_default=True,
@@ -261,8 +282,8 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
 @click.option("--order", type=click.Choice(["corpus", "date"]), default="corpus", show_default=True,
               help="Stream order: the corpus's own (TREC index, Enron arrival) or by message date.")
 @click.option("--json", "as_json", is_flag=True)
-def online_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha, hashing, delay,
-                   feedback_fraction, seed, order, as_json):
+def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
+                   max_clues, alpha, regime, margin, hashing, delay, feedback_fraction, seed, order, as_json):
     """Online evaluation as in the TREC spam track: classify each message, then learn it.
 
     Messages are taken in corpus order (TREC index order, Enron arrival order).
@@ -271,7 +292,9 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, alpha,
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
         with Progress("online") as progress:
-            result = online_filter(corpora, model=model, alpha=alpha, hashing=hashing, delay=delay,
+            result = online_filter(corpora, analyzer=make_analyzer(tokens), model=model, alpha=alpha,
+                                   fisher=fisher_params(strength, prior, min_dev, max_clues), regime=regime,
+                                   margin=margin, hashing=hashing, delay=delay,
                                    feedback_fraction=feedback_fraction, seed=seed, order=order,
                                    progress=progress.step)
     finally:
