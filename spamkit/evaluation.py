@@ -17,7 +17,7 @@ from .features import Vectorizer
 from .labels import HAM_NAME, SPAM_NAME
 from .message import parse_message
 from .metrics import trec_measures
-from .models import BernoulliNB, MultinomialNB, RobinsonFisher
+from .models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from .models.knn import WEIGHTS, KNNClassifier
 
 
@@ -171,6 +171,9 @@ class OnlineResult:
 #: the misclassified ones and those scored within a margin of the threshold ("train on or near
 #: error", the thick threshold of Sculley & Wachman 2007)
 REGIMES = ("all", "error", "near-error")
+#: the stacked model's combiner is refitted online after every this many messages, on the
+#: component scores each message got before it was learned (held-out by construction)
+COMBINER_REFIT = 100
 
 
 def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float = 1.0,
@@ -184,9 +187,11 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     messages : iterable of LabelledMessage
         In delivery order; every one labelled ham or spam.
     analyzer : spamkit.text.Analyzer
-    model : {"fisher", "multinomial", "bernoulli"}
+    model : {"fisher-nb", "fisher", "multinomial", "bernoulli"}
         Learned with ``partial_fit`` one message at a time (never refitted from scratch);
         features are hashed into ``hashing`` columns, so the vocabulary may grow forever.
+        For "fisher-nb" the combiner starts as Fisher alone and is refitted every
+        :data:`COMBINER_REFIT` messages on all the component scores seen so far.
     fisher : dict
         RobinsonFisher's parameters for ``model="fisher"``.
     regime : {"all", "error", "near-error"}
@@ -208,7 +213,7 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     Until a message of each class has been learned, every score is 0 (P(spam) = 1/2): a
     class never seen has prior 0, and its log-odds would be infinite.
     """
-    if model not in ("fisher", "multinomial", "bernoulli"):
+    if model not in ("fisher-nb", "fisher", "multinomial", "bernoulli"):
         raise ConfigError(f"online evaluation supports the fisher and Naive Bayes models, not {model!r}")
     if regime not in REGIMES:
         raise ConfigError(f"regime must be one of {', '.join(REGIMES)}, got {regime!r}")
@@ -217,8 +222,13 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     if not 0.0 < feedback_fraction <= 1.0:
         raise ConfigError(f"feedback fraction must be in (0, 1], got {feedback_fraction}")
     vectorizer = Vectorizer.hashed(hashing, "tf" if model == "multinomial" else "binary")
+    stacked = model == "fisher-nb"
+    history_scores: list = []
+    history_labels: list = []
     if model == "fisher":
         nb = RobinsonFisher(**(fisher or {}))
+    elif stacked:
+        nb = FisherNBStack(**(fisher or {}), alpha=alpha)
     else:
         nb = MultinomialNB(alpha=alpha) if model == "multinomial" else BernoulliNB(alpha=alpha)
     classes = [HAM_NAME, SPAM_NAME]
@@ -227,7 +237,7 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     result = OnlineResult(settings={"model": model, "alpha": alpha, "hashing": hashing, "delay": delay,
                                     "feedback_fraction": feedback_fraction, "seed": seed, "order": order,
                                     "regime": regime, **({"margin": margin} if regime == "near-error" else {}),
-                                    **({"fisher": nb.get_params()} if model == "fisher" else {}),
+                                    **({"fisher": nb.get_params()} if model in ("fisher", "fisher-nb") else {}),
                                     "analyzer": {k: v for k, v in analyzer.get_config().items()
                                                  if k != "stop_word_list"}})
     if order == "date":
@@ -244,7 +254,14 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
         if msg.label not in classes:
             raise CorpusError(f"{msg.source}: online evaluation needs ham/spam labels, got {msg.label!r}")
         x = vectorizer.transform([analyzer(parse_message(msg.raw, msg.kind))])
-        if fitted:
+        if fitted and stacked:
+            components = nb.component_log_odds(x)[0]
+            score = float(components @ nb.coef_ + nb.intercept_)
+            history_scores.append(components)
+            history_labels.append(msg.label == SPAM_NAME)
+            if len(history_labels) % COMBINER_REFIT == 0 and 0 < sum(history_labels) < len(history_labels):
+                nb.fit_combiner(np.array(history_scores), np.array(history_labels))
+        elif fitted:
             jll = nb.joint_log_likelihood(x)[0]
             score = float(jll[1] - jll[0])
         else:

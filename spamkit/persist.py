@@ -38,7 +38,7 @@ import numpy as np
 from . import __version__
 from .errors import ModelFormatError
 from .features import Vectorizer
-from .models import BernoulliNB, KNNClassifier, MultinomialNB, RobinsonFisher
+from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
 from .text import Analyzer
 
 FORMAT = "spamkit-filter"
@@ -51,6 +51,7 @@ MODEL_TYPES = {
     "multinomial": (MultinomialNB, ("alpha", "fit_prior", "class_prior")),
     "bernoulli": (BernoulliNB, ("alpha", "fit_prior", "class_prior", "binarize")),
     "fisher": (RobinsonFisher, ("strength", "prior", "min_dev", "max_clues")),
+    "fisher-nb": (FisherNBStack, ("strength", "prior", "min_dev", "max_clues", "alpha", "folds")),
     "knn": (KNNClassifier, ("k", "weights", "metric", "tau", "epsilon", "memory_limit", "n_jobs")),
 }
 

@@ -26,13 +26,13 @@ from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
 from .labels import SPAM_NAME
 from .message import Message, parse_message
 from .metrics import binary_report, multiclass_report
-from .models import BernoulliNB, KNNClassifier, MultinomialNB, RobinsonFisher
+from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
 from .persist import load_filter, save_filter
 from .text import Analyzer
 from .models.knn import METRICS, WEIGHTS
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
-MODELS = ("fisher", "multinomial", "bernoulli", "knn")
+MODELS = ("fisher-nb", "fisher", "multinomial", "bernoulli", "knn")
 #: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
 #: "words" (lower-cased words of the body and of a few header fields)
 TOKENS = ("mail", "words")
@@ -40,7 +40,7 @@ TOKENS = ("mail", "words")
 #: cross-validated log-odds (see spamkit.calibration)
 CALIBRATIONS = ("none", "platt")
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (README, "Beating bogofilter")
-BEST = {"model": "fisher", "tokens": "mail", "calibrate": "platt"}
+BEST = {"model": "fisher-nb", "tokens": "mail"}
 __all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
            "MODELS", "TOKENS", "BEST", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
@@ -61,6 +61,8 @@ def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: di
     ``fisher`` RobinsonFisher's (strength, prior, min_dev, max_clues)."""
     if name == "fisher":
         return RobinsonFisher(**(fisher or {}))
+    if name == "fisher-nb":
+        return FisherNBStack(**(fisher or {}), alpha=alpha)
     if name == "multinomial":
         return MultinomialNB(alpha=alpha, fit_prior=fit_prior)
     if name == "bernoulli":
@@ -92,7 +94,7 @@ def build_filter(model: str = "multinomial", alpha: float = 1.0, representation:
     "words" (see :data:`TOKENS`). ``build_filter(**BEST)`` is spamkit's best filter.
     """
     estimator = make_model(model, alpha=alpha, fisher=fisher, **(knn or {}))
-    default_rep = "binary" if model in ("bernoulli", "fisher") else "tf"
+    default_rep = "binary" if model in ("bernoulli", "fisher", "fisher-nb") else "tf"
     vectorizer = Vectorizer(representation or default_rep, min_df=min_df,
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
     analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams)
@@ -127,7 +129,8 @@ class SpamFilter:
         self.analyzer = analyzer if analyzer is not None else Analyzer()
         self.model = model if model is not None else MultinomialNB()
         if vectorizer is None:
-            vectorizer = Vectorizer("binary" if isinstance(self.model, (BernoulliNB, RobinsonFisher)) else "tf")
+            vectorizer = Vectorizer("binary" if isinstance(self.model, (BernoulliNB, RobinsonFisher, FisherNBStack))
+                                    else "tf")
         self.vectorizer = vectorizer
         self.parse_fallbacks = Counter()
         self.training: dict = {}
@@ -193,8 +196,8 @@ class SpamFilter:
             X = self.vectorizer.fit_transform(stream)
         y_arr = np.asarray(labels)
         require_classes(Counter(y_arr.tolist()), "training data")
-        if isinstance(self.model, RobinsonFisher) and len(set(y_arr.tolist())) != 2:
-            raise ConfigError(f"the fisher model separates two classes; the training data has "
+        if isinstance(self.model, (RobinsonFisher, FisherNBStack)) and len(set(y_arr.tolist())) != 2:
+            raise ConfigError(f"the fisher models separate two classes; the training data has "
                               f"{len(set(y_arr.tolist()))} ({', '.join(sorted(map(str, set(y_arr.tolist()))))}): "
                               "use --model multinomial (or bernoulli, knn) for more")
         self.tuning = None

@@ -163,9 +163,9 @@ def render_costs(c: dict) -> str:
 def render_online(r: dict, output: str | None) -> str:
     """An online (TREC-style) run's summary."""
     m, st = r["measures"], r["settings"]
-    if st["model"] == "fisher":
+    if st["model"] in ("fisher", "fisher-nb"):
         f = st.get("fisher", {})
-        model = (f"Robinson/Fisher, s {f.get('strength')}, x {f.get('prior')}, min_dev {f.get('min_dev')}, "
+        model = (f"{'Robinson/Fisher + multinomial NB, stacked' if st['model'] == 'fisher-nb' else 'Robinson/Fisher'}, s {f.get('strength')}, x {f.get('prior')}, min_dev {f.get('min_dev')}, "
                  f"max_clues {f.get('max_clues')}")
     else:
         model = f"{st['model']} NB, alpha {st['alpha']}"

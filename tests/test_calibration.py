@@ -54,13 +54,13 @@ def test_round_trip_and_bad_input():
         PlattScaling.from_dict({"method": "isotonic"})
 
 
-def test_best_filter_calibrates_saves_and_loads(tmp_path):
+def test_fisher_filter_calibrates_saves_and_loads(tmp_path):
     from conftest import SAMPLE
     from spamkit.corpus import Corpus
-    from spamkit.pipeline import BEST, SpamFilter, build_filter
+    from spamkit.pipeline import SpamFilter, build_filter
     with Corpus(SAMPLE) as c:
         msgs = list(c)
-    f = build_filter(**BEST).fit(msgs[::2])
+    f = build_filter(model="fisher", tokens="mail", calibrate="platt").fit(msgs[::2])
     assert f.calibration is not None and f.calibration.a_ > 0
     raw = f.model.predict_log_proba(f.transform(msgs[1::2]))
     expected = 1 / (1 + np.exp(-(f.calibration.a_ * (raw[:, 1] - raw[:, 0]) + f.calibration.b_)))

@@ -27,9 +27,10 @@ def _close(corpora):
 @corpus_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
               help="Filter file to write (e.g. model.spamkit).")
-@click.option("--model", type=click.Choice(MODELS), default="fisher", show_default=True,
-              help="fisher: Robinson/Fisher chi-square combining (two classes; the best filter); "
-                   "multinomial or bernoulli Naive Bayes; knn: k nearest neighbours.")
+@click.option("--model", type=click.Choice(MODELS), default="fisher-nb", show_default=True,
+              help="fisher-nb: Robinson/Fisher and multinomial NB stacked (two classes; the best filter); "
+                   "fisher: Robinson/Fisher chi-square combining alone; multinomial or bernoulli Naive "
+                   "Bayes; knn: k nearest neighbours.")
 @model_options
 @click.option("--calibrate", type=click.Choice(CALIBRATIONS), default=None,
               help="Platt-scale the scores into probabilities by 5-fold cross-validation on the "
@@ -91,12 +92,14 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                                max_features=max_features, select=select, hashing=hashing, stem=stem,
                                language=language, stop_words=stop_words, ngrams=ngrams,
                                knn=knn if model == "knn" else None, tokens=tokens,
-                               fisher=fisher_params(strength, prior, min_dev, max_clues) if model == "fisher" else None,
+                               fisher=(fisher_params(strength, prior, min_dev, max_clues)
+                                       if model in ("fisher", "fisher-nb") else None),
                                calibrate=calibrate or ("platt" if model == "fisher" else "none"))
     if model == "knn" and condense != "none":
         spam_filter.condense_mode = "edit" if condense == "edit" else "condense"
     parameters = {"model": model, "tokens": tokens, "calibrate": spam_filter.calibrate,
-                  **({"fisher": fisher_params(strength, prior, min_dev, max_clues)} if model == "fisher" else {}),
+                  **({"fisher": fisher_params(strength, prior, min_dev, max_clues)}
+                     if model in ("fisher", "fisher-nb") else {}),
                   "alpha": alpha, "representation": spam_filter.vectorizer.representation,
                   "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
                   "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
@@ -263,8 +266,10 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
 @corpus_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the TREC results file here: 'id judgement score gold' per message.")
-@click.option("--model", type=click.Choice(["fisher", "multinomial", "bernoulli"]), default="fisher",
-              show_default=True)
+@click.option("--model", type=click.Choice(["fisher-nb", "fisher", "multinomial", "bernoulli"]),
+              default="fisher-nb", show_default=True,
+              help="fisher-nb: the stacked best filter, its combiner refitted every 100 messages on the "
+                   "scores it gave before learning them.")
 @model_options
 @click.option("--alpha", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
               help="Naive Bayes: additive smoothing.")

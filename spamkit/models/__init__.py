@@ -4,6 +4,7 @@ from .base import ProbabilisticClassifier
 from .knn import KNNClassifier, KNNRegressor
 from .naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
 from .robinson import RobinsonFisher
+from .stack import FisherNBStack
 
 __all__ = ["ProbabilisticClassifier", "BernoulliNB", "MultinomialNB", "GaussianNB", "KNNClassifier",
-           "KNNRegressor", "RobinsonFisher"]
+           "KNNRegressor", "RobinsonFisher", "FisherNBStack"]

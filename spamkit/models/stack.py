@@ -1,0 +1,255 @@
+"""Robinson/Fisher and multinomial Naive Bayes over the same token counts, stacked.
+
+The two rules read the same sufficient statistics -- per class, the number of training
+messages that contain each token -- and fail differently: Fisher's chi-square combining
+ranks long messages well but ignores the class prior and is poorly calibrated on short
+ones; multinomial NB on Boolean features (Metsis et al. 2006's best variant) carries the
+prior and is sharp on short texts. A logistic regression on the two log-odds, fitted on
+held-out scores, combines them (stacked generalisation) and gives calibrated probabilities.
+
+Sources: D. H. Wolpert, "Stacked generalization", *Neural Networks* 5 (1992); K. M. Ting
+and I. H. Witten, "Issues in stacked generalization", *JAIR* 10 (1999): the level-1 learner
+is fitted on the level-0 models' cross-validated outputs, and a linear (logistic) combiner
+of class-probability outputs works best. The components are
+:class:`~spamkit.models.robinson.RobinsonFisher` and
+:class:`~spamkit.models.naive_bayes.MultinomialNB`; the combiner is scikit-learn's
+``LogisticRegression`` (L2, C = 1).
+
+Because the counts are additive, the cross-validated scores cost one counting pass: the
+model of fold k is the total counts minus the counts of fold k.
+
+Measured (README, "Beating bogofilter"): on the Metsis et al. Enron protocol the stack
+averaged 98.29% spam recall / 97.58% ham recall (Fisher alone, Platt-calibrated: 98.04 /
+97.09); on the SMS split of Almeida et al. 98.56% accuracy, MCC 0.936 (Fisher alone
+97.85 / 0.903); on the trec07p-dev stream, online, (1-ROCA)% 0.069 (Fisher alone 0.079).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import log_expit
+from sklearn.linear_model import LogisticRegression
+
+from ..errors import ConfigError
+from .base import ProbabilisticClassifier, check_alpha
+from .robinson import RobinsonFisher
+
+#: component log-odds are clipped to this magnitude before they are combined
+_LIMIT = 700.0
+
+
+def fold_of_rows(codes: np.ndarray, n_folds: int) -> np.ndarray:
+    """Stratified folds without randomness: the i-th row of each class goes to fold i mod k.
+
+    >>> fold_of_rows(np.array([0, 1, 0, 0, 1, 1, 0]), 2).tolist()
+    [0, 0, 1, 0, 1, 0, 1]
+    """
+    folds = np.empty(len(codes), dtype=np.int64)
+    for c in np.unique(codes):
+        rows = np.flatnonzero(codes == c)
+        folds[rows] = np.arange(len(rows)) % n_folds
+    return folds
+
+
+class FisherNBStack(ProbabilisticClassifier):
+    """Two-class filter: Fisher and multinomial NB log-odds combined by a logistic regression.
+
+    Parameters
+    ----------
+    strength, prior, min_dev, max_clues
+        Robinson/Fisher's parameters (see :class:`~spamkit.models.robinson.RobinsonFisher`).
+    alpha : float
+        Multinomial NB's additive smoothing.
+    folds : int
+        Cross-validation folds for the combiner's training scores (fewer when a class has
+        fewer messages; with fewer than 2 per class the combiner keeps Fisher alone).
+
+    Attributes
+    ----------
+    class_count_, feature_count_
+        Messages per class; messages of each class containing each feature.
+    coef_ : ndarray (2,), intercept_ : float
+        The combiner: log-odds = coef_ · (Fisher log-odds, NB log-odds) + intercept_.
+    """
+
+    def __init__(self, strength=0.45, prior=0.5, min_dev=0.1, max_clues=150, alpha=1.0, folds=5):
+        self.strength = strength
+        self.prior = prior
+        self.min_dev = min_dev
+        self.max_clues = max_clues
+        self.alpha = alpha
+        self.folds = folds
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.poor_score = True
+        return tags
+
+    # ------------------------------------------------------------- components
+
+    def _fisher(self, class_count, feature_count) -> RobinsonFisher:
+        f = RobinsonFisher(self.strength, self.prior, self.min_dev, self.max_clues)
+        f._restore(self.classes_, feature_count.shape[1], {"class_count_": class_count,
+                                                           "feature_count_": feature_count}, {})
+        return f
+
+    def _nb_log_odds(self, class_count, feature_count, X, totals=None) -> np.ndarray:
+        """Multinomial NB's log-odds on presence features, from the non-zeros of X only.
+
+        log p(x, c1) - log p(x, c0) = log N_1/N_0 + Σ_j x_j [log θ_1j - log θ_0j],
+        θ_cj = (n_cj + α) / (Σ_j' n_cj' + α D): the same numbers as
+        :class:`~spamkit.models.naive_bayes.MultinomialNB` (tests check), without building
+        its D-long tables, so that scoring one message costs its tokens, not the vocabulary.
+        """
+        a, d = float(self.alpha), feature_count.shape[1]
+        with np.errstate(divide="ignore"):
+            log_prior = np.log(class_count) - np.log(class_count.sum())
+        totals = feature_count.sum(axis=1) if totals is None else totals
+        log_den = np.log(totals + a * d)
+        cols = X.indices
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        w = (np.log(feature_count[1, cols] + a) - log_den[1]) - (np.log(feature_count[0, cols] + a) - log_den[0])
+        out = np.bincount(rows, weights=w * X.data, minlength=X.shape[0]) + (log_prior[1] - log_prior[0])
+        with np.errstate(invalid="ignore"):
+            return np.clip(np.nan_to_num(out, nan=0.0), -_LIMIT, _LIMIT)
+
+    @staticmethod
+    def _log_odds(model, X) -> np.ndarray:
+        jll = model.joint_log_likelihood(X)
+        with np.errstate(invalid="ignore"):
+            return np.clip(np.nan_to_num(jll[:, 1] - jll[:, 0], nan=0.0), -_LIMIT, _LIMIT)
+
+    def _components(self, class_count, feature_count, X, totals=None) -> np.ndarray:
+        return np.column_stack([self._log_odds(self._fisher(class_count, feature_count), X),
+                                self._nb_log_odds(class_count, feature_count, X, totals)])
+
+    def component_log_odds(self, X) -> np.ndarray:
+        """(Fisher log-odds, NB log-odds) of each row, shape (n, 2), from the full counts."""
+        X = self._presence(self._validate_X(X, reset=False))
+        return self._components(self.class_count_, self.feature_count_, X, self._totals)
+
+    # ------------------------------------------------------------- fitting
+
+    def _presence(self, X):
+        return RobinsonFisher._presence(self, X)
+
+    def _count(self, X, codes):
+        class_count = np.bincount(codes, minlength=2).astype(np.float64)
+        Y = sp.csr_matrix((np.ones(len(codes)), codes, np.arange(len(codes) + 1)), shape=(len(codes), 2))
+        feature_count = np.asarray((X.T @ Y).T.todense())
+        return class_count, feature_count
+
+    def _codes(self, y):
+        index = {c: i for i, c in enumerate(self.classes_.tolist())}
+        try:
+            return np.fromiter((index[v] for v in np.asarray(y).ravel().tolist()), dtype=np.int64, count=len(y))
+        except KeyError as exc:
+            raise ConfigError(f"label {exc.args[0]!r} is not one of the classes {self.classes_.tolist()}") from None
+
+    def _check_params(self):
+        RobinsonFisher(self.strength, self.prior, self.min_dev, self.max_clues)._check_params()
+        if check_alpha(self.alpha) <= 0:
+            raise ConfigError("alpha must be > 0 for the stacked model (its NB needs smoothing)")
+        if not (isinstance(self.folds, (int, np.integer)) and self.folds >= 2):
+            raise ConfigError(f"folds must be an integer >= 2, got {self.folds!r}")
+
+    def fit(self, X, y, sample_weight=None):
+        """Count, then fit the combiner on cross-validated component scores; returns ``self``."""
+        if sample_weight is not None:
+            raise ConfigError("FisherNBStack does not take sample weights")
+        self._check_params()
+        X, y = self._validate_Xy(X, y, reset=True)
+        X = self._presence(X)
+        classes = np.unique(y)
+        if len(classes) != 2:
+            raise ValueError(f"FisherNBStack is a two-class model; got {len(classes)} class(es) {classes.tolist()}")
+        self.classes_ = classes
+        codes = self._codes(y)
+        self.class_count_, self.feature_count_ = self._count(X, codes)
+        self._totals = self.feature_count_.sum(axis=1)
+        k = int(min(self.folds, np.bincount(codes, minlength=2).min()))
+        self.coef_, self.intercept_ = np.array([1.0, 0.0]), 0.0
+        if k >= 2:
+            folds = fold_of_rows(codes, k)
+            scores = np.zeros((X.shape[0], 2))
+            for fold in range(k):
+                held = folds == fold
+                cc, fc = self._count(X[held], codes[held])
+                scores[held] = self._components(self.class_count_ - cc, self.feature_count_ - fc, X[held])
+            self.fit_combiner(scores, codes == 1)
+        return self
+
+    def fit_combiner(self, scores, is_c1) -> "FisherNBStack":
+        """Fit the logistic combiner on held-out component scores (rows of (Fisher, NB) log-odds).
+
+        :meth:`fit` calls it on cross-validated scores; an online run calls it on the scores the
+        filter gave each message before learning it, which are held-out by construction.
+        """
+        scores = np.clip(np.asarray(scores, dtype=np.float64), -_LIMIT, _LIMIT)
+        is_c1 = np.asarray(is_c1, dtype=bool)
+        if is_c1.all() or not is_c1.any():
+            raise ConfigError("the combiner needs held-out scores of both classes")
+        lr = LogisticRegression(C=1.0, max_iter=1000).fit(scores, is_c1)
+        self.coef_ = lr.coef_[0].astype(np.float64)
+        self.intercept_ = float(lr.intercept_[0])
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Add a batch to the counts (``classes`` on the first call); the combiner is kept."""
+        if sample_weight is not None:
+            raise ConfigError("FisherNBStack does not take sample weights")
+        self._check_params()
+        first = not hasattr(self, "classes_")
+        X, y = self._validate_Xy(X, y, reset=first)
+        X = self._presence(X)
+        if first:
+            if classes is None:
+                raise ConfigError("the first partial_fit needs classes=[...] (both classes of the stream)")
+            self.classes_ = np.unique(np.asarray(classes))
+            if len(self.classes_) != 2:
+                raise ValueError("FisherNBStack is a two-class model")
+            self.class_count_ = np.zeros(2)
+            self.feature_count_ = np.zeros((2, X.shape[1]))
+            self.coef_, self.intercept_ = np.array([1.0, 0.0]), 0.0
+            self._totals = np.zeros(2)
+        # Only the batch's non-zeros are touched (no dense (2, D) temporary per message).
+        codes = self._codes(y)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        np.add.at(self.class_count_, codes, 1.0)
+        np.add.at(self.feature_count_, (codes[rows], X.indices), 1.0)
+        np.add.at(self._totals, codes[rows], 1.0)
+        return self
+
+    # ------------------------------------------------------------- prediction
+
+    def joint_log_likelihood(self, X) -> np.ndarray:
+        """log P(c | x) of the combiner, shape (n, 2) (already normalised)."""
+        z = self.component_log_odds(X) @ self.coef_ + self.intercept_
+        return np.column_stack([log_expit(-z), log_expit(z)])
+
+    def contributions(self, x):
+        """The Fisher component's clues (see :meth:`RobinsonFisher.contributions`)."""
+        self._check_fitted()
+        return self._fisher(self.class_count_, self.feature_count_).contributions(x)
+
+    # ------------------------------------------------------------- persistence (spamkit.persist)
+
+    def _state(self) -> tuple[dict, dict]:
+        return {"class_count_": self.class_count_, "feature_count_": self.feature_count_,
+                "combiner_": np.array([*self.coef_, self.intercept_])}, {}
+
+    def _restore(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
+        self.classes_ = np.asarray(classes)
+        self.class_count_ = np.asarray(arrays["class_count_"], dtype=np.float64)
+        self.feature_count_ = np.asarray(arrays["feature_count_"], dtype=np.float64)
+        combiner = np.asarray(arrays["combiner_"], dtype=np.float64)
+        if self.classes_.shape != (2,) or self.feature_count_.shape != (2, n_features) or combiner.shape != (3,):
+            raise ValueError(f"arrays have shapes {self.feature_count_.shape} and {combiner.shape}, expected "
+                             f"(2, {n_features}) and (3,)")
+        if not np.isfinite(combiner).all():
+            raise ValueError("the combiner's weights are not finite")
+        self.coef_, self.intercept_ = combiner[:2].copy(), float(combiner[2])
+        self._totals = self.feature_count_.sum(axis=1)
+        self.n_features_in_ = int(n_features)
