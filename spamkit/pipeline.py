@@ -327,6 +327,16 @@ class SpamFilter:
             return np.asarray([str(c) for c in self.classes_], dtype=object)[np.argmax(proba, axis=1)]
         return self.costs.decide(proba)
 
+    def verdict(self, raw: bytes) -> tuple[str, float]:
+        """``(verdict, P(spam))`` of one raw message for a mail filter: verdict is "spam",
+        "ham" or "unsure" (the decision layer's "unsure" row), any other class counting as ham."""
+        proba = self.predict_proba([raw])
+        decision = str(self.decide(proba)[0])
+        p_spam = float(proba[0, self.spam_column])
+        if decision in ("spam", "unsure"):
+            return decision, p_spam
+        return "ham", p_spam
+
     # ------------------------------------------------------------------ files
 
     def save(self, path) -> None:

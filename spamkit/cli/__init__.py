@@ -49,6 +49,7 @@ def main(argv=None):
 
 from . import corpus as _corpus  # noqa: E402,F401  (registers the commands)
 from . import train as _train  # noqa: E402,F401
+from . import filter as _filter  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
