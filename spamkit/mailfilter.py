@@ -51,15 +51,13 @@ from pathlib import Path
 
 from . import __version__
 from .errors import ConfigError, SpamkitError
+from .message import SPAMKIT_FIELDS, split_tags  # noqa: F401  (re-exported: the filter's own fields)
 
 #: exit status of pipe mode (``spamkit filter MODEL -``), as bogofilter's: 0 spam, 1 ham, 2 unsure, 3 error
 EXIT_SPAM, EXIT_HAM, EXIT_UNSURE, EXIT_ERROR = 0, 1, 2, 3
 VERDICTS = ("spam", "ham", "unsure")
 STATUS_WORD = {"spam": "Yes", "ham": "No", "unsure": "Unsure"}
 _WORD_STATUS = {v.lower(): k for k, v in STATUS_WORD.items()}
-#: the header fields spamkit writes (lower-case names)
-SPAMKIT_FIELDS = (b"x-spam-status", b"x-spam-probability", b"x-spamkit-version", b"x-spamkit-model")
-_FIELD_LINE = re.compile(rb"([A-Za-z0-9-]+):[ \t]?([^\r\n]*)\r?\n")
 
 
 class FilterError(SpamkitError):
@@ -72,22 +70,6 @@ def newline_of(raw: bytes) -> bytes:
     """The line ending the message uses (that of its first line), LF when it has none."""
     end = raw.find(b"\n")
     return b"\r\n" if end > 0 and raw[end - 1:end] == b"\r" else b"\n"
-
-
-def split_tags(raw: bytes) -> tuple[dict, bytes]:
-    """The spamkit fields at the top of ``raw`` (lower-case name -> value) and the rest.
-
-    >>> split_tags(b"X-Spam-Status: Yes, score=0.9\\nX-Spamkit-Model: m@1\\nSubject: hi\\n\\nbody")
-    ({'x-spam-status': 'Yes, score=0.9', 'x-spamkit-model': 'm@1'}, b'Subject: hi\\n\\nbody')
-    """
-    fields: dict = {}
-    pos = 0
-    while True:
-        m = _FIELD_LINE.match(raw, pos)
-        if not m or m.group(1).lower() not in SPAMKIT_FIELDS:
-            return fields, raw[pos:]
-        fields[m.group(1).lower().decode("ascii")] = m.group(2).decode("utf-8", "replace")
-        pos = m.end()
 
 
 def tag_fields(verdict: str, p_spam: float, model_id: str) -> list[tuple[str, str]]:

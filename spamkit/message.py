@@ -467,3 +467,39 @@ def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MA
                    urls=tuple(walker.urls), html_tags=tuple(walker.tags),
                    attachments=tuple(walker.attachments), defects=tuple(defects),
                    kind="rfc822", size=len(raw))
+
+
+# --------------------------------------------------------------------------- spamkit's own fields
+
+#: the header fields ``spamkit filter`` prepends (lower-case names)
+SPAMKIT_FIELDS = (b"x-spam-status", b"x-spam-probability", b"x-spamkit-version", b"x-spamkit-model")
+_FIELD_LINE = re.compile(rb"([A-Za-z0-9-]+):[ \t]?([^\r\n]*)\r?\n")
+
+
+def split_tags(raw: bytes) -> tuple[dict, bytes]:
+    """The spamkit fields at the top of ``raw`` (lower-case name -> value) and the rest.
+
+    >>> split_tags(b"X-Spam-Status: Yes, score=0.9\\nX-Spamkit-Model: m@1\\nSubject: hi\\n\\nbody")
+    ({'x-spam-status': 'Yes, score=0.9', 'x-spamkit-model': 'm@1'}, b'Subject: hi\\n\\nbody')
+    """
+    fields: dict = {}
+    pos = 0
+    while True:
+        m = _FIELD_LINE.match(raw, pos)
+        if not m or m.group(1).lower() not in SPAMKIT_FIELDS:
+            return fields, raw[pos:]
+        fields[m.group(1).lower().decode("ascii")] = m.group(2).decode("utf-8", "replace")
+        pos = m.end()
+
+
+def message_key(raw: bytes) -> bytes:
+    """A 16-byte identity of a message: SHA-256 of its bytes without spamkit's fields on top.
+
+    A message and the same message tagged by ``spamkit filter`` have the same key, so
+    ``spamkit learn`` recognises a message it has learned before, tagged or not.
+
+    >>> message_key(b"X-Spam-Status: Yes\\nSubject: a\\n\\nb") == message_key(b"Subject: a\\n\\nb")
+    True
+    """
+    import hashlib
+    return hashlib.sha256(split_tags(raw)[1]).digest()[:16]

@@ -107,8 +107,13 @@ def atomic_write(path: Path, data_writer) -> None:
 
 
 def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, training: dict | None = None,
-                extra: dict | None = None) -> None:
-    """Write a filter file (see the module docstring) atomically to ``path``."""
+                extra: dict | None = None, filter_arrays: dict | None = None) -> None:
+    """Write a filter file (see the module docstring) atomically to ``path``.
+
+    ``filter_arrays``: arrays that belong to the filter rather than its model (the keys of
+    the messages ``spamkit learn`` has learned); :func:`load_filter` returns them in
+    ``manifest["filter_arrays"]``.
+    """
     kind = model_type_of(model)
     cls, param_names = MODEL_TYPES[kind]
     model._check_fitted()
@@ -141,6 +146,8 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
         texts_meta[name] = add_lines(f"model_{name}", lines)
     for name, array in vectorizer.get_arrays().items():
         add_array(f"vectorizer.{name}", array)
+    for name, array in (filter_arrays or {}).items():
+        add_array(f"filter.{name}", array)
     terms_meta = None
     if vectorizer.terms_ is not None:
         terms_meta = add_lines("terms", vectorizer.terms_)
@@ -237,6 +244,7 @@ def load_filter(path):
             model = _restore_model(manifest["model"],
                                    {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith("model.")},
                                    texts, path)
+            manifest["filter_arrays"] = {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith("filter.")}
         except (KeyError, TypeError, ValueError, zipfile.BadZipFile, EOFError, OSError) as exc:
             if isinstance(exc, ModelFormatError):
                 raise

@@ -42,7 +42,7 @@ CALIBRATIONS = ("none", "platt")
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (README, "Beating bogofilter")
 BEST = {"model": "fisher-nb", "tokens": "mail"}
 __all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
-           "MODELS", "TOKENS", "BEST", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
+           "MODELS", "TOKENS", "BEST", "CALIBRATIONS", "learn_messages", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
 def library_versions() -> dict:
@@ -134,6 +134,8 @@ class SpamFilter:
         self.vectorizer = vectorizer
         self.parse_fallbacks = Counter()
         self.training: dict = {}
+        #: message_key -> label of every message ``learn`` added (so none is learned twice)
+        self.learned: dict = {}
 
     # ------------------------------------------------------------------ stages
 
@@ -344,7 +346,11 @@ class SpamFilter:
         extra = {"decision": self.costs.as_dict()} if self.costs is not None else {}
         if self.calibration is not None:
             extra["calibration"] = self.calibration.as_dict()
-        save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra)
+        # 16-byte digests as rows of uint8 (a bytes dtype would drop trailing zero bytes)
+        keys = np.frombuffer(b"".join(sorted(self.learned)), dtype=np.uint8).reshape(-1, 16)
+        labels = np.array([str(self.learned[k]) for k in sorted(self.learned)], dtype=str)
+        arrays = {"learned_keys": keys, "learned_labels": labels} if self.learned else None
+        save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra, arrays)
 
     @classmethod
     def load(cls, path) -> "SpamFilter":
@@ -353,6 +359,12 @@ class SpamFilter:
         f.classes_ = model.classes_
         f.training = manifest.get("training", {})
         f.manifest = manifest
+        learned = manifest.get("filter_arrays", {})
+        if "learned_keys" in learned:
+            keys = learned["learned_keys"]
+            if keys.ndim != 2 or keys.shape[1] != 16 or len(keys) != len(learned.get("learned_labels", [])):
+                raise ModelFormatError(f"{path}: damaged list of learned messages")
+            f.learned = dict(zip((row.tobytes() for row in keys), learned["learned_labels"].tolist()))
         calibration = manifest.get("extra", {}).get("calibration")
         if calibration:
             try:
@@ -544,6 +556,71 @@ def online_filter(corpora, analyzer: Analyzer | None = None, progress=None, **se
     from .evaluation import online_evaluate
     return online_evaluate(iter_corpora(corpora), analyzer if analyzer is not None else Analyzer(),
                            progress=progress, **settings)
+
+
+@dataclass
+class LearnReport:
+    """What ``spamkit learn`` did."""
+
+    learned: Counter = field(default_factory=Counter)
+    forgotten: Counter = field(default_factory=Counter)
+    relabelled: int = 0
+    already: int = 0
+    not_learned_before: int = 0
+    correct_skipped: int = 0
+
+    def as_dict(self) -> dict:
+        return {"learned": dict(self.learned), "forgotten": dict(self.forgotten), "relabelled": self.relabelled,
+                "already_learned": self.already, "not_learned_before": self.not_learned_before,
+                "skipped_correct": self.correct_skipped}
+
+
+def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_error: bool = False,
+                   progress=None) -> LearnReport:
+    """Add labelled messages to a trained filter's counts, or remove them (``forget``).
+
+    Every learned message is remembered by :func:`~spamkit.message.message_key` (tagged or
+    not, a message has one key): learning it again is skipped, learning it with the other
+    label first removes its old contribution (a corrected mistake), and ``forget`` removes
+    exactly what learning added. ``on_error`` learns only messages the filter gets wrong now
+    (train on error). Works for the counting models (fisher-nb, fisher, multinomial, bernoulli).
+    """
+    from .message import message_key
+    if not hasattr(spam_filter.model, "unlearn"):
+        raise ConfigError(f"{type(spam_filter.model).__name__} cannot learn incrementally; retrain it with "
+                          "spamkit train (learn works for fisher-nb, fisher, multinomial and bernoulli)")
+    report = LearnReport()
+    known = {str(c) for c in spam_filter.classes_}
+    for msg in messages:
+        if progress is not None:
+            progress(msg)
+        label = str(msg.label)
+        if label not in known:
+            raise CorpusError(f"{msg.source}: class {label!r} is not one of the filter's classes {sorted(known)}")
+        key = message_key(msg.raw)
+        previous = spam_filter.learned.get(key)
+        X = spam_filter.transform([msg])
+        if forget:
+            if previous is None:
+                report.not_learned_before += 1
+                continue
+            spam_filter.model.unlearn(X, np.asarray([previous]))
+            del spam_filter.learned[key]
+            report.forgotten[previous] += 1
+            continue
+        if previous == label:
+            report.already += 1
+            continue
+        if on_error and previous is None and str(spam_filter.classes_[np.argmax(spam_filter.log_proba(X)[0])]) == label:
+            report.correct_skipped += 1
+            continue
+        if previous is not None:
+            spam_filter.model.unlearn(X, np.asarray([previous]))
+            report.relabelled += 1
+        spam_filter.model.partial_fit(X, np.asarray([label]))
+        spam_filter.learned[key] = label
+        report.learned[label] += 1
+    return report
 
 
 # ---------------------------------------------------------------------- corpus survey

@@ -36,7 +36,7 @@ ALLOWED = {
     "persist": {"errors", "labels", "text", "features", "models", "decision", "version"},
     "report": {"errors", "labels"},
     # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out
-    "mailfilter": {"errors", "version"},
+    "mailfilter": {"errors", "version", "message"},
     "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version", "mailfilter"},
     "__main__": {"cli"},
     "__init__": set(),

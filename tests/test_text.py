@@ -163,3 +163,14 @@ def test_mail_analyzer_config_round_trip():
     a = Analyzer.mail()
     b = Analyzer.from_config(a.get_config())
     assert b == a and b.headers == ("*",) and b.received_ips and b.url_parts and b.header_names
+
+
+def test_mail_tokens_never_contain_line_breaks():
+    # A filter file stores one term per line; a URL in an HTML attribute may hold a line break
+    # (trec07p inmail.474 has one), which must not reach a token.
+    from spamkit.message import parse_message
+    from spamkit.text import Analyzer
+    raw = (b"Content-Type: text/html\n\n<a href='http://ex.example/a\n01/b\r\nc d'>x</a>"
+           b"<img src=\"http://img.example/\n\">")
+    for token in Analyzer.mail()(parse_message(raw)):
+        assert token == token.strip() and len(token.splitlines()) == 1, repr(token)

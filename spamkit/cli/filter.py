@@ -11,10 +11,11 @@ import click
 
 from ..errors import SpamkitError
 from ..mailfilter import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, MailFilter, model_id_of, recover_mbox, tag
-from ..pipeline import SpamFilter
+from ..corpus import iter_corpora
+from ..pipeline import SpamFilter, learn_messages
 from ..report import to_json
 from . import cli
-from .params import CostsParam
+from .params import CostsParam, corpus_options, open_corpora
 from .progress import Progress
 
 PIPE_STATUS = {"spam": EXIT_SPAM, "ham": EXIT_HAM, "unsure": EXIT_UNSURE}
@@ -134,3 +135,48 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
         click.echo(f"  recovered: {note}")
     if result["interrupted"]:
         click.echo("  interrupted: stopped between messages; the rest were left as they were")
+
+
+@cli.command("learn")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@corpus_options
+@click.option("--forget", is_flag=True, help="Remove these messages' contribution instead (exactly).")
+@click.option("--on-error", is_flag=True, help="Learn only the messages the filter gets wrong now.")
+@click.option("--json", "as_json", is_flag=True)
+def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_error, as_json):
+    """Teach a trained filter from corrected folders, like sa-learn or bogofilter -s/-n.
+
+    \b
+    Examples:
+      spamkit learn mine.spamkit --spam ~/Mail/Junk-missed --ham ~/Mail/Not-junk
+      spamkit learn mine.spamkit --spam ~/Mail/Junk --on-error
+      spamkit learn mine.spamkit --ham ~/Mail/wrongly-learned --forget
+
+    Each learned message is remembered by a hash of its content (spamkit's tags excluded):
+    the same message is never learned twice, a message learned with the other class is
+    moved to this one, and --forget takes back exactly what learning added. The filter
+    file is replaced atomically.
+    """
+    spam_filter = SpamFilter.load(model)
+    corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
+    try:
+        with Progress("learning") as progress:
+            report = learn_messages(spam_filter, iter_corpora(corpora), forget=forget, on_error=on_error,
+                                    progress=progress.step)
+    finally:
+        for c in corpora:
+            c.close()
+    spam_filter.save(model)
+    result = report.as_dict()
+    if as_json:
+        click.echo(to_json(result))
+        return
+    if forget:
+        done = ", ".join(f"{k} {v}" for k, v in result["forgotten"].items()) or "nothing"
+        click.echo(f"forgot {done}; {result['not_learned_before']} were never learned")
+    else:
+        done = ", ".join(f"{k} {v}" for k, v in result["learned"].items()) or "nothing"
+        click.echo(f"learned {done} ({result['relabelled']} moved from the other class); "
+                   f"{result['already_learned']} already learned"
+                   + (f", {result['skipped_correct']} already classified right" if on_error else ""))
+    click.echo(f"filter written to {model} ({len(spam_filter.learned)} messages learned in all)")

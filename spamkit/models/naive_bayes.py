@@ -107,6 +107,25 @@ class _DiscreteNB(ProbabilisticClassifier):
         self._update()
         return self
 
+    def unlearn(self, X, y, sample_weight=None):
+        """Remove messages learned before: their counts are subtracted, exactly (integer counts).
+
+        Refuses, leaving the model as it was, when a count would go negative (a message that
+        was never learned with that label).
+        """
+        self._check_fitted()
+        X, y = self._validate_Xy(X, y, reset=False)
+        X = self._prepare_X(X)
+        Y = self._one_hot(y, sample_weight).toarray()
+        feature_delta = np.asarray(X.T @ Y).T
+        class_delta = Y.sum(axis=0)
+        if (self.class_count_ - class_delta < 0).any() or (self.feature_count_ - feature_delta < -1e-9).any():
+            raise ConfigError("cannot unlearn messages that were never learned (counts would go negative)")
+        self.feature_count_ -= feature_delta
+        self.class_count_ -= class_delta
+        self._update()
+        return self
+
     # ------------------------------------------------------------- estimates
 
     def _update(self):

@@ -222,6 +222,20 @@ class FisherNBStack(ProbabilisticClassifier):
         np.add.at(self._totals, codes[rows], 1.0)
         return self
 
+    def unlearn(self, X, y, sample_weight=None):
+        """Subtract messages learned before (exactly); refuses when a count would go negative."""
+        if sample_weight is not None:
+            raise ConfigError("FisherNBStack does not take sample weights")
+        self._check_fitted()
+        X, y = self._validate_Xy(X, y, reset=False)
+        cc, fc = self._count(self._presence(X), self._codes(y))
+        if (self.class_count_ - cc < 0).any() or (self.feature_count_ - fc < -1e-9).any():
+            raise ConfigError("cannot unlearn messages that were never learned (counts would go negative)")
+        self.class_count_ -= cc
+        self.feature_count_ -= fc
+        self._totals = self.feature_count_.sum(axis=1)
+        return self
+
     # ------------------------------------------------------------- prediction
 
     def joint_log_likelihood(self, X) -> np.ndarray:

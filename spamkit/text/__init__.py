@@ -58,7 +58,7 @@ NUMBER_MODES = ("keep", "drop", "collapse")
 ALL_HEADERS = ("*",)
 _IPV4 = re.compile(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])")
 _DIGIT_RUN = re.compile(r"\d+")
-_URL_PIECES = re.compile(r"[/?#=&.:;,_+%~!@\-]+")
+_URL_PIECES = re.compile(r"[\s/?#=&.:;,_+%~!@\-]+")
 
 
 @dataclass

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Pipe mode latency: start-up plus one message, as a mail delivery agent runs a filter.
+
+Times ``spamkit filter MODEL - < message`` (a new Python process per message, as procmail,
+maildrop or a Sieve ``execute`` would start it) over real messages of trec07p-dev, next to
+``bogofilter -T`` on the same messages with a word list trained on the same mail (bogofilter
+is installed with apt-get when missing, as in bench_bogofilter.py). Prints the median and
+90th percentile wall time per message and the ratio; no threshold is asserted anywhere.
+
+    python scripts/bench_pipe.py [--corpus ../shared/corpora/trec07p-dev/trec07p-dev.tar.gz] [--runs 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from spamkit.corpus import Corpus
+from spamkit.pipeline import BEST, build_filter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_bogofilter import DEFAULT_CORPUS, ensure_bogofilter  # noqa: E402
+
+
+def timed(cmd, data: bytes) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, input=data, capture_output=True)
+    return time.perf_counter() - started
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--train", type=int, default=2000, help="Messages to train both filters on.")
+    parser.add_argument("--runs", type=int, default=30, help="Messages piped through each filter.")
+    args = parser.parse_args()
+    with Corpus(args.corpus) as corpus:
+        msgs = list(corpus)
+    train, test = msgs[:args.train], msgs[args.train:args.train + args.runs]
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "best.spamkit"
+        build_filter(**BEST).fit(train).save(model)
+        print(f"filter file: {model.stat().st_size / 1e6:.1f} MB (best filter, {len(train)} messages)")
+        spamkit = [sys.executable, "-m", "spamkit", "filter", str(model), "-"]
+        ours = [timed(spamkit, m.raw) for m in test]
+        rows = [("spamkit filter MODEL - (new process)", ours)]
+        exe = ensure_bogofilter(True)
+        if exe:
+            wordlist = Path(tmp) / "bogo"
+            wordlist.mkdir()
+            for m in train:
+                subprocess.run([exe, "-C", "-d", str(wordlist), "-s" if m.label == "spam" else "-n"],
+                               input=m.raw, check=True, capture_output=True)
+            rows.append(("bogofilter -T (new process)", [timed([exe, "-C", "-d", str(wordlist), "-T"], m.raw)
+                                                         for m in test]))
+    print(f"{'command':<40} {'median ms':>10} {'p90 ms':>8}")
+    for name, times in rows:
+        times = sorted(times)
+        p90 = times[int(0.9 * (len(times) - 1))]
+        print(f"{name:<40} {1000 * statistics.median(times):>10.1f} {1000 * p90:>8.1f}")
+    if len(rows) == 2:
+        print(f"ratio spamkit / bogofilter (median): {statistics.median(rows[0][1]) / statistics.median(rows[1][1]):.1f}")
+
+
+if __name__ == "__main__":
+    main()
