@@ -273,3 +273,27 @@ def test_mbox_crash_after_the_commit_point_is_completed_by_recovery(fail_at, mod
     check_exactly_once("mbox", [inbox, junk], originals)
     assert stored("mbox", junk) and all(m.startswith(b"X-Spam-Status: Yes") for m in stored("mbox", junk))
     assert not [p for p in tmp_path.iterdir() if "spamkit-new" in p.name or "journal" in p.name]
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_malformed_and_huge_messages_are_filtered_not_dropped(kind, model, tmp_path):
+    odd = [
+        b"X-Test-Id: 0\n" + bytes(range(256)) * 64,                                   # binary garbage
+        b"X-Test-Id: 1\nContent-Type: multipart/mixed; boundary=\"zz\"\n\n--zz\nContent-Type: text/plain;"
+        b" charset=klingon\n\n\xff\xfe broken\n--zz",                                  # no closing boundary
+        b"X-Test-Id: 2\nSubject: =?unknown?B?////?=\nContent-Transfer-Encoding: base64\n\n!!!not base64!!!",
+        b"X-Test-Id: 3\nSubject: huge\n\n" + (b"lorem ipsum dolor sit amet " * 40 + b"\n") * 48_000,  # ~52 MB
+        b"X-Test-Id: 4\n",                                                             # headers only
+        b"X-Test-Id: 5\n\n\n\n",
+    ]
+    inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
+    box = {"mbox": mailbox.mbox, "maildir": mailbox.Maildir, "mh": mailbox.MH}[kind](inbox, create=True)
+    for m in odd:
+        box.add(m)
+    box.flush()
+    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    assert len(originals) == len(odd) and len(originals[3]) > 50_000_000
+    result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag", "--move-spam-to", str(junk)])
+    assert result.exit_code == 0, result.output
+    check_exactly_once(kind, [inbox, junk], originals)
+    assert all(m.startswith(b"X-Spam-Status: ") for b in (inbox, junk) for m in stored(kind, b))
