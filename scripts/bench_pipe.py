@@ -2,7 +2,9 @@
 """Pipe mode latency: start-up plus one message, as a mail delivery agent runs a filter.
 
 Times ``spamkit filter MODEL - < message`` (a new Python process per message, as procmail,
-maildrop or a Sieve ``execute`` would start it) over real messages of trec07p-dev, next to
+maildrop or a Sieve ``execute`` would start it) and ``spamkit-pipe`` talking to a running
+``spamkit serve`` (the resident process: the client is a new process per message, the
+filter stays loaded) over real messages of trec07p-dev, next to
 ``bogofilter -T`` on the same messages with a word list trained on the same mail (bogofilter
 is installed with apt-get when missing, as in bench_bogofilter.py). Prints the median and
 90th percentile wall time per message and the ratio; no threshold is asserted anywhere.
@@ -49,6 +51,19 @@ def main():
         spamkit = [sys.executable, "-m", "spamkit", "filter", str(model), "-"]
         ours = [timed(spamkit, m.raw) for m in test]
         rows = [("spamkit filter MODEL - (new process)", ours)]
+        sock = Path(tmp) / "spamkit.sock"
+        server = subprocess.Popen([sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(sock)],
+                                  stderr=subprocess.DEVNULL)
+        try:
+            while not sock.exists():
+                if server.poll() is not None:
+                    sys.exit("spamkit serve did not start")
+                time.sleep(0.05)
+            client = [sys.executable, "-m", "spamkit.client", "--socket", str(sock)]
+            rows.append(("spamkit-pipe -> spamkit serve", [timed(client, m.raw) for m in test]))
+        finally:
+            server.terminate()
+            server.wait()
         exe = ensure_bogofilter(True)
         if exe:
             wordlist = Path(tmp) / "bogo"
@@ -63,8 +78,10 @@ def main():
         times = sorted(times)
         p90 = times[int(0.9 * (len(times) - 1))]
         print(f"{name:<40} {1000 * statistics.median(times):>10.1f} {1000 * p90:>8.1f}")
-    if len(rows) == 2:
-        print(f"ratio spamkit / bogofilter (median): {statistics.median(rows[0][1]) / statistics.median(rows[1][1]):.1f}")
+    if len(rows) == 3:
+        bogo = statistics.median(rows[2][1])
+        for name, times in rows[:2]:
+            print(f"ratio {name} / bogofilter (median): {statistics.median(times) / bogo:.1f}")
 
 
 if __name__ == "__main__":

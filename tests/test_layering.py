@@ -37,7 +37,10 @@ ALLOWED = {
     "report": {"errors", "labels"},
     # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out
     "mailfilter": {"errors", "version", "message"},
-    "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version", "mailfilter"},
+    # the resident filter process (takes a classify function) and its standard-library-only client
+    "server": {"mailfilter", "client"},
+    "client": set(),
+    "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version", "mailfilter", "server"},
     "__main__": {"cli"},
     "__init__": set(),
 }

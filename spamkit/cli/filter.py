@@ -14,6 +14,7 @@ from ..mailfilter import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, MailFilte
 from ..corpus import iter_corpora
 from ..pipeline import SpamFilter, learn_messages
 from ..report import to_json
+from ..server import FilterServer
 from . import cli
 from .params import CostsParam, corpus_options, open_corpora
 from .progress import Progress
@@ -180,3 +181,38 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_erro
                    f"{result['already_learned']} already learned"
                    + (f", {result['skipped_correct']} already classified right" if on_error else ""))
     click.echo(f"filter written to {model} ({len(spam_filter.learned)} messages learned in all)")
+
+
+@cli.command("serve")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--socket", "socket_path", required=True, type=click.Path(dir_okay=False),
+              help="Unix-domain socket to answer on (created with mode 0600).")
+@click.option("--cost", type=CostsParam(), default=None, help="Decide with these costs instead of the filter's.")
+def serve_command(model, socket_path, cost):
+    """Keep a filter loaded and answer spamkit-pipe on a socket (fast pipe mode).
+
+    \b
+    Example (procmail, maildrop or Sieve then run spamkit-pipe per message):
+      spamkit serve mine.spamkit --socket ~/.spamkit.sock &
+      spamkit-pipe --socket ~/.spamkit.sock < message.eml > tagged.eml
+
+    Stop it with Ctrl-C or SIGTERM; the socket file is removed.
+    """
+    spam_filter = _load(model, cost)
+    spam_filter.verdict(b"Subject: warm-up\n\nwarm up")      # first call builds caches
+    try:
+        server = FilterServer(socket_path, spam_filter.verdict, model_id_of(model))
+    except OSError as exc:
+        raise click.ClickException(str(exc)) from None
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    click.echo(f"spamkit serve: {model} on {socket_path}", err=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
