@@ -288,3 +288,35 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
         raise CorpusError("online evaluation needs both ham and spam in the stream")
     result.measures = trec_measures(gold, np.asarray(result.scores), 0.0)
     return result
+
+
+def threshold_report(is_spam, log_odds, c_fp: float, c_fn: float, folds: int = 5, seed: int = 0) -> dict:
+    """The realised cost per message against the threshold, on out-of-fold log-odds.
+
+    The chosen threshold is the middle of the cheapest interval of thresholds (among tied
+    optima, the one nearest the Bayes threshold's log-odds). Also reports the cost at the
+    Bayes threshold t* = c_FP / (c_FP + c_FN) of the costs, and a curve of 41 thresholds.
+    """
+    from scipy.special import expit, logit
+
+    from .decision import bayes_threshold, choose_thresholds
+    y = np.asarray(is_spam, dtype=bool)
+    s = np.clip(np.nan_to_num(np.asarray(log_odds, dtype=np.float64), nan=0.0), -700, 700)
+    choice = choose_thresholds(y, s, c_fp, c_fn)
+    t_bayes = bayes_threshold(c_fp, c_fn)
+    bayes_lo = float(logit(t_bayes)) if 0 < t_bayes < 1 else (np.inf if t_bayes >= 1 else -np.inf)
+    finite = [t for t in choice["optimal"] if np.isfinite(t)] or [bayes_lo if np.isfinite(bayes_lo) else 0.0]
+    chosen = min(finite, key=lambda t: abs(t - bayes_lo) if np.isfinite(bayes_lo) else abs(t))
+
+    def cost_at(t):
+        spam_called = s > t
+        return float((c_fp * np.sum(spam_called & ~y) + c_fn * np.sum(~spam_called & y)) / len(y))
+
+    grid = np.unique(np.concatenate([np.linspace(-10, 10, 41), [chosen, bayes_lo if np.isfinite(bayes_lo) else 0.0]]))
+    return {"n": int(len(y)), "n_spam": int(y.sum()), "n_ham": int((~y).sum()), "folds": folds, "seed": seed,
+            "c_fp": c_fp, "c_fn": c_fn,
+            "chosen": {"log_odds": float(chosen), "p_spam": float(expit(chosen)), "cost": cost_at(chosen),
+                       "false_positives": int(np.sum((s > chosen) & ~y)), "false_negatives": int(np.sum((s <= chosen) & y))},
+            "bayes": {"p_spam": float(t_bayes), "log_odds": bayes_lo, "cost": cost_at(bayes_lo)},
+            "at_one_half": {"cost": cost_at(0.0)},
+            "curve": [{"log_odds": float(t), "p_spam": float(expit(t)), "cost": cost_at(t)} for t in grid]}

@@ -23,7 +23,7 @@ from .calibration import PlattScaling
 from .decision import CostMatrix
 from .errors import ConfigError, CorpusError, ModelFormatError, NotFittedError
 from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
-from .labels import SPAM_NAME
+from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, parse_message
 from .metrics import binary_report, multiclass_report
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
@@ -42,7 +42,7 @@ CALIBRATIONS = ("none", "platt")
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (README, "Beating bogofilter")
 BEST = {"model": "fisher-nb", "tokens": "mail"}
 __all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
-           "MODELS", "TOKENS", "BEST", "CALIBRATIONS", "learn_messages", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
+           "MODELS", "TOKENS", "BEST", "CALIBRATIONS", "learn_messages", "cross_validated_log_odds", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
 def library_versions() -> dict:
@@ -323,8 +323,16 @@ class SpamFilter:
         self.costs = costs.align(self.classes_) if costs is not None else None
         return self
 
+    #: a threshold on P(spam) chosen by cross-validation (``spamkit threshold --save``); None: not set
+    threshold: float | None = None
+
     def decide(self, proba) -> np.ndarray:
-        """Decisions for rows of class probabilities: the cheapest under ``costs``, else the most probable."""
+        """Decisions for rows of class probabilities: spam above a chosen ``threshold`` if one is set,
+        else the cheapest under ``costs``, else the most probable class."""
+        if self.threshold is not None:
+            s = self.spam_column
+            names = np.asarray([str(c) for c in self.classes_], dtype=object)
+            return np.where(np.asarray(proba)[:, s] > self.threshold, names[s], names[1 - s])
         if self.costs is None:
             return np.asarray([str(c) for c in self.classes_], dtype=object)[np.argmax(proba, axis=1)]
         return self.costs.decide(proba)
@@ -346,6 +354,8 @@ class SpamFilter:
         extra = {"decision": self.costs.as_dict()} if self.costs is not None else {}
         if self.calibration is not None:
             extra["calibration"] = self.calibration.as_dict()
+        if self.threshold is not None:
+            extra["threshold"] = {"p_spam": float(self.threshold), **getattr(self, "threshold_info", {})}
         # 16-byte digests as rows of uint8 (a bytes dtype would drop trailing zero bytes)
         keys = np.frombuffer(b"".join(sorted(self.learned)), dtype=np.uint8).reshape(-1, 16)
         labels = np.array([str(self.learned[k]) for k in sorted(self.learned)], dtype=str)
@@ -365,6 +375,13 @@ class SpamFilter:
             if keys.ndim != 2 or keys.shape[1] != 16 or len(keys) != len(learned.get("learned_labels", [])):
                 raise ModelFormatError(f"{path}: damaged list of learned messages")
             f.learned = dict(zip((row.tobytes() for row in keys), learned["learned_labels"].tolist()))
+        threshold = manifest.get("extra", {}).get("threshold")
+        if threshold:
+            try:
+                f.threshold = float(threshold["p_spam"])
+                f.threshold_info = {k: v for k, v in threshold.items() if k != "p_spam"}
+            except (KeyError, TypeError, ValueError):
+                raise ModelFormatError(f"{path}: damaged threshold") from None
         calibration = manifest.get("extra", {}).get("calibration")
         if calibration:
             try:
@@ -556,6 +573,49 @@ def online_filter(corpora, analyzer: Analyzer | None = None, progress=None, **se
     from .evaluation import online_evaluate
     return online_evaluate(iter_corpora(corpora), analyzer if analyzer is not None else Analyzer(),
                            progress=progress, **settings)
+
+
+def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0,
+                             progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold log-odds of spam for every message of labelled ham/spam corpora.
+
+    Each fold is scored by a filter built like ``spam_filter`` (same analyzer settings,
+    vectorizer settings, model parameters and calibration) but trained from scratch on the
+    other folds, so a threshold chosen on these scores is chosen on data no filter saw.
+    Returns ``(is_spam, log_odds)``.
+    """
+    from sklearn.base import clone
+
+    from .evaluation import stratified_folds
+    tokens, labels = [], []
+    for msg in iter_corpora(corpora):
+        if msg.label not in (HAM_NAME, SPAM_NAME):
+            raise CorpusError(f"{msg.source}: threshold choice needs ham/spam labels, got {msg.label!r}")
+        labels.append(msg.label)
+        tokens.append(spam_filter.tokens(msg))
+        if progress is not None:
+            progress(msg)
+    y = np.asarray(labels)
+    require_classes(Counter(labels), "the threshold corpus")
+    fold_of = stratified_folds(y, folds, seed=seed)
+    scores = np.zeros(len(y))
+    config = spam_filter.vectorizer.get_config()
+    for k in range(folds):
+        held = np.flatnonzero(fold_of == k)
+        train = np.flatnonzero(fold_of != k)
+        vectorizer = Vectorizer(**config)
+        f = SpamFilter(spam_filter.analyzer, vectorizer, clone(spam_filter.model), calibrate=spam_filter.calibrate)
+        X = (vectorizer.fit_transform([tokens[i] for i in train], y[train]) if config.get("select") == "ig"
+             else vectorizer.fit_transform(tokens[i] for i in train))
+        f.model.fit(X, y[train])
+        f.classes_ = f.model.classes_
+        if f.calibrate == "platt":
+            f.calibration = f._fit_calibration(X, y[train])
+        lp = f.log_proba(vectorizer.transform(tokens[i] for i in held))
+        s = list(f.classes_).index(SPAM_NAME)
+        with np.errstate(invalid="ignore"):
+            scores[held] = lp[:, s] - lp[:, 1 - s]
+    return y == SPAM_NAME, scores
 
 
 @dataclass

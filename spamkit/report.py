@@ -115,6 +115,11 @@ def render_info(manifest: dict, path: str) -> str:
     if calibration:
         lines.append(f"  calibration {calibration['method']}: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "
                      f"log-odds + {calibration['b']:.4g})))")
+    threshold = manifest.get("extra", {}).get("threshold")
+    if threshold:
+        lines.append(f"  threshold   spam above P(spam) = {threshold['p_spam']:.6g} (chosen by "
+                     f"{threshold.get('folds', '?')}-fold cross-validation, fp={threshold.get('c_fp', '?')}, "
+                     f"fn={threshold.get('c_fn', '?')})")
     decision = manifest.get("extra", {}).get("decision")
     if decision:
         lines.append(f"  decision    costs over {', '.join(map(str, decision.get('decisions', [])))}")
@@ -180,4 +185,23 @@ def render_online(r: dict, output: str | None) -> str:
              f"  speed      {r['messages_per_second']:.0f} messages/s ({r['seconds']:.1f} s)"]
     if output:
         lines.append(f"TREC results written to {output}")
+    return "\n".join(lines)
+
+
+def render_threshold(r: dict) -> str:
+    """The threshold choice: a cost curve and the recommendation."""
+    lines = [f"threshold choice: {r['folds']}-fold cross-validation on {r['n']} messages "
+             f"(ham {r['n_ham']}, spam {r['n_spam']}); a false positive costs {r['c_fp']:g}, "
+             f"a missed spam {r['c_fn']:g}",
+             f"  {'P(spam) >':>12} {'log-odds':>9} {'cost/msg':>10}"]
+    chosen, bayes = r["chosen"]["log_odds"], r["bayes"]["log_odds"]
+    for point in r["curve"][::2] if len(r["curve"]) > 30 else r["curve"]:
+        mark = "  <- chosen" if point["log_odds"] == chosen else ("  <- Bayes t*" if point["log_odds"] == bayes else "")
+        lines.append(f"  {point['p_spam']:>12.6g} {point['log_odds']:>9.2f} {point['cost']:>10.4f}{mark}")
+    lines.append(f"Bayes threshold t* = {r['bayes']['p_spam']:.4g}: {r['bayes']['cost']:.4f} per message")
+    lines.append(f"at P(spam) = 0.5: {r['at_one_half']['cost']:.4f} per message")
+    c = r["chosen"]
+    lines.append(f"recommended: spam above P(spam) = {c['p_spam']:.6g} (log-odds {c['log_odds']:.3f}): "
+                 f"{c['cost']:.4f} per message, {c['false_positives']} false positives and "
+                 f"{c['false_negatives']} missed spam in cross-validation")
     return "\n".join(lines)
