@@ -198,6 +198,20 @@ class CostMatrix:
         """The cheapest decision per row (a tie goes to the decision listed first)."""
         return np.asarray(self.decisions, dtype=object)[np.argmin(self.expected_costs(proba), axis=1)]
 
+    def binary_costs(self) -> tuple[float, float]:
+        """(c_FP, c_FN) of a ham/spam matrix relative to the correct decisions:
+        cost[spam, ham] - cost[ham, ham] and cost[ham, spam] - cost[spam, spam].
+
+        >>> CostMatrix.parse("fp=100,fn=10").binary_costs()
+        (100.0, 10.0)
+        """
+        try:
+            h, s = self.decisions.index(HAM_NAME), self.decisions.index(SPAM_NAME)
+            jh, js = self.classes.index(HAM_NAME), self.classes.index(SPAM_NAME)
+        except ValueError:
+            raise ConfigError(f"a ham/spam cost matrix is needed, got classes {self.classes}") from None
+        return float(self.costs[s, jh] - self.costs[h, jh]), float(self.costs[h, js] - self.costs[s, js])
+
     def threshold(self) -> float:
         """The Bayes threshold on P(spam) of a two-class ham/spam matrix (no unsure row)."""
         if self.classes != [HAM_NAME, SPAM_NAME] or self.decisions[:2] != [HAM_NAME, SPAM_NAME]:

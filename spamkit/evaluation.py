@@ -320,3 +320,76 @@ def threshold_report(is_spam, log_odds, c_fp: float, c_fn: float, folds: int = 5
             "bayes": {"p_spam": float(t_bayes), "log_odds": bayes_lo, "cost": cost_at(bayes_lo)},
             "at_one_half": {"cost": cost_at(0.0)},
             "curve": [{"log_odds": float(t), "p_spam": float(expit(t)), "cost": cost_at(t)} for t in grid]}
+
+
+def bootstrap_auc(is_spam, scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """Percentile bootstrap confidence interval of the ROC AUC (messages resampled with replacement).
+
+    Resamples that hold one class only are drawn again. Returns the point estimate, the
+    interval, and the same for (1 - AUC)% (the TREC (1-ROCA)%).
+    """
+    from .metrics import roc_auc
+    y = np.asarray(is_spam, dtype=bool)
+    s = np.asarray(scores, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    values = []
+    while len(values) < n_boot:
+        idx = rng.integers(0, len(y), len(y))
+        yy = y[idx]
+        if yy.all() or not yy.any():
+            continue
+        values.append(roc_auc(yy, s[idx]))
+    lo, hi = np.quantile(values, [(1 - level) / 2, 1 - (1 - level) / 2])
+    auc = roc_auc(y, s)
+    return {"auc": float(auc), "auc_low": float(lo), "auc_high": float(hi), "level": level, "n_boot": n_boot,
+            "roca_pct": 100 * (1 - float(auc)), "roca_pct_low": 100 * (1 - float(hi)),
+            "roca_pct_high": 100 * (1 - float(lo))}
+
+
+def reliability_bins(is_spam, p_spam, n_bins: int = 10) -> list:
+    """Reliability diagram data: per bin of predicted P(spam), the mean prediction and the observed spam rate."""
+    y = np.asarray(is_spam, dtype=bool)
+    p = np.asarray(p_spam, dtype=np.float64)
+    edges = np.linspace(0, 1, n_bins + 1)
+    which = np.clip(np.digitize(p, edges[1:-1]), 0, n_bins - 1)
+    out = []
+    for b in range(n_bins):
+        inside = which == b
+        n = int(inside.sum())
+        out.append({"low": float(edges[b]), "high": float(edges[b + 1]), "n": n,
+                    "mean_predicted": float(p[inside].mean()) if n else None,
+                    "observed": float(y[inside].mean()) if n else None})
+    return out
+
+
+def report_data(is_spam, log_odds, p_spam, decisions_spam, c_fp: float = 1.0, c_fn: float = 1.0,
+                n_boot: int = 1000, seed: int = 0, max_points: int = 2000) -> dict:
+    """Everything the HTML report shows, computed once (the JSON output carries the same numbers).
+
+    ``decisions_spam``: the filter's own decisions (True = spam) at its operating point;
+    mistakes are ranked by their cost (c_fp for a ham called spam, c_fn for a missed spam),
+    then by how confident the filter was.
+    """
+    from .metrics import average_precision, pr_curve, roc_curve
+    y = np.asarray(is_spam, dtype=bool)
+    s = np.clip(np.nan_to_num(np.asarray(log_odds, dtype=np.float64), nan=0.0), -700, 700)
+    called = np.asarray(decisions_spam, dtype=bool)
+    fpr, tpr, _ = roc_curve(y, s)
+    precision, recall, _ = pr_curve(y, s)
+    keep = np.unique(np.linspace(0, len(fpr) - 1, min(len(fpr), max_points)).astype(int))
+    keep_pr = np.unique(np.linspace(0, len(recall) - 1, min(len(recall), max_points)).astype(int))
+    cost = np.where(called & ~y, c_fp, 0.0) + np.where(~called & y, c_fn, 0.0)
+    wrong = np.flatnonzero(cost > 0)
+    ranked = wrong[np.lexsort((-np.abs(s[wrong]), -cost[wrong]))][:10]
+    return {
+        "auc": bootstrap_auc(y, s, n_boot=n_boot, seed=seed),
+        "average_precision": float(average_precision(y, s)),
+        "roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist()},
+        "pr": {"precision": precision[keep_pr].tolist(), "recall": recall[keep_pr].tolist()},
+        "reliability": reliability_bins(y, p_spam),
+        "histogram": {"ham": np.histogram(s[~y], bins=40, range=(-40, 40))[0].tolist(),
+                      "spam": np.histogram(s[y], bins=40, range=(-40, 40))[0].tolist(), "range": [-40, 40]},
+        "threshold": threshold_report(y, s, c_fp, c_fn),
+        "costly_mistakes": [int(i) for i in ranked],
+        "cost_per_message": float(cost.mean()),
+    }

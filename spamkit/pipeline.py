@@ -289,7 +289,10 @@ class SpamFilter:
         ``(token, share)`` pairs, strongest first.
         """
         self._check_fitted()
-        X = self.transform([item])
+        return self.explain_row(self.transform([item]), n)
+
+    def explain_row(self, X, n: int = 10) -> dict:
+        """:meth:`explain` for one row of features already computed."""
         if isinstance(self.model, KNNClassifier):
             neighbours = self.model.explain(X, min(n, self.model._fit_X.shape[0]))
             return {"neighbours": [{"id": i, "similarity" if self.model.metric in ("cosine", "jaccard")
@@ -499,13 +502,19 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
     return report
 
 
-def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None) -> dict:
-    """Classify every message of labelled corpora and measure the result."""
-    labels, rows = [], []
+def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False) -> dict:
+    """Classify every message of labelled corpora and measure the result.
+
+    With ``detail`` (two-class ham/spam filters), ``result["report"]`` holds the data of the
+    HTML report (:func:`spamkit.evaluation.report_data`: curves, bootstrap interval of the AUC,
+    reliability bins, the cost curve, the ten most costly mistakes with their explaining tokens).
+    """
+    labels, rows, ids = [], [], []
     for msg in iter_corpora(corpora):
         if msg.label is None:
             raise CorpusError(f"{msg.source}: message has no class; evaluation needs labelled corpora")
         labels.append(msg.label)
+        ids.append(msg.source)
         rows.append(spam_filter.tokens(msg))
         if progress is not None:
             progress(msg)
@@ -513,12 +522,28 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
     if unknown:
         raise CorpusError(f"the corpus has classes {sorted(unknown)} that the filter was not trained on "
                           f"(it knows {[str(c) for c in spam_filter.classes_]})")
-    log_proba = spam_filter.log_proba(spam_filter.vectorizer.transform(rows))
+    X = spam_filter.vectorizer.transform(rows)
+    log_proba = spam_filter.log_proba(X)
     proba = np.exp(log_proba)
     result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba)
     if spam_filter.costs is not None:
         result["costs"] = cost_report(labels, proba, spam_filter)
     result["corpora"] = describe_corpora(corpora)
+    if detail:
+        from .evaluation import report_data
+        s = spam_filter.spam_column
+        with np.errstate(invalid="ignore"):
+            log_odds = log_proba[:, s] - log_proba[:, 1 - s]
+        is_spam = np.asarray([str(v) == SPAM_NAME for v in labels])
+        called = np.asarray([str(d) == SPAM_NAME for d in spam_filter.decide(proba)])
+        c_fp, c_fn = 1.0, 1.0
+        if spam_filter.costs is not None and sorted(spam_filter.costs.classes) == [HAM_NAME, SPAM_NAME]:
+            c_fp, c_fn = spam_filter.costs.binary_costs()
+        data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn)
+        data["mistakes"] = [{"id": ids[i], "label": str(labels[i]), "p_spam": float(proba[i, s]),
+                             "log_odds": float(log_odds[i]), "explanation": spam_filter.explain_row(X[i], 5)}
+                            for i in data.pop("costly_mistakes")]
+        result["report"] = data
     return result
 
 

@@ -35,12 +35,13 @@ ALLOWED = {
                    "metrics", "persist"},
     "persist": {"errors", "labels", "text", "features", "models", "decision", "version"},
     "report": {"errors", "labels"},
+    "htmlreport": set(),
     # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out
     "mailfilter": {"errors", "version", "message"},
     # the resident filter process (takes a classify function) and its standard-library-only client
     "server": {"mailfilter", "client"},
     "client": set(),
-    "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version", "mailfilter", "server"},
+    "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version", "mailfilter", "server", "htmlreport"},
     "__main__": {"cli"},
     "__init__": set(),
 }

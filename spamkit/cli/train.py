@@ -210,19 +210,33 @@ def _inputs(inputs, fmt):
 @corpus_options
 @click.option("--cost", "cost", type=CostsParam(), default=None,
               help="Also report decisions and cost per message under these costs.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write a self-contained HTML report with plots (ham/spam filters).")
 @click.option("--json", "as_json", is_flag=True, help="Print the measures as JSON.")
-def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, as_json):
-    """Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures)."""
+def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report_path, as_json):
+    """Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures).
+
+    --report adds ROC (linear and log FPR) and precision-recall curves, a bootstrap interval
+    of the AUC, a reliability diagram, cost against threshold, score histograms and the ten
+    most costly mistakes with the tokens that decided them; --json then carries the same numbers.
+    """
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(cost)
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
         with Progress("evaluating") as progress:
-            result = evaluate_filter(spam_filter, corpora, progress.step)
+            result = evaluate_filter(spam_filter, corpora, progress.step, detail=report_path is not None)
     finally:
         _close(corpora)
+    if report_path is not None:
+        from ..htmlreport import render_html
+        page = render_html(result, " ".join(sys.argv), {"model": model, "manifest": spam_filter.manifest})
+        with open(report_path, "w", encoding="utf-8") as fh:
+            fh.write(page)
     click.echo(to_json(result) if as_json else render_evaluation(result))
+    if report_path is not None and not as_json:
+        click.echo(f"report written to {report_path}")
 
 
 @cli.command("info")
@@ -334,12 +348,7 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
     costs = cost if cost is not None else spam_filter.costs
     c_fp, c_fn = 1.0, 1.0
     if costs is not None:
-        try:
-            aligned = costs.align(spam_filter.classes_)
-            (c_tn, c_fn0), (c_fp0, c_tp) = aligned.costs[:2] if aligned.decisions[0] == "ham" else aligned.costs[1::-1]
-            c_fp, c_fn = float(c_fp0 - c_tn), float(c_fn0 - c_tp)
-        except (ValueError, TypeError, IndexError) as exc:
-            raise click.UsageError(f"--cost must be a ham/spam cost matrix ({exc})") from None
+        c_fp, c_fn = costs.binary_costs()
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
         with Progress("scoring") as progress:

@@ -1,0 +1,151 @@
+"""One self-contained HTML evaluation report: plots embedded as PNG, numbers from the JSON result.
+
+Renders, computes nothing: every number shown comes from the evaluation result dict
+(:func:`spamkit.pipeline.evaluate_filter` with ``detail=True``), which ``--json`` prints
+as well, and each is written into an element with a ``data-key`` attribute naming its
+place in that dict, so a test can check that the page and the JSON agree. Plots use
+matplotlib's headless Agg backend (no display needed): ROC on a linear and a logarithmic
+false-positive axis (filters live below 1% FPR), precision-recall, the reliability diagram,
+the realised cost per message against the threshold, and log-odds histograms per class.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+
+
+def _figure_png(draw) -> str:
+    import matplotlib
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5.2, 3.8), dpi=100)
+    try:
+        draw(ax)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+    finally:
+        plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _value(key: str, value, fmt: str = "{:.4f}") -> str:
+    text = fmt.format(value) if isinstance(value, (int, float)) else html.escape(str(value))
+    return f'<span data-key="{html.escape(key)}" data-value="{html.escape(json.dumps(value))}">{text}</span>'
+
+
+def _plots(report: dict) -> dict:
+    roc, pr, rel, hist, thr = report["roc"], report["pr"], report["reliability"], report["histogram"], report["threshold"]
+
+    def roc_linear(ax):
+        ax.plot(roc["fpr"], roc["tpr"], color="C0")
+        ax.plot([0, 1], [0, 1], color="0.7", lw=0.8, ls="--")
+        ax.set(xlabel="false-positive rate (ham called spam)", ylabel="true-positive rate (spam caught)",
+               title=f"ROC, AUC {report['auc']['auc']:.4f}")
+
+    def roc_log(ax):
+        fpr = [max(x, 1e-5) for x in roc["fpr"]]
+        ax.step(fpr, roc["tpr"], where="post", color="C0")
+        ax.set_xscale("log")
+        ax.set(xlim=(1e-5, 1), xlabel="false-positive rate (log scale)", ylabel="true-positive rate",
+               title="ROC at low false-positive rates")
+
+    def precision_recall(ax):
+        ax.plot(pr["recall"], pr["precision"], color="C2")
+        ax.set(xlabel="recall (spam caught)", ylabel="precision", ylim=(0, 1.02),
+               title=f"precision-recall, AP {report['average_precision']:.4f}")
+
+    def reliability(ax):
+        pts = [(b["mean_predicted"], b["observed"], b["n"]) for b in rel if b["n"]]
+        ax.plot([0, 1], [0, 1], color="0.7", lw=0.8, ls="--")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color="C3")
+        ax.set(xlabel="predicted P(spam)", ylabel="observed spam rate", xlim=(0, 1), ylim=(0, 1),
+               title="reliability (calibration)")
+
+    def cost_curve(ax):
+        xs = [c["log_odds"] for c in thr["curve"]]
+        ax.plot(xs, [c["cost"] for c in thr["curve"]], color="C4")
+        ax.axvline(thr["chosen"]["log_odds"], color="C1", ls="--", label="chosen")
+        if abs(thr["bayes"]["log_odds"]) < 50:
+            ax.axvline(thr["bayes"]["log_odds"], color="0.5", ls=":", label="Bayes t*")
+        ax.legend()
+        ax.set(xlabel="threshold (log-odds of spam)", ylabel="cost per message",
+               title=f"cost against threshold (fp {thr['c_fp']:g}, fn {thr['c_fn']:g})")
+
+    def histograms(ax):
+        lo, hi = hist["range"]
+        n = len(hist["ham"])
+        edges = [lo + (hi - lo) * i / n for i in range(n)]
+        width = (hi - lo) / n
+        ax.bar(edges, hist["ham"], width=width, align="edge", alpha=0.6, label="ham", color="C0")
+        ax.bar(edges, hist["spam"], width=width, align="edge", alpha=0.6, label="spam", color="C3")
+        ax.set_yscale("symlog")
+        ax.legend()
+        ax.set(xlabel="log-odds of spam (clipped to ±40)", ylabel="messages", title="scores per class")
+
+    return {"roc": _figure_png(roc_linear), "roc_log": _figure_png(roc_log), "pr": _figure_png(precision_recall),
+            "reliability": _figure_png(reliability), "cost": _figure_png(cost_curve),
+            "histogram": _figure_png(histograms)}
+
+
+def render_html(result: dict, command: str, configuration: dict) -> str:
+    """The report page for an evaluation result with ``result["report"]``."""
+    r = result["report"]
+    auc = r["auc"]
+    plots = _plots(r)
+    rows = [("messages", _value("n", result["n"], "{}")),
+            ("accuracy", _value("accuracy", result["accuracy"])),
+            ("spam recall", _value("spam_recall", result["spam_recall"])),
+            ("ham recall", _value("ham_recall", result["ham_recall"])),
+            ("spam precision", _value("spam_precision", result["spam_precision"])),
+            ("F1 (spam)", _value("f1", result["f1"])),
+            ("MCC", _value("mcc", result["mcc"])),
+            ("ROC AUC", _value("report.auc.auc", auc["auc"]) + f" ({int(auc['level'] * 100)}% bootstrap interval "
+             + _value("report.auc.auc_low", auc["auc_low"]) + " – " + _value("report.auc.auc_high", auc["auc_high"])
+             + f", {auc['n_boot']} resamples)"),
+            ("(1-ROCA)%", _value("report.auc.roca_pct", auc["roca_pct"]) + " ("
+             + _value("report.auc.roca_pct_low", auc["roca_pct_low"]) + " – "
+             + _value("report.auc.roca_pct_high", auc["roca_pct_high"]) + ")"),
+            ("average precision", _value("report.average_precision", r["average_precision"])),
+            ("TREC hm% / sm% / lam%", _value("hm_pct", result["hm_pct"], "{:.3f}") + " / "
+             + _value("sm_pct", result["sm_pct"], "{:.3f}") + " / " + _value("lam_pct", result["lam_pct"], "{:.3f}")),
+            ("cost per message at the filter's decisions", _value("report.cost_per_message", r["cost_per_message"])),
+            ("cheapest threshold (P(spam) >)", _value("report.threshold.chosen.p_spam", r["threshold"]["chosen"]["p_spam"],
+                                                      "{:.6g}") + ", cost per message "
+             + _value("report.threshold.chosen.cost", r["threshold"]["chosen"]["cost"])
+             + " (chosen on these messages: descriptive, not a test result)")]
+    confusion = (f"<table class='cm'><tr><th></th><th>called ham</th><th>called spam</th></tr>"
+                 f"<tr><th>ham</th><td>{_value('tn', result['tn'], '{}')}</td><td>{_value('fp', result['fp'], '{}')}</td></tr>"
+                 f"<tr><th>spam</th><td>{_value('fn', result['fn'], '{}')}</td><td>{_value('tp', result['tp'], '{}')}</td></tr>"
+                 "</table>")
+    mistakes = []
+    for m in r["mistakes"]:
+        exp = m["explanation"]
+        if "neighbours" in exp:
+            why = ", ".join(f"{html.escape(str(n['id']))} ({html.escape(str(n['label']))})" for n in exp["neighbours"])
+        else:
+            why = ", ".join(f"{html.escape(t)} {v:+.2f}" for t, v in (exp.get("towards", []) + exp.get("against", []))[:6])
+        mistakes.append(f"<tr><td>{html.escape(m['id'])}</td><td>{html.escape(m['label'])}</td>"
+                        f"<td>{m['p_spam']:.6f}</td><td>{why}</td></tr>")
+    images = "".join(f'<figure><img alt="{name}" src="data:image/png;base64,{png}"></figure>'
+                     for name, png in plots.items())
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>spamkit evaluation</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}
+figure{{display:inline-block;margin:.5em}}code,pre{{background:#f4f4f4;padding:.2em}}</style></head><body>
+<h1>spamkit evaluation</h1>
+<h2>Measures</h2>
+<table>{''.join(f'<tr><th>{k}</th><td>{v}</td></tr>' for k, v in rows)}</table>
+<h2>Confusion matrix at the operating point</h2>{confusion}
+<h2>Curves</h2>{images}
+<h2>The ten most costly mistakes</h2>
+<table><tr><th>message</th><th>true class</th><th>P(spam)</th><th>tokens that decided it (share of log-odds)</th></tr>
+{''.join(mistakes) or '<tr><td colspan="4">none</td></tr>'}</table>
+<h2>Configuration</h2><pre>{html.escape(command)}</pre>
+<pre>{html.escape(json.dumps(configuration, indent=2, sort_keys=True, default=str))}</pre>
+</body></html>
+"""
