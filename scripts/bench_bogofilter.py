@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,27 +37,10 @@ from spamkit.evaluation import online_evaluate
 from spamkit.metrics import trec_measures
 from spamkit.pipeline import make_analyzer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bogofilter import ensure_bogofilter  # noqa: E402  (standard library only)
+
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "trec07p-dev" / "trec07p-dev.tar.gz"
-
-
-def ensure_bogofilter(install: bool) -> str:
-    """The path of bogofilter, installing the Debian/Ubuntu package first if allowed and needed."""
-    found = shutil.which("bogofilter")
-    if found or not install:
-        return found
-    apt = shutil.which("apt-get")
-    if apt is None:
-        return None
-    prefix = [] if os.geteuid() == 0 else (["sudo", "-n"] if shutil.which("sudo") else None)
-    if prefix is None:
-        return None
-    print("setup: installing bogofilter with apt-get ...", file=sys.stderr)
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    result = subprocess.run(prefix + [apt, "install", "-y", "bogofilter"], capture_output=True, env=env)
-    if result.returncode != 0:
-        subprocess.run(prefix + [apt, "update"], capture_output=True, env=env)
-        subprocess.run(prefix + [apt, "install", "-y", "bogofilter"], capture_output=True, env=env)
-    return shutil.which("bogofilter")
 
 
 def bogofilter_version(exe: str) -> str:

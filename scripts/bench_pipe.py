@@ -26,7 +26,8 @@ from spamkit.corpus import Corpus
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_bogofilter import DEFAULT_CORPUS, ensure_bogofilter  # noqa: E402
+from _bogofilter import ensure_bogofilter  # noqa: E402
+from bench_bogofilter import DEFAULT_CORPUS  # noqa: E402
 
 
 def timed(cmd, data: bytes) -> float:

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Filtering big mailboxes: messages/s and peak memory, in each format, next to bogofilter.
+
+Builds mailboxes of N messages (default 100,000) from the Enron-spam archives in
+../shared/corpora (cycled, each copy given a unique Message-ID line so that no two are
+identical), in mbox, Maildir and MH format, in a temporary folder; trains spamkit's best
+filter on Enron1; then runs ``spamkit filter MODEL MAILBOX --tag --move-spam-to JUNK`` on
+each (a separate process, timed, its peak resident memory read from ``getrusage``), and
+the same at N/10 messages to show that memory does not grow with the mailbox. The
+reference is bogofilter (installed with apt-get when missing) trained on the same Enron1
+messages, classifying the same mailboxes in its bulk modes (``-b`` reading the message
+files' names, ``-M`` on the mbox), which read and score but write nothing: an upper bound
+on what a filter that also tags and moves can do. Peak memory is each child's own
+``ru_maxrss`` (``os.wait4``).
+
+    python scripts/bench_filter.py [--messages 100000] [--corpora ../shared/corpora] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import mailbox
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bogofilter import ensure_bogofilter  # noqa: E402  (standard library only)
+
+ROOT = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+
+
+def enron_messages(corpora: Path):
+    """Raw Enron messages as mail: the Enron files have no header/body separator; add one."""
+    from spamkit.corpus import Corpus
+    out = []
+    for i in range(1, 7):
+        with Corpus(corpora / "enron-spam" / f"enron{i}.tar.gz") as corpus:
+            for m in corpus:
+                subject, _, body = m.raw.partition(b"\n")
+                out.append(subject + b"\nFrom: someone@enron.example\n\n" + body)
+    return out
+
+
+def build(kind: str, path: Path, messages, n: int) -> None:
+    box = {"mbox": mailbox.mbox, "maildir": mailbox.Maildir, "mh": mailbox.MH}[kind](path, create=True)
+    box.lock()
+    for i in range(n):
+        box.add(b"Message-ID: <bench-%d@spamkit.example>\n" % i + messages[i % len(messages)])
+        if kind == "mbox" and i % 5000 == 4999:
+            box.flush()
+    box.flush()
+    box.unlock()
+
+
+def run_child(cmd, stdin=None) -> tuple[float, float]:
+    """(seconds, peak resident memory in MB) of one child process, from wait4's own rusage."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1, 2):
+        raise RuntimeError(f"{cmd[0]} failed with status {code}: {proc.stderr.read().decode()[-500:]}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def prepare(work: Path, corpora: Path, n: int, exe) -> None:
+    """The heavy part, run in a child process so that the measuring parent stays small (a forked
+    child's peak memory counts the parent's pages until it execs)."""
+    from spamkit.corpus import Corpus
+    from spamkit.pipeline import BEST, build_filter
+    messages = enron_messages(corpora)
+    with Corpus(corpora / "enron-spam" / "enron1.tar.gz") as corpus:
+        train = list(corpus)
+    build_filter(**BEST).fit(train).save(work / "best.spamkit")
+    if exe:
+        wordlist = work / "bogofilter"
+        wordlist.mkdir(exist_ok=True)
+        for flag, label in (("-s", "spam"), ("-n", "ham")):
+            box = work / f"train{flag}.mbox"
+            mb = mailbox.mbox(box)
+            for m in train:
+                if m.label == label:
+                    mb.add(m.raw)
+            mb.flush()
+            subprocess.run([exe, "-C", "-d", str(wordlist), flag, "-M", "-I", str(box)], check=True)
+    for kind in ("maildir", "mh", "mbox"):
+        for size in (n // 10, n):
+            build(kind, work / f"{kind}-{size}", messages, size)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--corpora", type=Path, default=ROOT)
+    parser.add_argument("--keep", type=Path, default=None, help="Build the mailboxes here and keep them.")
+    parser.add_argument("--prepare", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    exe = shutil.which("bogofilter") if args.prepare else ensure_bogofilter(True)
+    if args.prepare is not None:
+        prepare(args.prepare, args.corpora, args.messages, exe)
+        return
+    work = args.keep or Path(tempfile.mkdtemp(prefix="spamkit-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        subprocess.run([sys.executable, __file__, "--prepare", str(work), "--messages", str(args.messages),
+                        "--corpora", str(args.corpora)], check=True)
+        model, wordlist = work / "best.spamkit", work / "bogofilter"
+        print(f"{'format':<8} {'messages':>9} {'MB':>7} | {'spamkit s':>9} {'msg/s':>7} {'peak MB':>8} | "
+              f"{'bogofilter s':>12} {'msg/s':>7} {'peak MB':>8}")
+        for kind in ("maildir", "mh", "mbox"):
+            for n in (args.messages // 10, args.messages):
+                box, junk = work / f"{kind}-{n}", work / f"{kind}-{n}-junk"
+                size = sum(p.stat().st_size for p in box.rglob("*") if p.is_file()) if box.is_dir() else box.stat().st_size
+                bogo = ("-", "-", "-")
+                if exe:
+                    if kind == "mbox":
+                        bs, bpeak = run_child([exe, "-C", "-d", str(wordlist), "-M", "-I", str(box)])
+                    else:
+                        listing = work / f"{kind}-{n}.list"
+                        files = [str(p) for p in sorted(box.rglob("*")) if p.is_file() and p.name[0] != "."]
+                        listing.write_text("\n".join(files) + "\n")
+                        with open(listing, "rb") as fh:
+                            bs, bpeak = run_child([exe, "-C", "-d", str(wordlist), "-b"], stdin=fh)
+                    bogo = (f"{bs:.1f}", f"{n / bs:.0f}", f"{bpeak:.0f}")
+                seconds, peak = run_child([sys.executable, "-m", "spamkit", "filter", str(model), str(box),
+                                           "--tag", "--move-spam-to", str(junk)])
+                print(f"{kind:<8} {n:>9} {size / 1e6:>7.0f} | {seconds:>9.1f} {n / seconds:>7.0f} {peak:>8.0f} | "
+                      f"{bogo[0]:>12} {bogo[1]:>7} {bogo[2]:>8}", flush=True)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
