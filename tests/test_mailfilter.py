@@ -163,8 +163,10 @@ def test_a_second_run_waits_then_stops_clearly(model, tmp_path):
     assert result.exit_code == 1 and "another spamkit run is filtering" in result.output
 
 
+@pytest.mark.parametrize("failure", [(errno.ENOSPC, "No space left on device", "no space left"),
+                                     (errno.EROFS, "Read-only file system", "not writable")])
 @pytest.mark.parametrize("kind", FORMATS)
-def test_a_failing_write_loses_nothing(kind, model, tmp_path, monkeypatch):
+def test_a_failing_write_loses_nothing(kind, failure, model, tmp_path, monkeypatch):
     from spamkit import mailfilter
     from spamkit.pipeline import SpamFilter
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
@@ -176,13 +178,13 @@ def test_a_failing_write_loses_nothing(kind, model, tmp_path, monkeypatch):
     def failing_replace(src, dst):
         calls["n"] += 1
         if calls["n"] == 7 or kind == "mbox":
-            raise OSError(errno.ENOSPC, "No space left on device")
+            raise OSError(failure[0], failure[1])
         return real_replace(src, dst)
 
     monkeypatch.setattr(mailfilter.os, "replace", failing_replace)
     f = SpamFilter.load(model)
     runner = MailFilter(f.verdict, "m@test", tag=True, move={"spam": junk})
-    with pytest.raises(FilterError, match="no space left"):
+    with pytest.raises(FilterError, match=failure[2]):
         runner.run([inbox])
     monkeypatch.setattr(mailfilter.os, "replace", real_replace)
     check_exactly_once(kind, [inbox, junk], originals)
