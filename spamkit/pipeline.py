@@ -42,7 +42,7 @@ CALIBRATIONS = ("none", "platt")
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (README, "Beating bogofilter")
 BEST = {"model": "fisher-nb", "tokens": "mail"}
 __all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
-           "MODELS", "TOKENS", "BEST", "CALIBRATIONS", "learn_messages", "cross_validated_log_odds", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
+           "MODELS", "TOKENS", "BEST", "CALIBRATIONS", "learn_messages", "cross_validated_log_odds", "compare_configs", "parse_config", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
 def library_versions() -> dict:
@@ -601,13 +601,14 @@ def online_filter(corpora, analyzer: Analyzer | None = None, progress=None, **se
 
 
 def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0,
-                             progress=None) -> tuple[np.ndarray, np.ndarray]:
+                             progress=None, return_folds: bool = False):
     """Out-of-fold log-odds of spam for every message of labelled ham/spam corpora.
 
     Each fold is scored by a filter built like ``spam_filter`` (same analyzer settings,
     vectorizer settings, model parameters and calibration) but trained from scratch on the
     other folds, so a threshold chosen on these scores is chosen on data no filter saw.
-    Returns ``(is_spam, log_odds)``.
+    ``spam_filter`` need not be fitted: only its configuration is used. Returns
+    ``(is_spam, log_odds)``, and the fold of each message with ``return_folds``.
     """
     from sklearn.base import clone
 
@@ -640,7 +641,90 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
         s = list(f.classes_).index(SPAM_NAME)
         with np.errstate(invalid="ignore"):
             scores[held] = lp[:, s] - lp[:, 1 - s]
+    if return_folds:
+        return y == SPAM_NAME, scores, fold_of
     return y == SPAM_NAME, scores
+
+
+#: the settings ``spamkit cv`` / ``compare`` accept in a --config, and their types
+CONFIG_KEYS = {"model": str, "tokens": str, "alpha": float, "representation": str, "min_df": int,
+               "max_features": int, "select": str, "hashing": int, "stem": str, "stop_words": str,
+               "ngrams": int, "calibrate": str, "strength": float, "prior": float, "min_dev": float,
+               "max_clues": int, "k": int, "weights": str, "metric": str}
+_FISHER_KEYS = ("strength", "prior", "min_dev", "max_clues")
+_KNN_KEYS = ("k", "weights", "metric")
+
+
+def parse_config(text: str) -> dict:
+    """``model=fisher,min_dev=0.3`` -> build_filter keyword arguments (on top of :data:`BEST`).
+
+    >>> parse_config("model=multinomial,tokens=words,alpha=0.5")
+    {'model': 'multinomial', 'tokens': 'words', 'alpha': 0.5}
+    """
+    settings: dict = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in CONFIG_KEYS:
+            raise ConfigError(f"bad setting {part!r}; use KEY=VALUE with KEY one of {', '.join(CONFIG_KEYS)}")
+        try:
+            settings[key] = CONFIG_KEYS[key](value.strip())
+        except ValueError:
+            raise ConfigError(f"{key} needs a {CONFIG_KEYS[key].__name__}, got {value!r}") from None
+    return settings
+
+
+def filter_from_config(settings: dict) -> SpamFilter:
+    """An untrained filter: :data:`BEST` with ``settings`` on top (see :func:`parse_config`)."""
+    merged = {**BEST, **settings}
+    kwargs = {k: v for k, v in merged.items() if k not in _FISHER_KEYS + _KNN_KEYS}
+    fisher = {k: merged[k] for k in _FISHER_KEYS if k in merged}
+    knn = {k: merged[k] for k in _KNN_KEYS if k in merged}
+    if fisher:
+        kwargs["fisher"] = fisher
+    if knn:
+        kwargs["knn"] = knn
+    return build_filter(**kwargs)
+
+
+def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 0, progress=None) -> dict:
+    """Cross-validate each configuration on the same stratified folds; measures per configuration.
+
+    ``configs``: (name, settings) pairs; ``corpora_factory()`` opens the corpora afresh for each
+    configuration (each pass streams them). The folds depend only on the labels and ``seed``,
+    so every configuration is scored on the same split, and per-fold AUC differences are paired.
+    """
+    from .evaluation import bootstrap_auc
+    from .metrics import roc_auc, trec_measures
+    results = []
+    for name, settings in configs:
+        spam_filter = filter_from_config(settings)
+        corpora = corpora_factory()
+        try:
+            y, s, fold_of = cross_validated_log_odds(spam_filter, corpora, folds, seed, progress, return_folds=True)
+        finally:
+            for c in corpora:
+                c.close()
+        per_fold = []
+        for k in range(folds):
+            m = fold_of == k
+            per_fold.append({"auc": float(roc_auc(y[m], s[m])), "accuracy": float(np.mean((s[m] > 0) == y[m]))})
+        called = s > 0
+        results.append({
+            "name": name, "settings": settings, "n": int(len(y)),
+            "accuracy": float(np.mean(called == y)), "spam_recall": float(np.mean(called[y])),
+            "ham_recall": float(np.mean(~called[~y])), **bootstrap_auc(y, s, seed=seed),
+            "lam_pct": trec_measures(y, s, 0.0)["lam_pct"], "per_fold": per_fold,
+            "auc_fold_mean": float(np.mean([f["auc"] for f in per_fold])),
+            "auc_fold_std": float(np.std([f["auc"] for f in per_fold], ddof=1)),
+            "accuracy_fold_mean": float(np.mean([f["accuracy"] for f in per_fold])),
+            "accuracy_fold_std": float(np.std([f["accuracy"] for f in per_fold], ddof=1))})
+    base = results[0]
+    for r in results[1:]:
+        diffs = [a["auc"] - b["auc"] for a, b in zip(r["per_fold"], base["per_fold"])]
+        r["vs_first"] = {"auc_diff_mean": float(np.mean(diffs)), "auc_diff_std": float(np.std(diffs, ddof=1)),
+                         "folds_better": int(sum(d > 0 for d in diffs)), "folds_worse": int(sum(d < 0 for d in diffs))}
+    return {"folds": folds, "seed": seed, "configs": results}
 
 
 @dataclass

@@ -205,3 +205,21 @@ def render_threshold(r: dict) -> str:
                  f"{c['cost']:.4f} per message, {c['false_positives']} false positives and "
                  f"{c['false_negatives']} missed spam in cross-validation")
     return "\n".join(lines)
+
+
+def render_comparison(r: dict) -> str:
+    """Configurations side by side, cross-validated on the same folds."""
+    lines = [f"{r['folds']}-fold stratified cross-validation (seed {r['seed']}), the same folds for every "
+             "configuration; pooled out-of-fold scores, threshold P(spam) = 0.5",
+             f"  {'configuration':<34} {'AUC':>7} {'95% interval':>17} {'(1-ROCA)%':>10} {'accuracy':>9} "
+             f"{'spam rec':>9} {'ham rec':>8} {'lam%':>6}  {'AUC per fold':>16}"]
+    for c in r["configs"]:
+        lines.append(f"  {c['name'][:34]:<34} {c['auc']:>7.4f}  [{c['auc_low']:.4f}, {c['auc_high']:.4f}] "
+                     f"{c['roca_pct']:>10.3f} {100 * c['accuracy']:>8.2f}% {100 * c['spam_recall']:>8.2f}% "
+                     f"{100 * c['ham_recall']:>7.2f}% {c['lam_pct']:>6.2f}  {c['auc_fold_mean']:.4f} ±{c['auc_fold_std']:.4f}")
+    for c in r["configs"][1:]:
+        v = c["vs_first"]
+        lines.append(f"  {c['name']} vs {r['configs'][0]['name']}: AUC per fold {v['auc_diff_mean']:+.4f} "
+                     f"±{v['auc_diff_std']:.4f}, better in {v['folds_better']} of {r['folds']} folds, "
+                     f"worse in {v['folds_worse']}")
+    return "\n".join(lines)

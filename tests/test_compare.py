@@ -1,0 +1,52 @@
+"""spamkit cv / compare: out-of-fold scores equal filters trained on the other folds; same folds for all."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from spamkit.cli import cli
+from spamkit.corpus import Corpus
+from spamkit.errors import ConfigError
+from spamkit.evaluation import stratified_folds
+from spamkit.pipeline import build_filter, cross_validated_log_odds, filter_from_config, parse_config
+
+from conftest import SAMPLE
+
+
+@pytest.mark.parametrize("settings", [{"model": "multinomial", "tokens": "words"}, {}])
+def test_out_of_fold_scores_equal_filters_trained_on_the_other_folds(settings):
+    with Corpus(SAMPLE) as c:
+        msgs = list(c)
+    with Corpus(SAMPLE) as c:
+        y, s, folds = cross_validated_log_odds(filter_from_config(settings), [c], folds=3, seed=1,
+                                               return_folds=True)
+    assert np.array_equal(folds, stratified_folds([m.label for m in msgs], 3, seed=1))
+    for k in range(3):
+        train = [m for m, f in zip(msgs, folds) if f != k]
+        held = [m for m, f in zip(msgs, folds) if f == k]
+        f = filter_from_config(settings).fit(train)                 # the ordinary training path
+        lp = f.log_proba(f.transform(held))
+        np.testing.assert_allclose(s[folds == k], lp[:, 1] - lp[:, 0], rtol=1e-9, atol=1e-9)
+
+
+def test_compare_uses_the_same_folds_for_every_configuration():
+    out = CliRunner().invoke(cli, ["compare", str(SAMPLE), "--config", "model=multinomial,tokens=words",
+                                   "--config", "model=multinomial,tokens=words", "--folds", "3", "--json"])
+    assert out.exit_code == 0, out.output
+    a, b = json.loads(out.output)["configs"]
+    assert a["per_fold"] == b["per_fold"] and b["vs_first"]["auc_diff_mean"] == 0.0
+
+
+def test_bad_configuration_is_a_clear_error():
+    with pytest.raises(ConfigError, match="bad setting"):
+        parse_config("modle=knn")
+    with pytest.raises(ConfigError, match="needs a float"):
+        parse_config("alpha=lots")
+    out = CliRunner().invoke(cli, ["cv", str(SAMPLE), "--config", "alpha=lots"])
+    assert out.exit_code == 1 and "needs a float" in out.output
+    assert isinstance(filter_from_config({"model": "knn", "k": 3}).model.k, int)
+    assert build_filter(model="multinomial").model.alpha == 1.0
