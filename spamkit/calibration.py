@@ -101,3 +101,81 @@ class PlattScaling:
         if not (np.isfinite(p.a_) and np.isfinite(p.b_)):
             raise ConfigError("calibration parameters are not finite")
         return p
+
+
+class IsotonicCalibration:
+    """P(c1 | s) as a non-decreasing step-free function of the score: isotonic regression.
+
+    Pool-adjacent-violators (Ayer et al. 1955; Zadrozny & Elkan, "Transforming classifier
+    scores into accurate multiclass probability estimates", KDD 2002) on held-out
+    (score, label) pairs, equal scores pooled first; between the pooled blocks the map is
+    linear in the score, outside them constant (scikit-learn's ``IsotonicRegression`` with
+    ``out_of_bounds="clip"`` gives the same values and is the test oracle). Probabilities
+    are kept within [1/(n+2), (n+1)/(n+2)] so that log-odds stay finite. Unlike Platt's
+    two parameters, the map can follow any monotone miscalibration, but it has flat parts:
+    scores in one block become ties.
+    """
+
+    def fit(self, scores, y) -> "IsotonicCalibration":
+        s = np.clip(np.asarray(scores, dtype=np.float64), -SCORE_LIMIT, SCORE_LIMIT)
+        y = np.asarray(y).astype(np.float64)
+        if s.shape != y.shape or s.ndim != 1:
+            raise ConfigError(f"calibration needs one score per label, got {s.shape} and {y.shape}")
+        if np.isnan(s).any():
+            raise ConfigError("calibration scores contain NaN")
+        if y.min() == y.max():
+            raise ConfigError("calibration needs held-out scores of both classes")
+        xs, inverse = np.unique(s, return_inverse=True)
+        weight = np.bincount(inverse).astype(np.float64)
+        mean = np.bincount(inverse, weights=y) / weight
+        # pool adjacent violators on the distinct scores
+        values, weights, starts = [], [], []
+        for i in range(len(xs)):
+            values.append(mean[i])
+            weights.append(weight[i])
+            starts.append(i)
+            while len(values) > 1 and values[-2] > values[-1]:
+                w = weights[-2] + weights[-1]
+                v = (values[-2] * weights[-2] + values[-1] * weights[-1]) / w
+                values[-2:], weights[-2:] = [v], [w]
+                starts.pop()
+        ends = starts[1:] + [len(xs)]
+        # each block is flat from its lowest to its highest score; linear between blocks
+        self.x_ = np.array([x for a, b in zip(starts, ends) for x in (xs[a], xs[b - 1])])
+        self.p_ = np.array([v for v in values for _ in (0, 1)])
+        self.n_ = int(len(y))
+        return self
+
+    def proba(self, scores) -> np.ndarray:
+        s = np.clip(np.asarray(scores, dtype=np.float64), -SCORE_LIMIT, SCORE_LIMIT)
+        return np.interp(s, self.x_, self.p_)
+
+    def log_proba(self, scores) -> tuple[np.ndarray, np.ndarray]:
+        """(log P(c0 | s), log P(c1 | s)), kept away from 0 and 1 by 1/(n+2)."""
+        eps = 1.0 / (self.n_ + 2)
+        p = np.clip(self.proba(scores), eps, 1 - eps)
+        return np.log1p(-p), np.log(p)
+
+    def as_dict(self) -> dict:
+        return {"method": "isotonic", "x": self.x_.tolist(), "p": self.p_.tolist(), "n": self.n_}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "IsotonicCalibration":
+        c = cls()
+        c.x_ = np.asarray(d["x"], dtype=np.float64)
+        c.p_ = np.asarray(d["p"], dtype=np.float64)
+        c.n_ = int(d["n"])
+        if (c.x_.shape != c.p_.shape or c.x_.ndim != 1 or not len(c.x_) or np.any(np.diff(c.x_) < 0)
+                or np.any(np.diff(c.p_) < -1e-12) or not np.all((c.p_ >= 0) & (c.p_ <= 1))):
+            raise ConfigError("isotonic calibration table is damaged")
+        return c
+
+
+def calibration_from_dict(d: dict):
+    """The calibration stored in a filter file (Platt or isotonic)."""
+    method = d.get("method")
+    if method == "platt":
+        return PlattScaling.from_dict(d)
+    if method == "isotonic":
+        return IsotonicCalibration.from_dict(d)
+    raise ConfigError(f"unknown calibration method {method!r}")

@@ -362,13 +362,22 @@ def reliability_bins(is_spam, p_spam, n_bins: int = 10) -> list:
     return out
 
 
+def probability_scores(is_spam, p_spam) -> dict:
+    """Brier score and log loss (natural log, probabilities clipped to [1e-15, 1 - 1e-15]) of P(spam)."""
+    y = np.asarray(is_spam, dtype=np.float64)
+    p = np.clip(np.asarray(p_spam, dtype=np.float64), 1e-15, 1 - 1e-15)
+    return {"brier": float(np.mean((p - y) ** 2)),
+            "log_loss": float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))}
+
+
 def report_data(is_spam, log_odds, p_spam, decisions_spam, c_fp: float = 1.0, c_fn: float = 1.0,
-                n_boot: int = 1000, seed: int = 0, max_points: int = 2000) -> dict:
+                n_boot: int = 1000, seed: int = 0, max_points: int = 2000, p_raw=None) -> dict:
     """Everything the HTML report shows, computed once (the JSON output carries the same numbers).
 
     ``decisions_spam``: the filter's own decisions (True = spam) at its operating point;
     mistakes are ranked by their cost (c_fp for a ham called spam, c_fn for a missed spam),
-    then by how confident the filter was.
+    then by how confident the filter was. ``p_raw``: the model's P(spam) before the filter's
+    calibration, so the report can measure what calibration did.
     """
     from .metrics import average_precision, pr_curve, roc_curve
     y = np.asarray(is_spam, dtype=bool)
@@ -392,4 +401,7 @@ def report_data(is_spam, log_odds, p_spam, decisions_spam, c_fp: float = 1.0, c_
         "threshold": threshold_report(y, s, c_fp, c_fn),
         "costly_mistakes": [int(i) for i in ranked],
         "cost_per_message": float(cost.mean()),
+        "calibration": {**probability_scores(y, p_spam),
+                        **({"raw": {**probability_scores(y, p_raw), "reliability": reliability_bins(y, p_raw)}}
+                           if p_raw is not None else {})},
     }

@@ -59,9 +59,15 @@ def _plots(report: dict) -> dict:
                title=f"precision-recall, AP {report['average_precision']:.4f}")
 
     def reliability(ax):
-        pts = [(b["mean_predicted"], b["observed"], b["n"]) for b in rel if b["n"]]
         ax.plot([0, 1], [0, 1], color="0.7", lw=0.8, ls="--")
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color="C3")
+        raw = report["calibration"].get("raw")
+        for bins, label, color in ((rel, "filter", "C3"), (raw["reliability"] if raw else None, "before calibration",
+                                                              "0.5")):
+            if bins is None:
+                continue
+            pts = [(b["mean_predicted"], b["observed"]) for b in bins if b["n"]]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=color, label=label)
+        ax.legend()
         ax.set(xlabel="predicted P(spam)", ylabel="observed spam rate", xlim=(0, 1), ylim=(0, 1),
                title="reliability (calibration)")
 
@@ -112,6 +118,11 @@ def render_html(result: dict, command: str, configuration: dict) -> str:
             ("average precision", _value("report.average_precision", r["average_precision"])),
             ("TREC hm% / sm% / lam%", _value("hm_pct", result["hm_pct"], "{:.3f}") + " / "
              + _value("sm_pct", result["sm_pct"], "{:.3f}") + " / " + _value("lam_pct", result["lam_pct"], "{:.3f}")),
+            ("Brier score / log loss of P(spam)", _value("report.calibration.brier", r["calibration"]["brier"])
+             + " / " + _value("report.calibration.log_loss", r["calibration"]["log_loss"])
+             + (" (before calibration: " + _value("report.calibration.raw.brier", r["calibration"]["raw"]["brier"])
+                + " / " + _value("report.calibration.raw.log_loss", r["calibration"]["raw"]["log_loss"]) + ")"
+                if "raw" in r["calibration"] else "")),
             ("cost per message at the filter's decisions", _value("report.cost_per_message", r["cost_per_message"])),
             ("cheapest threshold (P(spam) >)", _value("report.threshold.chosen.p_spam", r["threshold"]["chosen"]["p_spam"],
                                                       "{:.6g}") + ", cost per message "

@@ -19,7 +19,7 @@ import numpy as np
 from . import __version__
 from .corpus import Corpus, LabelledMessage, iter_corpora, require_classes
 from .corpus.split import holdout_ids
-from .calibration import PlattScaling
+from .calibration import IsotonicCalibration, PlattScaling, calibration_from_dict
 from .decision import CostMatrix
 from .errors import ConfigError, CorpusError, ModelFormatError, NotFittedError
 from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
@@ -36,9 +36,9 @@ MODELS = ("fisher-nb", "fisher", "multinomial", "bernoulli", "knn")
 #: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
 #: "words" (lower-cased words of the body and of a few header fields)
 TOKENS = ("mail", "words")
-#: how a filter's scores become probabilities: as the model gives them, or Platt-scaled on
-#: cross-validated log-odds (see spamkit.calibration)
-CALIBRATIONS = ("none", "platt")
+#: how a filter's scores become probabilities: as the model gives them, Platt-scaled or
+#: isotonic-regressed on cross-validated log-odds (see spamkit.calibration)
+CALIBRATIONS = ("none", "platt", "isotonic")
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (README, "Beating bogofilter")
 BEST = {"model": "fisher-nb", "tokens": "mail"}
 __all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
@@ -125,7 +125,7 @@ class SpamFilter:
         if calibrate not in CALIBRATIONS:
             raise ConfigError(f"calibrate must be one of {', '.join(CALIBRATIONS)}, got {calibrate!r}")
         self.calibrate = calibrate
-        self.calibration: PlattScaling | None = None
+        self.calibration: PlattScaling | IsotonicCalibration | None = None
         self.analyzer = analyzer if analyzer is not None else Analyzer()
         self.model = model if model is not None else MultinomialNB()
         if vectorizer is None:
@@ -213,16 +213,17 @@ class SpamFilter:
             self.model.fit(X, y_arr)
         self.classes_ = self.model.classes_
         self.calibration = None
-        if self.calibrate == "platt":
+        if self.calibrate != "none":
             self.calibration = self._fit_calibration(X, y_arr)
         return self
 
-    def _fit_calibration(self, X, y) -> PlattScaling:
+    def _fit_calibration(self, X, y):
         """Platt scaling on out-of-fold log-odds (5-fold stratified cross-validation of the model)."""
         from .evaluation import cross_val_log_odds
         if len(self.classes_) != 2:
             raise ConfigError(f"calibration needs two classes, the training data has {len(self.classes_)}")
-        return PlattScaling().fit(cross_val_log_odds(self.model, X, y), y == self.classes_[1])
+        method = IsotonicCalibration if self.calibrate == "isotonic" else PlattScaling
+        return method().fit(cross_val_log_odds(self.model, X, y), y == self.classes_[1])
 
     #: for kNN: None, "condense" (Hart) or "edit" (Wilson editing, then Hart)
     condense_mode = None
@@ -388,8 +389,8 @@ class SpamFilter:
         calibration = manifest.get("extra", {}).get("calibration")
         if calibration:
             try:
-                f.calibration = PlattScaling.from_dict(calibration)
-                f.calibrate = "platt"
+                f.calibration = calibration_from_dict(calibration)
+                f.calibrate = calibration["method"]
             except (KeyError, TypeError, ValueError, ConfigError) as exc:
                 raise ModelFormatError(f"{path}: damaged calibration ({exc})") from None
         decision = manifest.get("extra", {}).get("decision")
@@ -539,7 +540,10 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
         c_fp, c_fn = 1.0, 1.0
         if spam_filter.costs is not None and sorted(spam_filter.costs.classes) == [HAM_NAME, SPAM_NAME]:
             c_fp, c_fn = spam_filter.costs.binary_costs()
-        data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn)
+        p_raw = None
+        if spam_filter.calibration is not None:
+            p_raw = np.exp(spam_filter.model.predict_log_proba(X))[:, list(spam_filter.model.classes_).index(SPAM_NAME)]
+        data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn, p_raw=p_raw)
         data["mistakes"] = [{"id": ids[i], "label": str(labels[i]), "p_spam": float(proba[i, s]),
                              "log_odds": float(log_odds[i]), "explanation": spam_filter.explain_row(X[i], 5)}
                             for i in data.pop("costly_mistakes")]
@@ -635,7 +639,7 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
              else vectorizer.fit_transform(tokens[i] for i in train))
         f.model.fit(X, y[train])
         f.classes_ = f.model.classes_
-        if f.calibrate == "platt":
+        if f.calibrate != "none":
             f.calibration = f._fit_calibration(X, y[train])
         lp = f.log_proba(vectorizer.transform(tokens[i] for i in held))
         s = list(f.classes_).index(SPAM_NAME)

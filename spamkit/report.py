@@ -112,9 +112,12 @@ def render_info(manifest: dict, path: str) -> str:
              f"  features    {m['n_features']} ({vec})",
              f"  analyzer    {ana}"]
     calibration = manifest.get("extra", {}).get("calibration")
-    if calibration:
-        lines.append(f"  calibration {calibration['method']}: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "
+    if calibration and calibration["method"] == "platt":
+        lines.append(f"  calibration platt: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "
                      f"log-odds + {calibration['b']:.4g})))")
+    elif calibration:
+        lines.append(f"  calibration {calibration['method']}: a monotone map of {len(calibration['x']) // 2} "
+                     f"blocks fitted on {calibration['n']} cross-validated scores")
     threshold = manifest.get("extra", {}).get("threshold")
     if threshold:
         lines.append(f"  threshold   spam above P(spam) = {threshold['p_spam']:.6g} (chosen by "

@@ -43,3 +43,28 @@ def test_report_embeds_plots_and_matches_the_json(tmp_path):
     assert report["auc"]["auc_low"] <= report["auc"]["auc"] <= report["auc"]["auc_high"]
     assert sum(b["n"] for b in report["reliability"]) == result["n"]
     assert len(report["mistakes"]) == min(10, result["fp"] + result["fn"])
+
+
+def test_probability_scores_against_scikit_learn():
+    import numpy as np
+    from sklearn.metrics import brier_score_loss, log_loss
+    from spamkit.evaluation import probability_scores
+    rng = np.random.default_rng(0)
+    y = rng.random(200) < 0.3
+    p = np.clip(rng.random(200), 0.01, 0.99)
+    got = probability_scores(y, p)
+    assert got["brier"] == pytest.approx(brier_score_loss(y, p))
+    assert got["log_loss"] == pytest.approx(log_loss(y, p))
+
+
+def test_report_measures_the_effect_of_calibration(tmp_path):
+    runner = CliRunner()
+    model = tmp_path / "iso.spamkit"
+    assert runner.invoke(cli, ["train", str(SAMPLE), "-o", str(model), "--model", "fisher", "--calibrate",
+                               "isotonic"]).exit_code == 0
+    page = tmp_path / "r.html"
+    out = runner.invoke(cli, ["evaluate", str(model), str(SAMPLE), "--report", str(page), "--json"])
+    assert out.exit_code == 0, out.output
+    cal = json.loads(out.output)["report"]["calibration"]
+    assert "raw" in cal and len(cal["raw"]["reliability"]) == 10
+    assert 'data-key="report.calibration.raw.brier"' in page.read_text(encoding="utf-8")

@@ -33,8 +33,9 @@ def _close(corpora):
                    "Bayes; knn: k nearest neighbours.")
 @model_options
 @click.option("--calibrate", type=click.Choice(CALIBRATIONS), default=None,
-              help="Platt-scale the scores into probabilities by 5-fold cross-validation on the "
-                   "training data. Default: platt for fisher, none otherwise.")
+              help="Map scores to probabilities fitted on 5-fold cross-validated scores of the training "
+                   "data: platt (a sigmoid) or isotonic (any monotone map). Default: platt for fisher, "
+                   "none otherwise (fisher-nb is calibrated by its combiner).")
 @click.option("--alpha", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
               help="Additive smoothing (1 = Laplace).")
 @click.option("--representation", type=click.Choice(REPRESENTATIONS), default=None,
