@@ -160,3 +160,48 @@ figure{{display:inline-block;margin:.5em}}code,pre{{background:#f4f4f4;padding:.
 <pre>{html.escape(json.dumps(configuration, indent=2, sort_keys=True, default=str))}</pre>
 </body></html>
 """
+
+
+def render_comparison_html(result: dict, command: str) -> str:
+    """Configurations side by side (``spamkit compare --report``): overlaid ROC curves and the table."""
+    configs = result["configs"]
+
+    def roc(ax, log):
+        for i, c in enumerate(configs):
+            fpr = [max(x, 1e-5) for x in c["roc"]["fpr"]] if log else c["roc"]["fpr"]
+            ax.step(fpr, c["roc"]["tpr"], where="post", label=f"{c['name'][:40]} ({c['auc']:.4f})", color=f"C{i}")
+        if log:
+            ax.set_xscale("log")
+            ax.set_xlim(1e-5, 1)
+        ax.legend(fontsize=7)
+        ax.set(xlabel="false-positive rate" + (" (log scale)" if log else ""), ylabel="true-positive rate",
+               title="ROC, pooled out-of-fold scores")
+
+    plots = [_figure_png(lambda ax: roc(ax, False)), _figure_png(lambda ax: roc(ax, True))]
+    head = ("<tr><th>configuration</th><th>AUC</th><th>95% interval</th><th>(1-ROCA)%</th><th>accuracy</th>"
+            "<th>spam recall</th><th>ham recall</th><th>lam%</th><th>AUC per fold (mean ± sd)</th></tr>")
+    rows = []
+    for i, c in enumerate(configs):
+        k = f"configs.{i}."
+        rows.append(f"<tr><td>{html.escape(c['name'])}</td><td>{_value(k + 'auc', c['auc'])}</td>"
+                    f"<td>{_value(k + 'auc_low', c['auc_low'])} – {_value(k + 'auc_high', c['auc_high'])}</td>"
+                    f"<td>{_value(k + 'roca_pct', c['roca_pct'], '{:.3f}')}</td>"
+                    f"<td>{_value(k + 'accuracy', c['accuracy'])}</td><td>{_value(k + 'spam_recall', c['spam_recall'])}</td>"
+                    f"<td>{_value(k + 'ham_recall', c['ham_recall'])}</td><td>{_value(k + 'lam_pct', c['lam_pct'], '{:.3f}')}</td>"
+                    f"<td>{_value(k + 'auc_fold_mean', c['auc_fold_mean'])} ± {_value(k + 'auc_fold_std', c['auc_fold_std'])}</td></tr>")
+    paired = "".join(
+        f"<li>{html.escape(c['name'])} vs {html.escape(configs[0]['name'])}: AUC per fold "
+        f"{_value(f'configs.{i}.vs_first.auc_diff_mean', c['vs_first']['auc_diff_mean'], '{:+.4f}')}, better in "
+        f"{c['vs_first']['folds_better']} of {result['folds']} folds</li>" for i, c in enumerate(configs) if i)
+    images = "".join(f'<figure><img alt="roc" src="data:image/png;base64,{png}"></figure>' for png in plots)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>spamkit comparison</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}
+figure{{display:inline-block;margin:.5em}}pre{{background:#f4f4f4;padding:.2em}}</style></head><body>
+<h1>spamkit comparison</h1>
+<p>{result['folds']}-fold stratified cross-validation (seed {result['seed']}), the same folds for every
+configuration; pooled out-of-fold scores; recalls at P(spam) = 0.5.</p>
+<table>{head}{''.join(rows)}</table><ul>{paired}</ul>{images}
+<h2>Command</h2><pre>{html.escape(command)}</pre></body></html>
+"""

@@ -31,6 +31,7 @@ Never losing a message
     While it works on an mbox, a run holds the locks mail clients use: ``fcntl`` on the file
     and a dot-lock ``NAME.lock`` (removed when stale, i.e. when its process is gone).
 
+    MH folders are locked the way MH programs lock them, on ``.mh_sequences``.
     Every folder a run writes is also locked against other spamkit runs (``fcntl`` on a
     ``.spamkit.lock`` file): a second run waits up to ``wait`` seconds, then stops with a
     message naming the lock, so two runs never interleave their writes.
@@ -217,7 +218,8 @@ def mbox_locks(path: Path, wait: float):
                     pass
                 continue
             if time.monotonic() >= deadline:
-                raise FilterError(f"{dotlock}: the mailbox is locked by another program (pid {owner}); "
+                who = f" (pid {owner})" if owner is not None else ""
+                raise FilterError(f"{dotlock}: the mailbox is locked by another program{who}; "
                                   "try again later") from None
             time.sleep(0.05)
         except OSError as exc:
@@ -442,6 +444,10 @@ class MailFilter:
             for folder in sorted({path, *dests.values()}, key=str):
                 if folder.exists():                   # a dry run does not create destinations
                     locks.enter_context(spamkit_lock(folder / ".spamkit.lock", self.wait))
+            for folder in sorted({path, *dests.values()}, key=str):
+                # MH programs (and Python's mailbox.MH) lock .mh_sequences: a dot-lock and fcntl
+                if (folder / ".mh_sequences").exists():
+                    locks.enter_context(mbox_locks(folder / ".mh_sequences", self.wait))
             next_number = {v: (max(self._mh_numbers(d), default=0) + 1) if d.exists() else 1
                            for v, d in dests.items()}
             for number in self._mh_numbers(path):

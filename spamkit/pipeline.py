@@ -699,7 +699,7 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
     so every configuration is scored on the same split, and per-fold AUC differences are paired.
     """
     from .evaluation import bootstrap_auc
-    from .metrics import roc_auc, trec_measures
+    from .metrics import roc_auc, roc_curve, trec_measures
     results = []
     for name, settings in configs:
         spam_filter = filter_from_config(settings)
@@ -714,7 +714,10 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
             m = fold_of == k
             per_fold.append({"auc": float(roc_auc(y[m], s[m])), "accuracy": float(np.mean((s[m] > 0) == y[m]))})
         called = s > 0
+        fpr, tpr, _ = roc_curve(y, s)
+        keep = np.unique(np.linspace(0, len(fpr) - 1, min(len(fpr), 2000)).astype(int))
         results.append({
+            "roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist()},
             "name": name, "settings": settings, "n": int(len(y)),
             "accuracy": float(np.mean(called == y)), "spam_recall": float(np.mean(called[y])),
             "ham_recall": float(np.mean(~called[~y])), **bootstrap_auc(y, s, seed=seed),

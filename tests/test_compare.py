@@ -50,3 +50,21 @@ def test_bad_configuration_is_a_clear_error():
     assert out.exit_code == 1 and "needs a float" in out.output
     assert isinstance(filter_from_config({"model": "knn", "k": 3}).model.k, int)
     assert build_filter(model="multinomial").model.alpha == 1.0
+
+
+def test_compare_report_matches_the_json(tmp_path):
+    import re
+    page = tmp_path / "c.html"
+    out = CliRunner().invoke(cli, ["compare", str(SAMPLE), "--config", "best", "--config",
+                                   "model=multinomial,tokens=words", "--folds", "3", "--report", str(page), "--json"])
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.output)
+    text = page.read_text(encoding="utf-8")
+    assert len(re.findall(r'src="data:image/png;base64,', text)) == 2
+    shown = re.findall(r'data-key="([^"]+)" data-value="([^"]+)"', text)
+    assert len(shown) >= 20
+    for key, value in shown:
+        node = result
+        for part in key.split("."):
+            node = node[int(part)] if part.isdigit() else node[part]
+        assert json.loads(value.replace("&quot;", '"')) == pytest.approx(node), key

@@ -299,3 +299,19 @@ def test_malformed_and_huge_messages_are_filtered_not_dropped(kind, model, tmp_p
     assert result.exit_code == 0, result.output
     check_exactly_once(kind, [inbox, junk], originals)
     assert all(m.startswith(b"X-Spam-Status: ") for b in (inbox, junk) for m in stored(kind, b))
+
+
+@pytest.mark.parametrize("kind", ["mbox", "mh"])
+def test_a_mail_client_lock_is_respected(kind, model, tmp_path):
+    inbox = tmp_path / f"inbox.{kind}"
+    build(kind, inbox, 3)
+    box = {"mbox": mailbox.mbox, "mh": mailbox.MH}[kind](inbox)
+    box.lock()                                       # what mail clients do (dot-lock and fcntl)
+    try:
+        before = stored(kind, inbox)
+        result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag", "--wait", "0.2"])
+        assert result.exit_code == 1 and "locked by another program" in result.output
+        assert stored(kind, inbox) == before
+    finally:
+        box.unlock()
+    assert CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag"]).exit_code == 0

@@ -371,13 +371,17 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
                        f"{result['chosen']['p_spam']:.6g}")
 
 
-def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as_json):
+def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as_json, report_path=None):
     def corpora_factory():
         return open_corpora(corpus, ham, spam, extra, fmt, classes)
 
     _close(corpora_factory())                      # check the corpora before the long run
     with Progress("cross-validating") as progress:
         result = compare_configs(configs, corpora_factory, folds, seed, progress.step)
+    if report_path is not None:
+        from ..htmlreport import render_comparison_html
+        with open(report_path, "w", encoding="utf-8") as fh:
+            fh.write(render_comparison_html(result, " ".join(sys.argv)))
     click.echo(to_json(result) if as_json else render_comparison(result))
 
 
@@ -409,8 +413,10 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_j
                    "'best' alone means the best filter.")
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Also write an HTML page with overlaid ROC curves (linear and log FPR) and the table.")
 @click.option("--json", "as_json", is_flag=True)
-def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as_json):
+def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, report_path, as_json):
     """Cross-validate several configurations on the same folds, side by side.
 
     \b
@@ -419,4 +425,4 @@ def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed
           --config model=fisher,calibrate=platt
     """
     parsed = [(c, parse_config("" if c == "best" else c)) for c in configs]
-    _comparison(corpus, ham, spam, extra, fmt, classes, parsed, folds, seed, as_json)
+    _comparison(corpus, ham, spam, extra, fmt, classes, parsed, folds, seed, as_json, report_path)
