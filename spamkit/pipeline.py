@@ -645,6 +645,8 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
         s = list(f.classes_).index(SPAM_NAME)
         with np.errstate(invalid="ignore"):
             scores[held] = lp[:, s] - lp[:, 1 - s]
+    # kNN's log-odds are infinite when every neighbour agrees: keep them finite and ordered
+    scores = np.clip(np.nan_to_num(scores, nan=0.0), -700.0, 700.0)
     if return_folds:
         return y == SPAM_NAME, scores, fold_of
     return y == SPAM_NAME, scores
