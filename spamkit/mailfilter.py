@@ -320,10 +320,13 @@ class MailFilter:
         Seconds to wait for another run's lock before giving up.
     progress : callable, optional
         Called once per message.
+    on_message : callable, optional
+        ``on_message(ref, verdict, p_spam, tagged, moved_to)`` for each message (``--dry-run``
+        lists what would happen through it); ``ref`` is the file, or ``MBOX#n``.
     """
 
     def __init__(self, classify, model_id: str, tag: bool = False, move: dict | None = None,
-                 dry_run: bool = False, force: bool = False, wait: float = 30.0, progress=None):
+                 dry_run: bool = False, force: bool = False, wait: float = 30.0, progress=None, on_message=None):
         self.classify = classify
         self.model_id = model_id
         self.tag = tag
@@ -335,6 +338,7 @@ class MailFilter:
         self.force = force
         self.wait = wait
         self.progress = progress
+        self.on_message = on_message
         self.stop_requested = False
         self.summary = FilterSummary(dry_run=dry_run)
 
@@ -355,7 +359,9 @@ class MailFilter:
             return tag(raw, verdict, p, self.model_id)
         return raw
 
-    def _count(self, verdict: str, changed: bool, moved_to: Path | None):
+    def _count(self, verdict: str, changed: bool, moved_to: Path | None, ref=None, p: float = float("nan")):
+        if self.on_message is not None:
+            self.on_message(str(ref), verdict, p, changed, moved_to)
         self.summary.messages += 1
         self.summary.counts[verdict] += 1
         if changed:
@@ -430,7 +436,7 @@ class MailFilter:
                             fsync_dir(folder)
                         except OSError as exc:
                             raise FilterError(_describe(exc, str(file))) from None
-                    self._count(verdict, new != raw, dest)
+                    self._count(verdict, new != raw, dest, file, p)
 
     # ------------------------------------------------------------- MH
 
@@ -476,7 +482,7 @@ class MailFilter:
                         fsync_dir(path)
                     except OSError as exc:
                         raise FilterError(_describe(exc, str(file))) from None
-                self._count(verdict, new != raw, dest)
+                self._count(verdict, new != raw, dest, file, p)
 
     # ------------------------------------------------------------- mbox
 
@@ -496,10 +502,11 @@ class MailFilter:
                 if box.exists():
                     locks.enter_context(mbox_locks(box, self.wait))
             if self.dry_run:
-                for chunk in iter_mbox_chunks(path):
-                    if chunk.envelope is not None:
-                        verdict, p, scored = self._judge(chunk.message)
-                        self._count(verdict, self.tag and scored, dests.get(verdict))
+                for number, chunk in enumerate((c for c in iter_mbox_chunks(path) if c.envelope is not None), 1):
+                    if self.stop_requested:
+                        return
+                    verdict, p, scored = self._judge(chunk.message)
+                    self._count(verdict, self.tag and scored, dests.get(verdict), f"{path}#{number}", p)
                 return
             self._rewrite_mbox(path, dests)
 
@@ -519,10 +526,12 @@ class MailFilter:
                             handles[box].write(block)
             need_separator = {d: _ends_without_blank_line(d) for d in set(dests.values())}
             out = handles[path]
+            number = 0
             for chunk in iter_mbox_chunks(path):
                 if chunk.envelope is None or self.stop_requested:
                     out.write(chunk.raw())                       # preamble, or the rest after Ctrl-C
                     continue
+                number += 1
                 verdict, p, scored = self._judge(chunk.message)
                 new = self._new_bytes(chunk.message, verdict, p, scored)
                 dest = dests.get(verdict)
@@ -538,7 +547,7 @@ class MailFilter:
                     fh.write(data)
                     need_separator[dest] = False
                 changed = changed or new != chunk.message or dest is not None
-                self._count(verdict, new != chunk.message, dest)
+                self._count(verdict, new != chunk.message, dest, f"{path}#{number}", p)
             for fh in handles.values():
                 fh.flush()
                 os.fsync(fh.fileno())

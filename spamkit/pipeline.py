@@ -259,13 +259,56 @@ class SpamFilter:
         return self.classes_[np.argmax(self.log_proba(self.transform(items)), axis=1)]
 
     def log_proba(self, X) -> np.ndarray:
-        """log p(class | message) for rows of a feature matrix, after the calibration if any."""
+        """log p(class | message) for rows of a feature matrix, after the calibration and the
+        prior correction (:meth:`set_spam_rate`) if any."""
         lp = self.model.predict_log_proba(X)
-        if self.calibration is None:
-            return lp
-        with np.errstate(invalid="ignore"):
-            log_c0, log_c1 = self.calibration.log_proba(lp[:, 1] - lp[:, 0])
-        return np.column_stack([log_c0, log_c1])
+        if self.calibration is not None:
+            with np.errstate(invalid="ignore"):
+                log_c0, log_c1 = self.calibration.log_proba(lp[:, 1] - lp[:, 0])
+            lp = np.column_stack([log_c0, log_c1])
+        if self._prior_shift:
+            from scipy.special import log_expit
+            s = self.spam_column
+            with np.errstate(invalid="ignore"):
+                z = lp[:, s] - lp[:, 1 - s] + self._prior_shift
+            out = np.empty_like(lp)
+            out[:, s], out[:, 1 - s] = log_expit(z), log_expit(-z)
+            lp = out
+        return lp
+
+    #: log-odds added by the prior correction (0: none)
+    _prior_shift = 0.0
+
+    def training_spam_rate(self) -> float:
+        """The share of spam the filter's probabilities assume: that of its training data."""
+        counts = getattr(self.model, "class_count_", None)
+        if counts is not None:
+            return float(counts[self.spam_column] / np.sum(counts))
+        per_class = self.training.get("per_class", {})
+        total = sum(per_class.values())
+        if not total or SPAM_NAME not in per_class:
+            raise ConfigError("this filter does not record its training spam rate")
+        return per_class[SPAM_NAME] / total
+
+    def set_spam_rate(self, rate: float | None) -> "SpamFilter":
+        """Correct P(spam) for a deployment spam rate different from the training rate (Bayes' rule:
+        the log-odds move by logit(rate) - logit(training rate); :func:`spamkit.decision.correct_prior`).
+
+        Uncalibrated Robinson/Fisher is refused: its indicator ignores the class prior, so there is
+        no training prior to replace (calibrate it, or use fisher-nb).
+        """
+        self._check_fitted()
+        if rate is None:
+            self._prior_shift = 0.0
+            return self
+        if not 0.0 < rate < 1.0:
+            raise ConfigError(f"the spam rate must be strictly between 0 and 1, got {rate}")
+        if isinstance(self.model, RobinsonFisher) and self.calibration is None:
+            raise ConfigError("an uncalibrated fisher filter ignores class priors, so its prior cannot be "
+                              "corrected; train it with --calibrate platt (or use fisher-nb)")
+        train = self.training_spam_rate()
+        self._prior_shift = float(np.log(rate / (1 - rate)) - np.log(train / (1 - train)))
+        return self
 
     @property
     def spam_column(self) -> int:

@@ -194,3 +194,32 @@ def test_cli_costs(tmp_path):
     assert {line.split("\t")[1] for line in result.output.splitlines()} <= {"ham", "spam", "unsure"}
     result = runner.invoke(cli, ["classify", str(model), str(SAMPLE / "ham"), "--cost", "fp=oops"])
     assert result.exit_code == 2 and "is not a number" in result.output
+
+
+def test_spam_rate_correction_in_the_filter(tmp_path):
+    import numpy as np
+    from click.testing import CliRunner
+
+    from spamkit.cli import cli
+    from spamkit.corpus import Corpus
+    from spamkit.decision import correct_prior
+    from spamkit.errors import ConfigError
+    from spamkit.pipeline import SpamFilter, build_filter
+    from conftest import SAMPLE
+
+    with Corpus(SAMPLE) as c:
+        msgs = list(c)
+    f = build_filter(model="multinomial", tokens="words").fit(msgs[::2])
+    train_rate = f.model.class_count_[1] / f.model.class_count_.sum()
+    before = f.p_spam(msgs[1::2])
+    f.set_spam_rate(0.05)
+    np.testing.assert_allclose(f.p_spam(msgs[1::2]), correct_prior(before, train_rate, 0.05), rtol=1e-9, atol=1e-12)
+    # hand-worked: trained at 1/2, deployed at 1/5: odds x 1/4, so P = 0.6 becomes 0.375/1.375
+    assert correct_prior(np.array([0.6]), 0.5, 0.2)[0] == pytest.approx(0.375 / 1.375)
+    raw_fisher = build_filter(model="fisher").fit(msgs[::2])
+    with pytest.raises(ConfigError, match="ignores class priors"):
+        raw_fisher.set_spam_rate(0.3)
+    model = tmp_path / "m.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(model)]).exit_code == 0
+    out = CliRunner().invoke(cli, ["classify", str(model), str(SAMPLE / "spam"), "--spam-rate", "0.01"])
+    assert out.exit_code == 0, out.output

@@ -16,25 +16,27 @@ from ..pipeline import SpamFilter, learn_messages
 from ..report import to_json
 from ..server import FilterServer
 from . import cli
-from .params import CostsParam, corpus_options, open_corpora
+from .params import CostsParam, corpus_options, open_corpora, spam_rate_option
 from .progress import Progress
+from .status import ExitStatus
 
 PIPE_STATUS = {"spam": EXIT_SPAM, "ham": EXIT_HAM, "unsure": EXIT_UNSURE}
 
 
-def _load(model, cost):
+def _load(model, cost, spam_rate=None):
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(cost)
+    spam_filter.set_spam_rate(spam_rate)
     spam_filter.spam_column                       # a filter without a "spam" class cannot filter mail
     return spam_filter
 
 
-def _pipe(model, cost) -> int:
+def _pipe(model, cost, spam_rate=None) -> int:
     """One message from standard input to standard output, tagged; never lost, even on an error."""
     raw = sys.stdin.buffer.read()
     try:
-        spam_filter = _load(model, cost)
+        spam_filter = _load(model, cost, spam_rate)
         verdict, p = spam_filter.verdict(raw)
         out = tag(raw, verdict, p, model_id_of(model))
     except (SpamkitError, OSError, ValueError) as exc:
@@ -58,7 +60,8 @@ def _pipe(model, cost) -> int:
               help="Move messages the decision layer calls unsure here.")
 @click.option("--cost", type=CostsParam(), default=None,
               help="Decide with these costs instead of the filter's (e.g. fp=100,fn=10,unsure=2).")
-@click.option("--dry-run", is_flag=True, help="Change nothing; report what would happen.")
+@click.option("--dry-run", is_flag=True, help="Change nothing; list what would happen to each message.")
+@click.option("--verbose", "-v", is_flag=True, help="List each message's verdict and what was done.")
 @click.option("--force", is_flag=True, help="Score messages already tagged by this filter again.")
 @click.option("--wait", type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="Seconds to wait for another run that holds a mailbox.")
@@ -66,9 +69,10 @@ def _pipe(model, cost) -> int:
               help="Also write the run's summary here as JSON.")
 @click.option("--recover", is_flag=True,
               help="Only finish or undo interrupted runs on these mbox files, then stop.")
+@spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost, dry_run, force, wait,
-                   summary_file, recover, as_json):
+                   summary_file, recover, spam_rate, as_json, verbose):
     """Filter mailboxes (mbox, Maildir, MH) with a trained filter: tag and/or move spam.
 
     \b
@@ -84,7 +88,7 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
     2 for unsure and 3 on an error (the message is then written out unchanged).
     """
     if mailboxes == ("-",):
-        sys.exit(_pipe(model, cost))
+        sys.exit(_pipe(model, cost, spam_rate))
     if "-" in mailboxes:
         raise click.UsageError("'-' (pipe mode) cannot be combined with mailboxes")
     if recover:
@@ -97,14 +101,20 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
         return
     if not (do_tag or move_spam_to or move_unsure_to or dry_run):
         raise click.UsageError("nothing to do: give --tag, --move-spam-to, --move-unsure-to or --dry-run")
-    spam_filter = _load(model, cost)
+    spam_filter = _load(model, cost, spam_rate)
     move = {"spam": move_spam_to, "unsure": move_unsure_to}
     if move_unsure_to and (spam_filter.costs is None or "unsure" not in spam_filter.costs.decisions):
         raise click.UsageError("--move-unsure-to needs a decision layer with an unsure decision "
                                "(train or filter with --cost fp=...,fn=...,unsure=...)")
     with Progress("filtering") as progress:
+        def listing(ref, verdict, p, tagged, moved_to):
+            actions = (["tag"] if tagged else []) + ([f"move to {moved_to}"] if moved_to is not None else [])
+            verb = "would " if dry_run else ""
+            click.echo(f"{ref}\t{verdict}\t{p:.6f}\t{verb + ', '.join(actions) if actions else 'unchanged'}")
+
         runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
-                            force=force, wait=wait, progress=progress.step)
+                            force=force, wait=wait, progress=progress.step,
+                            on_message=listing if (dry_run or verbose) and not as_json else None)
 
         def stop(signum, frame):
             runner.stop_requested = True          # finish the current message, then stop cleanly
@@ -120,6 +130,8 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
             json.dump(result, fh, indent=2)
     if as_json:
         click.echo(to_json(result))
+        if result["interrupted"]:
+            sys.exit(ExitStatus.INTERRUPTED)
         return
     verb = "would be" if dry_run else "were"
     counts = ", ".join(f"{v} {n}" for v, n in result["verdicts"].items())
@@ -136,6 +148,7 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
         click.echo(f"  recovered: {note}")
     if result["interrupted"]:
         click.echo("  interrupted: stopped between messages; the rest were left as they were")
+        sys.exit(ExitStatus.INTERRUPTED)
 
 
 @cli.command("learn")
@@ -188,7 +201,8 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_erro
 @click.option("--socket", "socket_path", required=True, type=click.Path(dir_okay=False),
               help="Unix-domain socket to answer on (created with mode 0600).")
 @click.option("--cost", type=CostsParam(), default=None, help="Decide with these costs instead of the filter's.")
-def serve_command(model, socket_path, cost):
+@spam_rate_option
+def serve_command(model, socket_path, cost, spam_rate):
     """Keep a filter loaded and answer spamkit-pipe on a socket (fast pipe mode).
 
     \b
@@ -198,7 +212,7 @@ def serve_command(model, socket_path, cost):
 
     Stop it with Ctrl-C or SIGTERM; the socket file is removed.
     """
-    spam_filter = _load(model, cost)
+    spam_filter = _load(model, cost, spam_rate)
     spam_filter.verdict(b"Subject: warm-up\n\nwarm up")      # first call builds caches
     try:
         server = FilterServer(socket_path, spam_filter.verdict, model_id_of(model))

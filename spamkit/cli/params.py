@@ -104,3 +104,10 @@ def model_options(func):
 
 def fisher_params(strength, prior, min_dev, max_clues) -> dict:
     return {"strength": strength, "prior": prior, "min_dev": min_dev, "max_clues": max_clues}
+
+
+#: ``--spam-rate``, shared by classify, evaluate, filter and serve
+spam_rate_option = click.option(
+    "--spam-rate", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="R",
+    help="Share of spam where the filter is used, if it differs from the training data's: "
+         "P(spam) is corrected by Bayes' rule.")

@@ -14,7 +14,7 @@ from ..pipeline import (CALIBRATIONS, METRICS, MODELS, REPRESENTATIONS, SNOWBALL
 from ..evaluation import REGIMES, threshold_report
 from ..report import render_comparison, render_threshold, render_evaluation, render_info, render_online, render_train, render_tuning, to_json
 from . import cli
-from .params import CostsParam, corpus_options, fisher_params, model_options, open_corpora
+from .params import CostsParam, corpus_options, fisher_params, model_options, open_corpora, spam_rate_option
 from .progress import Progress
 
 
@@ -157,7 +157,8 @@ def _k_value(k: str):
               help="Read INPUTS as this corpus format (see 'spamkit corpus --help').")
 @click.option("--cost", "cost", type=CostsParam(), default=None,
               help="Decide by minimum expected cost: fp=100,fn=10[,unsure=2] or a cost-table file.")
-def classify_command(model, inputs, explain, as_json, fmt, cost):
+@spam_rate_option
+def classify_command(model, inputs, explain, as_json, fmt, cost, spam_rate):
     """Classify messages: one line per message, SOURCE<TAB>DECISION<TAB>P(spam).
 
     INPUTS are message files, mailboxes (mbox, Maildir, MH) or corpora; '-' (or none)
@@ -169,6 +170,7 @@ def classify_command(model, inputs, explain, as_json, fmt, cost):
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(cost)
+    spam_filter.set_spam_rate(spam_rate)
     binary = "spam" in [str(c) for c in spam_filter.classes_] and len(spam_filter.classes_) == 2
     for source, item in _inputs(inputs or ("-",), fmt):
         proba = spam_filter.predict_proba([item])[0]
@@ -213,8 +215,9 @@ def _inputs(inputs, fmt):
               help="Also report decisions and cost per message under these costs.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write a self-contained HTML report with plots (ham/spam filters).")
+@spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the measures as JSON.")
-def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report_path, as_json):
+def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report_path, spam_rate, as_json):
     """Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures).
 
     --report adds ROC (linear and log FPR) and precision-recall curves, a bootstrap interval
@@ -224,6 +227,7 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(cost)
+    spam_filter.set_spam_rate(spam_rate)
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
         with Progress("evaluating") as progress:
