@@ -115,6 +115,22 @@ def fisher_log_odds(log_f: np.ndarray, log_1mf: np.ndarray, n: np.ndarray) -> tu
     return log_c0, log_c1
 
 
+def presence(X) -> sp.csr_matrix:
+    """X as a CSR matrix of 0/1 (token present or not); negative values are refused."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        if X.nnz and X.data.min() < 0:
+            raise ValueError("token presence models take counts: negative values in X")
+        X = X.copy()
+        X.eliminate_zeros()
+        X.data = np.ones_like(X.data)
+        return X
+    X = np.asarray(X)
+    if (X < 0).any():
+        raise ValueError("token presence models take counts: negative values in X")
+    return sp.csr_matrix((X != 0).astype(np.float64))
+
+
 class RobinsonFisher(ProbabilisticClassifier):
     """Two-class token filter: Robinson's f(w) and Fisher's chi-square combining.
 
@@ -180,18 +196,7 @@ class RobinsonFisher(ProbabilisticClassifier):
     # ------------------------------------------------------------- counting
 
     def _presence(self, X):
-        if sp.issparse(X):
-            X = sp.csr_matrix(X)
-            if X.nnz and X.data.min() < 0:
-                raise ValueError("RobinsonFisher counts token presence: negative values in X")
-            X = X.copy()
-            X.eliminate_zeros()
-            X.data = np.ones_like(X.data)
-            return X
-        X = np.asarray(X)
-        if (X < 0).any():
-            raise ValueError("RobinsonFisher counts token presence: negative values in X")
-        return sp.csr_matrix((X != 0).astype(np.float64))
+        return presence(X)
 
     def _init_counters(self, classes, n_features):
         classes = np.unique(np.asarray(classes))
