@@ -405,6 +405,8 @@ class MailFilter:
             for folder in sorted({path, *dests.values()}, key=str):
                 if folder.exists():                   # a dry run does not create destinations
                     locks.enter_context(spamkit_lock(folder / ".spamkit.lock", self.wait))
+            if not self.dry_run and (path / "tmp").is_dir():
+                self._remove_stale(path / "tmp", "*.spamkit-*")
             for sub in ("new", "cur"):
                 folder = path / sub
                 for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
@@ -441,6 +443,19 @@ class MailFilter:
     # ------------------------------------------------------------- MH
 
     @staticmethod
+    def _remove_stale(folder: Path, pattern: str) -> None:
+        """Delete tagged copies a killed run left (its pid is the last part of the name): they were
+        never renamed over a message, so the message itself is intact."""
+        for stale in folder.glob(pattern):
+            try:
+                pid = int(stale.name.rsplit("-", 2)[-2] if pattern.startswith(".spamkit-tmp") else
+                          stale.name.rsplit("-", 1)[-1])
+            except ValueError:
+                continue
+            if not _pid_alive(pid):
+                stale.unlink(missing_ok=True)
+
+    @staticmethod
     def _mh_numbers(folder: Path) -> list[int]:
         return sorted(int(n) for n in os.listdir(folder) if n.isdigit())
 
@@ -454,6 +469,8 @@ class MailFilter:
                 # MH programs (and Python's mailbox.MH) lock .mh_sequences: a dot-lock and fcntl
                 if (folder / ".mh_sequences").exists():
                     locks.enter_context(mbox_locks(folder / ".mh_sequences", self.wait))
+            if not self.dry_run:
+                self._remove_stale(path, ".spamkit-tmp-*")
             next_number = {v: (max(self._mh_numbers(d), default=0) + 1) if d.exists() else 1
                            for v, d in dests.items()}
             for number in self._mh_numbers(path):

@@ -341,3 +341,22 @@ def test_ctrl_c_stops_cleanly_between_messages(kind, model, tmp_path):
     assert summary["interrupted"] and 0 < summary["messages"] < 2000
     check_exactly_once(kind, [inbox, junk], originals)          # nothing lost, nothing half-done
     assert not [p for p in tmp_path.rglob("*") if "spamkit-new" in p.name or "journal" in p.name]
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_copies_left_by_a_killed_run_are_cleaned(kind, model, tmp_path):
+    inbox = tmp_path / f"inbox.{kind}"
+    build(kind, inbox, 3)
+    dead = 2 ** 22 + 12345                          # a pid no process has
+    while True:
+        try:
+            os.kill(dead, 0)
+            dead += 1
+        except ProcessLookupError:
+            break
+    stale = inbox / "tmp" / f"123.host.spamkit-{dead}" if kind == "maildir" else inbox / f".spamkit-tmp-{dead}-2"
+    stale.write_bytes(b"half a tagged copy")
+    before = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    assert CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag"]).exit_code == 0
+    assert not stale.exists()
+    check_exactly_once(kind, [inbox], before)
