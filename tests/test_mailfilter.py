@@ -150,6 +150,9 @@ def test_pipe_mode_exit_status_and_pass_through(model, tmp_path):
     out = subprocess.run([sys.executable, "-m", "spamkit", "filter", str(broken), "-"], input=msgs[3],
                          capture_output=True, env=env)
     assert out.returncode == EXIT_ERROR and out.stdout == msgs[3] and b"passed through" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "spamkit", "filter", str(tmp_path / "missing.spamkit"), "-"],
+                         input=msgs[4], capture_output=True, env=env)
+    assert out.returncode == EXIT_ERROR and out.stdout == msgs[4]
 
 
 def test_a_second_run_waits_then_stops_clearly(model, tmp_path):

@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from ..errors import SpamkitError
-from ..mailfilter import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, MailFilter, model_id_of, recover_mbox, tag
 from ..corpus import iter_corpora
+from ..mailfilter import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, MailFilter, model_id_of, recover_mbox, tag
 from ..pipeline import SpamFilter, learn_messages
 from ..report import to_json
 from ..server import FilterServer
@@ -50,7 +50,8 @@ def _pipe(model, cost, spam_rate=None) -> int:
 
 
 @cli.command("filter")
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+# not exists=True: in pipe mode a missing filter file must still pass the message through
+@click.argument("model", type=click.Path(dir_okay=False))
 @click.argument("mailboxes", nargs=-1, required=True)
 @click.option("--tag", "do_tag", is_flag=True,
               help="Add X-Spam-Status, X-Spam-Probability, X-Spamkit-Version and X-Spamkit-Model to each message.")
