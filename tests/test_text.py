@@ -174,3 +174,14 @@ def test_mail_tokens_never_contain_line_breaks():
            b"<img src=\"http://img.example/\n\">")
     for token in Analyzer.mail()(parse_message(raw)):
         assert token == token.strip() and len(token.splitlines()) == 1, repr(token)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["http://", "HTTPS://", "www.", "WwW.", "ww.", "://", "x", ".com", " ", "/a",
+                                 "é", "\n", "htp:/"]), max_size=12).map("".join))
+def test_find_urls_equals_the_plain_scan(text):
+    from spamkit.text.tokenize import URL_PATTERN, find_urls
+    assert find_urls(text) == URL_PATTERN.findall(text)

@@ -47,7 +47,7 @@ from ..errors import ConfigError
 from ..message import Message, parse_message
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
-from .tokenize import URL_PATTERN, WORD_PATTERN, is_number, url_hosts
+from .tokenize import WORD_PATTERN, find_urls, is_number, url_hosts
 
 __all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
 
@@ -247,7 +247,7 @@ class Analyzer:
             raise ConfigError(f"cannot analyze a {type(doc).__name__}; pass a Message, str or bytes")
         tokens = self.words(doc.body)
         if self.urls or self.url_parts:
-            urls = URL_PATTERN.findall(doc.body) + list(doc.urls)
+            urls = find_urls(doc.body) + list(doc.urls)
             if self.urls:
                 for url in urls:
                     tokens.extend("url:" + h for h in url_hosts(url))

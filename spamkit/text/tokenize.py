@@ -21,6 +21,21 @@ _HOST = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://)?(?:[^@/?#]*@)?([^/?#:\s]+)", re.
 _DIGITS = re.compile(r"^[$£€¥]?[\d.,'’\-]+$")
 
 
+def find_urls(text: str) -> list[str]:
+    """``URL_PATTERN.findall(text)``, skipping the scan when no URL can be there.
+
+    Every match holds "://" or a case-insensitive "www.", so two substring searches (in C)
+    rule most texts out: on Enron1 they cost a tenth of the regular-expression scan, which was
+    a quarter of all tokenizing time. tests/test_text.py checks it equals the plain findall.
+
+    >>> find_urls("see WWW.Example.com or http://x.example/a"), find_urls("no links here")
+    (['WWW.Example.com', 'http://x.example/a'], [])
+    """
+    if "://" in text or "www." in text.lower():
+        return URL_PATTERN.findall(text)
+    return []
+
+
 def url_hosts(url: str) -> list[str]:
     """The host of a URL and its registrable-looking parent domain (the last two labels).
 
