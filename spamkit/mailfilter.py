@@ -397,14 +397,21 @@ class MailFilter:
             return dict(self.move)
         return {v: ensure_destination(p, kind) for v, p in self.move.items()}
 
+    def _lock_folders(self, locks: ExitStack, folders) -> list:
+        """Take the spamkit lock of each existing folder, in a fixed (sorted) order so that two
+        runs on overlapping folders cannot deadlock; returns the folders, sorted."""
+        ordered = sorted(set(folders), key=str)
+        for folder in ordered:
+            if folder.exists():                       # a dry run does not create destinations
+                locks.enter_context(spamkit_lock(folder / ".spamkit.lock", self.wait))
+        return ordered
+
     # ------------------------------------------------------------- Maildir
 
     def _filter_maildir(self, path: Path):
         dests = self._destinations("maildir")
         with ExitStack() as locks:
-            for folder in sorted({path, *dests.values()}, key=str):
-                if folder.exists():                   # a dry run does not create destinations
-                    locks.enter_context(spamkit_lock(folder / ".spamkit.lock", self.wait))
+            self._lock_folders(locks, [path, *dests.values()])
             if not self.dry_run and (path / "tmp").is_dir():
                 self._remove_stale(path / "tmp", "*.spamkit-*")
             for sub in ("new", "cur"):
@@ -462,10 +469,7 @@ class MailFilter:
     def _filter_mh(self, path: Path):
         dests = self._destinations("mh")
         with ExitStack() as locks:
-            for folder in sorted({path, *dests.values()}, key=str):
-                if folder.exists():                   # a dry run does not create destinations
-                    locks.enter_context(spamkit_lock(folder / ".spamkit.lock", self.wait))
-            for folder in sorted({path, *dests.values()}, key=str):
+            for folder in self._lock_folders(locks, [path, *dests.values()]):
                 # MH programs (and Python's mailbox.MH) lock .mh_sequences: a dot-lock and fcntl
                 if (folder / ".mh_sequences").exists():
                     locks.enter_context(mbox_locks(folder / ".mh_sequences", self.wait))

@@ -115,6 +115,15 @@ def fisher_log_odds(log_f: np.ndarray, log_1mf: np.ndarray, n: np.ndarray) -> tu
     return log_c0, log_c1
 
 
+def two_class_presence_tags(self):
+    """scikit-learn tags of the two-class token-presence models (RobinsonFisher, FisherNBStack):
+    no multi-class; poor_score, since presence of real-valued blob features says little."""
+    tags = ProbabilisticClassifier.__sklearn_tags__(self)
+    tags.classifier_tags.multi_class = False
+    tags.classifier_tags.poor_score = True
+    return tags
+
+
 def presence(X) -> sp.csr_matrix:
     """X as a CSR matrix of 0/1 (token present or not); negative values are refused."""
     if sp.issparse(X):
@@ -170,11 +179,7 @@ class RobinsonFisher(ProbabilisticClassifier):
         self.min_dev = min_dev
         self.max_clues = max_clues
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.classifier_tags.poor_score = True     # a token-presence model on real-valued blobs
-        return tags
+    __sklearn_tags__ = two_class_presence_tags
 
     # ------------------------------------------------------------- parameters
 

@@ -34,7 +34,7 @@ from sklearn.linear_model import LogisticRegression
 
 from ..errors import ConfigError
 from .base import ProbabilisticClassifier, check_alpha
-from .robinson import RobinsonFisher, presence
+from .robinson import RobinsonFisher, presence, two_class_presence_tags
 
 #: component log-odds are clipped to this magnitude before they are combined
 _LIMIT = 700.0
@@ -82,11 +82,7 @@ class FisherNBStack(ProbabilisticClassifier):
         self.alpha = alpha
         self.folds = folds
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.classifier_tags.poor_score = True
-        return tags
+    __sklearn_tags__ = two_class_presence_tags
 
     # ------------------------------------------------------------- components
 
