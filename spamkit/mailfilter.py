@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
+from .durable import fsync_dir, write_durable
 from .errors import ConfigError, SpamkitError
 from .message import SPAMKIT_FIELDS, split_tags  # noqa: F401  (re-exported: the filter's own fields)
 
@@ -118,38 +119,6 @@ def model_id_of(path) -> str:
 
 
 # --------------------------------------------------------------------------- durable writes
-
-def fsync_dir(path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_durable(path: Path, data: bytes) -> None:
-    """Create ``path`` (which must not exist) with ``data``, flushed and fsynced."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-        raise
-    os.close(fd)
-
 
 def _describe(exc: OSError, what: str) -> str:
     if exc.errno == errno.ENOSPC:

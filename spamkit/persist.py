@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from .durable import fsync_dir
 from .errors import ModelFormatError
 from .features import Vectorizer
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
@@ -91,16 +92,7 @@ def atomic_write(path: Path, data_writer) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
         tmp = None
-        try:                                     # make the rename itself durable
-            dir_fd = os.open(folder, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(dir_fd)
-        except OSError:
-            pass                                 # some file systems cannot fsync a folder
-        finally:
-            os.close(dir_fd)
+        fsync_dir(folder)                        # make the rename itself durable
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)

@@ -16,6 +16,8 @@ PACKAGE = Path(spamkit.__file__).parent
 # stage -> spamkit stages it may import (its own stage is always allowed)
 ALLOWED = {
     "errors": set(),
+    # fsync helpers shared by filter files and mailboxes (standard library only)
+    "durable": set(),
     "labels": set(),
     "corpus": {"errors", "labels"},
     "htmltext": set(),
@@ -33,11 +35,11 @@ ALLOWED = {
                  "decision", "metrics", "persist", "evaluation", "version", "calibration"},
     "evaluation": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision",
                    "metrics", "persist"},
-    "persist": {"errors", "labels", "text", "features", "models", "decision", "version"},
+    "persist": {"errors", "labels", "text", "features", "models", "decision", "version", "durable"},
     "report": {"errors", "labels"},
     "htmlreport": set(),
     # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out
-    "mailfilter": {"errors", "version", "message"},
+    "mailfilter": {"errors", "version", "message", "durable"},
     # the resident filter process (takes a classify function) and its standard-library-only client
     "server": {"mailfilter", "client"},
     "client": set(),
