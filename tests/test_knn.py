@@ -157,6 +157,35 @@ def test_blocked_equals_unblocked(k_raw, seed, metric, threads):
     np.testing.assert_allclose(whole.predict_proba(Q), tiny.predict_proba(Q))
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 25), st.integers(0, 10_000), st.integers(1, 2))
+def test_cosine_pruning_keeps_the_exact_top_k(k, seed, threads):
+    # Many exact duplicates (ties) and frequent terms (a dense part): the candidate bound
+    # must keep every member of the top k, so pruning changes nothing against rescoring
+    # every pair with the same arithmetic.
+    rng = np.random.default_rng(seed)
+    base = sp.random(150, 60, density=0.15, format="csr", random_state=rng)
+    base.data = np.ceil(base.data * 3)
+    X = sp.vstack([base, base[rng.integers(0, 150, 250)]]).tolil()
+    X[:, :3] = rng.integers(1, 3, (400, 3))           # in every row: dense columns
+    X = X.tocsr()
+    Q = sp.vstack([X[rng.integers(0, 400, 20)], sp.random(20, 60, density=0.2, random_state=rng)]).tocsr()
+    y = rng.integers(0, 2, 400)
+    knn = KNNClassifier(k=k, n_jobs=threads).fit(X, y)
+    index = knn._index
+    assert len(index.dense_cols) >= 3 and 400 // index.GROUP >= k      # the group bound is used
+    idx, sim = knn.kneighbors(Q)
+    index._candidates = lambda A, kk: np.nonzero(np.ones(A.shape, dtype=bool))
+    idx_all, sim_all = knn.kneighbors(Q)
+    np.testing.assert_array_equal(idx, idx_all)
+    np.testing.assert_array_equal(sim, sim_all)
+    # and the similarities are the cosines
+    Xn = X.toarray() / np.linalg.norm(X.toarray(), axis=1, keepdims=True)
+    Qd = Q.toarray()
+    Qn = Qd / np.maximum(np.linalg.norm(Qd, axis=1, keepdims=True), 1e-300)
+    np.testing.assert_allclose(sim, np.take_along_axis(Qn @ Xn.T, idx, axis=1), atol=1e-12)
+
+
 def test_memory_limit_bounds_blocks():
     knn = KNNClassifier(k=5, memory_limit="1M", n_jobs=1).fit(sp.random(5000, 50, density=0.1, format="csr"),
                                                               np.arange(5000) % 2)
