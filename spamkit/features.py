@@ -24,6 +24,7 @@ no vocabulary at all: a token's column is ``|murmurhash3_32(token, seed=0)| mod 
 from __future__ import annotations
 
 from array import array
+from collections import defaultdict
 
 import numpy as np
 import scipy.sparse as sp
@@ -87,16 +88,23 @@ CHUNK_DOCS = 256
 def _count_matrix(docs, index: dict, grow: bool):
     """CSR counts of ``docs`` under ``index`` (token -> column); with ``grow`` new tokens get columns.
 
+    With ``grow``, ``index`` is a ``defaultdict`` whose factory is its own ``__len__``: looking
+    a new token up gives it the next free column, so the ids of a document come from one
+    ``map`` over the tokens, without a Python-level step per token (the same device as
+    scikit-learn's ``CountVectorizer._count_vocab``).
+
     Token ids of up to :data:`CHUNK_DOCS` documents are gathered as 32-bit integers, then
     scipy sums the duplicates of that chunk in C; each chunk's non-zeros are appended to
     the result. Memory: the non-zeros, plus the raw ids of one chunk.
     """
     out_indptr = array("q", [0])
     out_indices = array("i")
-    out_data = array("d")
+    out_data = array("i")      # counts within one document: exact 32-bit integers, half a float64
     chunk_ids = array("i")
     chunk_ptr = [0]
-    setdefault, get = index.setdefault, index.get
+    lookup, get = index.__getitem__, index.get
+    if grow and getattr(index, "default_factory", None) != index.__len__:
+        raise ValueError("a growing index must be a defaultdict whose factory is its __len__")
 
     def flush():
         if len(chunk_ptr) == 1:
@@ -108,7 +116,7 @@ def _count_matrix(docs, index: dict, grow: bool):
         base = out_indptr[-1]
         out_indptr.frombytes((block.indptr[1:].astype(np.int64) + base).tobytes())
         out_indices.frombytes(block.indices.astype(np.int32).tobytes())
-        out_data.frombytes(block.data.astype(np.float64).tobytes())
+        out_data.frombytes(block.data.astype(np.int32).tobytes())
         del chunk_ids[:]
         chunk_ptr[1:] = []
 
@@ -116,8 +124,7 @@ def _count_matrix(docs, index: dict, grow: bool):
         if isinstance(tokens, str):
             raise ConfigError("a document must be a list of tokens, got a str; tokenize it first")
         if grow:
-            # setdefault gives a new token the next free column, in one dictionary call
-            chunk_ids.extend([setdefault(t, len(index)) for t in tokens])
+            chunk_ids.extend(map(lookup, tokens))
         else:
             chunk_ids.extend([j for j in map(get, tokens) if j is not None])
         chunk_ptr.append(len(chunk_ids))
@@ -128,7 +135,10 @@ def _count_matrix(docs, index: dict, grow: bool):
     indptr = np.frombuffer(out_indptr, dtype=np.int64)
     if len(out_indices) < 2 ** 31 - 1:
         indptr = indptr.astype(np.int32)        # same index type as `indices`: scipy then copies neither
-    return sp.csr_matrix((np.frombuffer(out_data, dtype=np.float64) if len(out_data) else np.zeros(0),
+    # float64 only now that the stream (and whatever its reader holds) is finished
+    data = np.frombuffer(out_data, dtype=np.int32).astype(np.float64)
+    del out_data
+    return sp.csr_matrix((data,
                           np.frombuffer(out_indices, dtype=np.int32) if len(out_indices) else np.zeros(0, np.int32),
                           indptr),
                          shape=(n_docs, len(index)))
@@ -227,8 +237,10 @@ class Vectorizer:
             self.vocabulary_ = None
             self.terms_ = None
         else:
-            index: dict[str, int] = {}
+            index: defaultdict[str, int] = defaultdict()
+            index.default_factory = index.__len__
             counts = _count_matrix(docs, index, grow=True)
+            index.default_factory = None               # from here on, a plain mapping
             counts = self._limit(counts, index, y)
         self.n_docs_ = counts.shape[0]
         if self.n_docs_ == 0:
@@ -277,14 +289,13 @@ class Vectorizer:
         kept_terms = sorted(terms) if keep.size == len(terms) else sorted(terms[j] for j in keep.tolist())
         n_old = counts.shape[1]
         new_col = np.full(n_old, -1, dtype=np.int32)
-        new_col[np.fromiter((index[t] for t in kept_terms), dtype=np.int64, count=len(kept_terms))] = \
+        new_col[np.fromiter(map(index.__getitem__, kept_terms), dtype=np.int64, count=len(kept_terms))] = \
             np.arange(len(kept_terms), dtype=np.int32)
         del terms
         if len(kept_terms) * 2 >= n_old:
             for t in index.keys() - set(kept_terms) if len(kept_terms) < n_old else ():
                 del index[t]
-            for k, t in enumerate(kept_terms):      # reuse the dictionary's table
-                index[t] = k
+            index.update(zip(kept_terms, range(len(kept_terms))))      # reuse the dictionary's table
             vocabulary = index
         else:
             vocabulary = {t: k for k, t in enumerate(kept_terms)}

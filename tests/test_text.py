@@ -13,7 +13,7 @@ from spamkit.message import parse_message
 from spamkit.text import Analyzer
 from spamkit.text.stem import CachedStemmer
 from spamkit.text.stopwords import english
-from spamkit.text.tokenize import WORD_PATTERN
+from spamkit.text.tokenize import WORD_PATTERN, WORD_PATTERN_MIN2
 
 from conftest import SAMPLE
 
@@ -115,6 +115,23 @@ REFERENCE_WORD = re.compile(r"[$£€¥]?[^\W_](?:[^\W_]|['’.\-](?=[^\W_])|(?<
 @given(st.text(alphabet=st.sampled_from(list("ab1_.,-'’$£ éß9\n")), max_size=60) | st.text(max_size=60))
 def test_word_pattern_equals_reference(text):
     assert re.findall(WORD_PATTERN, text) == REFERENCE_WORD.findall(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1_.,-'’$£ éß9\n")), max_size=60) | st.text(max_size=60))
+def test_two_character_pattern_drops_exactly_the_one_character_words(text):
+    assert re.findall(WORD_PATTERN_MIN2, text) == [t for t in re.findall(WORD_PATTERN, text) if len(t) >= 2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1.,-$ x")), max_size=200), st.integers(2, 6))
+def test_fast_words_equal_the_general_loop(text, max_len):
+    # the default pattern with min_len 2 takes the fast path; a stop word list of one word
+    # that never occurs forces the general loop: both must give the same tokens
+    fast = Analyzer(max_len=max_len)
+    slow = Analyzer(max_len=max_len, stop_words="none", _stop_list=frozenset({"\x00"}))
+    assert fast._regex_min is not None
+    assert fast.words(text) == slow.words(text)
 
 
 STOP = english()

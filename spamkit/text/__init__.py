@@ -47,7 +47,7 @@ from ..errors import ConfigError
 from ..message import Message, parse_message
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
-from .tokenize import WORD_PATTERN, find_urls, is_number, url_hosts
+from .tokenize import WORD_PATTERN, WORD_PATTERN_MIN2, find_urls, is_number, url_hosts
 
 __all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
 
@@ -145,6 +145,9 @@ class Analyzer:
             self._regex = re.compile(self.token_pattern)
         except re.error as exc:
             raise ConfigError(f"token_pattern is not a regular expression: {exc}") from None
+        # the default word pattern and length: the engine itself drops one-character words
+        self._regex_min = (re.compile(WORD_PATTERN_MIN2)
+                           if self.token_pattern == WORD_PATTERN and self.min_len == 2 else None)
         self.headers = tuple(h.lower() for h in self.headers)
         if self._stop_list is None:
             self._stop_list = load_stop_words(self.stop_words)
@@ -208,8 +211,13 @@ class Analyzer:
         min_len, max_len, numbers = self.min_len, self.max_len, self.numbers
         if not stop and stem._stem is None and numbers == "keep":
             # The common configuration, as one comprehension: same result as the loop below.
-            out = [t if len(t) <= max_len else "meta:long-token"
-                   for t in self._regex.findall(text) if len(t) >= min_len]
+            if self._regex_min is not None:
+                out = self._regex_min.findall(text)
+                if out and max(map(len, out)) > max_len:     # rare: a word too long to keep
+                    out = [t if len(t) <= max_len else "meta:long-token" for t in out]
+            else:
+                out = [t if len(t) <= max_len else "meta:long-token"
+                       for t in self._regex.findall(text) if len(t) >= min_len]
             if self.ngram_max > 1:
                 self._add_ngrams(out)
             return out

@@ -16,6 +16,16 @@ import re
 #: form (tests/test_text.py checks that the two agree).
 WORD_PATTERN = r"[$£€¥]?[^\W_]+(?:(?:['’.\-]|(?<=\d),(?=\d))[^\W_]+)*"
 
+_JOIN = r"(?:(?:['’.\-]|(?<=\d),(?=\d))[^\W_]+)"
+#: :data:`WORD_PATTERN` restricted to matches of two or more characters (the default
+#: ``min_len``), so the regex engine drops one-character words instead of a Python filter. A
+#: one-character match of WORD_PATTERN is a single letter or digit with no currency sign and
+#: no joined part; the three branches are exactly the other matches (a currency sign; a run of
+#: two or more; one character followed by joined parts), with the same greedy extent, and the
+#: scan resumes at the same place after a dropped word. tests/test_text.py checks that
+#: ``findall`` of this pattern equals WORD_PATTERN's matches of length >= 2.
+WORD_PATTERN_MIN2 = rf"[$£€¥][^\W_]+{_JOIN}*|[^\W_]{{2,}}{_JOIN}*|[^\W_]{_JOIN}+"
+
 URL_PATTERN = re.compile(r"(?:https?://|www\.)[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
 _HOST = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://)?(?:[^@/?#]*@)?([^/?#:\s]+)", re.IGNORECASE)
 _DIGITS = re.compile(r"^[$£€¥]?[\d.,'’\-]+$")
