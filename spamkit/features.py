@@ -254,6 +254,34 @@ class Vectorizer:
         self.n_features_ = counts.shape[1]
         return self._represent(counts)
 
+    def select_columns(self, terms: list, df: np.ndarray, n_docs: int, score) -> np.ndarray:
+        """Indices into ``terms`` of the columns kept, in alphabetical order of their terms.
+
+        min_df/max_df on the document frequencies ``df``; then, past ``max_features``, the
+        highest ``score(keep)`` (total count, or information gain), ties by document
+        frequency, then alphabetically. Depends only on these per-term statistics, not on
+        the order of ``terms``: single-process training and the Dask engine
+        (:mod:`spamkit.distributed`, which sums the statistics of partitions) both call it,
+        so they keep the same columns.
+        """
+        low = _threshold(self.min_df, n_docs, "min_df")
+        high = _threshold(self.max_df, n_docs, "max_df")
+        if len(terms) == 0:
+            raise ConfigError(f"the {n_docs} documents hold no token at all: empty vocabulary "
+                              "(were they all empty, or all stop words?)")
+        keep = np.flatnonzero((df >= low) & (df <= high))
+        if keep.size == 0:
+            raise ConfigError(f"no term is in at least min_df={self.min_df} and at most max_df={self.max_df} "
+                              f"of the {n_docs} documents; lower min_df or raise max_df")
+        if self.max_features is not None and keep.size > self.max_features:
+            s = score(keep)
+            # Highest score first; ties by document frequency, then alphabetically (deterministic).
+            order = sorted(range(keep.size), key=lambda k: (-s[k], -df[keep[k]], terms[keep[k]]))
+            keep = keep[np.array(order[: self.max_features], dtype=np.int64)]
+        # Columns in alphabetical order of their terms, as scikit-learn's vectorizers do.
+        by_term = sorted(range(keep.size), key=lambda k: terms[keep[k]])
+        return keep[np.array(by_term, dtype=np.int64)] if keep.size else keep
+
     def _limit(self, counts: sp.csr_matrix, index: dict, y) -> sp.csr_matrix:
         """Drop columns by min_df/max_df/max_features, renumber the rest alphabetically.
 
@@ -263,30 +291,19 @@ class Vectorizer:
         """
         n_docs = counts.shape[0]
         df = np.bincount(counts.indices, minlength=counts.shape[1])
-        low = _threshold(self.min_df, n_docs, "min_df")
-        high = _threshold(self.max_df, n_docs, "max_df")
-        keep = np.flatnonzero((df >= low) & (df <= high))
-        if counts.shape[1] == 0:
-            raise ConfigError(f"the {n_docs} documents hold no token at all: empty vocabulary "
-                              "(were they all empty, or all stop words?)")
-        if keep.size == 0:
-            raise ConfigError(f"no term is in at least min_df={self.min_df} and at most max_df={self.max_df} "
-                              f"of the {n_docs} documents; lower min_df or raise max_df")
         if self.select == "ig" and y is None:
             raise ConfigError("select='ig' (information gain) needs the class labels y")
         terms = [None] * len(index)
         for token, j in index.items():
             terms[j] = token
-        if self.max_features is not None and keep.size > self.max_features:
+
+        def score(keep):
             if self.select == "ig":
-                score = self._ig(counts[:, keep], y)
-            else:
-                score = np.asarray(counts[:, keep].sum(axis=0)).ravel()
-            # Highest score first; ties by document frequency, then alphabetically (deterministic).
-            order = sorted(range(keep.size), key=lambda k: (-score[k], -df[keep[k]], terms[keep[k]]))
-            keep = keep[np.array(order[: self.max_features], dtype=np.int64)]
-        # Columns in alphabetical order of their terms, as scikit-learn's vectorizers do.
-        kept_terms = sorted(terms) if keep.size == len(terms) else sorted(terms[j] for j in keep.tolist())
+                return self._ig(counts[:, keep], y)
+            return np.asarray(counts[:, keep].sum(axis=0)).ravel()
+
+        keep = self.select_columns(terms, df, n_docs, score)
+        kept_terms = [terms[j] for j in keep.tolist()]
         n_old = counts.shape[1]
         new_col = np.full(n_old, -1, dtype=np.int32)
         new_col[np.fromiter(map(index.__getitem__, kept_terms), dtype=np.int64, count=len(kept_terms))] = \

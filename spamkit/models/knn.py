@@ -115,13 +115,17 @@ class _CosineIndex:
     DENSE_SHARE = 0.25
     GROUP = 16
 
-    def __init__(self, X: sp.csr_matrix, memory: int):
+    def __init__(self, X: sp.csr_matrix, memory: int, dense_cols: np.ndarray | None = None):
+        """``dense_cols`` imposes the split (a shard of a bigger index uses the whole index's)."""
         n = X.shape[0]
-        df = np.bincount(X.indices, minlength=X.shape[1])
-        dense = np.flatnonzero(df >= max(1.0, self.DENSE_SHARE * n))
-        max_cols = memory // (4 * 8 * max(n, 1))
-        if len(dense) > max_cols:                   # keep the most frequent that fit the budget
-            dense = np.sort(dense[np.argsort(-df[dense], kind="stable")[:max_cols]])
+        if dense_cols is not None:
+            dense = np.asarray(dense_cols, dtype=np.int64)
+        else:
+            df = np.bincount(X.indices, minlength=X.shape[1])
+            dense = np.flatnonzero(df >= max(1.0, self.DENSE_SHARE * n))
+            max_cols = memory // (4 * 8 * max(n, 1))
+            if len(dense) > max_cols:                   # keep the most frequent that fit the budget
+                dense = np.sort(dense[np.argsort(-df[dense], kind="stable")[:max_cols]])
         self.is_dense = np.zeros(X.shape[1], dtype=bool)
         self.is_dense[dense] = True
         self.dense_cols = dense

@@ -1,0 +1,420 @@
+"""Scale out on Dask: train and search on a cluster, with results identical to one process.
+
+Optional (``pip install 'spamkit[dask]'``): nothing here is imported unless ``--engine dask``
+is asked for, and the single-process path never imports Dask.
+
+Training. Naive Bayes and Robinson/Fisher filters are sums: class document counts,
+and per class and term either the summed term counts or the number of documents holding
+the term. Vocabulary selection (min_df, max_df, max_features by total count or by
+information gain) needs only per-term totals of the same kind
+(:meth:`spamkit.features.Vectorizer.select_columns`). So **one pass** is enough: the driver
+reads the corpus in order and cuts it into partitions of messages; each worker parses,
+tokenizes and counts a partition into its *statistics* (its terms, and per class and term
+the count sum and the document frequency); statistics merge by adding
+(:func:`merge_stats`), pairwise, as a tree whose depth is log2 of the number of partitions,
+on the workers; the driver receives one merged result, selects the columns exactly as
+single-process training does and writes the same counts into the model. Counts are
+integers, exact in float64 under any order of addition, so the model's arrays equal those
+of single-process training bit for bit (tests/test_distributed.py compares filter files).
+With hashing the terms are column numbers and nothing is selected.
+
+A task's input (its partition) travels with the task, so when a worker dies Dask runs the
+task again elsewhere and the result is the same; messages that parse only with fallbacks
+are counted per partition and summed like the counts (never dropped).
+
+kNN (:func:`sharded_kneighbors`): the stored rows are cut into shards, one task per shard
+returns the shard's exact top k for every query, and the merge keeps the best k (higher
+similarity first, then lower global index): the single-process order, ties included. Every
+shard splits the vocabulary into dense and sparse terms as the whole index does, so each
+similarity is summed in the same order as in one process.
+
+Not distributed (refused with a message): fisher-nb and calibrated filters (their
+combiner and calibration are fitted on cross-validated scores: a scoring pass), kNN
+training (it stores the rows; train it locally and search with :func:`sharded_kneighbors`),
+and the weighted representations (tfidf, normalised tf), whose sums are not integers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import ConfigError
+from .features import Vectorizer, _count_matrix, information_gain
+from .message import parse_message
+from .models import BernoulliNB, MultinomialNB, RobinsonFisher
+from .text import Analyzer
+
+#: messages per partition (a task): big enough that a task's fixed cost (~1 ms) is small
+DEFAULT_PARTITION = 500
+
+
+# ---------------------------------------------------------------------- cluster
+
+
+def _import_dask():
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError("the dask engine needs Dask: pip install 'spamkit[dask]'") from None
+    return Client, LocalCluster
+
+
+class Cluster:
+    """A Dask client, on a scheduler address or on a local cluster of worker processes.
+
+    ``scheduler``: ``tcp://HOST:PORT`` (a running ``dask scheduler``), ``local`` (one
+    worker process per core) or ``local:N`` (N worker processes). Use as a context manager.
+    """
+
+    def __init__(self, scheduler: str = "local"):
+        Client, LocalCluster = _import_dask()
+        self.scheduler = scheduler
+        self._cluster = None
+        if scheduler == "local" or scheduler.startswith("local:"):
+            n = scheduler.partition(":")[2]
+            try:
+                workers = int(n) if n else (os.cpu_count() or 1)
+            except ValueError:
+                raise ConfigError(f"--scheduler {scheduler!r}: expected local or local:N") from None
+            if workers < 1:
+                raise ConfigError(f"--scheduler {scheduler!r}: need at least one worker")
+            self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                         dashboard_address=None)
+            self.client = Client(self._cluster)
+        else:
+            try:
+                self.client = Client(scheduler, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+
+    @property
+    def n_workers(self) -> int:
+        return max(1, len(self.client.scheduler_info()["workers"]))
+
+    def close(self) -> None:
+        self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ---------------------------------------------------------------------- statistics
+
+
+@dataclass
+class Stats:
+    """Sufficient statistics of some messages (see the module docstring).
+
+    ``terms``: list of str, or sorted int64 column numbers with hashing; ``tf`` and ``df``:
+    (n_labels, n_terms) int64, summed counts and documents holding the term; ``docs``:
+    documents per label; ``labels`` sorted.
+    """
+
+    labels: list
+    terms: object
+    tf: np.ndarray
+    df: np.ndarray
+    docs: np.ndarray
+    fallbacks: Counter = field(default_factory=Counter)
+    n_bytes: int = 0
+    seconds: float = 0.0          # worker time spent (sum over merged partitions)
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.docs.sum())
+
+
+def partition_stats(analyzer_config: dict, hashing: int | None, messages: list) -> Stats:
+    """Parse, tokenize and count one partition: ``messages`` = [(raw bytes, kind, label), ...]."""
+    started = time.perf_counter()
+    analyzer = Analyzer.from_config(analyzer_config)
+    docs, labels = [], []
+    fallbacks: Counter = Counter()
+    n_bytes = 0
+    for raw, kind, label in messages:
+        msg = parse_message(raw, kind)
+        if msg.defects:
+            fallbacks.update({d.split(":", 1)[0] for d in msg.defects})
+        docs.append(analyzer(msg))
+        labels.append(label)
+        n_bytes += len(raw)
+    if hashing is not None:
+        X = Vectorizer.hashed(int(hashing))._hash(docs)
+        terms = np.unique(X.indices).astype(np.int64)
+        X = X[:, terms]
+    else:
+        index: defaultdict = defaultdict()
+        index.default_factory = index.__len__
+        X = _count_matrix(docs, index, grow=True)
+        terms = list(index)                   # insertion order = column order
+    classes, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True) \
+        if labels else (np.array([], dtype=str), np.array([], dtype=np.int64))
+    Y = sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), len(classes)))
+    presence = X.copy()
+    presence.data[:] = 1.0
+    tf = np.rint((Y.T @ X).toarray()).astype(np.int64)
+    df = np.rint((Y.T @ presence).toarray()).astype(np.int64)
+    return Stats(labels=classes.tolist(), terms=terms, tf=tf, df=df,
+                 docs=np.bincount(codes, minlength=len(classes)).astype(np.int64), fallbacks=fallbacks,
+                 n_bytes=n_bytes, seconds=time.perf_counter() - started)
+
+
+def merge_stats(a: Stats, b: Stats) -> Stats:
+    """The statistics of both parts: union of labels and terms, counts added."""
+    labels = sorted(set(a.labels) | set(b.labels))
+    lpos = {lab: i for i, lab in enumerate(labels)}
+    la = np.array([lpos[x] for x in a.labels], dtype=np.int64)
+    lb = np.array([lpos[x] for x in b.labels], dtype=np.int64)
+    if isinstance(a.terms, np.ndarray):                          # hashing: sorted column numbers
+        terms = np.union1d(a.terms, b.terms)
+        ia, ib = np.searchsorted(terms, a.terms), np.searchsorted(terms, b.terms)
+    else:
+        index = {t: i for i, t in enumerate(a.terms)}
+        terms = list(a.terms)
+        ib = np.empty(len(b.terms), dtype=np.int64)
+        for k, t in enumerate(b.terms):
+            j = index.get(t)
+            if j is None:
+                j = index[t] = len(terms)
+                terms.append(t)
+            ib[k] = j
+        ia = np.arange(len(a.terms), dtype=np.int64)
+    n = len(terms)
+    out = []
+    for xa, xb in ((a.tf, b.tf), (a.df, b.df)):
+        m = np.zeros((len(labels), n), dtype=np.int64)
+        m[np.ix_(la, ia)] += xa
+        m[np.ix_(lb, ib)] += xb
+        out.append(m)
+    docs = np.zeros(len(labels), dtype=np.int64)
+    docs[la] += a.docs
+    docs[lb] += b.docs
+    return Stats(labels=labels, terms=terms, tf=out[0], df=out[1], docs=docs,
+                 fallbacks=a.fallbacks + b.fallbacks, n_bytes=a.n_bytes + b.n_bytes,
+                 seconds=a.seconds + b.seconds)
+
+
+def tree_reduce(client, futures: list, fn=merge_stats):
+    """Combine futures pairwise, level by level, on the workers: depth log2(n), no funnel."""
+    if not futures:
+        raise ConfigError("no training messages")
+    level = list(futures)
+    while len(level) > 1:
+        nxt = [client.submit(fn, level[i], level[i + 1], pure=False) for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+# ---------------------------------------------------------------------- training
+
+
+def check_distributable(spam_filter) -> None:
+    """Refuse, with the reason, filters whose training is not a sum of counts."""
+    model, vec = spam_filter.model, spam_filter.vectorizer
+    if not isinstance(model, (MultinomialNB, BernoulliNB, RobinsonFisher)):
+        raise ConfigError(f"--engine dask trains multinomial, bernoulli and fisher filters; "
+                          f"{type(model).__name__} is fitted on cross-validated scores (fisher-nb) or "
+                          "stores its rows (knn): train it with the default engine")
+    if spam_filter.calibrate != "none":
+        raise ConfigError("--engine dask cannot calibrate (calibration is fitted on cross-validated "
+                          "scores); use --calibrate none, or the default engine")
+    if vec.representation not in ("tf", "binary"):
+        raise ConfigError(f"--engine dask needs counts or presence features (--representation tf or "
+                          f"binary), not {vec.representation!r}: weighted sums are not exact under "
+                          "reordering, so the model could not equal single-process training")
+
+
+def _model_counts(spam_filter, stats: Stats) -> np.ndarray:
+    """Which per-term statistic the model's fit sums: counts, or documents holding the term."""
+    model = spam_filter.model
+    presence = (spam_filter.vectorizer.representation == "binary" or isinstance(model, RobinsonFisher)
+                or (isinstance(model, BernoulliNB) and model.binarize is not None))
+    return stats.df if presence else stats.tf
+
+
+def build_from_stats(spam_filter, stats: Stats):
+    """Fit ``spam_filter`` from merged statistics: the same arrays as ``spam_filter.fit``."""
+    from .corpus import require_classes
+    check_distributable(spam_filter)
+    require_classes(Counter(dict(zip(stats.labels, stats.docs.tolist()))), "training data")
+    vec = spam_filter.vectorizer
+    if isinstance(spam_filter.model, RobinsonFisher) and len(stats.labels) != 2:
+        raise ConfigError(f"the fisher models separate two classes; the training data has {len(stats.labels)}")
+    n_docs = stats.n_docs
+    df_total = stats.df.sum(axis=0)
+    counts = _model_counts(spam_filter, stats)
+    if vec.hashing is not None:
+        n = int(vec.hashing)
+        df = np.zeros(n, dtype=np.int64)
+        df[stats.terms] = df_total
+        feature_count = np.zeros((len(stats.labels), n))
+        feature_count[:, stats.terms] = counts
+        terms = None
+    else:
+        def score(keep):
+            if vec.select == "ig":
+                return information_gain(stats.df[:, keep].T, stats.docs)
+            return stats.tf[:, keep].sum(axis=0)
+
+        keep = vec.select_columns(stats.terms, df_total, n_docs, score)
+        terms = [stats.terms[j] for j in keep.tolist()]
+        df = df_total[keep]
+        feature_count = counts[:, keep].astype(np.float64)
+    fitted = Vectorizer.restore(vec.get_config(), terms, {"df": df, "n_docs": np.array([n_docs])})
+    spam_filter.vectorizer = fitted
+    classes = np.asarray(stats.labels)
+    spam_filter.model._restore(classes, fitted.n_features_, {"class_count_": stats.docs.astype(np.float64),
+                                                             "feature_count_": feature_count}, {})
+    spam_filter.classes_ = spam_filter.model.classes_
+    spam_filter.calibration = None
+    spam_filter.tuning = None
+    spam_filter.parse_fallbacks = Counter(stats.fallbacks)
+    return spam_filter
+
+
+@dataclass
+class RunReport:
+    """What a distributed run did: partitions, messages, bytes shipped, times."""
+
+    n_partitions: int = 0
+    n_messages: int = 0
+    bytes_in: int = 0              # raw mail shipped to workers
+    bytes_out: int = 0             # statistics shipped back (partition results, before the tree)
+    worker_seconds: float = 0.0
+    read_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    reduce_seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+def _stats_size(stats: Stats) -> int:
+    terms = stats.terms.nbytes if isinstance(stats.terms, np.ndarray) else sum(len(t) + 1 for t in stats.terms)
+    return int(terms + stats.tf.nbytes + stats.df.nbytes + stats.docs.nbytes)
+
+
+def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PARTITION, progress=None,
+                   report: RunReport | None = None, max_pending: int | None = None):
+    """Train ``spam_filter`` on the cluster of ``client``; the result equals ``spam_filter.fit(items)``.
+
+    ``items``: LabelledMessage objects, read here in order and shipped in partitions of
+    ``partition_size`` messages; at most ``max_pending`` partitions wait at a time (default:
+    four per worker), so the driver's memory stays bounded whatever the corpus size.
+    """
+    from dask.distributed import wait
+    from .corpus import LabelledMessage
+    check_distributable(spam_filter)
+    report = report if report is not None else RunReport()
+    analyzer_config = spam_filter.analyzer.get_config()
+    hashing = spam_filter.vectorizer.hashing
+    if max_pending is None:
+        max_pending = 4 * max(1, len(client.scheduler_info()["workers"]))
+    started = time.perf_counter()
+    futures, pending, batch = [], [], []
+
+    def submit():
+        nonlocal batch
+        if not batch:
+            return
+        futures.append(client.submit(partition_stats, analyzer_config, hashing, batch, pure=False))
+        pending.append(futures[-1])
+        report.n_partitions += 1
+        batch = []
+        if len(pending) >= max_pending:
+            wait(pending[: len(pending) // 2])
+            pending[:] = [f for f in pending if not f.done()]
+
+    for item in items:
+        if not isinstance(item, LabelledMessage) or item.label is None:
+            raise ConfigError("the dask engine trains on labelled corpus messages")
+        batch.append((item.raw, item.kind, str(item.label)))
+        report.n_messages += 1
+        report.bytes_in += len(item.raw)
+        if progress is not None:
+            progress(item)
+        if len(batch) >= partition_size:
+            submit()
+    submit()
+    report.read_seconds = time.perf_counter() - started
+    wait(futures)
+    before_reduce = time.perf_counter()
+    sizes = client.gather([client.submit(_stats_size, f, pure=False) for f in futures])
+    report.bytes_out = int(sum(sizes))
+    stats = tree_reduce(client, futures).result()
+    report.reduce_seconds = time.perf_counter() - before_reduce
+    report.worker_seconds = stats.seconds
+    build_from_stats(spam_filter, stats)
+    report.wall_seconds = time.perf_counter() - started
+    return spam_filter
+
+
+# ---------------------------------------------------------------------- kNN
+
+
+def _shard_search(rows: sp.csr_matrix, dense_cols: np.ndarray, params: dict, Q: sp.csr_matrix, k: int, offset: int):
+    """Top k of one shard of stored (already prepared) rows, as global indices."""
+    from .models.knn import KNNClassifier, _CosineIndex
+    knn = KNNClassifier(**params, n_jobs=1)
+    knn._check_search_params()
+    knn.classes_ = np.array([0])
+    knn._y = np.zeros(rows.shape[0], dtype=np.int64)
+    knn.n_features_in_ = rows.shape[1]
+    knn.ids_ = None
+    knn._set_rows(rows)
+    if knn.metric == "cosine":
+        knn._index = _CosineIndex(rows, knn._memory, dense_cols=dense_cols)
+    scores, idx = knn._search(Q, min(k, rows.shape[0]))
+    return scores, idx + offset
+
+
+def sharded_kneighbors(client, knn, X, n_shards: int, k: int | None = None):
+    """``knn.kneighbors(X)`` with the stored rows split into ``n_shards`` tasks; same result.
+
+    Returns ``(indices, measure)`` like :meth:`~spamkit.models.KNNClassifier.kneighbors`.
+    """
+    from .models.knn import _NeighbourSearch
+    k = int(knn.k if k is None else k)
+    n = knn._fit_X.shape[0]
+    if k > n:
+        raise ConfigError(f"k={k} is larger than the {n} stored training rows")
+    Q = knn._prepare(knn._check_query(X))
+    params = {name: getattr(knn, name) for name in ("k", "weights", "metric", "tau", "epsilon", "memory_limit")}
+    dense_cols = knn._index.dense_cols if knn.metric == "cosine" else None
+    bounds = np.linspace(0, n, max(1, min(n_shards, n)) + 1).astype(np.int64)
+    Q_future = client.scatter(Q, broadcast=True)
+    futures = [client.submit(_shard_search, knn._fit_X[lo:hi], dense_cols, params, Q_future, k, int(lo), pure=False)
+               for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    parts = client.gather(futures)
+    best_s, best_i = parts[0]
+    for s, i in parts[1:]:
+        best_s, best_i = _NeighbourSearch._merge(best_s, best_i, s, i, k)
+    order = np.lexsort((best_i, -best_s), axis=1)
+    best_s = np.take_along_axis(best_s, order, axis=1)
+    best_i = np.take_along_axis(best_i, order, axis=1)
+    measure = best_s if knn.metric in ("cosine", "jaccard") else -best_s
+    return best_i, measure
+
+
+def sharded_predict_proba(client, knn, X, n_shards: int) -> np.ndarray:
+    """``knn.predict_proba(X)`` from the sharded search (the vote is computed here)."""
+    k = knn._k_for_vote()
+    idx, measure = sharded_kneighbors(client, knn, X, n_shards, k)
+    scores = measure if knn.metric in ("cosine", "jaccard") else -measure
+    votes, _ = knn._votes(scores, idx)
+    total = votes.sum(axis=1, keepdims=True)
+    total[total == 0] = 1.0
+    return votes / total
