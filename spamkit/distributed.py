@@ -391,12 +391,12 @@ def sharded_kneighbors(client, knn, X, n_shards: int, k: int | None = None):
     n = knn._fit_X.shape[0]
     if k > n:
         raise ConfigError(f"k={k} is larger than the {n} stored training rows")
-    Q = knn._prepare(knn._check_query(X))
+    Q = knn._check_query(X)                   # each shard prepares it, as a single search does
     params = {name: getattr(knn, name) for name in ("k", "weights", "metric", "tau", "epsilon", "memory_limit")}
     dense_cols = knn._index.dense_cols if knn.metric == "cosine" else None
     bounds = np.linspace(0, n, max(1, min(n_shards, n)) + 1).astype(np.int64)
-    Q_future = client.scatter(Q, broadcast=True)
-    futures = [client.submit(_shard_search, knn._fit_X[lo:hi], dense_cols, params, Q_future, k, int(lo), pure=False)
+    # the queries travel with each task (not scattered): a task re-run after a lost worker has all it needs
+    futures = [client.submit(_shard_search, knn._fit_X[lo:hi], dense_cols, params, Q, k, int(lo), pure=False)
                for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
     parts = client.gather(futures)
     best_s, best_i = parts[0]

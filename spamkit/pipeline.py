@@ -499,8 +499,13 @@ def evaluate_predictions(y_true, proba, classes, log_proba=None) -> dict:
 
 
 def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: float | None = None,
-                 split: str = "auto", seed: int = 0, progress=None, parameters: dict | None = None) -> TrainReport:
-    """Train on corpora, optionally holding out a test part first and evaluating on it."""
+                 split: str = "auto", seed: int = 0, progress=None, parameters: dict | None = None,
+                 fit=None) -> TrainReport:
+    """Train on corpora, optionally holding out a test part first and evaluating on it.
+
+    ``fit(spam_filter, messages, progress)`` replaces ``spam_filter.fit`` (the Dask engine,
+    :func:`spamkit.distributed.fit_on_cluster`, which gives the same filter).
+    """
     test_ids: set = set()
     split_info = None
     if test_fraction:
@@ -520,7 +525,10 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
             yield msg
 
     started = time.perf_counter()
-    spam_filter.fit(train_stream(), progress=progress)
+    if fit is None:
+        spam_filter.fit(train_stream(), progress=progress)
+    else:
+        fit(spam_filter, train_stream(), progress)
     seconds = time.perf_counter() - started
     evaluation = None
     if held_out:
