@@ -279,8 +279,9 @@ class Vectorizer:
             order = sorted(range(keep.size), key=lambda k: (-s[k], -df[keep[k]], terms[keep[k]]))
             keep = keep[np.array(order[: self.max_features], dtype=np.int64)]
         # Columns in alphabetical order of their terms, as scikit-learn's vectorizers do.
-        by_term = sorted(range(keep.size), key=lambda k: terms[keep[k]])
-        return keep[np.array(by_term, dtype=np.int64)] if keep.size else keep
+        kept = terms if keep.size == len(terms) else [terms[j] for j in keep.tolist()]
+        by_term = np.fromiter(sorted(range(len(kept)), key=kept.__getitem__), dtype=np.int64, count=len(kept))
+        return keep[by_term]
 
     def _limit(self, counts: sp.csr_matrix, index: dict, y) -> sp.csr_matrix:
         """Drop columns by min_df/max_df/max_features, renumber the rest alphabetically.
@@ -293,9 +294,7 @@ class Vectorizer:
         df = np.bincount(counts.indices, minlength=counts.shape[1])
         if self.select == "ig" and y is None:
             raise ConfigError("select='ig' (information gain) needs the class labels y")
-        terms = [None] * len(index)
-        for token, j in index.items():
-            terms[j] = token
+        terms = list(index)                 # a new token's column is its insertion rank
 
         def score(keep):
             if self.select == "ig":
