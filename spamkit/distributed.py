@@ -135,14 +135,39 @@ class Stats:
         return int(self.docs.sum())
 
 
-def partition_stats(analyzer_config: dict, hashing: int | None, messages: list) -> Stats:
-    """Parse, tokenize and count one partition: ``messages`` = [(raw bytes, kind, label), ...]."""
+#: trees opened by this (worker) process, by address: an archive is unpacked once per worker
+_TREES: dict = {}
+
+
+def _tree(address):
+    from .corpus.tree import reopen_tree
+    tree = _TREES.get(address)
+    if tree is None:
+        tree = _TREES[address] = reopen_tree(address)
+    return tree
+
+
+def read_partition(partition) -> list:
+    """A partition's messages as (raw, kind, label): shipped bytes, or files read here.
+
+    ``partition``: ``("bytes", [(raw, kind, label), ...])`` or
+    ``("files", tree address, [(path in the tree, kind, label), ...])``.
+    """
+    if partition[0] == "bytes":
+        return partition[1]
+    _, address, entries = partition
+    tree = _tree(address)
+    return [(tree.read(rel), kind, label) for rel, kind, label in entries]
+
+
+def partition_stats(analyzer_config: dict, hashing: int | None, partition) -> Stats:
+    """Read (if given by file), parse, tokenize and count one partition (see :func:`read_partition`)."""
     started = time.perf_counter()
     analyzer = Analyzer.from_config(analyzer_config)
     docs, labels = [], []
     fallbacks: Counter = Counter()
     n_bytes = 0
-    for raw, kind, label in messages:
+    for raw, kind, label in read_partition(partition):
         msg = parse_message(raw, kind)
         if msg.defects:
             fallbacks.update({d.split(":", 1)[0] for d in msg.defects})
@@ -291,7 +316,8 @@ class RunReport:
 
     n_partitions: int = 0
     n_messages: int = 0
-    bytes_in: int = 0              # raw mail shipped to workers
+    mail_bytes: int = 0            # raw mail parsed by the workers
+    bytes_in: int = 0              # shipped to workers: mail, or file names when the workers read
     bytes_out: int = 0             # statistics shipped back (partition results, before the tree)
     worker_seconds: float = 0.0
     read_seconds: float = 0.0
@@ -311,12 +337,17 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
                    report: RunReport | None = None, max_pending: int | None = None):
     """Train ``spam_filter`` on the cluster of ``client``; the result equals ``spam_filter.fit(items)``.
 
-    ``items``: LabelledMessage objects, read here in order and shipped in partitions of
-    ``partition_size`` messages; at most ``max_pending`` partitions wait at a time (default:
-    four per worker), so the driver's memory stays bounded whatever the corpus size.
+    ``items``: LabelledMessage objects, taken here in order and cut into partitions of
+    ``partition_size`` messages. Messages listed without being read
+    (:meth:`spamkit.corpus.Corpus.listing`: ``raw`` is an :class:`~spamkit.corpus.Unread`)
+    travel as file names and the workers read them (the corpus must be at the same path on
+    every worker: a shared or copied file system); others travel as bytes. At most
+    ``max_pending`` partitions wait at a time (default: four per worker), so the driver's
+    memory stays bounded whatever the corpus size.
     """
     from dask.distributed import wait
-    from .corpus import LabelledMessage
+    from .corpus import LabelledMessage, Unread
+    from .corpus.tree import tree_address
     check_distributable(spam_filter)
     report = report if report is not None else RunReport()
     analyzer_config = spam_filter.analyzer.get_config()
@@ -324,13 +355,16 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
     if max_pending is None:
         max_pending = 4 * max(1, len(client.scheduler_info()["workers"]))
     started = time.perf_counter()
-    futures, pending, batch = [], [], []
+    futures, pending = [], []
+    batch: list = []
+    where = None                      # None: bytes; else the tree address of the files in the batch
 
     def submit():
         nonlocal batch
         if not batch:
             return
-        futures.append(client.submit(partition_stats, analyzer_config, hashing, batch, pure=False))
+        partition = ("bytes", batch) if where is None else ("files", where, batch)
+        futures.append(client.submit(partition_stats, analyzer_config, hashing, partition, pure=False))
         pending.append(futures[-1])
         report.n_partitions += 1
         batch = []
@@ -341,9 +375,19 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
     for item in items:
         if not isinstance(item, LabelledMessage) or item.label is None:
             raise ConfigError("the dask engine trains on labelled corpus messages")
-        batch.append((item.raw, item.kind, str(item.label)))
+        if isinstance(item.raw, Unread):
+            address = tree_address(item.raw.tree)
+            entry = (item.raw.rel, item.kind, str(item.label))
+            report.bytes_in += len(item.raw.rel)
+        else:
+            address = None
+            entry = (item.raw, item.kind, str(item.label))
+            report.bytes_in += len(item.raw)
+        if address != where:
+            submit()
+            where = address
+        batch.append(entry)
         report.n_messages += 1
-        report.bytes_in += len(item.raw)
         if progress is not None:
             progress(item)
         if len(batch) >= partition_size:
@@ -357,9 +401,11 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
     stats = tree_reduce(client, futures).result()
     report.reduce_seconds = time.perf_counter() - before_reduce
     report.worker_seconds = stats.seconds
+    report.mail_bytes = stats.n_bytes
     build_from_stats(spam_filter, stats)
     report.wall_seconds = time.perf_counter() - started
     return spam_filter
+
 
 
 # ---------------------------------------------------------------------- kNN

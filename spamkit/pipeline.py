@@ -8,6 +8,8 @@ they report. ``spamkit.cli`` calls only this module, ``evaluation``,
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import importlib.metadata
 import platform
 import time
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import __version__
-from .corpus import Corpus, LabelledMessage, iter_corpora, require_classes
+from .corpus import Corpus, LabelledMessage, Unread, iter_corpora, require_classes
 from .corpus.split import holdout_ids
 from .calibration import IsotonicCalibration, PlattScaling, calibration_from_dict
 from .decision import CostMatrix
@@ -519,6 +521,8 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
     def train_stream():
         for msg in iter_corpora(corpora):
             if msg.id in test_ids:
+                if isinstance(msg.raw, Unread):          # listed, not read (below): read it here
+                    msg = dataclasses.replace(msg, raw=msg.raw.read())
                 held_out.append((msg.label, spam_filter.tokens(msg)))
                 continue
             train_counts[msg.label] += 1
@@ -528,7 +532,11 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
     if fit is None:
         spam_filter.fit(train_stream(), progress=progress)
     else:
-        fit(spam_filter, train_stream(), progress)
+        with contextlib.ExitStack() as listing:
+            if getattr(fit, "reads_files", False):        # its workers read the files themselves
+                for corpus in corpora:
+                    listing.enter_context(corpus.listing())
+            fit(spam_filter, train_stream(), progress)
     seconds = time.perf_counter() - started
     evaluation = None
     if held_out:

@@ -68,7 +68,7 @@ def test_partition_statistics_by_hand():
     msgs = [(b"Subject: hi\n\ncheap cheap pills", "rfc822", "spam"),
             (b"Subject: lunch\n\nlunch at noon", "rfc822", "ham"),
             (b"Subject: pills\n\ncheap lunch", "rfc822", "spam")]
-    s = partition_stats(analyzer, None, msgs)
+    s = partition_stats(analyzer, None, ("bytes", msgs))
     assert s.labels == ["ham", "spam"] and s.docs.tolist() == [1, 2]
     col = {t: j for j, t in enumerate(s.terms)}
     # "cheap": 2 + 1 occurrences in spam, in 2 spam documents; "lunch": once in ham, once in spam
@@ -218,3 +218,30 @@ def test_cli_train_on_dask_equals_default_engine(tmp_path):
     r4 = runner.invoke(cli, common + ["-o", str(tmp_path / "d.spamkit"), "--engine", "dask",
                                       "--scheduler", "tcp://127.0.0.1:1"])
     assert r4.exit_code != 0 and "cannot reach the Dask scheduler" in r4.output
+
+
+@pytest.mark.slow
+def test_workers_reading_files_give_the_same_model(tmp_path, cluster):
+    # listed, not read: only file names travel, the workers read the archive themselves
+    corpus = shared_corpus("trec07p-dev/trec07p-dev.tar.gz")
+    local = build_filter(model="multinomial")
+    with Corpus(corpus) as c:
+        local.fit(c)
+    dist, report = build_filter(model="multinomial"), RunReport()
+    with Corpus(corpus) as c, c.listing() as listed:
+        assert listed
+        fit_on_cluster(dist, c, cluster.client, partition_size=400, report=report)
+    assert report.bytes_in < report.mail_bytes / 100          # names, not mail
+    local.save(tmp_path / "a.spamkit")
+    dist.save(tmp_path / "b.spamkit")
+    assert members(tmp_path / "a.spamkit") == members(tmp_path / "b.spamkit")
+
+
+def test_listing_reads_nothing_and_names_every_file():
+    with Corpus(SAMPLE) as c:
+        full = [(m.id, m.label, m.raw) for m in c]
+        with c.listing() as listed:
+            names = [(m.id, m.label, m.raw) for m in c]
+    assert listed and len(full) == len(names)
+    for (i, lab, raw), (j, lab2, unread) in zip(full, names):
+        assert (i, lab) == (j, lab2) and unread == b"" and unread.read() == raw

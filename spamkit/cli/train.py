@@ -80,11 +80,14 @@ def _close(corpora):
               help="--engine dask: a running 'dask scheduler', or a local cluster of N worker processes.")
 @click.option("--partition-size", type=click.IntRange(min=1), default=500, show_default=True,
               help="--engine dask: messages per task.")
+@click.option("--ship", is_flag=True,
+              help="--engine dask: send the mail itself to the workers instead of file names (for workers "
+                   "that do not see the corpus at the same path). mbox, TSV and CSV corpora are always sent.")
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                   max_clues, calibrate, alpha, representation, min_df,
                   max_features, select, hashing, stem, language, stop_words, ngrams, k, weights, metric, tau,
                   memory_limit, condense, cost, test_fraction, split, seed, as_json, engine, scheduler,
-                  partition_size):
+                  partition_size, ship):
     """Train a filter on labelled corpora and write it to a filter file.
 
     The defaults are spamkit's best filter: Robinson/Fisher combining over mail tokens,
@@ -129,6 +132,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
 
             def fit(f, stream, step):
                 return fit_on_cluster(f, stream, cluster.client, partition_size, step, run)
+            fit.reads_files = not ship
         with Progress("training") as progress:
             report = train_filter(spam_filter, corpora, test_fraction, split, seed, progress.step, parameters,
                                   fit=fit)
@@ -160,7 +164,8 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
         click.echo(render_train(report, output))
         if run is not None:
             click.echo(f"engine: dask ({scheduler}): {run.n_messages} messages in {run.n_partitions} partitions, "
-                       f"{run.bytes_in / 1e6:.1f} MB of mail shipped, {run.bytes_out / 1e6:.1f} MB of counts back, "
+                       f"{run.mail_bytes / 1e6:.1f} MB of mail ({'shipped' if run.bytes_in >= run.mail_bytes else 'read by the workers'}), "
+                       f"{run.bytes_in / 1e6:.2f} MB sent, {run.bytes_out / 1e6:.1f} MB of counts back, "
                        f"{run.worker_seconds:.1f} s of worker time, reduce {run.reduce_seconds:.2f} s, "
                        f"wall {run.wall_seconds:.1f} s")
 

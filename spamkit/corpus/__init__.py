@@ -36,6 +36,7 @@ Any of them may also be packed in a ``.tar``, ``.tar.gz``, ``.tar.bz2``,
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import CorpusError
@@ -46,14 +47,16 @@ from .folders import class_folders, is_spamassassin, iter_folders, iter_spamassa
 from .mailboxes import is_maildir, is_mh, iter_files, iter_maildir, iter_mbox, iter_mh, looks_like_mbox
 from .tabular import iter_csv, iter_tsv, sniff_table
 from .trec import find_trec_index, iter_trec
-from .tree import ArchiveTree, DirTree, Tree, archive_kind, open_tree
+from .tree import ArchiveTree, DirTree, ListingTree, Tree, Unread, archive_kind, open_tree, tree_address
 
 __all__ = ["Corpus", "LabelledMessage", "ReadStats", "FORMATS", "LABELLED_FORMATS",
-           "MAILBOX_FORMATS", "KINDS", "detect_format", "iter_corpora", "sniff_date",
+           "MAILBOX_FORMATS", "PATH_FORMATS", "Unread", "KINDS", "detect_format", "iter_corpora", "sniff_date",
            "DirTree", "ArchiveTree", "archive_kind"]
 
 #: formats whose files say each message's class
 LABELLED_FORMATS = ("folders", "enron", "trec", "spamassassin", "tsv", "csv")
+#: formats whose readers read one file per message (so a message can be named by its file)
+PATH_FORMATS = ("enron", "trec", "spamassassin", "maildir", "mh", "eml", "folders")
 #: formats holding one class, named by the caller
 MAILBOX_FORMATS = ("mbox", "maildir", "mh", "eml")
 FORMATS = LABELLED_FORMATS + MAILBOX_FORMATS
@@ -215,6 +218,31 @@ class Corpus:
         self.stats = stats
         if stats.n_messages == 0:
             raise CorpusError(f"{self.path}: no messages found (read as {self.format})")
+
+    @contextmanager
+    def listing(self):
+        """Within the block, iterating yields messages whose ``raw`` is an unread :class:`Unread`.
+
+        Yields whether that is possible: only for :data:`PATH_FORMATS` (one file per message,
+        read in an order that does not depend on the files' contents); for others the block
+        iterates as usual. ``msg.raw.read()`` reads the file; ``msg.raw.rel`` names it in
+        the tree at :attr:`address`. A message's date is None (it comes from the content).
+        """
+        if self.format not in PATH_FORMATS or isinstance(self.tree, ListingTree):
+            yield False
+            return
+        real = self.tree
+        self.tree = ListingTree(real)
+        try:
+            yield True
+        finally:
+            self.tree = real
+
+    @property
+    def address(self) -> tuple[str, str]:
+        """Where another process can open this corpus's tree (:func:`~spamkit.corpus.tree.reopen_tree`)."""
+        tree = self.tree.inner if isinstance(self.tree, ListingTree) else self.tree
+        return tree_address(tree)
 
     def close(self) -> None:
         self.tree.close()

@@ -332,6 +332,72 @@ class ArchiveTree(Tree):
             self._spool = None
 
 
+def tree_address(tree: Tree) -> tuple[str, str]:
+    """(``"dir"`` or ``"archive"``, absolute path): enough for another process to open the same tree."""
+    if isinstance(tree, DirTree):
+        return "dir", str(tree.root.resolve())
+    if isinstance(tree, ArchiveTree):
+        return "archive", str(tree.path.resolve())
+    raise CorpusError(f"{tree!r}: this tree cannot be reopened elsewhere")
+
+
+def reopen_tree(address: tuple[str, str]) -> Tree:
+    """The tree of :func:`tree_address`, opened again (in a worker process, say)."""
+    kind, path = address
+    return DirTree(path) if kind == "dir" else ArchiveTree(path)
+
+
+class Unread(bytes):
+    """A message file not read yet: empty bytes that know where the file is.
+
+    :meth:`spamkit.corpus.Corpus.listing` yields messages with these as ``raw``, so a
+    corpus can be cut into partitions by file without reading it (the Dask engine ships
+    the paths and its workers read the files).
+    """
+
+    def __new__(cls, tree: Tree, rel: str):
+        obj = super().__new__(cls, b"")
+        obj.tree, obj.rel = tree, rel
+        return obj
+
+    def read(self) -> bytes:
+        return self.tree.read(self.rel)
+
+    def __reduce__(self):                     # never ship the open tree: only the empty bytes
+        return (bytes, (b"",))
+
+
+class ListingTree(Tree):
+    """A tree whose :meth:`read` returns :class:`Unread` placeholders; everything else is the real tree's."""
+
+    def __init__(self, tree: Tree):
+        self.inner = tree
+        self.container = tree.container
+
+    def read(self, rel: str) -> bytes:
+        if self.inner.kind_of(rel) != "file":
+            raise CorpusError(f"{self.inner.display(rel)}: no such file")
+        return Unread(self.inner, rel)
+
+    def entries(self, rel: str = ""):
+        return self.inner.entries(rel)
+
+    def kind_of(self, rel: str):
+        return self.inner.kind_of(rel)
+
+    def display(self, rel: str) -> str:
+        return self.inner.display(rel)
+
+    def open_text_lines(self, rel: str):
+        return self.inner.open_text_lines(rel)
+
+    def local_path(self, rel: str):
+        return self.inner.local_path(rel)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def open_tree(path: str | os.PathLike) -> tuple[Tree, str]:
     """Open ``path`` as a tree; returns ``(tree, rel)`` where ``rel`` addresses ``path`` in it.
 
