@@ -36,7 +36,10 @@ and the weighted representations (tfidf, normalised tf), whose sums are not inte
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -333,48 +336,26 @@ def _stats_size(stats: Stats) -> int:
     return int(terms + stats.tf.nbytes + stats.df.nbytes + stats.docs.nbytes)
 
 
-def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PARTITION, progress=None,
-                   report: RunReport | None = None, max_pending: int | None = None):
-    """Train ``spam_filter`` on the cluster of ``client``; the result equals ``spam_filter.fit(items)``.
+def partitions(items, size: int, report: RunReport, progress=None, on_message=None):
+    """Cut messages into partitions (see :func:`read_partition`), in order.
 
-    ``items``: LabelledMessage objects, taken here in order and cut into partitions of
-    ``partition_size`` messages. Messages listed without being read
-    (:meth:`spamkit.corpus.Corpus.listing`: ``raw`` is an :class:`~spamkit.corpus.Unread`)
-    travel as file names and the workers read them (the corpus must be at the same path on
-    every worker: a shared or copied file system); others travel as bytes. At most
-    ``max_pending`` partitions wait at a time (default: four per worker), so the driver's
-    memory stays bounded whatever the corpus size.
+    Messages listed without being read (``raw`` an :class:`~spamkit.corpus.Unread`) travel
+    as file names, others as bytes; a partition never mixes trees. ``on_message(msg)`` sees
+    every message (the driver keeps labels and names there).
     """
-    from dask.distributed import wait
     from .corpus import LabelledMessage, Unread
     from .corpus.tree import tree_address
-    check_distributable(spam_filter)
-    report = report if report is not None else RunReport()
-    analyzer_config = spam_filter.analyzer.get_config()
-    hashing = spam_filter.vectorizer.hashing
-    if max_pending is None:
-        max_pending = 4 * max(1, len(client.scheduler_info()["workers"]))
-    started = time.perf_counter()
-    futures, pending = [], []
     batch: list = []
     where = None                      # None: bytes; else the tree address of the files in the batch
 
-    def submit():
-        nonlocal batch
-        if not batch:
-            return
-        partition = ("bytes", batch) if where is None else ("files", where, batch)
-        futures.append(client.submit(partition_stats, analyzer_config, hashing, partition, pure=False))
-        pending.append(futures[-1])
+    def cut():
         report.n_partitions += 1
-        batch = []
-        if len(pending) >= max_pending:
-            wait(pending[: len(pending) // 2])
-            pending[:] = [f for f in pending if not f.done()]
+        return ("bytes", batch) if where is None else ("files", where, batch)
 
     for item in items:
         if not isinstance(item, LabelledMessage) or item.label is None:
-            raise ConfigError("the dask engine trains on labelled corpus messages")
+            raise ConfigError(f"{getattr(item, 'source', 'a message')}: the dask engine needs labelled "
+                              "corpus messages")
         if isinstance(item.raw, Unread):
             address = tree_address(item.raw.tree)
             entry = (item.raw.rel, item.kind, str(item.label))
@@ -383,16 +364,58 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
             address = None
             entry = (item.raw, item.kind, str(item.label))
             report.bytes_in += len(item.raw)
-        if address != where:
-            submit()
-            where = address
+        if address != where and batch:
+            yield cut()
+            batch = []
+        where = address
         batch.append(entry)
         report.n_messages += 1
+        if on_message is not None:
+            on_message(item)
         if progress is not None:
             progress(item)
-        if len(batch) >= partition_size:
-            submit()
-    submit()
+        if len(batch) >= size:
+            yield cut()
+            batch = []
+    if batch:
+        yield cut()
+
+
+def _submit_all(client, fn, parts, max_pending: int, *args) -> list:
+    """Submit ``fn(*args, partition)`` for every partition, keeping at most ``max_pending`` waiting."""
+    from dask.distributed import wait
+    futures, pending = [], []
+    for part in parts:
+        futures.append(client.submit(fn, *args, part, pure=False))
+        pending.append(futures[-1])
+        if len(pending) >= max_pending:
+            wait(pending[: len(pending) // 2])
+            pending[:] = [f for f in pending if not f.done()]
+    return futures
+
+
+def _default_pending(client) -> int:
+    return 4 * max(1, len(client.scheduler_info()["workers"]))
+
+
+def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PARTITION, progress=None,
+                   report: RunReport | None = None, max_pending: int | None = None):
+    """Train ``spam_filter`` on the cluster of ``client``; the result equals ``spam_filter.fit(items)``.
+
+    ``items``: LabelledMessage objects, taken here in order and cut into partitions of
+    ``partition_size`` messages (:func:`partitions`). Messages listed without being read
+    (:meth:`spamkit.corpus.Corpus.listing`) travel as file names and the workers read them
+    (the corpus must be at the same path on every worker: a shared or copied file system);
+    others travel as bytes. At most ``max_pending`` partitions wait at a time (default: four
+    per worker), so the driver's memory stays bounded whatever the corpus size.
+    """
+    from dask.distributed import wait
+    check_distributable(spam_filter)
+    report = report if report is not None else RunReport()
+    started = time.perf_counter()
+    futures = _submit_all(client, partition_stats, partitions(items, partition_size, report, progress),
+                          max_pending or _default_pending(client),
+                          spam_filter.analyzer.get_config(), spam_filter.vectorizer.hashing)
     report.read_seconds = time.perf_counter() - started
     wait(futures)
     before_reduce = time.perf_counter()
@@ -406,6 +429,107 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
     report.wall_seconds = time.perf_counter() - started
     return spam_filter
 
+
+# ---------------------------------------------------------------------- scoring
+
+#: filters loaded by this (worker) process, by the digest of their file
+_FILTERS: dict = {}
+
+
+def _filter_from_bytes(blob: bytes, digest: str):
+    from .pipeline import SpamFilter
+    f = _FILTERS.get(digest)
+    if f is None:
+        fd, path = tempfile.mkstemp(suffix=".spamkit")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(blob)
+            f = SpamFilter.load(path)
+        finally:
+            os.unlink(path)
+        _FILTERS.clear()                            # one filter at a time per worker
+        _FILTERS[digest] = f
+    return f
+
+
+def score_partition(blob: bytes, digest: str, partition):
+    """The model's log-probabilities of a partition's messages, and the parse fallbacks seen."""
+    started = time.perf_counter()
+    f = _filter_from_bytes(blob, digest)
+    rows, fallbacks, n_bytes = [], Counter(), 0
+    for raw, kind, _label in read_partition(partition):
+        msg = parse_message(raw, kind)
+        if msg.defects:
+            fallbacks.update({d.split(":", 1)[0] for d in msg.defects})
+        rows.append(f.analyzer(msg))
+        n_bytes += len(raw)
+    lp = f.model.predict_log_proba(f.vectorizer.transform(rows))
+    return lp, fallbacks, n_bytes, time.perf_counter() - started
+
+
+def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunReport | None = None,
+                     max_pending: int | None = None, ship: bool = False):
+    """A ``score`` function for :func:`spamkit.pipeline.evaluate_filter` that scores on the cluster.
+
+    The filter travels once to every worker (as its file's bytes); each partition comes back
+    as the model's log-probabilities of its messages, which are the same, row by row, as
+    scoring in one process. Calibration and prior correction are applied by the caller.
+    Corpora whose messages are files are listed and the workers read them, unless ``ship``.
+    """
+    report = report if report is not None else RunReport()
+
+    def score(spam_filter, corpora, progress=None):
+        from .corpus import Unread, iter_corpora
+        from .errors import CorpusError
+        started = time.perf_counter()
+        fd, path = tempfile.mkstemp(suffix=".spamkit")
+        os.close(fd)
+        try:
+            spam_filter.save(path)
+            with open(path, "rb") as fh:
+                blob = fh.read()
+        finally:
+            os.unlink(path)
+        digest = hashlib.sha256(blob).hexdigest()
+        blob_future = client.scatter(blob, broadcast=True, hash=False)
+        labels, ids, refs = [], [], []
+
+        def keep(msg):
+            labels.append(msg.label)
+            ids.append(msg.source)
+            refs.append((msg.raw if isinstance(msg.raw, Unread) else None, msg.kind))
+
+        with contextlib.ExitStack() as listing:
+            for corpus in corpora if not ship else ():
+                listing.enter_context(corpus.listing())
+            try:
+                futures = _submit_all(client, score_partition,
+                                      partitions(iter_corpora(corpora), partition_size, report, progress, keep),
+                                      max_pending or _default_pending(client), blob_future, digest)
+            except ConfigError as exc:
+                raise CorpusError(f"{exc}; evaluation needs labelled corpora") from None
+            report.read_seconds = time.perf_counter() - started
+            parts = client.gather(futures)
+        lp = np.vstack([p[0] for p in parts]) if parts else np.zeros((0, len(spam_filter.classes_)))
+        spam_filter.parse_fallbacks = sum((p[1] for p in parts), Counter())
+        report.mail_bytes = sum(p[2] for p in parts)
+        report.worker_seconds = sum(p[3] for p in parts)
+        report.wall_seconds = time.perf_counter() - started
+
+        def rows_of(indices):
+            """Feature rows of a few messages, read again here (for the report's explanations)."""
+            raws = {i: refs[i][0].read() for i in indices if refs[i][0] is not None}
+            missing = set(indices) - set(raws)
+            if missing:                             # shipped as bytes: one more pass to find them
+                for pos, msg in enumerate(iter_corpora(corpora)):
+                    if pos in missing:
+                        raws[pos] = bytes(msg.raw)
+            rows = [spam_filter.analyzer(parse_message(raws[i], refs[i][1])) for i in indices]
+            return spam_filter.vectorizer.transform(rows)
+
+        return labels, ids, lp, rows_of
+
+    return score
 
 
 # ---------------------------------------------------------------------- kNN

@@ -263,7 +263,10 @@ class SpamFilter:
     def log_proba(self, X) -> np.ndarray:
         """log p(class | message) for rows of a feature matrix, after the calibration and the
         prior correction (:meth:`set_spam_rate`) if any."""
-        lp = self.model.predict_log_proba(X)
+        return self.adjust_log_proba(self.model.predict_log_proba(X))
+
+    def adjust_log_proba(self, lp: np.ndarray) -> np.ndarray:
+        """The model's log-probabilities ``lp`` after the calibration and the prior correction (row by row)."""
         if self.calibration is not None:
             with np.errstate(invalid="ignore"):
                 log_c0, log_c1 = self.calibration.log_proba(lp[:, 1] - lp[:, 0])
@@ -562,12 +565,11 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
     return report
 
 
-def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False) -> dict:
-    """Classify every message of labelled corpora and measure the result.
+def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None):
+    """Labels, sources, the model's log-probabilities of every message, and ``rows_of(indices)``.
 
-    With ``detail`` (two-class ham/spam filters), ``result["report"]`` holds the data of the
-    HTML report (:func:`spamkit.evaluation.report_data`: curves, bootstrap interval of the AUC,
-    reliability bins, the cost curve, the ten most costly mistakes with their explaining tokens).
+    ``rows_of`` gives the feature rows of some of the messages (for explanations). The Dask
+    engine's :func:`spamkit.distributed.score_on_cluster` returns the same.
     """
     labels, rows, ids = [], [], []
     for msg in iter_corpora(corpora):
@@ -578,12 +580,25 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
         rows.append(spam_filter.tokens(msg))
         if progress is not None:
             progress(msg)
+    X = spam_filter.vectorizer.transform(rows)
+    return labels, ids, spam_filter.model.predict_log_proba(X), lambda indices: X[list(indices)]
+
+
+def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False,
+                    score=None) -> dict:
+    """Classify every message of labelled corpora and measure the result.
+
+    With ``detail`` (two-class ham/spam filters), ``result["report"]`` holds the data of the
+    HTML report (:func:`spamkit.evaluation.report_data`: curves, bootstrap interval of the AUC,
+    reliability bins, the cost curve, the ten most costly mistakes with their explaining tokens).
+    ``score``: replaces :func:`score_locally` (same signature and result; the Dask engine).
+    """
+    labels, ids, model_lp, rows_of = (score or score_locally)(spam_filter, corpora, progress)
     unknown = set(map(str, labels)) - set(map(str, spam_filter.classes_))
     if unknown:
         raise CorpusError(f"the corpus has classes {sorted(unknown)} that the filter was not trained on "
                           f"(it knows {[str(c) for c in spam_filter.classes_]})")
-    X = spam_filter.vectorizer.transform(rows)
-    log_proba = spam_filter.log_proba(X)
+    log_proba = spam_filter.adjust_log_proba(model_lp)
     proba = np.exp(log_proba)
     result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba)
     if spam_filter.costs is not None:
@@ -601,11 +616,13 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
             c_fp, c_fn = spam_filter.costs.binary_costs()
         p_raw = None
         if spam_filter.calibration is not None:
-            p_raw = np.exp(spam_filter.model.predict_log_proba(X))[:, list(spam_filter.model.classes_).index(SPAM_NAME)]
+            p_raw = np.exp(model_lp)[:, list(spam_filter.model.classes_).index(SPAM_NAME)]
         data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn, p_raw=p_raw)
+        costly = list(data.pop("costly_mistakes"))
+        X_costly = rows_of(costly) if costly else None
         data["mistakes"] = [{"id": ids[i], "label": str(labels[i]), "p_spam": float(proba[i, s]),
-                             "log_odds": float(log_odds[i]), "explanation": spam_filter.explain_row(X[i], 5)}
-                            for i in data.pop("costly_mistakes")]
+                             "log_odds": float(log_odds[i]), "explanation": spam_filter.explain_row(X_costly[j], 5)}
+                            for j, i in enumerate(costly)]
         result["report"] = data
     return result
 

@@ -245,3 +245,24 @@ def test_listing_reads_nothing_and_names_every_file():
     assert listed and len(full) == len(names)
     for (i, lab, raw), (j, lab2, unread) in zip(full, names):
         assert (i, lab) == (j, lab2) and unread == b"" and unread.read() == raw
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ship", [False, True])
+def test_evaluate_on_dask_equals_local(tmp_path, ship):
+    runner = CliRunner()
+    model = tmp_path / "m.spamkit"
+    corpus = str(shared_corpus("enron-spam/enron2.tar.gz"))
+    r = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(model)])             # the default: fisher-nb
+    assert r.exit_code == 0, r.output
+    local = runner.invoke(cli, ["evaluate", str(model), corpus, "--json", "--report", str(tmp_path / "a.html")])
+    assert local.exit_code == 0, local.output
+    args = ["evaluate", str(model), corpus, "--json", "--report", str(tmp_path / "b.html"), "--engine", "dask",
+            "--scheduler", "local:2", "--partition-size", "700"] + (["--ship"] if ship else [])
+    dist = runner.invoke(cli, args)
+    assert dist.exit_code == 0, dist.output
+    a, b = json.loads(local.output), json.loads(dist.output)
+    run = b.pop("dask")
+    assert run["n_messages"] == 5857 and run["n_partitions"] == 9
+    assert (run["bytes_in"] >= run["mail_bytes"]) == ship
+    assert a == b                                  # every measure, curve and explained mistake

@@ -111,3 +111,33 @@ spam_rate_option = click.option(
     "--spam-rate", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="R",
     help="Share of spam where the filter is used, if it differs from the training data's: "
          "P(spam) is corrected by Bayes' rule.")
+
+
+def engine_options(fn):
+    """--engine, --scheduler, --partition-size, --ship (the Dask engine, :mod:`spamkit.distributed`)."""
+    options = [
+        click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+                     help="dask: parse, tokenize and count on a Dask cluster (pip install 'spamkit[dask]'); "
+                          "the results equal the local engine's."),
+        click.option("--scheduler", default="local", show_default=True, metavar="tcp://HOST:PORT|local[:N]",
+                     help="--engine dask: a running 'dask scheduler', or a local cluster of N worker processes."),
+        click.option("--partition-size", type=click.IntRange(min=1), default=500, show_default=True,
+                     help="--engine dask: messages per task."),
+        click.option("--ship", is_flag=True,
+                     help="--engine dask: send the mail itself to the workers instead of file names (for "
+                          "workers that do not see the corpus at the same path). mbox, TSV and CSV corpora "
+                          "are always sent."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def describe_run(run, scheduler: str, what: str) -> str:
+    """One line on what the Dask engine did."""
+    how = "shipped" if run.bytes_in >= run.mail_bytes else "read by the workers"
+    return (f"engine: dask ({scheduler}): {what} {run.n_messages} messages in {run.n_partitions} partitions; "
+            f"{run.mail_bytes / 1e6:.1f} MB of mail ({how}), {run.bytes_in / 1e6:.2f} MB sent"
+            + (f", {run.bytes_out / 1e6:.1f} MB of counts back, reduce {run.reduce_seconds:.2f} s" if run.bytes_out
+               else "")
+            + f"; {run.worker_seconds:.1f} s of worker time, wall {run.wall_seconds:.1f} s")

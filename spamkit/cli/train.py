@@ -14,7 +14,8 @@ from ..pipeline import (CALIBRATIONS, METRICS, MODELS, REPRESENTATIONS, SNOWBALL
 from ..evaluation import REGIMES, threshold_report
 from ..report import render_comparison, render_threshold, render_evaluation, render_info, render_online, render_train, render_tuning, to_json
 from . import cli
-from .params import CostsParam, corpus_options, fisher_params, model_options, open_corpora, spam_rate_option
+from .params import (CostsParam, corpus_options, describe_run, engine_options, fisher_params, model_options,
+                     open_corpora, spam_rate_option)
 from .progress import Progress
 
 
@@ -73,16 +74,7 @@ def _close(corpora):
               help="How to hold out: chrono (latest by date), order, random (stratified), auto.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random split.")
 @click.option("--json", "as_json", is_flag=True, help="Print the training report as JSON.")
-@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
-              help="dask: parse, tokenize and count on a Dask cluster (pip install 'spamkit[dask]'); "
-                   "the filter file equals local training's.")
-@click.option("--scheduler", default="local", show_default=True, metavar="tcp://HOST:PORT|local[:N]",
-              help="--engine dask: a running 'dask scheduler', or a local cluster of N worker processes.")
-@click.option("--partition-size", type=click.IntRange(min=1), default=500, show_default=True,
-              help="--engine dask: messages per task.")
-@click.option("--ship", is_flag=True,
-              help="--engine dask: send the mail itself to the workers instead of file names (for workers "
-                   "that do not see the corpus at the same path). mbox, TSV and CSV corpora are always sent.")
+@engine_options
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                   max_clues, calibrate, alpha, representation, min_df,
                   max_features, select, hashing, stem, language, stop_words, ngrams, k, weights, metric, tau,
@@ -163,11 +155,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                        f"({c['n_edited']} edited out first; {c['passes']} passes)")
         click.echo(render_train(report, output))
         if run is not None:
-            click.echo(f"engine: dask ({scheduler}): {run.n_messages} messages in {run.n_partitions} partitions, "
-                       f"{run.mail_bytes / 1e6:.1f} MB of mail ({'shipped' if run.bytes_in >= run.mail_bytes else 'read by the workers'}), "
-                       f"{run.bytes_in / 1e6:.2f} MB sent, {run.bytes_out / 1e6:.1f} MB of counts back, "
-                       f"{run.worker_seconds:.1f} s of worker time, reduce {run.reduce_seconds:.2f} s, "
-                       f"wall {run.wall_seconds:.1f} s")
+            click.echo(describe_run(run, scheduler, "trained on"))
 
 
 def _k_value(k: str):
@@ -252,7 +240,9 @@ def _inputs(inputs, fmt):
               help="Write a self-contained HTML report with plots (ham/spam filters).")
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the measures as JSON.")
-def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report_path, spam_rate, as_json):
+@engine_options
+def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report_path, spam_rate, as_json,
+                     engine, scheduler, partition_size, ship):
     """Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures).
 
     --report adds ROC (linear and log FPR) and precision-recall curves, a bootstrap interval
@@ -263,18 +253,30 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     if cost is not None:
         spam_filter.set_costs(cost)
     spam_filter.set_spam_rate(spam_rate)
+    cluster = run = score = None
+    if engine == "dask":
+        from ..distributed import Cluster, RunReport, score_on_cluster
+        cluster, run = Cluster(scheduler), RunReport()
+        score = score_on_cluster(cluster.client, partition_size, run, ship=ship)
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
         with Progress("evaluating") as progress:
-            result = evaluate_filter(spam_filter, corpora, progress.step, detail=report_path is not None)
+            result = evaluate_filter(spam_filter, corpora, progress.step, detail=report_path is not None,
+                                     score=score)
     finally:
         _close(corpora)
+        if cluster is not None:
+            cluster.close()
+    if run is not None:
+        result["dask"] = run.as_dict()
     if report_path is not None:
         from ..htmlreport import render_html
         page = render_html(result, " ".join(sys.argv), {"model": model, "manifest": spam_filter.manifest})
         with open(report_path, "w", encoding="utf-8") as fh:
             fh.write(page)
     click.echo(to_json(result) if as_json else render_evaluation(result))
+    if run is not None and not as_json:
+        click.echo(describe_run(run, scheduler, "scored"))
     if report_path is not None and not as_json:
         click.echo(f"report written to {report_path}")
 
