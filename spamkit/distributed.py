@@ -347,6 +347,7 @@ def partitions(items, size: int, report: RunReport, progress=None, on_message=No
     from .corpus.tree import tree_address
     batch: list = []
     where = None                      # None: bytes; else the tree address of the files in the batch
+    addresses: dict = {}              # id(tree) -> (tree, address): resolved once per tree
 
     def cut():
         report.n_partitions += 1
@@ -357,7 +358,11 @@ def partitions(items, size: int, report: RunReport, progress=None, on_message=No
             raise ConfigError(f"{getattr(item, 'source', 'a message')}: the dask engine needs labelled "
                               "corpus messages")
         if isinstance(item.raw, Unread):
-            address = tree_address(item.raw.tree)
+            tree = item.raw.tree
+            known = addresses.get(id(tree))
+            if known is None or known[0] is not tree:
+                known = addresses[id(tree)] = (tree, tree_address(tree))
+            address = known[1]
             entry = (item.raw.rel, item.kind, str(item.label))
             report.bytes_in += len(item.raw.rel)
         else:
