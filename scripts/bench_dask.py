@@ -173,7 +173,7 @@ def main():
     per_msg = run.worker_seconds / run.n_messages
     driver_per_msg = driver_cost(path, args.repeat, size)
     print(f"measured: parse+tokenize+count {1e3 * per_msg:.3f} ms/message on one worker; driver listing + "
-          f"submitting {1e3 * driver_per_msg:.3f} ms/message; merge {1e9 * merge_per_term:.0f} ns/term; "
+          f"cutting partitions {1e3 * driver_per_msg:.3f} ms/message; merge {1e9 * merge_per_term:.0f} ns/term; "
           f"{bytes_per_term:.0f} bytes/term shipped; column selection {1e9 * select_per_term:.0f} ns/term")
     print(f"vocabulary growth (Heaps): V = {K:.1f} n^{b:.3f}  (from {len(heaps_points)} points; "
           f"{heaps_points[-1][1]} terms in {heaps_points[-1][0]} messages)")
