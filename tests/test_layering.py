@@ -43,7 +43,10 @@ ALLOWED = {
     # the resident filter process (takes a classify function) and its standard-library-only client
     "server": {"mailfilter", "client"},
     "client": set(),
-    "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version", "mailfilter", "server", "htmlreport"},
+    # the Dask engine: the pipeline's stages run on workers; the pipeline never imports it
+    "distributed": {"errors", "corpus", "message", "text", "features", "models", "pipeline"},
+    "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version", "mailfilter",
+            "server", "htmlreport", "distributed"},
     "__main__": {"cli"},
     "__init__": set(),
 }
@@ -97,3 +100,16 @@ def test_the_checker_catches_a_violation(tmp_path):
         assert imported_stages(fake) == {"models"}
     finally:
         fake.unlink()
+
+
+def test_the_default_engine_never_imports_dask(tmp_path):
+    # Dask is optional: training and classifying with the default engine must not load it.
+    import subprocess
+    import sys
+    from conftest import SAMPLE
+    code = ("import sys; from click.testing import CliRunner; from spamkit.cli import cli; "
+            f"r = CliRunner().invoke(cli, ['train', {str(SAMPLE)!r}, '-o', {str(tmp_path / 'm.spamkit')!r}]); "
+            "assert r.exit_code == 0, r.output; "
+            "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')); "
+            "assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True)
