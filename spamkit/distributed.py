@@ -399,12 +399,21 @@ def _submit_all(client, fn, parts, max_pending: int, *args) -> list:
     return futures
 
 
+def _wait_all(futures: list, status=None) -> None:
+    """Wait for every partition, telling ``status`` how many are done as they finish."""
+    from dask.distributed import as_completed, wait
+    if status is not None:
+        for done, _ in enumerate(as_completed(futures), 1):
+            status(f"{done}/{len(futures)} partitions done")
+    wait(futures)
+
+
 def _default_pending(client) -> int:
     return 4 * max(1, len(client.scheduler_info()["workers"]))
 
 
 def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PARTITION, progress=None,
-                   report: RunReport | None = None, max_pending: int | None = None):
+                   report: RunReport | None = None, max_pending: int | None = None, status=None):
     """Train ``spam_filter`` on the cluster of ``client``; the result equals ``spam_filter.fit(items)``.
 
     ``items``: LabelledMessage objects, taken here in order and cut into partitions of
@@ -412,9 +421,9 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
     (:meth:`spamkit.corpus.Corpus.listing`) travel as file names and the workers read them
     (the corpus must be at the same path on every worker: a shared or copied file system);
     others travel as bytes. At most ``max_pending`` partitions wait at a time (default: four
-    per worker), so the driver's memory stays bounded whatever the corpus size.
+    per worker), so the driver's memory stays bounded whatever the corpus size. ``status(text)``
+    hears how many partitions are done.
     """
-    from dask.distributed import wait
     check_distributable(spam_filter)
     report = report if report is not None else RunReport()
     started = time.perf_counter()
@@ -422,7 +431,7 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
                           max_pending or _default_pending(client),
                           spam_filter.analyzer.get_config(), spam_filter.vectorizer.hashing)
     report.read_seconds = time.perf_counter() - started
-    wait(futures)
+    _wait_all(futures, status)
     before_reduce = time.perf_counter()
     sizes = client.gather([client.submit(_stats_size, f, pure=False) for f in futures])
     report.bytes_out = int(sum(sizes))
@@ -473,7 +482,7 @@ def score_partition(blob: bytes, digest: str, partition):
 
 
 def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunReport | None = None,
-                     max_pending: int | None = None, ship: bool = False):
+                     max_pending: int | None = None, ship: bool = False, status=None):
     """A ``score`` function for :func:`spamkit.pipeline.evaluate_filter` that scores on the cluster.
 
     The filter travels once to every worker (as its file's bytes); each partition comes back
@@ -514,6 +523,7 @@ def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: Ru
             except ConfigError as exc:
                 raise CorpusError(f"{exc}; evaluation needs labelled corpora") from None
             report.read_seconds = time.perf_counter() - started
+            _wait_all(futures, status)
             parts = client.gather(futures)
         lp = np.vstack([p[0] for p in parts]) if parts else np.zeros((0, len(spam_filter.classes_)))
         spam_filter.parse_fallbacks = sum((p[1] for p in parts), Counter())

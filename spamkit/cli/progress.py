@@ -27,6 +27,13 @@ class Progress:
                 self.stream.write(f"\r{self.label}: {self.count} messages ({rate:.0f}/s)")
                 self.stream.flush()
 
+    def note(self, text: str) -> None:
+        """Replace the counter by ``text`` (cluster progress: partitions done)."""
+        if self.enabled:
+            self.count = max(self.count, 1)
+            self.stream.write(f"\r{self.label}: {text}".ljust(len(self.label) + 40))
+            self.stream.flush()
+
     def __enter__(self):
         return self
 

@@ -115,15 +115,17 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
         from ..distributed import Cluster, RunReport, check_distributable
         check_distributable(spam_filter)                     # before reading anything
         parameters.update({"engine": "dask", "scheduler": scheduler, "partition_size": partition_size})
-        cluster, run = Cluster(scheduler), RunReport()
+        run = RunReport()
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
+        if run is not None:
+            cluster = Cluster(scheduler)
         fit = None
         if cluster is not None:
             from ..distributed import fit_on_cluster
 
             def fit(f, stream, step):
-                return fit_on_cluster(f, stream, cluster.client, partition_size, step, run)
+                return fit_on_cluster(f, stream, cluster.client, partition_size, step, run, status=progress.note)
             fit.reads_files = not ship
         with Progress("training") as progress:
             report = train_filter(spam_filter, corpora, test_fraction, split, seed, progress.step, parameters,
@@ -254,13 +256,14 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
         spam_filter.set_costs(cost)
     spam_filter.set_spam_rate(spam_rate)
     cluster = run = score = None
-    if engine == "dask":
-        from ..distributed import Cluster, RunReport, score_on_cluster
-        cluster, run = Cluster(scheduler), RunReport()
-        score = score_on_cluster(cluster.client, partition_size, run, ship=ship)
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
+        if engine == "dask":
+            from ..distributed import Cluster, RunReport, score_on_cluster
+            cluster, run = Cluster(scheduler), RunReport()
         with Progress("evaluating") as progress:
+            if cluster is not None:
+                score = score_on_cluster(cluster.client, partition_size, run, ship=ship, status=progress.note)
             result = evaluate_filter(spam_filter, corpora, progress.step, detail=report_path is not None,
                                      score=score)
     finally:
