@@ -28,10 +28,16 @@ similarity first, then lower global index): the single-process order, ties inclu
 shard splits the vocabulary into dense and sparse terms as the whole index does, so each
 similarity is summed in the same order as in one process.
 
-Not distributed (refused with a message): fisher-nb and calibrated filters (their
-combiner and calibration are fitted on cross-validated scores: a scoring pass), kNN
-training (it stores the rows; train it locally and search with :func:`sharded_kneighbors`),
-and the weighted representations (tfidf, normalised tf), whose sums are not integers.
+The stacked filter (fisher-nb, the default) also needs its combiner, a logistic regression
+fitted on 5-fold cross-validated scores: its tokenized partitions stay on the workers, the
+per-fold counts are summed by a second tree, each worker scores its rows with the model of
+the other folds (totals minus the fold), and the driver fits the combiner on the scores in
+corpus order: the same folds, scores and coefficients as :meth:`FisherNBStack.fit`.
+
+Not distributed (refused with a message): calibrated filters (calibration is fitted on
+cross-validated scores of the whole filter), kNN training (it stores the rows; train it
+locally and search with :func:`sharded_kneighbors`), and the weighted representations
+(tfidf, normalised tf), whose sums are not integers.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ import scipy.sparse as sp
 from .errors import ConfigError
 from .features import Vectorizer, _count_matrix, information_gain
 from .message import parse_message
-from .models import BernoulliNB, MultinomialNB, RobinsonFisher
+from .models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from .text import Analyzer
 
 #: messages per partition (a task): big enough that a task's fixed cost (~1 ms) is small
@@ -116,6 +122,13 @@ class Cluster:
 
 
 @dataclass
+class Shared:
+    """One object sent once to every worker (``client.scatter`` would split a dict or a tuple)."""
+
+    value: object
+
+
+@dataclass
 class Stats:
     """Sufficient statistics of some messages (see the module docstring).
 
@@ -163,7 +176,19 @@ def read_partition(partition) -> list:
     return [(tree.read(rel), kind, label) for rel, kind, label in entries]
 
 
-def partition_stats(analyzer_config: dict, hashing: int | None, partition) -> Stats:
+@dataclass
+class Part:
+    """A tokenized partition: counts over its own terms (kept on a worker between passes)."""
+
+    X: sp.csr_matrix
+    terms: object                 # list of str, or int64 column numbers with hashing
+    labels: list
+    fallbacks: Counter
+    n_bytes: int
+    seconds: float
+
+
+def tokenize_partition(analyzer_config: dict, hashing: int | None, partition) -> Part:
     """Read (if given by file), parse, tokenize and count one partition (see :func:`read_partition`)."""
     started = time.perf_counter()
     analyzer = Analyzer.from_config(analyzer_config)
@@ -186,6 +211,14 @@ def partition_stats(analyzer_config: dict, hashing: int | None, partition) -> St
         index.default_factory = index.__len__
         X = _count_matrix(docs, index, grow=True)
         terms = list(index)                   # insertion order = column order
+    return Part(X=X, terms=terms, labels=labels, fallbacks=fallbacks, n_bytes=n_bytes,
+                seconds=time.perf_counter() - started)
+
+
+def part_stats(part: Part) -> Stats:
+    """The statistics of a tokenized partition."""
+    started = time.perf_counter()
+    labels, X = part.labels, part.X
     classes, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True) \
         if labels else (np.array([], dtype=str), np.array([], dtype=np.int64))
     Y = sp.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), len(classes)))
@@ -193,9 +226,14 @@ def partition_stats(analyzer_config: dict, hashing: int | None, partition) -> St
     presence.data[:] = 1.0
     tf = np.rint((Y.T @ X).toarray()).astype(np.int64)
     df = np.rint((Y.T @ presence).toarray()).astype(np.int64)
-    return Stats(labels=classes.tolist(), terms=terms, tf=tf, df=df,
-                 docs=np.bincount(codes, minlength=len(classes)).astype(np.int64), fallbacks=fallbacks,
-                 n_bytes=n_bytes, seconds=time.perf_counter() - started)
+    return Stats(labels=classes.tolist(), terms=part.terms, tf=tf, df=df,
+                 docs=np.bincount(codes, minlength=len(classes)).astype(np.int64), fallbacks=part.fallbacks,
+                 n_bytes=part.n_bytes, seconds=part.seconds + time.perf_counter() - started)
+
+
+def partition_stats(analyzer_config: dict, hashing: int | None, partition) -> Stats:
+    """:func:`tokenize_partition` then :func:`part_stats`, in one task (nothing kept on the worker)."""
+    return part_stats(tokenize_partition(analyzer_config, hashing, partition))
 
 
 def merge_stats(a: Stats, b: Stats) -> Stats:
@@ -252,10 +290,10 @@ def tree_reduce(client, futures: list, fn=merge_stats):
 def check_distributable(spam_filter) -> None:
     """Refuse, with the reason, filters whose training is not a sum of counts."""
     model, vec = spam_filter.model, spam_filter.vectorizer
-    if not isinstance(model, (MultinomialNB, BernoulliNB, RobinsonFisher)):
-        raise ConfigError(f"--engine dask trains multinomial, bernoulli and fisher filters; "
-                          f"{type(model).__name__} is fitted on cross-validated scores (fisher-nb) or "
-                          "stores its rows (knn): train it with the default engine")
+    if not isinstance(model, (MultinomialNB, BernoulliNB, RobinsonFisher, FisherNBStack)):
+        raise ConfigError(f"--engine dask trains fisher-nb, fisher, multinomial and bernoulli filters; "
+                          f"{type(model).__name__} stores its training rows (knn): train it with the default "
+                          "engine, then search it with spamkit.distributed.sharded_kneighbors")
     if spam_filter.calibrate != "none":
         raise ConfigError("--engine dask cannot calibrate (calibration is fitted on cross-validated "
                           "scores); use --calibrate none, or the default engine")
@@ -268,7 +306,8 @@ def check_distributable(spam_filter) -> None:
 def _model_counts(spam_filter, stats: Stats) -> np.ndarray:
     """Which per-term statistic the model's fit sums: counts, or documents holding the term."""
     model = spam_filter.model
-    presence = (spam_filter.vectorizer.representation == "binary" or isinstance(model, RobinsonFisher)
+    presence = (spam_filter.vectorizer.representation == "binary"
+                or isinstance(model, (RobinsonFisher, FisherNBStack))
                 or (isinstance(model, BernoulliNB) and model.binarize is not None))
     return stats.df if presence else stats.tf
 
@@ -279,7 +318,7 @@ def build_from_stats(spam_filter, stats: Stats):
     check_distributable(spam_filter)
     require_classes(Counter(dict(zip(stats.labels, stats.docs.tolist()))), "training data")
     vec = spam_filter.vectorizer
-    if isinstance(spam_filter.model, RobinsonFisher) and len(stats.labels) != 2:
+    if isinstance(spam_filter.model, (RobinsonFisher, FisherNBStack)) and len(stats.labels) != 2:
         raise ConfigError(f"the fisher models separate two classes; the training data has {len(stats.labels)}")
     n_docs = stats.n_docs
     df_total = stats.df.sum(axis=0)
@@ -304,8 +343,10 @@ def build_from_stats(spam_filter, stats: Stats):
     fitted = Vectorizer.restore(vec.get_config(), terms, {"df": df, "n_docs": np.array([n_docs])})
     spam_filter.vectorizer = fitted
     classes = np.asarray(stats.labels)
-    spam_filter.model._restore(classes, fitted.n_features_, {"class_count_": stats.docs.astype(np.float64),
-                                                             "feature_count_": feature_count}, {})
+    arrays = {"class_count_": stats.docs.astype(np.float64), "feature_count_": feature_count}
+    if isinstance(spam_filter.model, FisherNBStack):
+        arrays["combiner_"] = np.array([1.0, 0.0, 0.0])     # fitted next, on cross-validated scores
+    spam_filter.model._restore(classes, fitted.n_features_, arrays, {})
     spam_filter.classes_ = spam_filter.model.classes_
     spam_filter.calibration = None
     spam_filter.tuning = None
@@ -427,9 +468,19 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
     check_distributable(spam_filter)
     report = report if report is not None else RunReport()
     started = time.perf_counter()
-    futures = _submit_all(client, partition_stats, partitions(items, partition_size, report, progress),
-                          max_pending or _default_pending(client),
-                          spam_filter.analyzer.get_config(), spam_filter.vectorizer.hashing)
+    stacked = isinstance(spam_filter.model, FisherNBStack)
+    labels: list = []
+    sizes_of_parts: list = []
+    parts = partitions(items, partition_size, report, progress, on_message=lambda m: labels.append(str(m.label)))
+    if stacked:
+        # keep each tokenized partition on its worker: the combiner needs a second look at the rows
+        parts = _counting(parts, sizes_of_parts)
+        tokenized = _submit_all(client, tokenize_partition, parts, max_pending or _default_pending(client),
+                                spam_filter.analyzer.get_config(), spam_filter.vectorizer.hashing)
+        futures = [client.submit(part_stats, f, pure=False) for f in tokenized]
+    else:
+        futures = _submit_all(client, partition_stats, parts, max_pending or _default_pending(client),
+                              spam_filter.analyzer.get_config(), spam_filter.vectorizer.hashing)
     report.read_seconds = time.perf_counter() - started
     _wait_all(futures, status)
     before_reduce = time.perf_counter()
@@ -440,8 +491,119 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
     report.worker_seconds = stats.seconds
     report.mail_bytes = stats.n_bytes
     build_from_stats(spam_filter, stats)
+    if stacked:
+        _fit_combiner_on_cluster(spam_filter, client, tokenized, labels, sizes_of_parts, status)
     report.wall_seconds = time.perf_counter() - started
     return spam_filter
+
+
+def _counting(parts, sizes: list):
+    """Pass partitions through, noting how many messages each holds."""
+    for part in parts:
+        sizes.append(len(part[-1]))
+        yield part
+
+
+# ---------------------------------------------------------------------- the stacked model's combiner
+
+
+@dataclass
+class FoldCounts:
+    """Per cross-validation fold: documents per class (k, 2) and per class and column (k, 2, n_cols)."""
+
+    cols: np.ndarray
+    class_count: np.ndarray
+    feature_count: np.ndarray
+
+
+def _global_rows(part: Part, vocabulary, n_features: int) -> sp.csr_matrix:
+    """A partition's presence rows over the filter's columns (unknown terms dropped), indices sorted."""
+    if vocabulary is None:                                  # hashing: the terms are the columns
+        mapping = np.asarray(part.terms, dtype=np.int64)
+    else:
+        mapping = np.fromiter((vocabulary.get(t, -1) for t in part.terms), dtype=np.int64, count=len(part.terms))
+    X = part.X
+    cols = mapping[X.indices]
+    keep = cols >= 0
+    indptr = np.concatenate([[0], np.cumsum(keep)])[X.indptr]
+    out = sp.csr_matrix((np.ones(int(keep.sum())), cols[keep], indptr), shape=(X.shape[0], n_features))
+    out.has_sorted_indices = False
+    out.sort_indices()
+    return out
+
+
+def part_fold_counts(part: Part, vocabulary: Shared, n_features: int, folds: np.ndarray, codes: np.ndarray,
+                     k: int) -> FoldCounts:
+    """Counts of each fold's rows of one partition (as FisherNBStack.fit counts them)."""
+    X = _global_rows(part, vocabulary.value, n_features)
+    cols = np.unique(X.indices)
+    local = sp.csr_matrix((X.data, np.searchsorted(cols, X.indices), X.indptr), shape=(X.shape[0], len(cols)))
+    cc = np.zeros((k, 2), dtype=np.int64)
+    fc = np.zeros((k, 2, len(cols)), dtype=np.int64)
+    for f in range(k):
+        rows = np.flatnonzero(folds == f)
+        if rows.size == 0:
+            continue
+        Y = sp.csr_matrix((np.ones(rows.size), codes[rows], np.arange(rows.size + 1)), shape=(rows.size, 2))
+        cc[f] = np.bincount(codes[rows], minlength=2)
+        fc[f] = np.rint((Y.T @ local[rows]).toarray()).astype(np.int64)
+    return FoldCounts(cols=cols, class_count=cc, feature_count=fc)
+
+
+def merge_fold_counts(a: FoldCounts, b: FoldCounts) -> FoldCounts:
+    cols = np.union1d(a.cols, b.cols)
+    fc = np.zeros(a.feature_count.shape[:2] + (len(cols),), dtype=np.int64)
+    fc[:, :, np.searchsorted(cols, a.cols)] += a.feature_count
+    fc[:, :, np.searchsorted(cols, b.cols)] += b.feature_count
+    return FoldCounts(cols=cols, class_count=a.class_count + b.class_count, feature_count=fc)
+
+
+def part_fold_scores(part: Part, vocabulary: Shared, model_params: dict, classes, counts: Shared,
+                     folds: np.ndarray, k: int) -> np.ndarray:
+    """(Fisher, NB) log-odds of each row from the model of the other folds (totals minus its fold)."""
+    class_count, feature_count, fold_cc, fold_fc = counts.value
+    X = _global_rows(part, vocabulary.value, feature_count.shape[1])
+    model = FisherNBStack(**model_params)
+    model.classes_ = np.asarray(classes)
+    scores = np.zeros((X.shape[0], 2))
+    for f in range(k):
+        held = folds == f
+        if held.any():
+            scores[held] = model._components(class_count - fold_cc[f], feature_count - fold_fc[f], X[held])
+    return scores
+
+
+def _fit_combiner_on_cluster(spam_filter, client, tokenized: list, labels: list, sizes: list, status=None):
+    """FisherNBStack.fit's combiner, from the partitions kept on the workers: same folds, same scores."""
+    from .models.stack import fold_of_rows
+    model = spam_filter.model
+    classes = model.classes_
+    codes = np.searchsorted(classes, np.asarray(labels))
+    k = int(min(model.folds, np.bincount(codes, minlength=2).min()))
+    if k < 2:
+        return
+    folds = fold_of_rows(codes, k)
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    vec = spam_filter.vectorizer
+    # in a box: scatter would send a dict's values (or a tuple's items) as separate pieces
+    vocabulary = client.scatter(Shared(dict(vec.vocabulary_) if vec.vocabulary_ is not None else None),
+                                broadcast=True, hash=False)
+    n = vec.n_features_
+    per_part = [client.submit(part_fold_counts, t, vocabulary, n, folds[lo:hi], codes[lo:hi], k, pure=False)
+                for t, lo, hi in zip(tokenized, bounds[:-1], bounds[1:])]
+    fold = tree_reduce(client, per_part, merge_fold_counts).result()
+    fold_fc = np.zeros((k, 2, n))
+    fold_fc[:, :, fold.cols] = fold.feature_count
+    counts = client.scatter(Shared((model.class_count_, model.feature_count_,
+                                    fold.class_count.astype(np.float64), fold_fc)), broadcast=True, hash=False)
+    params = {p: getattr(model, p) for p in ("strength", "prior", "min_dev", "max_clues", "alpha", "folds")}
+    scored = [client.submit(part_fold_scores, t, vocabulary, params, classes, counts, folds[lo:hi], k, pure=False)
+              for t, lo, hi in zip(tokenized, bounds[:-1], bounds[1:])]
+    _wait_all(scored, status)
+    scores = np.vstack(client.gather(scored))
+    model.fit_combiner(scores, codes == 1)
+
+
 
 
 # ---------------------------------------------------------------------- scoring
@@ -466,10 +628,10 @@ def _filter_from_bytes(blob: bytes, digest: str):
     return f
 
 
-def score_partition(blob: bytes, digest: str, partition):
+def score_partition(blob: Shared, digest: str, partition):
     """The model's log-probabilities of a partition's messages, and the parse fallbacks seen."""
     started = time.perf_counter()
-    f = _filter_from_bytes(blob, digest)
+    f = _filter_from_bytes(blob.value, digest)
     rows, fallbacks, n_bytes = [], Counter(), 0
     for raw, kind, _label in read_partition(partition):
         msg = parse_message(raw, kind)
@@ -505,7 +667,7 @@ def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: Ru
         finally:
             os.unlink(path)
         digest = hashlib.sha256(blob).hexdigest()
-        blob_future = client.scatter(blob, broadcast=True, hash=False)
+        blob_future = client.scatter(Shared(blob), broadcast=True, hash=False)
         labels, ids, refs = [], [], []
 
         def keep(msg):

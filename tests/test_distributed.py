@@ -109,6 +109,7 @@ def test_merge_adds_and_is_associative():
     {"model": "bernoulli"},
     {"model": "multinomial", "hashing": 2 ** 14},
     {"model": "bernoulli", "hashing": 2 ** 14},
+    {"model": "fisher-nb", "tokens": "mail"},                  # the default: a combiner on CV scores
 ])
 def test_dask_model_file_is_identical(tmp_path, cluster, corpus, options):
     local, dist, report = train_both(tmp_path, shared_corpus(corpus), cluster, **options)
@@ -141,7 +142,7 @@ def test_malformed_mail_is_counted_like_locally(tmp_path, cluster):
 
 
 def test_unsupported_filters_are_refused(cluster):
-    for options, match in (({"model": "fisher-nb"}, "cross-validated"),
+    for options, match in (({"model": "knn"}, "stores its training rows"),
                            ({"model": "multinomial", "representation": "tfidf"}, "not exact"),
                            ({"model": "fisher", "calibrate": "platt"}, "calibrate")):
         with pytest.raises(ConfigError, match=match):
@@ -213,8 +214,14 @@ def test_cli_train_on_dask_equals_default_engine(tmp_path):
     assert "dask" in r2.output and "partitions" in r2.output
     assert members(tmp_path / "a.spamkit") == members(tmp_path / "b.spamkit")
     r3 = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "c.spamkit"), "--engine", "dask",
-                             "--scheduler", "local:1"])
-    assert r3.exit_code != 0 and "cross-validated" in r3.output and "Traceback" not in r3.output
+                             "--scheduler", "local:1", "--model", "knn"])
+    assert r3.exit_code != 0 and "stores its training rows" in r3.output and "Traceback" not in r3.output
+    # the default filter (fisher-nb, mail tokens), with a held-out part: same file as locally
+    for name, extra in (("e", []), ("f", ["--engine", "dask", "--scheduler", "local:2", "--partition-size", "25"])):
+        r = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / f"{name}.spamkit"),
+                                "--test-fraction", "0.3"] + extra)
+        assert r.exit_code == 0, r.output
+    assert members(tmp_path / "e.spamkit") == members(tmp_path / "f.spamkit")
     r4 = runner.invoke(cli, common + ["-o", str(tmp_path / "d.spamkit"), "--engine", "dask",
                                       "--scheduler", "tcp://127.0.0.1:1"])
     assert r4.exit_code != 0 and "cannot reach the Dask scheduler" in r4.output
