@@ -34,6 +34,10 @@ per-fold counts are summed by a second tree, each worker scores its rows with th
 the other folds (totals minus the fold), and the driver fits the combiner on the scores in
 corpus order: the same folds, scores and coefficients as :meth:`FisherNBStack.fit`.
 
+Cross-validation (:func:`cv_on_cluster`, ``spamkit cv``/``compare --engine dask``): the
+tokenized partitions stay on the workers and the folds run in parallel, each built from the
+other folds' rows (:func:`fit_from_parts`) and scoring its own rows there.
+
 Not distributed (refused with a message): calibrated filters (calibration is fitted on
 cross-validated scores of the whole filter), kNN training (it stores the rows; train it
 locally and search with :func:`sharded_kneighbors`), and the weighted representations
@@ -215,9 +219,19 @@ def tokenize_partition(analyzer_config: dict, hashing: int | None, partition) ->
                 seconds=time.perf_counter() - started)
 
 
-def part_stats(part: Part) -> Stats:
-    """The statistics of a tokenized partition."""
+def _subset(part: Part, rows) -> Part:
+    """The partition restricted to some of its rows (None: all of them)."""
+    if rows is None:
+        return part
+    rows = np.asarray(rows, dtype=np.int64)
+    return Part(X=part.X[rows], terms=part.terms, labels=[part.labels[i] for i in rows.tolist()],
+                fallbacks=part.fallbacks, n_bytes=part.n_bytes, seconds=part.seconds)
+
+
+def part_stats(part: Part, rows=None) -> Stats:
+    """The statistics of a tokenized partition (of its ``rows`` only, if given)."""
     started = time.perf_counter()
+    part = _subset(part, rows)
     labels, X = part.labels, part.X
     classes, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True) \
         if labels else (np.array([], dtype=str), np.array([], dtype=np.int64))
@@ -533,9 +547,9 @@ def _global_rows(part: Part, vocabulary, n_features: int) -> sp.csr_matrix:
 
 
 def part_fold_counts(part: Part, vocabulary: Shared, n_features: int, folds: np.ndarray, codes: np.ndarray,
-                     k: int) -> FoldCounts:
+                     k: int, rows=None) -> FoldCounts:
     """Counts of each fold's rows of one partition (as FisherNBStack.fit counts them)."""
-    X = _global_rows(part, vocabulary.value, n_features)
+    X = _global_rows(_subset(part, rows), vocabulary.value, n_features)
     cols = np.unique(X.indices)
     local = sp.csr_matrix((X.data, np.searchsorted(cols, X.indices), X.indptr), shape=(X.shape[0], len(cols)))
     cc = np.zeros((k, 2), dtype=np.int64)
@@ -559,10 +573,10 @@ def merge_fold_counts(a: FoldCounts, b: FoldCounts) -> FoldCounts:
 
 
 def part_fold_scores(part: Part, vocabulary: Shared, model_params: dict, classes, counts: Shared,
-                     folds: np.ndarray, k: int) -> np.ndarray:
+                     folds: np.ndarray, k: int, rows=None) -> np.ndarray:
     """(Fisher, NB) log-odds of each row from the model of the other folds (totals minus its fold)."""
     class_count, feature_count, fold_cc, fold_fc = counts.value
-    X = _global_rows(part, vocabulary.value, feature_count.shape[1])
+    X = _global_rows(_subset(part, rows), vocabulary.value, feature_count.shape[1])
     model = FisherNBStack(**model_params)
     model.classes_ = np.asarray(classes)
     scores = np.zeros((X.shape[0], 2))
@@ -573,8 +587,13 @@ def part_fold_scores(part: Part, vocabulary: Shared, model_params: dict, classes
     return scores
 
 
-def _fit_combiner_on_cluster(spam_filter, client, tokenized: list, labels: list, sizes: list, status=None):
-    """FisherNBStack.fit's combiner, from the partitions kept on the workers: same folds, same scores."""
+def _fit_combiner_on_cluster(spam_filter, client, tokenized: list, labels: list, sizes: list, status=None,
+                             rows_per_part=None):
+    """FisherNBStack.fit's combiner, from the partitions kept on the workers: same folds, same scores.
+
+    ``labels``: of the training rows in order; ``sizes``: training rows per partition;
+    ``rows_per_part``: which rows of each partition train (None: all).
+    """
     from .models.stack import fold_of_rows
     model = spam_filter.model
     classes = model.classes_
@@ -589,16 +608,17 @@ def _fit_combiner_on_cluster(spam_filter, client, tokenized: list, labels: list,
     vocabulary = client.scatter(Shared(dict(vec.vocabulary_) if vec.vocabulary_ is not None else None),
                                 broadcast=True, hash=False)
     n = vec.n_features_
-    per_part = [client.submit(part_fold_counts, t, vocabulary, n, folds[lo:hi], codes[lo:hi], k, pure=False)
-                for t, lo, hi in zip(tokenized, bounds[:-1], bounds[1:])]
+    rows_per_part = rows_per_part or [None] * len(tokenized)
+    per_part = [client.submit(part_fold_counts, t, vocabulary, n, folds[lo:hi], codes[lo:hi], k, r, pure=False)
+                for t, lo, hi, r in zip(tokenized, bounds[:-1], bounds[1:], rows_per_part)]
     fold = tree_reduce(client, per_part, merge_fold_counts).result()
     fold_fc = np.zeros((k, 2, n))
     fold_fc[:, :, fold.cols] = fold.feature_count
     counts = client.scatter(Shared((model.class_count_, model.feature_count_,
                                     fold.class_count.astype(np.float64), fold_fc)), broadcast=True, hash=False)
     params = {p: getattr(model, p) for p in ("strength", "prior", "min_dev", "max_clues", "alpha", "folds")}
-    scored = [client.submit(part_fold_scores, t, vocabulary, params, classes, counts, folds[lo:hi], k, pure=False)
-              for t, lo, hi in zip(tokenized, bounds[:-1], bounds[1:])]
+    scored = [client.submit(part_fold_scores, t, vocabulary, params, classes, counts, folds[lo:hi], k, r, pure=False)
+              for t, lo, hi, r in zip(tokenized, bounds[:-1], bounds[1:], rows_per_part)]
     _wait_all(scored, status)
     scores = np.vstack(client.gather(scored))
     model.fit_combiner(scores, codes == 1)
@@ -623,7 +643,8 @@ def _filter_from_bytes(blob: bytes, digest: str):
             f = SpamFilter.load(path)
         finally:
             os.unlink(path)
-        _FILTERS.clear()                            # one filter at a time per worker
+        if len(_FILTERS) >= 8:                      # a few at a time (the folds of a cross-validation)
+            _FILTERS.pop(next(iter(_FILTERS)))
         _FILTERS[digest] = f
     return f
 
@@ -707,6 +728,135 @@ def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: Ru
         return labels, ids, lp, rows_of
 
     return score
+
+
+# ---------------------------------------------------------------------- cross-validation
+
+
+def part_log_odds(part: Part, blob: Shared, digest: str, rows) -> np.ndarray:
+    """log-odds of spam of some rows of a partition under a filter (sent as its file's bytes)."""
+    from .labels import SPAM_NAME
+    f = _filter_from_bytes(blob.value, digest)
+    part = _subset(part, rows)
+    vec = f.vectorizer
+    if vec.hashing is not None:
+        mapping = np.asarray(part.terms, dtype=np.int64)
+    else:
+        mapping = np.fromiter((vec.vocabulary_.get(t, -1) for t in part.terms), dtype=np.int64,
+                              count=len(part.terms))
+    X = part.X
+    cols = mapping[X.indices]
+    keep = cols >= 0
+    indptr = np.concatenate([[0], np.cumsum(keep)])[X.indptr]
+    counts = sp.csr_matrix((X.data[keep], cols[keep], indptr), shape=(X.shape[0], vec.n_features_))
+    counts.has_sorted_indices = False
+    counts.sort_indices()                          # as Vectorizer.transform's counts
+    lp = f.log_proba(vec._represent(counts))
+    s = list(f.classes_).index(SPAM_NAME)
+    with np.errstate(invalid="ignore"):
+        return lp[:, s] - lp[:, 1 - s]
+
+
+def _part_cost(part: Part) -> tuple:
+    return part.seconds, part.n_bytes
+
+
+def fit_from_parts(spam_filter, client, tokenized: list, labels: list, rows_per_part: list, status=None):
+    """Train ``spam_filter`` on some rows of tokenized partitions (cross-validation's training folds)."""
+    check_distributable(spam_filter)
+    futures = [client.submit(part_stats, t, r, pure=False) for t, r in zip(tokenized, rows_per_part)]
+    build_from_stats(spam_filter, tree_reduce(client, futures).result())
+    if isinstance(spam_filter.model, FisherNBStack):
+        _fit_combiner_on_cluster(spam_filter, client, tokenized, labels, [len(r) for r in rows_per_part],
+                                 None, rows_per_part)
+    return spam_filter
+
+
+def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunReport | None = None,
+                  ship: bool = False, status=None, max_pending: int | None = None):
+    """A replacement for :func:`spamkit.pipeline.cross_validated_log_odds` that runs on the cluster.
+
+    Every message is read and tokenized once, on the workers, and stays there; the folds
+    then run in parallel (one driver thread each): a fold's filter is built from the
+    statistics of the other folds' rows (:func:`fit_from_parts`, the fisher-nb combiner
+    included) and scores its own rows on the workers. Same folds, same filters, same
+    scores as in one process.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .corpus import Unread, iter_corpora, require_classes
+    from .errors import CorpusError
+    from .evaluation import stratified_folds
+    from .features import Vectorizer as _Vectorizer
+    from .labels import HAM_NAME, SPAM_NAME
+    report = report if report is not None else RunReport()
+
+    def cv(spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None, return_folds: bool = False):
+        from sklearn.base import clone
+
+        from .pipeline import SpamFilter
+        check_distributable(spam_filter)
+        started = time.perf_counter()
+        labels: list = []
+        sizes: list = []
+
+        def keep(msg):
+            if msg.label not in (HAM_NAME, SPAM_NAME):
+                raise CorpusError(f"{msg.source}: threshold choice needs ham/spam labels, got {msg.label!r}")
+            labels.append(str(msg.label))
+
+        with contextlib.ExitStack() as listing:
+            for corpus in corpora if not ship else ():
+                listing.enter_context(corpus.listing())
+            parts = _counting(partitions(iter_corpora(corpora), partition_size, report, progress, keep), sizes)
+            tokenized = _submit_all(client, tokenize_partition, parts, max_pending or _default_pending(client),
+                                    spam_filter.analyzer.get_config(), spam_filter.vectorizer.hashing)
+        report.read_seconds = time.perf_counter() - started
+        _wait_all(tokenized, status)
+        y = np.asarray(labels)
+        require_classes(Counter(labels), "the threshold corpus")
+        fold_of = stratified_folds(y, folds, seed=seed)
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        config = spam_filter.vectorizer.get_config()
+
+        def run_fold(k):
+            train_rows = [np.flatnonzero(fold_of[lo:hi] != k) for lo, hi in zip(bounds[:-1], bounds[1:])]
+            held_rows = [np.flatnonzero(fold_of[lo:hi] == k) for lo, hi in zip(bounds[:-1], bounds[1:])]
+            f = SpamFilter(spam_filter.analyzer, _Vectorizer(**config), clone(spam_filter.model),
+                           calibrate=spam_filter.calibrate)
+            fit_from_parts(f, client, tokenized, y[fold_of != k].tolist(), train_rows)
+            fd, path = tempfile.mkstemp(suffix=".spamkit")
+            os.close(fd)
+            try:
+                f.save(path)
+                with open(path, "rb") as fh:
+                    blob = fh.read()
+            finally:
+                os.unlink(path)
+            digest = hashlib.sha256(blob).hexdigest()
+            shared = client.scatter(Shared(blob), broadcast=True, hash=False)
+            scored = [client.submit(part_log_odds, t, shared, digest, r, pure=False)
+                      for t, r in zip(tokenized, held_rows)]
+            out = np.zeros(len(y))
+            for t_rows, lo, part_scores in zip(held_rows, bounds[:-1], client.gather(scored)):
+                out[lo + t_rows] = part_scores
+            return fold_of == k, out
+
+        with ThreadPoolExecutor(max_workers=folds) as pool:     # the folds in parallel
+            results = list(pool.map(run_fold, range(folds)))
+        scores = np.zeros(len(y))
+        for mask, out in results:
+            scores[mask] = out[mask]
+        scores = np.clip(np.nan_to_num(scores, nan=0.0), -700.0, 700.0)
+        report.wall_seconds = time.perf_counter() - started
+        costs = client.gather([client.submit(_part_cost, t, pure=False) for t in tokenized])
+        report.worker_seconds = float(sum(c[0] for c in costs))
+        report.mail_bytes = int(sum(c[1] for c in costs))
+        if return_folds:
+            return y == SPAM_NAME, scores, fold_of
+        return y == SPAM_NAME, scores
+
+    return cv
 
 
 # ---------------------------------------------------------------------- kNN

@@ -769,12 +769,14 @@ def filter_from_config(settings: dict) -> SpamFilter:
     return build_filter(**kwargs)
 
 
-def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 0, progress=None) -> dict:
+def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 0, progress=None,
+                    cv=None) -> dict:
     """Cross-validate each configuration on the same stratified folds; measures per configuration.
 
     ``configs``: (name, settings) pairs; ``corpora_factory()`` opens the corpora afresh for each
     configuration (each pass streams them). The folds depend only on the labels and ``seed``,
     so every configuration is scored on the same split, and per-fold AUC differences are paired.
+    ``cv``: replaces :func:`cross_validated_log_odds` (same signature and result; the Dask engine).
     """
     from .evaluation import bootstrap_auc
     from .metrics import roc_auc, roc_curve, trec_measures
@@ -783,7 +785,8 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
         spam_filter = filter_from_config(settings)
         corpora = corpora_factory()
         try:
-            y, s, fold_of = cross_validated_log_odds(spam_filter, corpora, folds, seed, progress, return_folds=True)
+            y, s, fold_of = (cv or cross_validated_log_odds)(spam_filter, corpora, folds, seed, progress,
+                                                             return_folds=True)
         finally:
             for c in corpora:
                 c.close()

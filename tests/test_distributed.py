@@ -273,3 +273,23 @@ def test_evaluate_on_dask_equals_local(tmp_path, ship):
     assert run["n_messages"] == 5857 and run["n_partitions"] == 9
     assert (run["bytes_in"] >= run["mail_bytes"]) == ship
     assert a == b                                  # every measure, curve and explained mistake
+
+
+@pytest.mark.slow
+def test_cross_validation_on_dask_equals_local(tmp_path):
+    # the default filter (fisher-nb: a combiner inside every fold) and information-gain
+    # selection, folds run in parallel on the cluster: the same out-of-fold scores
+    runner = CliRunner()
+    corpus = str(shared_corpus("enron-spam/enron1.tar.gz"))
+    args = ["compare", corpus, "--config", "best", "--config", "model=bernoulli,max_features=500,select=ig",
+            "--folds", "4", "--seed", "3", "--json"]
+    local = runner.invoke(cli, args)
+    assert local.exit_code == 0, local.output
+    dist = runner.invoke(cli, args + ["--engine", "dask", "--scheduler", "local:2", "--partition-size", "600"])
+    assert dist.exit_code == 0, dist.output
+    a, b = json.loads(local.output), json.loads(dist.output)
+    assert b.pop("dask")["n_partitions"] == 2 * 9          # each configuration reads the corpus once
+    assert a == b
+    refused = runner.invoke(cli, ["cv", corpus, "--config", "model=multinomial,representation=tfidf",
+                                  "--engine", "dask", "--scheduler", "local:1"])
+    assert refused.exit_code != 0 and "not exact" in refused.output and "Traceback" not in refused.output

@@ -415,18 +415,33 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
                        f"{result['chosen']['p_spam']:.6g}")
 
 
-def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as_json, report_path=None):
+def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as_json, report_path=None,
+                engine="local", scheduler="local", partition_size=500, ship=False):
     def corpora_factory():
         return open_corpora(corpus, ham, spam, extra, fmt, classes)
 
     _close(corpora_factory())                      # check the corpora before the long run
-    with Progress("cross-validating") as progress:
-        result = compare_configs(configs, corpora_factory, folds, seed, progress.step)
+    cluster = run = None
+    try:
+        with Progress("cross-validating") as progress:
+            cv = None
+            if engine == "dask":
+                from ..distributed import Cluster, RunReport, cv_on_cluster
+                cluster, run = Cluster(scheduler), RunReport()
+                cv = cv_on_cluster(cluster.client, partition_size, run, ship=ship, status=progress.note)
+            result = compare_configs(configs, corpora_factory, folds, seed, progress.step, cv=cv)
+    finally:
+        if cluster is not None:
+            cluster.close()
+    if run is not None:
+        result["dask"] = run.as_dict()
     if report_path is not None:
         from ..htmlreport import render_comparison_html
         with open(report_path, "w", encoding="utf-8") as fh:
             fh.write(render_comparison_html(result, " ".join(sys.argv)))
     click.echo(to_json(result) if as_json else render_comparison(result))
+    if run is not None and not as_json:
+        click.echo(describe_run(run, scheduler, "cross-validated"))
 
 
 @cli.command("cv")
@@ -436,7 +451,9 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_json):
+@engine_options
+def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_json, engine, scheduler,
+               partition_size, ship):
     """Cross-validate one filter configuration on labelled ham/spam corpora.
 
     Pooled out-of-fold AUC with a bootstrap interval, (1-ROCA)%, accuracy and recalls at
@@ -447,7 +464,7 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_j
       spamkit cv enron1.tar.gz --config model=multinomial,tokens=words --folds 10
     """
     _comparison(corpus, ham, spam, extra, fmt, classes, [(config or "best", parse_config(config))],
-                folds, seed, as_json)
+                folds, seed, as_json, engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship)
 
 
 @cli.command("compare")
@@ -460,7 +477,9 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_j
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Also write an HTML page with overlaid ROC curves (linear and log FPR) and the table.")
 @click.option("--json", "as_json", is_flag=True)
-def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, report_path, as_json):
+@engine_options
+def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, report_path, as_json, engine,
+                    scheduler, partition_size, ship):
     """Cross-validate several configurations on the same folds, side by side.
 
     \b
@@ -469,4 +488,5 @@ def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed
           --config model=fisher,calibrate=platt
     """
     parsed = [(c, parse_config("" if c == "best" else c)) for c in configs]
-    _comparison(corpus, ham, spam, extra, fmt, classes, parsed, folds, seed, as_json, report_path)
+    _comparison(corpus, ham, spam, extra, fmt, classes, parsed, folds, seed, as_json, report_path,
+                engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship)
