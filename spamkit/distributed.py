@@ -171,13 +171,15 @@ def read_partition(partition) -> list:
     """A partition's messages as (raw, kind, label): shipped bytes, or files read here.
 
     ``partition``: ``("bytes", [(raw, kind, label), ...])`` or
-    ``("files", tree address, [(path in the tree, kind, label), ...])``.
+    ``("files", tree address, [(where, kind, label), ...])``, ``where`` a path in the tree or
+    ``(path, start, end)``, a span of a file (a message of an mbox).
     """
     if partition[0] == "bytes":
         return partition[1]
     _, address, entries = partition
     tree = _tree(address)
-    return [(tree.read(rel), kind, label) for rel, kind, label in entries]
+    return [(tree.read(where) if isinstance(where, str) else tree.read_span(*where), kind, label)
+            for where, kind, label in entries]
 
 
 @dataclass
@@ -418,8 +420,9 @@ def partitions(items, size: int, report: RunReport, progress=None, on_message=No
             if known is None or known[0] is not tree:
                 known = addresses[id(tree)] = (tree, tree_address(tree))
             address = known[1]
-            entry = (item.raw.rel, item.kind, str(item.label))
-            report.bytes_in += len(item.raw.rel)
+            name = item.raw.rel if item.raw.span is None else (item.raw.rel, *item.raw.span)
+            entry = (name, item.kind, str(item.label))
+            report.bytes_in += len(item.raw.rel) + (0 if item.raw.span is None else 16)
         else:
             address = None
             entry = (item.raw, item.kind, str(item.label))

@@ -293,3 +293,44 @@ def test_cross_validation_on_dask_equals_local(tmp_path):
     refused = runner.invoke(cli, ["cv", corpus, "--config", "model=multinomial,representation=tfidf",
                                   "--engine", "dask", "--scheduler", "local:1"])
     assert refused.exit_code != 0 and "not exact" in refused.output and "Traceback" not in refused.output
+
+
+def _tricky_mbox(path, n=60):
+    """An mbox with a preamble, CRLF messages, '>From ' lines, a last message without a newline."""
+    with open(path, "wb") as fh:
+        fh.write(b"stray text before the first separator\n\n")
+        for i in range(n):
+            eol = b"\r\n" if i % 7 == 3 else b"\n"
+            body = [b"Subject: message %d" % i, b"From: a%d@example.com" % i, b"",
+                    b"cheap pills %d" % (i % 5) if i % 2 else b"lunch at noon %d" % (i % 3),
+                    b">From the desk of nobody", b"", b""]           # ends with a blank line
+            fh.write(b"From sender%d@example.com Mon Jan  1 00:00:00 2024\n" % i + eol.join(body))
+        fh.write(b"From last@example.com Mon Jan  1 00:00:00 2024\nSubject: last\n\nno newline at the end")
+
+
+def test_mbox_messages_are_spans_read_by_the_workers(tmp_path, cluster):
+    _tricky_mbox(tmp_path / "spam.mbox")
+    _tricky_mbox(tmp_path / "ham.mbox", 45)
+    with Corpus(tmp_path / "spam.mbox", format="mbox", label="spam") as c:
+        full = [(m.id, m.raw) for m in c]
+        with c.listing() as listed:
+            spans = [(m.id, m.raw) for m in c]
+        assert listed and len(full) == 61 and [i for i, _ in full] == [i for i, _ in spans]
+        assert all(unread.read() == raw and unread.span is not None for (_, raw), (_, unread) in zip(full, spans))
+    local, dist, report = build_filter(model="multinomial"), build_filter(model="multinomial"), RunReport()
+
+    def corpora():
+        return [Corpus(tmp_path / "spam.mbox", format="mbox", label="spam"), Corpus(tmp_path / "ham.mbox", format="mbox", label="ham")]
+
+    from spamkit.corpus import iter_corpora
+    a = corpora()
+    local.fit(iter_corpora(a))
+    b = corpora()
+    with b[0].listing(), b[1].listing():
+        fit_on_cluster(dist, iter_corpora(b), cluster.client, partition_size=13, report=report)
+    for c in a + b:
+        c.close()
+    assert report.n_messages == 61 + 46 and report.bytes_in < report.mail_bytes
+    local.save(tmp_path / "a.spamkit")
+    dist.save(tmp_path / "b.spamkit")
+    assert members(tmp_path / "a.spamkit") == members(tmp_path / "b.spamkit")

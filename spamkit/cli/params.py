@@ -125,8 +125,8 @@ def engine_options(fn):
                      help="--engine dask: messages per task."),
         click.option("--ship", is_flag=True,
                      help="--engine dask: send the mail itself to the workers instead of file names (for "
-                          "workers that do not see the corpus at the same path). mbox, TSV and CSV corpora "
-                          "are always sent."),
+                          "workers that do not see the corpus at the same path). TSV and CSV corpora are "
+                          "always sent."),
     ]
     for option in reversed(options):
         fn = option(fn)

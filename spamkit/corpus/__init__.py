@@ -55,8 +55,9 @@ __all__ = ["Corpus", "LabelledMessage", "ReadStats", "FORMATS", "LABELLED_FORMAT
 
 #: formats whose files say each message's class
 LABELLED_FORMATS = ("folders", "enron", "trec", "spamassassin", "tsv", "csv")
-#: formats whose readers read one file per message (so a message can be named by its file)
-PATH_FORMATS = ("enron", "trec", "spamassassin", "maildir", "mh", "eml", "folders")
+#: formats whose messages can be named without reading them: one file per message, or a
+#: span of an mbox file (:meth:`Corpus.listing`)
+PATH_FORMATS = ("enron", "trec", "spamassassin", "maildir", "mh", "eml", "folders", "mbox")
 #: formats holding one class, named by the caller
 MAILBOX_FORMATS = ("mbox", "maildir", "mh", "eml")
 FORMATS = LABELLED_FORMATS + MAILBOX_FORMATS
@@ -224,9 +225,11 @@ class Corpus:
         """Within the block, iterating yields messages whose ``raw`` is an unread :class:`Unread`.
 
         Yields whether that is possible: only for :data:`PATH_FORMATS` (one file per message,
-        read in an order that does not depend on the files' contents); for others the block
-        iterates as usual. ``msg.raw.read()`` reads the file; ``msg.raw.rel`` names it in
-        the tree at :attr:`address`. A message's date is None (it comes from the content).
+        read in an order that does not depend on the files' contents, or an mbox, whose
+        messages are spans of the file, found by scanning its lines); for TSV and CSV the block
+        iterates as usual. ``msg.raw.read()`` reads the message; ``msg.raw.rel`` (and
+        ``msg.raw.span``) name it in the tree at :attr:`address`. A message's date is None
+        (it comes from the content).
         """
         if self.format not in PATH_FORMATS or isinstance(self.tree, ListingTree):
             yield False

@@ -15,7 +15,7 @@ a classifier does not care).
 from __future__ import annotations
 
 from .base import LabelledMessage, ReadStats, sniff_date
-from .tree import Tree, is_hidden, join, natural_key
+from .tree import ListingTree, Tree, Unread, is_hidden, join, natural_key
 
 
 def is_maildir(tree: Tree, rel: str) -> bool:
@@ -45,16 +45,27 @@ def _message(tree: Tree, rel: str, ident: str, raw: bytes, label, source: str) -
 
 
 def iter_mbox(tree: Tree, rel: str, label: str | None, stats: ReadStats):
-    """Yield the messages of mbox file ``rel``, streaming line by line."""
+    """Yield the messages of mbox file ``rel``, streaming line by line.
+
+    A message is the bytes between its ``From `` line and the blank line before the next:
+    one span of the file. Listed without reading (:class:`~spamkit.corpus.tree.ListingTree`,
+    the Dask engine), each message's ``raw`` is an :class:`~spamkit.corpus.tree.Unread` of
+    that span, so a worker reads just its messages.
+    """
     display = tree.display(rel)
+    listing = isinstance(tree, ListingTree)
     lines: list[bytes] = []
     ordinal = 0
     prev_blank = True
     preamble = False
+    offset = start = 0                    # bytes read so far; where the current message starts
 
     def flush():
         nonlocal ordinal
-        raw = b"".join(lines)
+        if listing:
+            raw = Unread(tree.inner, rel, (start, start + sum(map(len, lines))))
+        else:
+            raw = b"".join(lines)
         ordinal += 1                      # 1-based: the n-th message of the file
         msg = _message(tree, rel, f"{rel}#{ordinal}", raw, label, f"{display}#{ordinal}")
         stats.add(msg)
@@ -62,6 +73,7 @@ def iter_mbox(tree: Tree, rel: str, label: str | None, stats: ReadStats):
 
     started = False
     for line in tree.open_text_lines(rel):
+        offset += len(line)
         if line.startswith(b"From ") and prev_blank:
             if started:
                 # The blank line before "From " separates messages; it is not content.
@@ -71,6 +83,7 @@ def iter_mbox(tree: Tree, rel: str, label: str | None, stats: ReadStats):
             elif lines:
                 preamble = True
             lines = []
+            start = offset                # the message begins after its From line
             started = True
             prev_blank = False
             continue

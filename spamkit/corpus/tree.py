@@ -81,6 +81,10 @@ class Tree:
         """The whole content of file ``rel``."""
         raise NotImplementedError
 
+    def read_span(self, rel: str, start: int, end: int) -> bytes:
+        """Bytes ``start:end`` of file ``rel`` (one message of an mbox)."""
+        return self.read(rel)[start:end]
+
     def display(self, rel: str) -> str:
         """A path a person can find: ``/x/enron1/ham/1.txt`` or ``/x/e.tar.gz!enron1/ham/1.txt``."""
         raise NotImplementedError
@@ -175,6 +179,15 @@ class DirTree(Tree):
         path = self._path(rel)
         try:
             return path.read_bytes()
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+    def read_span(self, rel: str, start: int, end: int) -> bytes:
+        path = self._path(rel)
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(start)
+                return fh.read(end - start)
         except OSError as exc:
             raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
@@ -307,6 +320,18 @@ class ArchiveTree(Tree):
         except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError) as exc:
             raise CorpusError(f"{self.display(rel)}: cannot read member: {exc}") from exc
 
+    def read_span(self, rel: str, start: int, end: int) -> bytes:
+        handle = self._files.get(rel)
+        if handle is None:
+            raise CorpusError(f"{self.display(rel)}: no such file in the archive")
+        try:
+            fh = self._zip.open(handle) if self._zip is not None else self._tar.extractfile(handle)
+            with fh:
+                fh.seek(start)
+                return fh.read(end - start)
+        except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError) as exc:
+            raise CorpusError(f"{self.display(rel)}: cannot read member: {exc}") from exc
+
     def open_text_lines(self, rel: str):
         handle = self._files.get(rel)
         if handle is None:
@@ -355,13 +380,16 @@ class Unread(bytes):
     the paths and its workers read the files).
     """
 
-    def __new__(cls, tree: Tree, rel: str):
+    def __new__(cls, tree: Tree, rel: str, span: tuple[int, int] | None = None):
         obj = super().__new__(cls, b"")
-        obj.tree, obj.rel = tree, rel
+        obj.tree, obj.rel, obj.span = tree, rel, span
         return obj
 
     def read(self) -> bytes:
-        return self.tree.read(self.rel)
+        """The message: the whole file, or bytes ``span = (start, end)`` of it (a message of an mbox)."""
+        if self.span is None:
+            return self.tree.read(self.rel)
+        return self.tree.read_span(self.rel, *self.span)
 
     def __reduce__(self):                     # never ship the open tree: only the empty bytes
         return (bytes, (b"",))
