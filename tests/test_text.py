@@ -202,3 +202,14 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 def test_find_urls_equals_the_plain_scan(text):
     from spamkit.text.tokenize import URL_PATTERN, find_urls
     assert find_urls(text) == URL_PATTERN.findall(text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1 9.$-")), max_size=80), st.integers(2, 5),
+       st.sampled_from(["keep", "drop", "collapse"]))
+def test_header_tokens_are_the_field_words_without_markers(value, max_len, numbers):
+    from spamkit.message import Message
+    a = Analyzer(max_len=max_len, numbers=numbers, urls=False, meta=False)
+    doc = Message(body="", kind="rfc822", size=0, headers=[("subject", value)])
+    expected = ["subject:" + t for t in a.words(value) if not t.startswith("meta:")]
+    assert a(doc) == expected

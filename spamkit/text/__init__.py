@@ -267,8 +267,11 @@ class Analyzer:
             every = wanted == ALL_HEADERS
             for name, value in doc.headers:
                 if every or name in wanted:
-                    prefix = name + ":"
-                    tokens.extend(prefix + t for t in self.words(value) if not t.startswith("meta:"))
+                    words = self.words(value)
+                    # markers (meta:long-token, meta:number) are not field tokens: drop them
+                    if self.numbers == "collapse" or "meta:long-token" in words:
+                        words = [t for t in words if not t.startswith("meta:")]
+                    tokens.extend(map((name + ":").__add__, words))
         if self.digit_shapes:
             tokens.extend(f"shape:d{min(len(run), 20)}" for run in _DIGIT_RUN.findall(doc.body))
         if self.header_names:
