@@ -44,7 +44,8 @@ ALLOWED = {
     "server": {"mailfilter", "client"},
     "client": set(),
     # the Dask engine: the pipeline's stages run on workers; the pipeline never imports it
-    "distributed": {"errors", "corpus", "message", "text", "features", "models", "pipeline"},
+    "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "pipeline",
+                    "evaluation"},
     "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version", "mailfilter",
             "server", "htmlreport", "distributed"},
     "__main__": {"cli"},
