@@ -47,7 +47,7 @@ from ..errors import ConfigError
 from ..message import Message, parse_message
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
-from .tokenize import WORD_PATTERN, WORD_PATTERN_MIN2, find_urls, is_number, url_hosts
+from .tokenize import WORD_PATTERN, WORD_PATTERN_MIN2_FAST, find_urls, is_number, url_hosts
 
 __all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
 
@@ -146,7 +146,7 @@ class Analyzer:
         except re.error as exc:
             raise ConfigError(f"token_pattern is not a regular expression: {exc}") from None
         # the default word pattern and length: the engine itself drops one-character words
-        self._regex_min = (re.compile(WORD_PATTERN_MIN2)
+        self._regex_min = (re.compile(WORD_PATTERN_MIN2_FAST)
                            if self.token_pattern == WORD_PATTERN and self.min_len == 2 else None)
         self.headers = tuple(h.lower() for h in self.headers)
         if self._stop_list is None:
