@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import ConfigError
+from .errors import ConfigError, CorpusError
 from .features import Vectorizer, _count_matrix, information_gain
 from .message import parse_message
 from .models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
@@ -177,9 +177,14 @@ def read_partition(partition) -> list:
     if partition[0] == "bytes":
         return partition[1]
     _, address, entries = partition
-    tree = _tree(address)
-    return [(tree.read(where) if isinstance(where, str) else tree.read_span(*where), kind, label)
-            for where, kind, label in entries]
+    try:
+        tree = _tree(address)
+        return [(tree.read(where) if isinstance(where, str) else tree.read_span(*where), kind, label)
+                for where, kind, label in entries]
+    except (CorpusError, OSError) as exc:
+        import socket
+        raise CorpusError(f"on worker host {socket.gethostname()}: {exc} (the workers read the corpus "
+                          "themselves: it must be at the same path on every worker, or use --ship)") from None
 
 
 @dataclass
@@ -680,7 +685,6 @@ def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: Ru
 
     def score(spam_filter, corpora, progress=None):
         from .corpus import Unread, iter_corpora
-        from .errors import CorpusError
         started = time.perf_counter()
         fd, path = tempfile.mkstemp(suffix=".spamkit")
         os.close(fd)
@@ -787,8 +791,7 @@ def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunRe
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from .corpus import Unread, iter_corpora, require_classes
-    from .errors import CorpusError
+    from .corpus import iter_corpora, require_classes
     from .evaluation import stratified_folds
     from .features import Vectorizer as _Vectorizer
     from .labels import HAM_NAME, SPAM_NAME

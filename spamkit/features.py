@@ -137,7 +137,7 @@ def _count_matrix(docs, index: dict, grow: bool):
         indptr = indptr.astype(np.int32)        # same index type as `indices`: scipy then copies neither
     # float64 only now that the stream (and whatever its reader holds) is finished
     data = np.frombuffer(out_data, dtype=np.int32).astype(np.float64)
-    del out_data
+    out_data = None                                  # the int32 copy is no longer needed
     return sp.csr_matrix((data,
                           np.frombuffer(out_indices, dtype=np.int32) if len(out_indices) else np.zeros(0, np.int32),
                           indptr),

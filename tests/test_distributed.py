@@ -334,3 +334,21 @@ def test_mbox_messages_are_spans_read_by_the_workers(tmp_path, cluster):
     local.save(tmp_path / "a.spamkit")
     dist.save(tmp_path / "b.spamkit")
     assert members(tmp_path / "a.spamkit") == members(tmp_path / "b.spamkit")
+
+
+def test_a_corpus_workers_cannot_see_is_a_clear_error(tmp_path, cluster):
+    # the driver lists the corpus, then it disappears before the workers read it
+    import shutil
+    root = tmp_path / "corpus"
+    shutil.copytree(SAMPLE, root)
+    f = build_filter(model="multinomial")
+    from spamkit.errors import CorpusError
+
+    def listed_then_gone():
+        with Corpus(root) as c, c.listing():
+            items = list(c)
+        shutil.rmtree(root)
+        yield from items
+
+    with pytest.raises(CorpusError, match="same path on every worker"):
+        fit_on_cluster(f, listed_then_gone(), cluster.client)
