@@ -538,9 +538,11 @@ class FoldCounts:
     feature_count: np.ndarray
 
 
-def _global_rows(part: Part, vocabulary, n_features: int) -> sp.csr_matrix:
-    """A partition's presence rows over the filter's columns (unknown terms dropped), indices sorted."""
-    if vocabulary is None:                                  # hashing: the terms are the columns
+def _global_counts(part: Part, vocabulary, n_features: int) -> sp.csr_matrix:
+    """A partition's counts over a filter's columns (unknown terms dropped), indices sorted:
+    what ``Vectorizer.counts`` gives for the same messages. ``vocabulary`` None: hashing (the
+    partition's terms are already column numbers)."""
+    if vocabulary is None:
         mapping = np.asarray(part.terms, dtype=np.int64)
     else:
         mapping = np.fromiter((vocabulary.get(t, -1) for t in part.terms), dtype=np.int64, count=len(part.terms))
@@ -548,10 +550,17 @@ def _global_rows(part: Part, vocabulary, n_features: int) -> sp.csr_matrix:
     cols = mapping[X.indices]
     keep = cols >= 0
     indptr = np.concatenate([[0], np.cumsum(keep)])[X.indptr]
-    out = sp.csr_matrix((np.ones(int(keep.sum())), cols[keep], indptr), shape=(X.shape[0], n_features))
+    out = sp.csr_matrix((X.data[keep], cols[keep], indptr), shape=(X.shape[0], n_features))
     out.has_sorted_indices = False
     out.sort_indices()
     return out
+
+
+def _global_rows(part: Part, vocabulary, n_features: int) -> sp.csr_matrix:
+    """:func:`_global_counts` as presence (1.0 where a term occurs)."""
+    X = _global_counts(part, vocabulary, n_features)
+    X.data[:] = 1.0
+    return X
 
 
 def part_fold_counts(part: Part, vocabulary: Shared, n_features: int, folds: np.ndarray, codes: np.ndarray,
@@ -657,6 +666,19 @@ def _filter_from_bytes(blob: bytes, digest: str):
     return f
 
 
+def _send_filter(client, spam_filter):
+    """The filter's file, sent once to every worker: (future of its bytes, their SHA-256)."""
+    fd, path = tempfile.mkstemp(suffix=".spamkit")
+    os.close(fd)
+    try:
+        spam_filter.save(path)
+        with open(path, "rb") as fh:
+            blob = fh.read()
+    finally:
+        os.unlink(path)
+    return client.scatter(Shared(blob), broadcast=True, hash=False), hashlib.sha256(blob).hexdigest()
+
+
 def score_partition(blob: Shared, digest: str, partition):
     """The model's log-probabilities of a partition's messages, and the parse fallbacks seen."""
     started = time.perf_counter()
@@ -686,16 +708,7 @@ def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: Ru
     def score(spam_filter, corpora, progress=None):
         from .corpus import Unread, iter_corpora
         started = time.perf_counter()
-        fd, path = tempfile.mkstemp(suffix=".spamkit")
-        os.close(fd)
-        try:
-            spam_filter.save(path)
-            with open(path, "rb") as fh:
-                blob = fh.read()
-        finally:
-            os.unlink(path)
-        digest = hashlib.sha256(blob).hexdigest()
-        blob_future = client.scatter(Shared(blob), broadcast=True, hash=False)
+        blob_future, digest = _send_filter(client, spam_filter)
         labels, ids, refs = [], [], []
 
         def keep(msg):
@@ -744,20 +757,8 @@ def part_log_odds(part: Part, blob: Shared, digest: str, rows) -> np.ndarray:
     """log-odds of spam of some rows of a partition under a filter (sent as its file's bytes)."""
     from .labels import SPAM_NAME
     f = _filter_from_bytes(blob.value, digest)
-    part = _subset(part, rows)
     vec = f.vectorizer
-    if vec.hashing is not None:
-        mapping = np.asarray(part.terms, dtype=np.int64)
-    else:
-        mapping = np.fromiter((vec.vocabulary_.get(t, -1) for t in part.terms), dtype=np.int64,
-                              count=len(part.terms))
-    X = part.X
-    cols = mapping[X.indices]
-    keep = cols >= 0
-    indptr = np.concatenate([[0], np.cumsum(keep)])[X.indptr]
-    counts = sp.csr_matrix((X.data[keep], cols[keep], indptr), shape=(X.shape[0], vec.n_features_))
-    counts.has_sorted_indices = False
-    counts.sort_indices()                          # as Vectorizer.transform's counts
+    counts = _global_counts(_subset(part, rows), vec.vocabulary_ if vec.hashing is None else None, vec.n_features_)
     lp = f.log_proba(vec._represent(counts))
     s = list(f.classes_).index(SPAM_NAME)
     with np.errstate(invalid="ignore"):
@@ -831,16 +832,7 @@ def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunRe
             f = SpamFilter(spam_filter.analyzer, _Vectorizer(**config), clone(spam_filter.model),
                            calibrate=spam_filter.calibrate)
             fit_from_parts(f, client, tokenized, y[fold_of != k].tolist(), train_rows)
-            fd, path = tempfile.mkstemp(suffix=".spamkit")
-            os.close(fd)
-            try:
-                f.save(path)
-                with open(path, "rb") as fh:
-                    blob = fh.read()
-            finally:
-                os.unlink(path)
-            digest = hashlib.sha256(blob).hexdigest()
-            shared = client.scatter(Shared(blob), broadcast=True, hash=False)
+            shared, digest = _send_filter(client, f)
             scored = [client.submit(part_log_odds, t, shared, digest, r, pure=False)
                       for t, r in zip(tokenized, held_rows)]
             out = np.zeros(len(y))
