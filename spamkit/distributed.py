@@ -106,10 +106,6 @@ class Cluster:
             except (OSError, TimeoutError) as exc:
                 raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
 
-    @property
-    def n_workers(self) -> int:
-        return max(1, len(self.client.scheduler_info()["workers"]))
-
     def close(self) -> None:
         self.client.close()
         if self._cluster is not None:
