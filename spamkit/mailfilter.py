@@ -323,6 +323,16 @@ class MailFilter:
         verdict, p = self.classify(raw)
         return verdict, p, True
 
+    def _judge_file(self, file) -> tuple[bytes, bytes, str, float] | None:
+        """(the message, the message as it should be written, its verdict, P(spam)) of one
+        Maildir/MH file, or None if the file is gone (a mail client moved it meanwhile)."""
+        try:
+            raw = file.read_bytes()
+        except FileNotFoundError:
+            return None
+        verdict, p, scored = self._judge(raw)
+        return raw, self._new_bytes(raw, verdict, p, scored), verdict, p
+
     def _new_bytes(self, raw: bytes, verdict: str, p: float, scored: bool) -> bytes:
         if self.tag and scored:
             return tag(raw, verdict, p, self.model_id)
@@ -391,12 +401,10 @@ class MailFilter:
                     if name.startswith("."):
                         continue
                     file = folder / name
-                    try:
-                        raw = file.read_bytes()
-                    except FileNotFoundError:
+                    judged = self._judge_file(file)
+                    if judged is None:
                         continue                          # moved away by a mail client meanwhile
-                    verdict, p, scored = self._judge(raw)
-                    new = self._new_bytes(raw, verdict, p, scored)
+                    raw, new, verdict, p = judged
                     dest = dests.get(verdict)
                     if not self.dry_run:
                         try:
@@ -450,12 +458,10 @@ class MailFilter:
                 if self.stop_requested:
                     return
                 file = path / str(number)
-                try:
-                    raw = file.read_bytes()
-                except FileNotFoundError:
-                    continue
-                verdict, p, scored = self._judge(raw)
-                new = self._new_bytes(raw, verdict, p, scored)
+                judged = self._judge_file(file)
+                if judged is None:
+                    continue                              # moved away by a mail client meanwhile
+                raw, new, verdict, p = judged
                 dest = dests.get(verdict)
                 if not self.dry_run:
                     try:
