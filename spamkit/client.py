@@ -17,7 +17,8 @@ import socket
 import struct
 import sys
 
-EXIT_ERROR = 3
+from .passthrough import EXIT_ERROR, guard
+
 #: every length on the wire: 8-byte big-endian unsigned
 LENGTH = struct.Struct(">Q")
 
@@ -57,18 +58,16 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="Seconds to wait for the answer.")
     args = parser.parse_args(argv)
     raw = sys.stdin.buffer.read()
-    try:
+
+    def work(message: bytes) -> tuple[int, bytes]:
         if not args.socket:
             raise OSError("no socket given (--socket or SPAMKIT_SOCKET)")
-        status, out = ask(args.socket, raw, args.timeout)
-    except OSError as exc:
-        sys.stdout.buffer.write(raw)
-        sys.stdout.buffer.flush()
-        print(f"spamkit-pipe: {exc}; message passed through untagged", file=sys.stderr)
-        return EXIT_ERROR
-    sys.stdout.buffer.write(out)
-    sys.stdout.buffer.flush()
-    return status
+        status, out = ask(args.socket, message, args.timeout)
+        if status == EXIT_ERROR:
+            raise OSError("the server could not classify the message (its log says why)")
+        return status, out
+
+    return guard(raw, work, "spamkit-pipe")
 
 
 if __name__ == "__main__":

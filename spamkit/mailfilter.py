@@ -54,9 +54,9 @@ from . import __version__
 from .durable import fsync_dir, write_durable
 from .errors import ConfigError, SpamkitError
 from .message import SPAMKIT_FIELDS, split_tags  # noqa: F401  (re-exported: the filter's own fields)
+# exit status of pipe mode (``spamkit filter MODEL -``), as bogofilter's: 0 spam, 1 ham, 2 unsure, 3 error
+from .passthrough import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE  # noqa: F401  (re-exported)
 
-#: exit status of pipe mode (``spamkit filter MODEL -``), as bogofilter's: 0 spam, 1 ham, 2 unsure, 3 error
-EXIT_SPAM, EXIT_HAM, EXIT_UNSURE, EXIT_ERROR = 0, 1, 2, 3
 VERDICTS = ("spam", "ham", "unsure")
 STATUS_WORD = {"spam": "Yes", "ham": "No", "unsure": "Unsure"}
 _WORD_STATUS = {v.lower(): k for k, v in STATUS_WORD.items()}

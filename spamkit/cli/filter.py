@@ -11,7 +11,8 @@ import click
 
 from ..errors import SpamkitError
 from ..corpus import iter_corpora
-from ..mailfilter import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, MailFilter, model_id_of, recover_mbox, tag
+from ..mailfilter import EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, MailFilter, model_id_of, recover_mbox, tag
+from ..passthrough import guard
 from ..pipeline import SpamFilter, learn_messages
 from ..report import to_json
 from ..server import FilterServer
@@ -33,20 +34,18 @@ def _load(model, cost, spam_rate=None):
 
 
 def _pipe(model, cost, spam_rate=None) -> int:
-    """One message from standard input to standard output, tagged; never lost, even on an error."""
-    raw = sys.stdin.buffer.read()
-    try:
+    """One message from standard input to standard output, tagged; never lost, whatever happens.
+
+    Whatever goes wrong after the message is read (the parser, the filter file, the
+    model, memory, a signal) writes the message out unchanged with status 3
+    (:func:`spamkit.passthrough.guard`).
+    """
+    def work(raw: bytes) -> tuple[int, bytes]:
         spam_filter = _load(model, cost, spam_rate)
         verdict, p = spam_filter.verdict(raw)
-        out = tag(raw, verdict, p, model_id_of(model))
-    except (SpamkitError, OSError, ValueError) as exc:
-        sys.stdout.buffer.write(raw)               # the message goes on unchanged
-        sys.stdout.buffer.flush()
-        click.echo(f"spamkit filter: {exc}; message passed through untagged", err=True)
-        return EXIT_ERROR
-    sys.stdout.buffer.write(out)
-    sys.stdout.buffer.flush()
-    return PIPE_STATUS[verdict]
+        return PIPE_STATUS[verdict], tag(raw, verdict, p, model_id_of(model))
+
+    return guard(sys.stdin.buffer.read(), work, "spamkit filter", restore_signals=True)
 
 
 @cli.command("filter")

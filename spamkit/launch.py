@@ -1,0 +1,63 @@
+"""The ``spamkit`` console script: pipe mode is guarded before anything heavy is imported.
+
+``spamkit filter MODEL -`` reads the message first and runs the whole command line —
+imports, option parsing, the filter — under :func:`spamkit.passthrough.guard`, so that
+neither a broken installation (numpy or scikit-learn failing to import), a bad option,
+nor anything the message or the filter file does can lose the message. Every other
+command goes straight to :mod:`spamkit.cli`.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+
+from .passthrough import guard
+
+#: options of the ``spamkit`` group itself, which may stand before the command name
+GROUP_FLAGS = ("--traceback",)
+
+
+def is_pipe_mode(args: list[str]) -> bool:
+    """True for ``[--traceback] filter ... -`` without ``--help``.
+
+    >>> is_pipe_mode(["filter", "m.spamkit", "-"]), is_pipe_mode(["filter", "m.spamkit", "INBOX", "--tag"])
+    (True, False)
+    >>> is_pipe_mode(["--traceback", "filter", "--cost", "fp=9,fn=1", "m.spamkit", "-"])
+    True
+    """
+    rest = list(args)
+    while rest and rest[0] in GROUP_FLAGS:
+        rest.pop(0)
+    return (len(rest) >= 2 and rest[0] == "filter" and "-" in rest[1:]
+            and not {"-h", "--help", "--version"} & set(rest))
+
+
+def _run_command_line(args: list[str], raw: bytes) -> tuple[int, bytes]:
+    """The ``spamkit`` command on ``raw`` as standard input, its standard output captured."""
+    stdin, stdout = sys.stdin, sys.stdout
+    captured = io.BytesIO()
+    sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="surrogateescape")
+    sys.stdout = io.TextIOWrapper(captured, encoding="utf-8", errors="surrogateescape", write_through=True)
+    try:
+        from .cli import cli
+
+        try:
+            status = cli.main(args=args, prog_name="spamkit", standalone_mode=False)
+        except SystemExit as stop:
+            status = stop.code
+        sys.stdout.flush()
+        return (status if isinstance(status, int) else 1), captured.getvalue()
+    finally:
+        sys.stdin, sys.stdout = stdin, stdout
+
+
+def main(argv=None) -> int:
+    """Console-script entry point."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if is_pipe_mode(args):
+        raw = sys.stdin.buffer.read()
+        return guard(raw, lambda message: _run_command_line(args, message), "spamkit filter")
+    from .cli import main as cli_main
+
+    return cli_main(args)
