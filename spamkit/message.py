@@ -17,25 +17,29 @@ files (``"enron"``: a ``Subject:`` line followed by the body with no blank
 line; a mail parser would read the body as header lines), and plain text
 (``"text"``: an SMS, a TSV cell). ``"auto"`` decides from the content.
 
-The structure is parsed by the standard library's :mod:`email` feed parser
-with the ``compat32`` policy, which recovers from malformed input rather than
-raising (the newer ``email.policy.default`` header parser raises on some
-malformed addresses). Header values are then decoded here, word by word.
+The structure is parsed from the bytes by :mod:`spamkit.mime` (header blocks,
+RFC 2231 parameters, multipart spans), which follows the standard library's
+compat32 feed parser wherever mail breaks the rules but never recurses, never
+copies a part before it is needed and does bounded work per input byte. Header
+values are then decoded here, word by word.
+
+Bounds, for any input of n bytes: at most :data:`MAX_PARTS` parts are visited and
+nesting below :data:`MAX_DEPTH` is not parsed; each leaf decodes at most
+:data:`MAX_PART_BYTES` encoded bytes; header fields and parameters are capped in
+:mod:`spamkit.mime`; HTML-to-text is linear (:mod:`spamkit.htmltext`). So the work is
+O(n · MAX_DEPTH) in the worst case and the memory a small multiple of n.
 """
 
 from __future__ import annotations
 
 import binascii
 import codecs
-import email
-import email.parser
 import quopri
 import re
 from dataclasses import dataclass, field
-from email.message import Message as _EmailMessage
-from email.policy import Compat32
 
 from .htmltext import html_to_text
+from .mime import Part, parse_part, split_multipart
 
 #: encoded payload bytes read from one MIME part; the rest is cut (``part-truncated``)
 MAX_PART_BYTES = 1 << 20
@@ -237,34 +241,12 @@ def decode_header_value(value: str, defects: list[str]) -> str:
 
 # --------------------------------------------------------------------------- MIME
 
-class _RawHeaders(Compat32):
-    """compat32, but header values come back exactly as stored (decoded by us)."""
-
-    def header_fetch_parse(self, name, value):
-        return value
-
-
-_POLICY = _RawHeaders()
-
-
-def _payload_bytes(part: _EmailMessage, defects: list[str], max_part_bytes: int) -> bytes:
+def _payload_bytes(raw: bytes, part: Part, defects: list[str], max_part_bytes: int) -> bytes:
     """The decoded content of a leaf part, its encoded form cut at ``max_part_bytes``."""
-    # The stored payload, not get_payload(): for 8-bit text, compat32's get_payload()
-    # re-decodes the raw bytes with the declared charset and errors="replace", so a
-    # charset lie could no longer be detected and recovered here.
-    payload = part._payload
-    if isinstance(payload, list):           # a message/* part parsed as a container
-        return b""
-    if payload is None:
-        return b""
-    if isinstance(payload, str):
-        data = payload.encode("utf-8", "surrogateescape")
-    else:
-        data = bytes(payload)
-    if len(data) > max_part_bytes:
-        data = data[:max_part_bytes]
+    data = raw[part.start:min(part.end, part.start + max_part_bytes)]
+    if part.end - part.start > max_part_bytes:
         defects.append("part-truncated")
-    cte = str(part.get("content-transfer-encoding", "")).strip().lower()
+    cte = (part.get("content-transfer-encoding") or "").strip().lower()
     if cte == "base64":
         return _lenient_b64(data, defects)
     if cte == "quoted-printable":
@@ -278,29 +260,22 @@ def _payload_bytes(part: _EmailMessage, defects: list[str], max_part_bytes: int)
     return data
 
 
-def _content_type(part: _EmailMessage) -> str:
-    ctype = part.get_content_type()
-    return ctype if isinstance(ctype, str) else "text/plain"
-
-
-def _param(part: _EmailMessage, getter, defects: list[str]) -> str:
-    """A MIME parameter (charset, filename) as text; malformed RFC 2231 values are recovered."""
-    try:
-        value = getter()
-    except (ValueError, LookupError, UnicodeError, TypeError, IndexError, AttributeError):
-        defects.append("mime-parameter")
-        return ""
-    if value is None:
-        return ""
-    if isinstance(value, tuple):            # RFC 2231 (charset, language, value)
-        value = value[2] if len(value) == 3 else str(value[-1])
-    return decode_header_value(str(value), defects)
+def _param(part: Part, name: str, field: str, defects: list[str]) -> str:
+    """A MIME parameter (charset, filename) as text, encoded words decoded."""
+    value = part.param(name, field)
+    return decode_header_value(value, defects) if value else ""
 
 
 class _Walker:
-    """Collects body text, URLs, tags and attachments from a parsed MIME tree."""
+    """Collects body text, URLs, tags and attachments from a message's MIME tree.
 
-    def __init__(self, max_part_bytes: int):
+    The tree is never built: parts are parsed as the walk reaches them, from an
+    explicit stack, so nesting costs no recursion and parts past :data:`MAX_DEPTH`
+    or :data:`MAX_PARTS` are never parsed at all.
+    """
+
+    def __init__(self, raw: bytes, max_part_bytes: int):
+        self.raw = raw
         self.max_part_bytes = max_part_bytes
         self.texts: list[str] = []
         self.urls: list[str] = []
@@ -309,14 +284,28 @@ class _Walker:
         self.defects: list[str] = []
         self.n_parts = 0
 
-    def collect_defects(self, part: _EmailMessage) -> None:
-        for defect in getattr(part, "defects", ()):
-            name = type(defect).__name__
-            code = "no-header-separator" if name == "MissingHeaderBodySeparatorDefect" else f"mime:{name}"
-            self.defects.append(code)
+    def children(self, part: Part) -> list[Part] | None:
+        """The parsed child parts of a container part, or ``None`` for a leaf."""
+        ctype = part.content_type
+        maintype = ctype.partition("/")[0]
+        if maintype == "multipart":
+            boundary = part.param("boundary")
+            if boundary is None:
+                self.defects.append("mime:NoBoundaryInMultipartDefect")
+                return None
+            spans, defects = split_multipart(self.raw, part, boundary.rstrip())
+            self.defects.extend(defects)
+            if not spans:
+                return None
+            default = "message/rfc822" if ctype == "multipart/digest" else "text/plain"
+            return [parse_part(self.raw, a, b, default) for a, b in spans]
+        if ctype == "message/delivery-status":
+            return []                       # header blocks about a delivery, no text
+        if maintype == "message":
+            return [parse_part(self.raw, part.start, part.end)]
+        return None
 
-    def walk(self, root: _EmailMessage) -> None:
-        # Iterative, depth-limited: a hostile message may nest thousands of multiparts.
+    def walk(self, root: Part) -> None:
         stack = [(root, 0, True)]
         while stack:
             part, depth, render = stack.pop()
@@ -324,49 +313,49 @@ class _Walker:
             if self.n_parts > MAX_PARTS:
                 self.defects.append("too-many-parts")
                 return
-            self.collect_defects(part)
-            if part.is_multipart():
-                if depth >= MAX_DEPTH:
-                    self.defects.append("too-deep")
-                    continue
-                children = [c for c in part.get_payload() if isinstance(c, _EmailMessage)]
-                ctype = _content_type(part)
-                if ctype == "multipart/alternative" and render:
-                    chosen = self._preferred_alternative(children)
-                    items = [(c, depth + 1, c is chosen) for c in children]
-                else:
-                    items = [(c, depth + 1, render) for c in children]
-                if ctype == "message/rfc822" and children:
-                    inner = children[0]
-                    subject = inner.get("subject")
-                    if subject:
-                        self.texts.append(decode_header_value(str(subject), self.defects))
-                stack.extend(reversed(items))
-            else:
+            self.defects.extend(part.defects)
+            if depth >= MAX_DEPTH and part.content_type.startswith(("multipart/", "message/")):
+                self.defects.append("too-deep")
+                continue
+            children = self.children(part)
+            if children is None:
                 self.leaf(part, render)
+                continue
+            ctype = part.content_type
+            if ctype == "multipart/alternative" and render:
+                chosen = self._preferred_alternative(children)
+                items = [(c, depth + 1, c is chosen) for c in children]
+            else:
+                items = [(c, depth + 1, render) for c in children]
+            if ctype == "message/rfc822" and children:
+                subject = children[0].get("subject")
+                if subject:
+                    self.texts.append(decode_header_value(subject, self.defects))
+            stack.extend(reversed(items))
 
     @staticmethod
     def _preferred_alternative(children):
         # RFC 2046 §5.1.4: alternatives are in increasing order of preference.
         for child in reversed(children):
-            ctype = _content_type(child)
-            if ctype in ("text/html", "text/plain") or child.is_multipart():
+            ctype = child.content_type
+            if ctype in ("text/html", "text/plain") or ctype.startswith(("multipart/", "message/")):
                 return child
         return children[-1] if children else None
 
-    def leaf(self, part: _EmailMessage, render: bool) -> None:
-        ctype = _content_type(part)
-        filename = _param(part, part.get_filename, self.defects)
-        disposition = str(part.get("content-disposition", "")).split(";", 1)[0].strip().lower()
+    def leaf(self, part: Part, render: bool) -> None:
+        ctype = part.content_type
+        filename = _param(part, "filename", "content-disposition", self.defects) or \
+            _param(part, "name", "content-type", self.defects)
+        disposition = (part.get("content-disposition") or "").split(";", 1)[0].strip().lower()
         is_text = ctype.startswith("text/") and ctype not in ("text/x-vcard", "text/calendar")
         if filename or disposition == "attachment" or not is_text:
-            data = _payload_bytes(part, [], self.max_part_bytes) if not is_text else None
-            size = len(data) if data is not None else len(str(part.get_payload() or ""))
+            size = (len(_payload_bytes(self.raw, part, [], self.max_part_bytes)) if not is_text
+                    else part.end - part.start)
             self.attachments.append(Attachment(filename, ctype, size))
             if not is_text:
                 return
-        data = _payload_bytes(part, self.defects, self.max_part_bytes)
-        charset = _param(part, part.get_content_charset, self.defects) or None
+        data = _payload_bytes(self.raw, part, self.defects, self.max_part_bytes)
+        charset = _param(part, "charset", "content-type", self.defects) or None
         text = decode_bytes(data, charset, self.defects)
         if ctype == "text/html":
             visible, urls, tags = html_to_text(text)
@@ -455,12 +444,10 @@ def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MA
         subject = decode_bytes(subject_bytes, None, []).strip()
         return Message(headers=(("subject", subject),) if subject_bytes else (), subject=subject,
                        body=decode_bytes(body, None, []), kind="enron", size=len(raw))
-    msg = email.message_from_bytes(raw, policy=_POLICY)
-    headers = []
-    for name, value in msg.items():
-        headers.append((str(name).strip().lower(), decode_header_value(str(value), defects)))
-    walker = _Walker(max_part_bytes)
-    walker.walk(msg)
+    root = parse_part(raw, 0, len(raw), envelope=True)
+    headers = [(name.strip().lower(), decode_header_value(value, defects)) for name, value in root.headers]
+    walker = _Walker(raw, max_part_bytes)
+    walker.walk(root)
     defects.extend(walker.defects)
     subject = next((v for k, v in headers if k == "subject"), "")
     return Message(headers=tuple(headers), subject=subject, body="\n".join(walker.texts),

@@ -1,0 +1,296 @@
+"""MIME structure from raw bytes: header blocks, parameters, multipart spans — no recursion.
+
+Owns the structural half of mail parsing for :mod:`spamkit.message` (which decodes
+the parts and collects the text). A message is one ``bytes`` buffer; a part is a
+header list plus a ``(start, end)`` span of that buffer, so nothing is copied until
+a leaf's content is decoded, and nesting is walked with an explicit stack by the
+caller. Written for hostile input:
+
+* **Bounded work.** Every step is a forward scan: header lines with ``bytes.find``,
+  parameters by one regular expression without nested quantifiers over a bounded
+  prefix (:data:`MAX_PARAM_CHARS`), delimiter lines with ``bytes.find`` of the
+  boundary. A part's span is scanned once by its parent's split and once by its
+  own header parse, so a message of n bytes nested d deep costs O(n·d) with d at
+  most :data:`spamkit.message.MAX_DEPTH`, and no message costs more than that.
+* **Bounded memory.** Spans, not copies; header values of one field are cut at
+  :data:`MAX_FIELD_CHARS`; at most :data:`MAX_FIELDS` fields per header block.
+* **Never raises** on any bytes.
+
+The behaviour follows RFC 5322 (header fields, folding), RFC 2045/2046 (content
+types, parameters, multipart delimiters: a delimiter line is ``--boundary``,
+optionally ``--`` for the close delimiter, then optional white space; the line
+break before it belongs to it) and RFC 2231 (parameter continuations, charset and
+language). Where real mail breaks the rules, it does what the standard library's
+``email.feedparser`` (compat32) does, so that a filter trained with the earlier
+parser sees the same text, and records the same defect names
+(``mime:StartBoundaryNotFoundDefect``, ``mime:CloseBoundaryNotFoundDefect``,
+``mime:NoBoundaryInMultipartDefect``, ``mime:FirstHeaderLineIsContinuationDefect``,
+``mime:MisplacedEnvelopeHeaderDefect``, ``no-header-separator``).
+Source for that behaviour: CPython ``Lib/email/feedparser.py`` and
+``Lib/email/message.py`` (read, not copied).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote_to_bytes
+
+#: header fields kept per header block; the rest of the block is skipped (``too-many-fields``)
+MAX_FIELDS = 2000
+#: characters kept of one field's value (a 2 MB header line is cut here)
+MAX_FIELD_CHARS = 64 * 1024
+#: characters of a Content-Type/Content-Disposition value examined for parameters
+MAX_PARAM_CHARS = 16 * 1024
+#: parameters read from one field
+MAX_PARAMS = 64
+
+# RFC 5322 field name: printable ASCII except ":" (the stdlib also accepts an empty name)
+_FIELD = re.compile(rb"[\x21-\x39\x3b-\x7e]*:")
+# pieces of a parameter list: quoted strings (which may hold ";"; a missing closing quote
+# runs to the end), runs of other characters, and the ";" that ends a parameter
+_PIECE = re.compile(r'"(?:[^"\\]|\\.)*(?:"|$)|[^;"]+|"|;', re.S)
+_QUOTED_PAIR = re.compile(r"\\(.)", re.S)
+
+
+class Part:
+    """One header block and the span of its body in the message's buffer.
+
+    ``headers`` holds ``(name, value)`` as written: the name without its colon, the
+    value with continuation lines joined by a space, both ``str`` decoded from
+    ASCII with ``surrogateescape`` (8-bit bytes survive as surrogates, which
+    :func:`spamkit.message.decode_header_value` detects).
+    """
+
+    __slots__ = ("headers", "start", "end", "defects", "default_type", "_ctype", "_params")
+
+    def __init__(self, headers, start, end, defects, default_type="text/plain"):
+        self.headers = headers
+        self.start, self.end = start, end
+        self.defects = defects
+        self.default_type = default_type
+        self._ctype = None
+        self._params = None
+
+    def get(self, name: str, default=None):
+        """The first value of field ``name`` (case-insensitive), as the stdlib's ``Message.get``."""
+        name = name.lower()
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return default
+
+    @property
+    def content_type(self) -> str:
+        """``maintype/subtype`` in lower case; the default type when missing or malformed."""
+        if self._ctype is None:
+            value = self.get("content-type")
+            ctype = value.partition(";")[0].strip().lower() if value is not None else ""
+            self._ctype = ctype if ctype.count("/") == 1 else self.default_type
+        return self._ctype
+
+    def param(self, name: str, field: str = "content-type") -> str | None:
+        """A parameter of ``field``, RFC 2231 continuations and charsets decoded."""
+        if field == "content-type":
+            if self._params is None:
+                self._params = parameters(self.get("content-type") or "")
+            return self._params.get(name)
+        return parameters(self.get(field) or "").get(name)
+
+
+def _line_end(raw: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(end of the line's content, start of the next line) for the line at ``pos``."""
+    nl = raw.find(b"\n", pos, end)
+    if nl < 0:
+        return end, end
+    stop = nl - 1 if nl > pos and raw[nl - 1] == 13 else nl
+    return stop, nl + 1
+
+
+def parse_part(raw: bytes, start: int, end: int, default_type: str = "text/plain",
+               envelope: bool = False) -> Part:
+    """Parse the header block at ``raw[start:end]``; the body is the rest of the span.
+
+    The block ends at the first empty line, or (``no-header-separator``) at the first
+    line that is neither a field nor a continuation, which then starts the body.
+    ``envelope``: a leading mbox ``From `` line is skipped (a later one is a defect).
+    """
+    headers: list[list] = []
+    defects: list[str] = []
+    pos = start
+    first = True
+    while pos < end:
+        stop, nxt = _line_end(raw, pos, end)
+        if stop == pos:                              # the empty line: the body follows
+            return Part([(n, _join(v)) for n, v in headers], nxt, end, defects, default_type)
+        c = raw[pos]
+        if c == 32 or c == 9:                        # a continuation line
+            if headers:
+                value = headers[-1][1]
+                if value[0] < MAX_FIELD_CHARS:
+                    piece = raw[pos:min(stop, pos + MAX_FIELD_CHARS)].decode("ascii", "surrogateescape")
+                    value.append(piece)
+                    value[0] += len(piece)
+            else:
+                defects.append("mime:FirstHeaderLineIsContinuationDefect")
+        elif raw.startswith(b"From ", pos):
+            if not (envelope and first):
+                defects.append("mime:MisplacedEnvelopeHeaderDefect")
+        else:
+            m = _FIELD.match(raw, pos, stop)
+            if m is None:                            # body text where a field should be
+                defects.append("no-header-separator")
+                return Part([(n, _join(v)) for n, v in headers], pos, end, defects, default_type)
+            if len(headers) < MAX_FIELDS:
+                name = raw[pos:m.end() - 1].decode("ascii", "surrogateescape")
+                value = raw[m.end():min(stop, m.end() + MAX_FIELD_CHARS)].decode("ascii", "surrogateescape")
+                value = value.lstrip(" \t")
+                headers.append((name, [len(value), value]))
+            elif "too-many-fields" not in defects:
+                defects.append("too-many-fields")
+        first = False
+        pos = nxt
+    return Part([(n, _join(v)) for n, v in headers], end, end, defects, default_type)
+
+
+def _join(value: list) -> str:
+    return " ".join(value[1:]) if len(value) > 2 else (value[1] if len(value) > 1 else "")
+
+
+def split_multipart(raw: bytes, part: Part, boundary: str) -> tuple[list[tuple[int, int]], list[str]]:
+    """The spans of the body parts of a multipart ``part``, and the defects found.
+
+    A delimiter line starts with ``--boundary``, then optionally ``--`` (the close
+    delimiter), then only spaces or tabs (RFC 2046 §5.1.1). The preamble before the
+    first delimiter and the epilogue after the close delimiter are not parts. With
+    no delimiter at all there are no parts (``mime:StartBoundaryNotFoundDefect``); a
+    missing close delimiter ends the last part at the end of the span
+    (``mime:CloseBoundaryNotFoundDefect``).
+    """
+    sep = b"--" + boundary.encode("utf-8", "surrogateescape")
+    start, end = part.start, part.end
+    spans: list[tuple[int, int]] = []
+    defects: list[str] = []
+    pos = start
+    open_at = -1                                     # where the current part's content starts
+    while True:
+        hit = raw.find(sep, pos, end)
+        if hit < 0:
+            break
+        pos = hit + len(sep)
+        if hit > start and raw[hit - 1] != 10:      # not at the start of a line
+            continue
+        close = raw.startswith(b"--", pos, end)
+        after = pos + 2 if close else pos
+        stop, nxt = _line_end(raw, after, end)
+        if raw[after:stop].strip(b" \t"):            # more than white space after it: not a delimiter
+            continue
+        if open_at >= 0:
+            # the line break before the delimiter belongs to the delimiter
+            last = hit
+            if last > open_at and raw[last - 1] == 10:
+                last -= 1
+                if last > open_at and raw[last - 1] == 13:
+                    last -= 1
+            spans.append((open_at, last))
+        if close:
+            return spans, defects
+        open_at = nxt
+        pos = nxt
+    if open_at < 0:
+        defects.append("mime:StartBoundaryNotFoundDefect")
+        return [], defects
+    spans.append((open_at, end))
+    defects.append("mime:CloseBoundaryNotFoundDefect")
+    return spans, defects
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return _QUOTED_PAIR.sub(r"\1", value[1:-1])
+    if len(value) >= 2 and value[0] == "<" and value[-1] == ">":
+        return value[1:-1]
+    return value
+
+
+def parameters(value: str) -> dict[str, str]:
+    """The parameters of a Content-Type or Content-Disposition value, by lower-case name.
+
+    RFC 2231: ``name*=charset'lang'%XX`` is percent-decoded and decoded from its
+    charset; ``name*0``, ``name*1*``, ... are joined in section order. The first
+    occurrence of a name wins. Linear in the length of ``value`` (which is cut at
+    :data:`MAX_PARAM_CHARS`); never raises.
+
+    >>> parameters('text/plain; charset="utf-8"; format=flowed')
+    {'charset': 'utf-8', 'format': 'flowed'}
+    >>> parameters("text/plain; charset*=us-ascii'en'utf-8")
+    {'charset': 'utf-8'}
+    >>> parameters("application/pdf; name*0*=utf-8''%E2%82%AC; name*1=.pdf")
+    {'name': '€.pdf'}
+    >>> parameters('multipart/mixed; boundary="a;b"; x')
+    {'boundary': 'a;b'}
+    """
+    value = value[:MAX_PARAM_CHARS]
+    first = value.find(";")
+    if first < 0:
+        return {}
+    plain: dict[str, str] = {}
+    extended: dict[str, dict[int, tuple[str, bool]]] = {}
+    for segment in _segments(value, first + 1):
+        name, eq, val = segment.partition("=")
+        name = name.strip().lower()
+        if not eq or not name:
+            continue
+        encoded = name.endswith("*")
+        if encoded:
+            name = name[:-1]
+        base, star, number = name.rpartition("*")
+        if star and number.isdigit() and len(number) <= 3:
+            name, section = base, int(number)
+        elif encoded:
+            section = 0
+        else:
+            if name not in plain:
+                plain[name] = _unquote(val)
+            continue
+        extended.setdefault(name, {}).setdefault(section, (_unquote(val), encoded))
+    for name, sections in extended.items():
+        plain[name] = _join_sections(sections)
+    return plain
+
+
+def _segments(value: str, pos: int) -> list[str]:
+    """The ``;``-separated segments of ``value`` from ``pos`` (at most :data:`MAX_PARAMS`)."""
+    segments: list[str] = []
+    current: list[str] = []
+    for m in _PIECE.finditer(value, pos):
+        piece = m.group(0)
+        if piece == ";":
+            segments.append("".join(current))
+            current = []
+            if len(segments) >= MAX_PARAMS:
+                return segments
+        else:
+            current.append(piece)
+    segments.append("".join(current))
+    return segments
+
+
+def _join_sections(sections: dict[int, tuple[str, bool]]) -> str:
+    charset = ""
+    chunks: list[bytes] = []
+    for i, number in enumerate(sorted(sections)):
+        text, encoded = sections[number]
+        if encoded:
+            if i == 0 and text.count("'") >= 2:
+                charset, _lang, text = text.split("'", 2)
+            chunks.append(unquote_to_bytes(text.encode("utf-8", "surrogateescape")))
+        else:
+            chunks.append(text.encode("utf-8", "surrogateescape"))
+    data = b"".join(chunks)
+    for codec in (charset.strip().lower() or "utf-8", "utf-8"):
+        try:
+            return data.decode(codec)
+        except (LookupError, UnicodeError, ValueError):
+            continue
+    return data.decode("latin-1")

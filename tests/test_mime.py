@@ -1,0 +1,183 @@
+"""The byte-level MIME parser: RFC 2231 by hand, hostile structure, and the stdlib as an oracle.
+
+The oracle: messages built by the standard library's own generator (``email.mime``),
+well formed by construction, with nested multiparts, every transfer encoding, many
+charsets and RFC 2047/2231 headers. spamkit's parser must find exactly the text the
+generator put in, in order.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.policy
+import quopri
+import time
+from email.header import Header
+from email.mime.application import MIMEApplication
+from email.mime.message import MIMEMessage
+from email.mime.multipart import MIMEMultipart
+from email.mime.nonmultipart import MIMENonMultipart
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spamkit.message import MAX_DEPTH, MAX_PARTS, parse_message
+from spamkit.mime import parameters, parse_part, split_multipart
+
+from hostile import CRASHERS, big_html, nested_multipart, unclosed_html
+
+
+# ----------------------------------------------------------------- RFC 2231 by hand
+
+def test_rfc2231_charset_and_language_are_decoded():
+    # RFC 2231 §4: charset'language'percent-encoded value
+    assert parameters("text/plain; charset*=utf-8''iso-8859-1") == {"charset": "iso-8859-1"}
+    assert parameters("text/plain; charset*=us-ascii'en-us'utf-8") == {"charset": "utf-8"}
+    # §3 continuations, sections joined in number order whatever their order in the field
+    value = "application/x; title*1=\" world\"; title*0=\"hello\""
+    assert parameters(value) == {"title": "hello world"}
+    # §4.1 mixed: encoded first section carries the charset for the encoded ones
+    value = "application/pdf; name*0*=iso-8859-1''caf%E9; name*1=-menu; name*2*=%2Epdf"
+    assert parameters(value) == {"name": "café-menu.pdf"}
+
+
+def test_rfc2231_filename_reaches_the_attachment_record():
+    raw = (b"MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=B\n\n--B\n"
+           b"Content-Type: text/plain\n\nsee attached\n--B\n"
+           b"Content-Type: application/pdf\nContent-Disposition: attachment;\n"
+           b" filename*0*=utf-8''%E2%82%AC; filename*1=100.pdf\nContent-Transfer-Encoding: base64\n\n"
+           b"aGVsbG8=\n--B--\n")
+    m = parse_message(raw)
+    assert m.body.strip() == "see attached"
+    assert [(a.filename, a.content_type, a.size) for a in m.attachments] == [("€100.pdf", "application/pdf", 5)]
+
+
+def test_rfc2231_malformed_values_are_recovered():
+    # an unknown charset label and an invalid percent escape: kept as the bytes say (Latin-1)
+    assert parameters("text/plain; charset*=%ZZ''%FF%") == {"charset": "\xff%"}
+    m = parse_message(b"Content-Type: text/plain; charset*=utf-8''x\n\nhello there\n")
+    assert m.body == "hello there\n" and "charset-unknown:x" in m.defects
+
+
+def test_quoted_boundary_with_semicolon_and_parameter_limits():
+    assert parameters('multipart/mixed; boundary="a;b=c"; charset=x') == {"boundary": "a;b=c", "charset": "x"}
+    many = "text/plain" + "".join(f"; a{i}=b" for i in range(100_000))
+    start = time.process_time()
+    params = parameters(many)
+    assert len(params) == 64 and time.process_time() - start < 1.0
+
+
+# ----------------------------------------------------------------- structure
+
+def test_delimiters_follow_rfc2046():
+    raw = (b"Content-Type: multipart/mixed; boundary=XY\n\npreamble\n--XYZ not a delimiter\n"
+           b"--XY  \t\nContent-Type: text/plain\n\nfirst\n--XY\n\nsecond\r\n--XY--\nepilogue\n")
+    root = parse_part(raw, 0, len(raw))
+    spans, defects = split_multipart(raw, root, "XY")
+    assert [raw[a:b] for a, b in spans] == [b"Content-Type: text/plain\n\nfirst", b"\nsecond"]
+    assert defects == []
+    spans, defects = split_multipart(raw[:raw.index(b"--XY--")], parse_part(raw, 0, raw.index(b"--XY--")), "XY")
+    assert defects == ["mime:CloseBoundaryNotFoundDefect"]
+
+
+def test_nesting_is_walked_without_recursion_and_cut_at_max_depth():
+    raw = nested_multipart(100_000)                 # 6 MB; the standard library recursed on 1,000
+    start = time.process_time()
+    m = parse_message(raw)
+    assert "too-deep" in m.defects and time.process_time() - start < 5
+    shallow = parse_message(nested_multipart(MAX_DEPTH - 2))
+    assert shallow.body.strip() == "the innermost words" and "too-deep" not in shallow.defects
+
+
+def test_part_count_is_bounded():
+    from hostile import many_parts
+    m = parse_message(many_parts(5 * MAX_PARTS))
+    assert "too-many-parts" in m.defects
+    assert m.body.count("part ") == MAX_PARTS - 1     # the root is the first part visited
+
+
+@pytest.mark.parametrize("name,raw", CRASHERS, ids=[c[0] for c in CRASHERS])
+def test_crashers_parse_quickly(name, raw):
+    start = time.process_time()
+    parse_message(raw)
+    assert time.process_time() - start < 1.0
+
+
+def test_html_to_text_is_linear():
+    # 16x the input must cost well under 16^2/4 = 64x the time (quadratic would be 256x)
+    def cost(make, size):
+        raw = make(size)
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            parse_message(raw)
+            best = min(best, time.process_time() - start)
+        return max(best, 1e-4)
+
+    for make in (big_html, unclosed_html):
+        assert cost(make, 1_000_000) / cost(make, 62_500) < 64
+
+
+# ----------------------------------------------------------------- the stdlib generator as oracle
+
+CHARSETS = ["utf-8", "iso-8859-1", "iso-8859-15", "windows-1251", "koi8-r", "shift_jis", "gb2312", "big5",
+            "euc-kr", "iso-8859-7"]
+WORDS = st.text(alphabet=st.characters(codec="utf-8", categories=("L", "N")), min_size=1, max_size=12)
+
+
+@st.composite
+def leaf_texts(draw):
+    charset = draw(st.sampled_from(CHARSETS))
+    words = draw(st.lists(WORDS, min_size=1, max_size=30))
+    text = " ".join(words)
+    try:
+        data = text.encode(charset)
+    except UnicodeError:
+        charset, data = "utf-8", text.encode("utf-8")
+    cte = draw(st.sampled_from(["base64", "quoted-printable", "8bit"]))
+    payload = {"base64": lambda: base64.encodebytes(data).decode("ascii"),
+               "quoted-printable": lambda: quopri.encodestring(data).decode("ascii"),
+               "8bit": lambda: data.decode("ascii", "surrogateescape")}[cte]()
+    return text, charset, cte, payload
+
+
+@st.composite
+def trees(draw, depth=0):
+    """(stdlib message, [texts in reading order])."""
+    kind = draw(st.sampled_from(["leaf", "leaf", "mixed", "message", "attachment"] if depth < 6 else ["leaf"]))
+    if kind == "leaf":
+        text, charset, cte, payload = draw(leaf_texts())
+        part = MIMENonMultipart("text", "plain", charset=charset)
+        part["Content-Transfer-Encoding"] = cte
+        part.set_payload(payload)
+        return part, [text]
+    if kind == "attachment":
+        part = MIMEApplication(draw(st.binary(max_size=200)), "octet-stream")
+        name = draw(WORDS)
+        part.add_header("Content-Disposition", "attachment", filename=("utf-8", "", name + ".bin"))
+        return part, []
+    if kind == "message":
+        inner, texts = draw(trees(depth + 1))
+        subject = draw(WORDS)
+        inner["Subject"] = Header(subject, "utf-8")
+        return MIMEMessage(inner), [subject] + texts
+    container = MIMEMultipart("mixed")
+    texts: list[str] = []
+    for _ in range(draw(st.integers(1, 4))):
+        child, child_texts = draw(trees(depth + 1))
+        container.attach(child)
+        texts.extend(child_texts)
+    return container, texts
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trees(), WORDS, st.booleans())
+def test_generated_messages_give_back_their_text(tree, subject, crlf):
+    msg, texts = tree
+    msg["Subject"] = Header(subject, "utf-8")                     # RFC 2047 encoded word
+    raw = msg.as_bytes(policy=email.policy.compat32.clone(linesep="\r\n" if crlf else "\n"))
+    m = parse_message(raw)
+    assert m.subject == subject
+    assert m.body.split() == " ".join(texts).split()
+    assert not {d for d in m.defects if d.startswith(("mime", "no-header", "base64", "charset-mismatch"))}
