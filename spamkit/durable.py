@@ -24,10 +24,35 @@ def fsync_dir(path) -> None:
         os.close(fd)
 
 
-def write_durable(path: Path, data: bytes) -> None:
-    """Create ``path`` (which must not exist) with ``data``, flushed and fsynced."""
+def take_mode(fd: int, like) -> None:
+    """Give the open file ``fd`` the permission bits (and, where allowed, the owner) of file ``like``.
+
+    A rewritten message or mailbox replaces the original by a rename, so without this a
+    private (0600) message would come back with the writer's default mode, and a
+    read-only (0444) mailbox would come back writable.
+    """
+    try:
+        st = os.stat(like)
+    except OSError:
+        return
+    os.fchmod(fd, st.st_mode & 0o7777)
+    if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+        try:
+            os.fchown(fd, st.st_uid, st.st_gid)
+        except PermissionError:
+            pass                                  # only root may give a file away; the mode still holds
+
+
+def write_durable(path: Path, data: bytes, like=None) -> None:
+    """Create ``path`` (which must not exist) with ``data``, flushed and fsynced.
+
+    The file is created 0600; ``like`` names a file whose mode and owner it takes
+    (:func:`take_mode`), for a file that will replace ``like``.
+    """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
+        if like is not None:
+            take_mode(fd, like)
         view = memoryview(data)
         while view:
             n = os.write(fd, view)

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
-from .durable import fsync_dir, write_durable
+from .durable import fsync_dir, take_mode, write_durable
 from .errors import ConfigError, SpamkitError
 from .message import SPAMKIT_FIELDS, split_tags  # noqa: F401  (re-exported: the filter's own fields)
 # exit status of pipe mode (``spamkit filter MODEL -``), as bogofilter's: 0 spam, 1 ham, 2 unsure, 3 error
@@ -259,9 +259,12 @@ class FilterSummary:
     dry_run: bool = False
     seconds: float = 0.0
     mailboxes: list = field(default_factory=list)
+    #: messages that could not be read or classified: {"message": ref, "error": why}; left as they were
+    failed: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"messages": self.messages, "verdicts": dict(self.counts), "tagged": self.tagged,
+                "failed": list(self.failed),
                 "moved": dict(self.moved), "already_tagged": self.already_tagged, "recovered": self.recovered,
                 "interrupted": self.interrupted, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
                 "messages_per_second": round(self.messages / self.seconds, 1) if self.seconds else None,
@@ -313,24 +316,44 @@ class MailFilter:
 
     # ------------------------------------------------------------- per message
 
-    def _judge(self, raw: bytes) -> tuple[str, float, bool]:
-        """(verdict, p_spam, scored now?) -- a message tagged by this model keeps its verdict."""
+    def _judge(self, raw: bytes, ref) -> tuple[str, float, bool] | None:
+        """(verdict, p_spam, scored now?) -- a message tagged by this model keeps its verdict.
+
+        ``None`` when the classifier fails on this message: the failure is counted with the
+        message's name, and the caller leaves the message exactly as it is and goes on.
+        """
         if not self.force:
             recorded = recorded_verdict(raw, self.model_id)
             if recorded is not None:
                 self.summary.already_tagged += 1
                 return recorded[0], recorded[1], False
-        verdict, p = self.classify(raw)
+        try:
+            verdict, p = self.classify(raw)
+        except Exception as exc:                  # noqa: BLE001 - one message must not stop the run
+            self._fail(ref, f"{type(exc).__name__}: {exc}")
+            return None
         return verdict, p, True
+
+    def _fail(self, ref, why: str) -> None:
+        self.summary.failed.append({"message": str(ref), "error": why[:300]})
+        if self.progress is not None:
+            self.progress()
 
     def _judge_file(self, file) -> tuple[bytes, bytes, str, float] | None:
         """(the message, the message as it should be written, its verdict, P(spam)) of one
-        Maildir/MH file, or None if the file is gone (a mail client moved it meanwhile)."""
+        Maildir/MH file; None if the file is gone (a mail client moved it meanwhile), cannot
+        be read, or cannot be classified (the last two are counted as failures)."""
         try:
             raw = file.read_bytes()
         except FileNotFoundError:
             return None
-        verdict, p, scored = self._judge(raw)
+        except OSError as exc:
+            self._fail(file, _describe(exc, "cannot read the message"))
+            return None
+        judged = self._judge(raw, file)
+        if judged is None:
+            return None
+        verdict, p, scored = judged
         return raw, self._new_bytes(raw, verdict, p, scored), verdict, p
 
     def _new_bytes(self, raw: bytes, verdict: str, p: float, scored: bool) -> bytes:
@@ -411,7 +434,7 @@ class MailFilter:
                             if new != raw:
                                 tmp = path / "tmp" / f"{name.split(':', 1)[0]}.spamkit-{os.getpid()}"
                                 (path / "tmp").mkdir(exist_ok=True)
-                                write_durable(tmp, new)
+                                write_durable(tmp, new, like=file)
                                 os.replace(tmp, file)
                             if dest is not None:
                                 target = dest / sub / name
@@ -467,7 +490,7 @@ class MailFilter:
                     try:
                         if new != raw:
                             tmp = path / f".spamkit-tmp-{os.getpid()}-{number}"
-                            write_durable(tmp, new)
+                            write_durable(tmp, new, like=file)
                             os.replace(tmp, file)
                         if dest is not None:
                             while (dest / str(next_number[verdict])).exists():
@@ -501,7 +524,10 @@ class MailFilter:
                 for number, chunk in enumerate((c for c in iter_mbox_chunks(path) if c.envelope is not None), 1):
                     if self.stop_requested:
                         return
-                    verdict, p, scored = self._judge(chunk.message)
+                    judged = self._judge(chunk.message, f"{path}#{number}")
+                    if judged is None:
+                        continue
+                    verdict, p, scored = judged
                     self._count(verdict, self.tag and scored, dests.get(verdict), f"{path}#{number}", p)
                 return
             self._rewrite_mbox(path, dests)
@@ -516,6 +542,7 @@ class MailFilter:
         try:
             for box, tmp in tmp_of.items():
                 handles[box] = open(tmp, "xb")
+                take_mode(handles[box].fileno(), box)              # a 0444 or 0600 mbox keeps its mode
                 if box != path:                                    # destinations keep what they hold
                     with open(box, "rb") as src:
                         while block := src.read(1 << 20):
@@ -528,7 +555,11 @@ class MailFilter:
                     out.write(chunk.raw())                       # preamble, or the rest after Ctrl-C
                     continue
                 number += 1
-                verdict, p, scored = self._judge(chunk.message)
+                judged = self._judge(chunk.message, f"{path}#{number}")
+                if judged is None:
+                    out.write(chunk.raw())                       # left exactly as it was
+                    continue
+                verdict, p, scored = judged
                 new = self._new_bytes(chunk.message, verdict, p, scored)
                 dest = dests.get(verdict)
                 data = chunk.envelope + new + chunk.separator
@@ -553,10 +584,12 @@ class MailFilter:
                     os.unlink(tmp)
                 return
             commit_mbox(path, {str(box): str(tmp) for box, tmp in tmp_of.items()})
-        except OSError as exc:
+        except BaseException as exc:
             for fh in handles.values():
                 fh.close()
             if journal_path(path).exists():
+                if not isinstance(exc, OSError):
+                    raise
                 # Past the commit point: the journal and the finished files complete the run later.
                 raise FilterError(f"{path}: {exc.strerror or exc} while committing; nothing is lost: the next run "
                                   f"(or spamkit filter MODEL {path} --recover) completes it") from None
@@ -566,6 +599,8 @@ class MailFilter:
                     os.unlink(tmp)
                 except OSError:
                     pass
+            if not isinstance(exc, OSError):
+                raise                                     # after removing this run's unfinished files
             raise FilterError(_describe(exc, str(path))) from None
 
 

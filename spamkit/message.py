@@ -43,6 +43,10 @@ from .mime import Part, parse_part, split_multipart
 
 #: encoded payload bytes read from one MIME part; the rest is cut (``part-truncated``)
 MAX_PART_BYTES = 1 << 20
+#: bytes of a message that are parsed at all; the rest is not read (``message-truncated``).
+#: Mail servers refuse messages far below this size or hand them to a filter whole
+#: (SpamAssassin's spamc skips messages over 500 KB); the words that decide are up front.
+MAX_MESSAGE_BYTES = 8 << 20
 #: MIME nesting depth and number of parts walked; deeper or further parts are skipped and counted
 MAX_DEPTH = 32
 MAX_PARTS = 500
@@ -104,7 +108,7 @@ class Message:
         What the parser had to recover from, one code per event:
         ``charset-unknown:X``, ``charset-mismatch:X``, ``charset-missing``,
         ``header-8bit``, ``header-encoded-word``, ``base64-invalid``,
-        ``part-truncated``, ``too-deep``, ``too-many-parts``,
+        ``part-truncated``, ``message-truncated``, ``header-truncated``, ``too-deep``, ``too-many-parts``,
         ``no-header-separator``, ``mime:<email-package defect>``.
     kind : str
         How the input was read: ``rfc822``, ``enron`` or ``text``.
@@ -433,17 +437,21 @@ def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MA
     """
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
+    defects: list[str] = []
+    size = len(raw)
+    if size > MAX_MESSAGE_BYTES:
+        raw = raw[:MAX_MESSAGE_BYTES]
+        defects.append("message-truncated")
     raw = bytes(raw)
     if kind == "auto":
         kind = detect_kind(raw)
-    defects: list[str] = []
     if kind == "text":
-        return Message(body=decode_bytes(raw, None, []), kind="text", size=len(raw))
+        return Message(body=decode_bytes(raw, None, []), kind="text", defects=tuple(defects), size=size)
     if kind == "enron":
         subject_bytes, body = _split_enron(raw)
         subject = decode_bytes(subject_bytes, None, []).strip()
         return Message(headers=(("subject", subject),) if subject_bytes else (), subject=subject,
-                       body=decode_bytes(body, None, []), kind="enron", size=len(raw))
+                       body=decode_bytes(body, None, []), kind="enron", defects=tuple(defects), size=size)
     root = parse_part(raw, 0, len(raw), envelope=True)
     headers = [(name.strip().lower(), decode_header_value(value, defects)) for name, value in root.headers]
     walker = _Walker(raw, max_part_bytes)
@@ -453,7 +461,7 @@ def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MA
     return Message(headers=tuple(headers), subject=subject, body="\n".join(walker.texts),
                    urls=tuple(walker.urls), html_tags=tuple(walker.tags),
                    attachments=tuple(walker.attachments), defects=tuple(defects),
-                   kind="rfc822", size=len(raw))
+                   kind="rfc822", size=size)
 
 
 # --------------------------------------------------------------------------- spamkit's own fields

@@ -13,7 +13,8 @@ caller. Written for hostile input:
   own header parse, so a message of n bytes nested d deep costs O(n·d) with d at
   most :data:`spamkit.message.MAX_DEPTH`, and no message costs more than that.
 * **Bounded memory.** Spans, not copies; header values of one field are cut at
-  :data:`MAX_FIELD_CHARS`; at most :data:`MAX_FIELDS` fields per header block.
+  :data:`MAX_FIELD_CHARS`; at most :data:`MAX_FIELDS` fields and :data:`MAX_HEADER_CHARS`
+  characters of values are kept per header block (``header-truncated`` past either).
 * **Never raises** on any bytes.
 
 The behaviour follows RFC 5322 (header fields, folding), RFC 2045/2046 (content
@@ -35,10 +36,12 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote_to_bytes
 
-#: header fields kept per header block; the rest of the block is skipped (``too-many-fields``)
+#: header fields kept per header block; the rest of the block is skipped (``header-truncated``)
 MAX_FIELDS = 2000
 #: characters kept of one field's value (a 2 MB header line is cut here)
 MAX_FIELD_CHARS = 64 * 1024
+#: characters of field values kept per header block in all (real headers are a few KB)
+MAX_HEADER_CHARS = 256 * 1024
 #: characters of a Content-Type/Content-Disposition value examined for parameters
 MAX_PARAM_CHARS = 16 * 1024
 #: parameters read from one field
@@ -116,6 +119,7 @@ def parse_part(raw: bytes, start: int, end: int, default_type: str = "text/plain
     """
     headers: list[list] = []
     defects: list[str] = []
+    budget = MAX_HEADER_CHARS                        # characters of values still to keep
     pos = start
     first = True
     while pos < end:
@@ -126,10 +130,12 @@ def parse_part(raw: bytes, start: int, end: int, default_type: str = "text/plain
         if c == 32 or c == 9:                        # a continuation line
             if headers:
                 value = headers[-1][1]
-                if value[0] < MAX_FIELD_CHARS:
-                    piece = raw[pos:min(stop, pos + MAX_FIELD_CHARS)].decode("ascii", "surrogateescape")
+                room = min(MAX_FIELD_CHARS - value[0], budget)
+                if room > 0:
+                    piece = raw[pos:min(stop, pos + room)].decode("ascii", "surrogateescape")
                     value.append(piece)
                     value[0] += len(piece)
+                    budget -= len(piece)
             else:
                 defects.append("mime:FirstHeaderLineIsContinuationDefect")
         elif raw.startswith(b"From ", pos):
@@ -140,13 +146,14 @@ def parse_part(raw: bytes, start: int, end: int, default_type: str = "text/plain
             if m is None:                            # body text where a field should be
                 defects.append("no-header-separator")
                 return Part([(n, _join(v)) for n, v in headers], pos, end, defects, default_type)
-            if len(headers) < MAX_FIELDS:
+            if len(headers) < MAX_FIELDS and budget > 0:
                 name = raw[pos:m.end() - 1].decode("ascii", "surrogateescape")
-                value = raw[m.end():min(stop, m.end() + MAX_FIELD_CHARS)].decode("ascii", "surrogateescape")
-                value = value.lstrip(" \t")
+                cut = min(stop, m.end() + min(MAX_FIELD_CHARS, budget))
+                value = raw[m.end():cut].decode("ascii", "surrogateescape").lstrip(" \t")
                 headers.append((name, [len(value), value]))
-            elif "too-many-fields" not in defects:
-                defects.append("too-many-fields")
+                budget -= len(value)
+            elif "header-truncated" not in defects:
+                defects.append("header-truncated")
         first = False
         pos = nxt
     return Part([(n, _join(v)) for n, v in headers], end, end, defects, default_type)

@@ -21,7 +21,9 @@ ALLOWED = {
     "labels": set(),
     "corpus": {"errors", "labels"},
     "htmltext": set(),
-    "message": {"errors", "htmltext"},
+    # MIME structure from bytes (header blocks, parameters, multipart spans), for message
+    "mime": set(),
+    "message": {"errors", "htmltext", "mime"},
     "text": {"errors", "message"},
     "features": {"errors"},
     "models": {"errors", "labels"},
@@ -39,16 +41,20 @@ ALLOWED = {
     "report": {"errors", "labels"},
     "htmlreport": set(),
     # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out
-    "mailfilter": {"errors", "version", "message", "durable"},
+    "mailfilter": {"errors", "version", "message", "durable", "passthrough"},
     # the resident filter process (takes a classify function) and its standard-library-only client
     "server": {"mailfilter", "client"},
-    "client": set(),
+    "client": {"passthrough"},
+    # pipe mode's never-lose-a-message guard (standard library only)
+    "passthrough": set(),
+    # the console script: guards pipe mode before importing the command line
+    "launch": {"passthrough", "cli"},
     # the Dask engine: the pipeline's stages run on workers; the pipeline never imports it
     "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "pipeline",
                     "evaluation"},
     "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version", "mailfilter",
-            "server", "htmlreport", "distributed"},
-    "__main__": {"cli"},
+            "server", "htmlreport", "distributed", "passthrough"},
+    "__main__": {"launch"},
     "__init__": set(),
 }
 

@@ -363,3 +363,71 @@ def test_copies_left_by_a_killed_run_are_cleaned(kind, model, tmp_path):
     assert CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag"]).exit_code == 0
     assert not stale.exists()
     check_exactly_once(kind, [inbox], before)
+
+
+# ------------------------------------------------------------------ one bad message never stops a run
+
+POISON = b"X-Test-Id: 999\nSubject: poison\n\nthis one breaks the classifier\n"
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_a_message_the_classifier_fails_on_is_counted_left_alone_and_the_run_goes_on(kind, model, tmp_path):
+    from spamkit.pipeline import SpamFilter
+    spam_filter = SpamFilter.load(model)
+
+    def classify(raw):
+        if b"this one breaks the classifier" in raw:
+            raise RecursionError("maximum recursion depth exceeded")
+        return spam_filter.verdict(raw)
+
+    inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
+    build(kind, inbox, 30)
+    box = {"mbox": mailbox.mbox, "maildir": mailbox.Maildir, "mh": mailbox.MH}[kind](inbox)
+    box.add(POISON)                                   # after some messages, before others (Maildir: new/)
+    box.flush()
+    build_more = {"mbox": mailbox.mbox, "maildir": mailbox.Maildir, "mh": mailbox.MH}[kind](inbox)
+    for i in range(30, 40):
+        build_more.add(b"X-Test-Id: %d\n" % i + sample_messages()[i])
+    build_more.flush()
+    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    for attempt in range(2):                          # a rerun finishes the mailbox, and fails the same way
+        runner = MailFilter(classify, "m@1", tag=True, move={"spam": junk})
+        summary = runner.run([inbox]).as_dict()
+        assert [f["error"] for f in summary["failed"]] == ["RecursionError: maximum recursion depth exceeded"]
+        if attempt == 0:
+            assert summary["messages"] == 40 and summary["already_tagged"] == 0
+        else:                                         # what is left in the inbox was tagged the first time
+            assert summary["messages"] == summary["already_tagged"] == len(stored(kind, inbox)) - 1
+        check_exactly_once(kind, [inbox, junk], originals)
+        poison = [m for m in stored(kind, inbox) if b"poison" in m]
+        assert poison == [POISON]                     # untouched: not tagged, not moved
+    if kind == "mbox":
+        # no temporary files left (the lock files stay: they are locked with flock, not by existing)
+        left = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".spamkit.lock"))
+        assert left == sorted([inbox.name, junk.name])
+
+
+def test_the_command_line_names_the_message_it_could_not_read(model, tmp_path):
+    inbox = tmp_path / "inbox"
+    build("maildir", inbox, 5)
+    (inbox / "cur" / "1234.unreadable:2,S").mkdir()  # a directory where a message should be
+    result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "5 messages" in result.output and "1234.unreadable" in result.output
+    assert "could not be filtered" in result.output
+    as_json = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag", "--json"])
+    assert as_json.exit_code == 1 and json.loads(as_json.stdout)["failed"][0]["message"].endswith("1234.unreadable:2,S")
+
+
+@pytest.mark.parametrize("kind,mode", [("mbox", 0o444), ("mbox", 0o600), ("maildir", 0o600), ("mh", 0o640)])
+def test_rewritten_mailboxes_and_messages_keep_their_mode(kind, mode, model, tmp_path):
+    inbox = tmp_path / f"inbox.{kind}"
+    build(kind, inbox, 6)
+    files = [inbox] if kind == "mbox" else [p for p in inbox.rglob("*") if p.is_file() and p.name[0] != "."]
+    for f in files:
+        f.chmod(mode)
+    result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag"])
+    assert result.exit_code == 0, result.output
+    files = [inbox] if kind == "mbox" else [p for p in inbox.rglob("*") if p.is_file() and p.name[0] != "."]
+    assert all(m.startswith(b"X-Spam-Status: ") for m in stored(kind, inbox))
+    assert {oct(f.stat().st_mode & 0o777) for f in files} == {oct(mode)}

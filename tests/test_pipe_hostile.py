@@ -45,9 +45,10 @@ def delivered(raw: bytes, out: subprocess.CompletedProcess) -> None:
 
 
 @pytest.mark.parametrize("name,raw", CRASHERS, ids=[c[0] for c in CRASHERS])
-def test_every_crasher_comes_out_of_pipe_mode(model, name, raw):
+def test_every_crasher_comes_out_of_pipe_mode_tagged(model, name, raw):
     out = subprocess.run(PIPE + [str(model), "-"], input=raw, capture_output=True, env=ENV, timeout=300)
     delivered(raw, out)
+    assert out.returncode != EXIT_ERROR, f"{name}: {out.stderr.decode()[-500:]}"
 
 
 def test_a_broken_installation_still_delivers(model, tmp_path):
@@ -120,8 +121,9 @@ def server(model, tmp_path):
     proc.wait(timeout=30)
 
 
-def test_every_crasher_comes_out_of_spamkit_pipe(server):
+def test_every_crasher_comes_out_of_spamkit_pipe_tagged(server):
     for name, raw in CRASHERS:
         out = subprocess.run([sys.executable, "-m", "spamkit.client", "--socket", str(server)], input=raw,
                              capture_output=True, env=ENV, timeout=120)
         delivered(raw, out)
+        assert out.returncode != EXIT_ERROR, f"{name}: {out.stderr.decode()[-500:]}"

@@ -132,6 +132,8 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
         click.echo(to_json(result))
         if result["interrupted"]:
             sys.exit(ExitStatus.INTERRUPTED)
+        if result["failed"]:
+            sys.exit(ExitStatus.ERROR)
         return
     verb = "would be" if dry_run else "were"
     counts = ", ".join(f"{v} {n}" for v, n in result["verdicts"].items())
@@ -146,9 +148,17 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
         click.echo(f"  {result['already_tagged']} already tagged by this filter (kept their verdict; --force rescores)")
     for note in result["recovered"]:
         click.echo(f"  recovered: {note}")
+    if result["failed"]:
+        click.echo(f"  {len(result['failed'])} could not be filtered and were left as they were:")
+        for failure in result["failed"][:20]:
+            click.echo(f"    {failure['message']}: {failure['error']}")
+        if len(result["failed"]) > 20:
+            click.echo(f"    ... and {len(result['failed']) - 20} more (--json or --summary lists them all)")
     if result["interrupted"]:
         click.echo("  interrupted: stopped between messages; the rest were left as they were")
         sys.exit(ExitStatus.INTERRUPTED)
+    if result["failed"]:
+        sys.exit(ExitStatus.ERROR)
 
 
 @cli.command("learn")
