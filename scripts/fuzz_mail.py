@@ -52,15 +52,15 @@ def load_messages(root: Path) -> list[tuple[str, bytes]]:
         path = root / rel
         if not path.exists():
             sys.exit(f"fuzz_mail: {path} not found (use --corpora)")
-        with tarfile.open(path) as tar:
-            members = {m.name: m for m in tar.getmembers() if m.isfile()}
-            index = next(n for n in members if n.endswith("full/index"))
-            base = index.rsplit("/", 2)[0]
-            for line in tar.extractfile(members[index]).read().decode().splitlines():
-                label, rel_path = line.split()
-                name = f"{base}/{rel_path.replace('../', '')}"
-                if name in members:
-                    out.append((label, tar.extractfile(members[name]).read()))
+        with tarfile.open(path) as tar:            # one sequential pass: a gzip stream cannot seek back cheaply
+            files = {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}
+        index = next(n for n in files if n.endswith("full/index"))
+        base = index.rsplit("/", 2)[0]
+        for line in files[index].decode().splitlines():
+            label, rel_path = line.split()
+            name = f"{base}/{rel_path.replace('../', '')}"
+            if name in files:
+                out.append((label, files[name]))
     return out
 
 

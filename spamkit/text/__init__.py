@@ -47,7 +47,7 @@ from ..errors import ConfigError
 from ..message import Message, parse_message
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
-from .tokenize import (WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, find_urls, is_number,
+from .tokenize import (NAMED_PATTERNS, WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, find_urls, is_number,
                        url_hosts)
 
 __all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
@@ -61,6 +61,26 @@ ALL_HEADERS = ("*",)
 _IPV4 = re.compile(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])")
 _DIGIT_RUN = re.compile(r"\d+")
 _URL_PIECES = re.compile(r"[\s/?#=&.:;,_+%~!@\-]+")
+
+
+def _check_untrusted(config: dict, stop_list) -> None:
+    """Refuse an analyzer configuration that would make spamkit open a file or run a foreign regex."""
+    pattern = config.get("token_pattern", WORD_PATTERN)
+    if pattern not in NAMED_PATTERNS.values():
+        raise ConfigError(f"the filter file brings its own token pattern {str(pattern)[:60]!r}; only "
+                          f"spamkit's named patterns ({', '.join(NAMED_PATTERNS)}) are run from a filter file")
+    stop_words = config.get("stop_words", "none")
+    if stop_words not in ("none", "english", "custom"):
+        raise ConfigError(f"the filter file names a stop-word file ({str(stop_words)[:60]!r}); a filter file "
+                          "must carry its stop words, never a path")
+    if stop_list is not None and not (isinstance(stop_list, list) and len(stop_list) <= 1_000_000
+                                      and all(isinstance(w, str) and len(w) <= 200 for w in stop_list)):
+        raise ConfigError("the filter file's stop-word list is not a list of words")
+    if stop_words != "none" and stop_list is None:
+        raise ConfigError(f"the filter file uses stop words {stop_words!r} but does not carry the list")
+    headers = config.get("headers", ())
+    if not (isinstance(headers, (list, tuple)) and all(isinstance(h, str) for h in headers)):
+        raise ConfigError("the filter file's header list is not a list of field names")
 
 
 @dataclass
@@ -182,8 +202,13 @@ class Analyzer:
         return config
 
     @classmethod
-    def from_config(cls, config: dict) -> "Analyzer":
-        """Rebuild the analyzer a model was trained with."""
+    def from_config(cls, config: dict, trusted: bool = True) -> "Analyzer":
+        """Rebuild the analyzer a model was trained with.
+
+        ``trusted=False`` (a filter file from elsewhere) accepts data only: the stop words
+        must come as a list, never as a file to open, and the token pattern must be one
+        of :data:`~spamkit.text.tokenize.NAMED_PATTERNS`.
+        """
         config = dict(config)
         stop_list = config.pop("stop_word_list", None)
         known = {f.name for f in fields(cls) if not f.name.startswith("_")}
@@ -191,6 +216,8 @@ class Analyzer:
         if unknown:
             raise ConfigError(f"unknown analyzer settings {sorted(unknown)}; "
                               "was this model written by a newer spamkit?")
+        if not trusted:
+            _check_untrusted(config, stop_list)
         if config.get("stop_words") == "custom" or stop_list is not None:
             config["stop_words"] = config.get("stop_words", "custom")
             return cls(**{**config, "headers": tuple(config.get("headers", DEFAULT_HEADERS))},

@@ -16,6 +16,10 @@ import re
 #: form (tests/test_text.py checks that the two agree).
 WORD_PATTERN = r"[$£€¥]?[^\W_]+(?:(?:['’.\-]|(?<=\d),(?=\d))[^\W_]+)*"
 
+#: the token patterns a filter file may name (:func:`spamkit.persist.load_filter` refuses any
+#: other unless the file is trusted: a pattern such as ``(a|aa)+$`` backtracks for ever)
+NAMED_PATTERNS = {"words": WORD_PATTERN}
+
 _JOIN = r"(?:(?:['’.\-]|(?<=\d),(?=\d))[^\W_]+)"
 #: :data:`WORD_PATTERN` restricted to matches of two or more characters (the default
 #: ``min_len``), so the regex engine drops one-character words instead of a Python filter. A

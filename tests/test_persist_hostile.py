@@ -1,0 +1,226 @@
+"""Filter files are data, never instructions: every hostile file ends in exit 1, one clear line, bounded memory.
+
+Each hostile file is built here from a real filter trained on the sample corpus, and
+given to the real command line in a child process that reports its own peak memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from spamkit.cli import cli
+
+from conftest import SAMPLE
+
+REPO = Path(__file__).resolve().parents[1]
+MESSAGE = sorted((SAMPLE / "spam").iterdir())[0]
+#: the goal of the issue "Hostile inputs": no hostile filter file takes spamkit past this
+PEAK_MB = 300
+# runs the command line in this process and prints its peak resident memory on stderr: VmHWM of
+# its own address space (ru_maxrss would count the parent's peak too: it survives fork and exec)
+WRAPPER = ("import sys\n"
+           "from spamkit.cli import cli\n"
+           "try:\n    cli.main(args=sys.argv[1:], prog_name='spamkit')\n"
+           "except SystemExit as e:\n    code = e.code\n"
+           "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+           "print(f'MAXRSS={hwm}', file=sys.stderr)\n"
+           "sys.exit(code)\n")
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("hostile") / "good.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(path), "--stop-words", "english"]).exit_code == 0
+    return path
+
+
+def members(path: Path) -> tuple[dict, dict]:
+    with zipfile.ZipFile(path) as z:
+        data = {n: z.read(n) for n in z.namelist()}
+    return json.loads(data.pop("manifest.json")), data
+
+
+def write(path: Path, manifest, data: dict, fix_sums: bool = True, raw_manifest: bytes | None = None) -> Path:
+    """A filter file from a manifest and members; checksums recomputed so that the checks after them run."""
+    if fix_sums and isinstance(manifest, dict):
+        for meta in [*manifest["arrays"].values(), manifest.get("terms"), *manifest["model"].get("texts", {}).values()]:
+            if meta and meta["file"] in data:
+                meta["sha256"] = hashlib.sha256(data[meta["file"]]).hexdigest()
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("manifest.json", raw_manifest if raw_manifest is not None else json.dumps(manifest))
+        for name, blob in data.items():
+            z.writestr(name, blob)
+    return path
+
+
+def npy(array) -> bytes:
+    import io
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def largest_array(manifest) -> str:
+    return max(manifest["arrays"], key=lambda n: np.prod(manifest["arrays"][n]["shape"]))
+
+
+def run(*args) -> tuple[subprocess.CompletedProcess, float]:
+    out = subprocess.run([sys.executable, "-c", WRAPPER, *map(str, args)], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
+    peak = [line for line in out.stderr.splitlines() if line.startswith("MAXRSS=")]
+    return out, int(peak[0].split("=")[1]) / 1024 if peak else float("nan")
+
+
+def refused(path: Path, problem: str, command: str = "classify") -> None:
+    args = ["classify", path, MESSAGE] if command == "classify" else ["info", path]
+    out, peak_mb = run(*args)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and out.stderr.startswith(f"Error: {path}: "), out.stderr
+    assert problem in out.stderr, out.stderr
+    assert peak_mb <= PEAK_MB, f"peak memory {peak_mb:.0f} MB"
+
+
+# ----------------------------------------------------------------- sizes before reading
+
+def test_a_zero_bomb_member_is_refused_before_it_is_decompressed(good, tmp_path):
+    manifest, data = members(good)
+    target = manifest["arrays"][largest_array(manifest)]["file"]
+    path = tmp_path / "bomb.spamkit"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("manifest.json", json.dumps(manifest))
+        for name, blob in data.items():
+            if name != target:
+                z.writestr(name, blob)
+        with z.open(target, "w", force_zip64=True) as fh:          # 1.5 GiB of zeros, a few MB packed
+            zeros = bytes(1 << 24)
+            for _ in range(96):
+                fh.write(zeros)
+    assert path.stat().st_size < 20 << 20
+    refused(path, f"member {target} declares 1610612736 bytes")
+
+
+def test_a_huge_manifest_is_refused_unread(good, tmp_path):
+    manifest, data = members(good)
+    padded = json.dumps(manifest).encode()[:-1] + b" " * (1 << 30) + b"}"      # valid JSON, 1 GiB
+    path = write(tmp_path / "fat.spamkit", manifest, data, raw_manifest=padded)
+    refused(path, "manifest.json declares")
+    refused(path, "manifest.json declares", command="info")
+
+
+def test_a_manifest_nested_100000_deep_is_refused(good, tmp_path):
+    manifest, data = members(good)
+    deep = json.dumps(manifest).encode()[:-1] + b', "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    refused(write(tmp_path / "deep.spamkit", manifest, data, raw_manifest=deep), "nested too deep")
+
+
+def test_a_declared_shape_of_a_trillion_elements_is_refused(good, tmp_path):
+    manifest, data = members(good)
+    manifest["arrays"][largest_array(manifest)]["shape"] = [1_000_000, 1_000_000]
+    refused(write(tmp_path / "shape.spamkit", manifest, data), "more than the")
+
+
+# ----------------------------------------------------------------- data, not instructions
+
+def test_a_stop_word_path_is_never_opened(good, tmp_path):
+    manifest, data = members(good)
+    manifest["analyzer"]["stop_words"] = "/dev/zero"
+    manifest["analyzer"].pop("stop_word_list", None)
+    refused(write(tmp_path / "path.spamkit", manifest, data), "names a stop-word file")
+
+
+def test_a_foreign_token_pattern_is_not_run(good, tmp_path):
+    manifest, data = members(good)
+    manifest["analyzer"]["token_pattern"] = "(a|aa)+$"
+    refused(write(tmp_path / "regex.spamkit", manifest, data), "its own token pattern")
+
+
+@pytest.mark.parametrize("value,problem", [(np.nan, "not finite"), (np.inf, "not finite"), (-5.0, "negative")])
+def test_counts_must_be_finite_and_non_negative(good, tmp_path, value, problem):
+    manifest, data = members(good)
+    meta = manifest["arrays"]["model.feature_count_"]
+    counts = np.load(__import__("io").BytesIO(data[meta["file"]]))
+    counts[0, 0] = value
+    data[meta["file"]] = npy(counts)
+    refused(write(tmp_path / "values.spamkit", manifest, data), problem)
+
+
+def test_a_class_count_longer_than_the_classes_is_refused(good, tmp_path):
+    manifest, data = members(good)
+    meta = manifest["arrays"]["model.class_count_"]
+    data[meta["file"]] = npy(np.array([1.0, 2.0, 3.0]))
+    meta["shape"] = [3]
+    refused(write(tmp_path / "classes.spamkit", manifest, data), "model.class_count_ has shape (3,)")
+
+
+def test_duplicate_terms_are_refused(good, tmp_path):
+    manifest, data = members(good)
+    terms = data["terms.txt"].decode().split("\n")
+    terms[1] = terms[0]
+    data["terms.txt"] = "\n".join(terms).encode()
+    refused(write(tmp_path / "dupes.spamkit", manifest, data), "lists a term twice")
+
+
+def test_a_threshold_that_is_not_a_number_is_refused_by_info(good, tmp_path):
+    manifest, data = members(good)
+    manifest.setdefault("extra", {})["threshold"] = {"p_spam": "abc"}
+    path = write(tmp_path / "threshold.spamkit", manifest, data)
+    refused(path, "is not a probability", command="info")
+    refused(path, "is not a probability")
+
+
+# ----------------------------------------------------------------- zip tricks
+
+def _patch_member(path: Path, name: str, flag_bits: int | None = None, method: int | None = None) -> None:
+    """Change a member's general-purpose flags or compression method in both zip headers."""
+    blob = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(name)
+    local = info.header_offset                                          # local file header
+    central = blob.index(b"PK\x01\x02", blob.index(b"PK\x01\x02"))      # find this member's central entry
+    while blob[central + 46:central + 46 + len(name)] != name.encode():
+        central = blob.index(b"PK\x01\x02", central + 4)
+    if flag_bits is not None:
+        struct.pack_into("<H", blob, local + 6, flag_bits)
+        struct.pack_into("<H", blob, central + 8, flag_bits)
+    if method is not None:
+        struct.pack_into("<H", blob, local + 8, method)
+        struct.pack_into("<H", blob, central + 10, method)
+    path.write_bytes(bytes(blob))
+
+
+def test_an_encrypted_member_is_refused(good, tmp_path):
+    manifest, data = members(good)
+    path = write(tmp_path / "encrypted.spamkit", manifest, data)
+    _patch_member(path, "terms.txt", flag_bits=0x1)
+    refused(path, "terms.txt cannot be read")
+
+
+def test_an_unknown_compression_method_is_refused(good, tmp_path):
+    manifest, data = members(good)
+    path = write(tmp_path / "method.spamkit", manifest, data)
+    _patch_member(path, "terms.txt", method=99)
+    refused(path, "terms.txt uses an unsupported compression")
+
+
+def test_the_good_file_still_loads_and_a_trusted_pattern_can_be_allowed(good, tmp_path):
+    out, peak_mb = run("classify", good, MESSAGE)
+    assert out.returncode == 0 and "\tspam\t" in out.stdout
+    from spamkit.errors import ModelFormatError
+    from spamkit.persist import load_filter
+    manifest, data = members(good)
+    manifest["analyzer"]["token_pattern"] = r"\w+"
+    path = write(tmp_path / "mine.spamkit", manifest, data)
+    with pytest.raises(ModelFormatError):
+        load_filter(path)
+    analyzer, *_ = load_filter(path, trusted=True)
+    assert analyzer.token_pattern == r"\w+"
