@@ -27,6 +27,10 @@ class ModelFormatError(SpamkitError):
     """Unknown FORMAT_VERSION or a corrupt filter file."""
 
 
+class OutputError(SpamkitError):
+    """An output file cannot be written (a missing or read-only folder, a full disk)."""
+
+
 class ResourceMissingError(SpamkitError):
     """An optional resource (a user's stop-word file, an optional extra) is absent."""
 

@@ -210,11 +210,33 @@ def mbox_locks(path: Path, wait: float):
 # --------------------------------------------------------------------------- mailbox kinds
 
 def mailbox_kind(path) -> str:
-    """``maildir`` (a folder with cur/ and new/), ``mh`` (another folder) or ``mbox`` (a file)."""
+    """``maildir`` (a folder with cur/ and new/), ``mh`` (a folder of numbered messages) or ``mbox``.
+
+    Anything else is refused rather than filtered as an empty mailbox: a folder with
+    neither cur/+new/ nor numbered files nor ``.mh_sequences``, or a non-empty file
+    with no ``From `` line in its first 64 KB.
+    """
     p = Path(path)
     if p.is_dir():
-        return "maildir" if (p / "cur").is_dir() and (p / "new").is_dir() else "mh"
+        if (p / "cur").is_dir() and (p / "new").is_dir():
+            return "maildir"
+        try:
+            names = os.listdir(p)
+        except OSError as exc:
+            raise FilterError(_describe(exc, str(path))) from None
+        if ".mh_sequences" in names or any(n.isdigit() for n in names):
+            return "mh"
+        others = [n for n in names if not n.startswith(".spamkit")]
+        raise FilterError(f"{path}: no mailbox found here (a Maildir has cur/ and new/, an MH folder numbered "
+                          f"message files; this folder has {len(others) or 'no'} other entries)")
     if p.is_file():
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(65536)
+        except OSError as exc:
+            raise FilterError(_describe(exc, str(path))) from None
+        if head and not (head.startswith(b"From ") or b"\nFrom " in head):
+            raise FilterError(f"{path}: not an mbox (no 'From ' line starts a message in its first 64 KB)")
         return "mbox"
     raise FilterError(f"{path}: no such mailbox")
 
@@ -222,6 +244,8 @@ def mailbox_kind(path) -> str:
 def ensure_destination(path, kind: str) -> Path:
     """Create a destination mailbox of ``kind`` if it does not exist; refuse another kind."""
     p = Path(path)
+    if p.is_dir() and not any(p.iterdir()):
+        p.rmdir()                                     # an empty folder made for it: set it up as a mailbox
     if p.exists():
         found = mailbox_kind(p)
         if found != kind:

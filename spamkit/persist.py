@@ -53,7 +53,7 @@ import numpy as np
 
 from . import __version__
 from .durable import fsync_dir
-from .errors import ConfigError, ModelFormatError
+from .errors import ConfigError, ModelFormatError, OutputError
 from .features import Vectorizer
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
 from .text import Analyzer
@@ -109,12 +109,34 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def _stale_temporaries(folder: Path, name: str) -> None:
+    """Remove the temporary files of earlier saves of ``name`` whose writing process is gone."""
+    for tmp in folder.glob(f".{glob_escape(name)}.spamkit-*.tmp"):
+        try:
+            pid = int(tmp.name.rsplit(".spamkit-", 1)[1].split("-", 1)[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+        except (ValueError, IndexError, PermissionError, OSError):
+            continue
+
+
+def glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
 def atomic_write(path: Path, data_writer) -> None:
-    """Write ``path`` via a temporary file in its folder: flush, fsync, rename (POSIX-atomic)."""
+    """Write ``path`` via a temporary file in its folder: flush, fsync, rename (POSIX-atomic).
+
+    The temporary file's name holds the writer's pid, so a later save removes what a
+    killed one left; an error names the file and the reason (:class:`OutputError`).
+    """
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    tmp = None
     try:
+        _stale_temporaries(folder, path.name)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.spamkit-{os.getpid()}-", suffix=".tmp", dir=folder)
         with os.fdopen(fd, "wb") as fh:
             data_writer(fh)
             fh.flush()
@@ -122,9 +144,23 @@ def atomic_write(path: Path, data_writer) -> None:
         os.replace(tmp, path)
         tmp = None
         fsync_dir(folder)                        # make the rename itself durable
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def check_writable(path) -> None:
+    """Fail now, not after hours of training, if ``path`` cannot be written."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(f"cannot write {path}: folder {folder} does not exist")
+    if path.is_dir():
+        raise OutputError(f"cannot write {path}: it is a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write {path}: folder {folder} is not writable")
 
 
 def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, training: dict | None = None,

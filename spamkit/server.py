@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import socketserver
 import sys
 
@@ -64,7 +65,9 @@ class FilterServer(socketserver.UnixStreamServer):
         self.classify = classify
         self.model_id = model_id
         path = str(path)
-        if os.path.exists(path):
+        if os.path.lexists(path):
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                raise OSError(f"{path} exists and is not a socket; not replacing it (choose another --socket)")
             probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 probe.connect(path)

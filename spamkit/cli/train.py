@@ -8,7 +8,8 @@ import click
 
 from ..corpus import Corpus
 from ..corpus.split import SPLIT_METHODS
-from ..persist import read_manifest
+from ..errors import ModelFormatError
+from ..persist import check_writable, read_manifest
 from ..pipeline import (CALIBRATIONS, METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, SpamFilter,
                         build_filter, compare_configs, cross_validated_log_odds, parse_config, evaluate_filter, make_analyzer, held_out_costs, online_filter, train_filter, tune_filter)
 from ..evaluation import REGIMES, threshold_report
@@ -91,6 +92,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
       spamkit train enron1.tar.gz --model bernoulli --max-features 3000 --select ig -o e1.spamkit
       spamkit train --ham ~/Mail/INBOX --spam ~/Mail/Junk -o mine.spamkit
     """
+    check_writable(output)                        # before the training pass, not after it
     knn = {"k": _k_value(k), "weights": weights, "metric": metric, "tau": tau, "memory_limit": memory_limit}
     spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
                                max_features=max_features, select=select, hashing=hashing, stem=stem,
@@ -290,7 +292,11 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
 def info_command(model, as_json):
     """Describe a filter file: model, classes, features, analyzer, training corpus."""
     manifest = read_manifest(model)
-    click.echo(to_json(manifest) if as_json else render_info(manifest, model))
+    try:
+        text = to_json(manifest) if as_json else render_info(manifest, model)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ModelFormatError(f"{model}: damaged manifest ({type(exc).__name__}: {exc})") from None
+    click.echo(text)
 
 
 @cli.command("tune")

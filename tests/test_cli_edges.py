@@ -1,0 +1,137 @@
+"""The command line at its edges: a clear message and a non-zero exit, never a traceback, nothing left over."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from spamkit.cli import cli
+
+from conftest import SAMPLE
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("edges") / "m.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(path)]).exit_code == 0
+    return path
+
+
+def fails_clearly(args, *expected):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    for text in expected:
+        assert text in result.output, result.output
+    return result
+
+
+def test_output_into_a_missing_folder_fails_before_training(tmp_path):
+    fails_clearly(["train", SAMPLE, "-o", tmp_path / "missing" / "m.spamkit"], "folder", "does not exist")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_output_onto_a_folder_is_a_usage_error(tmp_path):
+    result = CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "is a directory" in result.output
+
+
+def test_a_failed_save_names_the_file(tmp_path, monkeypatch):
+    from spamkit.errors import OutputError
+    from spamkit.persist import atomic_write
+    target = tmp_path / "gone" / "m.spamkit"
+    with pytest.raises(OutputError, match="cannot write .*m.spamkit"):
+        atomic_write(target, lambda fh: fh.write(b"x"))
+
+
+@pytest.mark.parametrize("make,expected", [
+    (lambda p: [(p / f"junk{i}").write_bytes(os.urandom(500)) for i in range(3)], "no mailbox found"),
+    (lambda p: None, "no mailbox found"),
+])
+def test_filter_refuses_a_folder_that_is_no_mailbox(model, tmp_path, make, expected):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    make(folder)
+    fails_clearly(["filter", model, folder, "--tag"], expected)
+
+
+def test_filter_refuses_a_file_that_is_no_mbox(model, tmp_path):
+    junk = tmp_path / "junk.mbox"
+    junk.write_bytes(b"\x00garbage" + os.urandom(4000).replace(b"\nFrom ", b"\nfrom "))
+    fails_clearly(["filter", model, junk, "--tag"], "not an mbox")
+    assert junk.stat().st_size > 4000
+    empty = tmp_path / "empty.mbox"
+    empty.write_bytes(b"")
+    result = CliRunner().invoke(cli, ["filter", str(model), str(empty), "--tag"])
+    assert result.exit_code == 0 and "0 messages" in result.output      # an empty mbox is a mailbox
+
+
+def test_an_empty_folder_can_be_a_move_destination(model, tmp_path):
+    import mailbox
+    inbox = tmp_path / "inbox"
+    box = mailbox.Maildir(inbox, create=True)
+    for p in sorted((SAMPLE / "spam").iterdir())[:3]:
+        box.add(p.read_bytes())
+    junk = tmp_path / "Junk"
+    junk.mkdir()
+    result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--move-spam-to", str(junk)])
+    assert result.exit_code == 0, result.output
+    assert len(os.listdir(junk / "new")) + len(os.listdir(junk / "cur")) == 3
+
+
+def test_serve_never_deletes_a_regular_file_at_the_socket_path(model, tmp_path):
+    precious = tmp_path / "notes.txt"
+    precious.write_text("do not delete")
+    out = subprocess.run([sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(precious)],
+                         capture_output=True, text=True, env=ENV, timeout=120)
+    assert out.returncode == 1 and "is not a socket" in out.stderr and "Traceback" not in out.stderr
+    assert precious.read_text() == "do not delete"
+
+
+def test_serve_replaces_only_a_stale_socket(model, tmp_path):
+    stale = tmp_path / "s.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(stale))
+    s.close()                                      # a socket file nobody answers on
+    proc = subprocess.Popen([sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(stale)],
+                            env=ENV, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(stale))
+                break
+            except OSError:
+                time.sleep(0.1)
+            finally:
+                probe.close()
+        assert proc.poll() is None, proc.stderr.read().decode()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_a_killed_save_leaves_a_temporary_file_that_the_next_save_removes(model, tmp_path):
+    from spamkit.pipeline import SpamFilter
+    target = tmp_path / "learn.spamkit"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()                                    # a pid that is no longer running
+    leftover = tmp_path / f".learn.spamkit.spamkit-{dead.pid}-abcd.tmp"
+    leftover.write_bytes(b"half a filter")
+    alive = tmp_path / f".learn.spamkit.spamkit-{os.getpid()}-efgh.tmp"
+    alive.write_bytes(b"another save in progress")
+    SpamFilter.load(model).save(target)
+    assert target.exists() and not leftover.exists() and alive.exists()
