@@ -19,6 +19,9 @@ import sys
 
 from .passthrough import EXIT_ERROR, guard
 
+#: reply status of a refused request (the payload is the reason); see spamkit.server
+EXIT_REFUSED = 4
+
 #: every length on the wire: 8-byte big-endian unsigned
 LENGTH = struct.Struct(">Q")
 
@@ -48,6 +51,8 @@ def ask(path: str, raw: bytes, timeout: float) -> tuple[int, bytes]:
         out = read_exact(sock, length)
         if len(out) < length or (status == EXIT_ERROR and length == 0):
             raise OSError("incomplete answer from the server")
+        if status == EXIT_REFUSED:
+            raise OSError(f"the server refused the message: {out.decode('utf-8', 'replace')[:300]}")
         return status, out
 
 

@@ -73,3 +73,116 @@ def test_the_client_imports_only_the_standard_library():
     code = "import sys, spamkit.client; print(sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV, text=True)
     assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------ under abuse
+
+def _start(model, sock, *options):
+    proc = subprocess.Popen([sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(sock), *options],
+                            env=ENV, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not sock.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert sock.exists(), proc.stderr.read().decode()
+    return proc
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+
+
+def _peak_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
+
+
+@pytest.mark.parametrize("workers", ["2", "0"])
+def test_200_clients_at_once_and_64_idle_connections_are_all_answered(server, tmp_path, workers):
+    import socket
+    import threading
+    from spamkit.client import ask
+    model, _, first = server
+    _stop(first)
+    sock = tmp_path / "busy.sock"
+    proc = _start(model, sock, "--workers", workers, "--timeout", "120")
+    messages = [p.read_bytes() for p in sorted(SAMPLE.rglob("*.eml"))]
+    idle = []
+    try:
+        for _ in range(64):                                     # connect and send nothing
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(sock))
+            idle.append(s)
+        results: dict = {}
+        barrier = threading.Barrier(200)
+
+        def client(i):
+            raw = messages[i % len(messages)]
+            barrier.wait()
+            try:
+                results[i] = ask(str(sock), raw, timeout=120) + (raw,)
+            except OSError as exc:
+                results[i] = exc
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(200)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        failures = [r for r in results.values() if isinstance(r, Exception)]
+        assert len(results) == 200 and not failures, failures[:3]
+        for status, out, raw in results.values():
+            assert status in (EXIT_SPAM, EXIT_HAM) and out.startswith(b"X-Spam-Status: ") and out.endswith(raw)
+        assert _peak_mb(proc.pid) <= 300
+    finally:
+        for s in idle:
+            s.close()
+        _stop(proc)
+
+
+def test_an_idle_client_does_not_hold_the_others_and_a_slow_one_is_cut_off(server, tmp_path):
+    import socket
+    from spamkit.client import LENGTH, ask
+    model, _, first = server
+    _stop(first)
+    sock = tmp_path / "slow.sock"
+    proc = _start(model, sock, "--timeout", "2", "--workers", "1")
+    try:
+        slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        slow.connect(str(sock))
+        slow.sendall(LENGTH.pack(1000) + b"only part of it")    # then nothing
+        raw = b"Subject: hello\n\nlunch at noon?"
+        status, out = ask(str(sock), raw, timeout=30)            # answered while the slow one hangs
+        assert status in (EXIT_SPAM, EXIT_HAM) and out.endswith(raw)
+        slow.settimeout(30)
+        assert slow.recv(10) == b""                               # the server hung up on it
+        slow.close()
+    finally:
+        _stop(proc)
+
+
+def test_a_message_over_the_limit_is_refused_and_passed_through(server, tmp_path):
+    model, _, first = server
+    _stop(first)
+    sock = tmp_path / "small.sock"
+    proc = _start(model, sock, "--max-size", "64K")
+    try:
+        big = b"Subject: big\n\n" + b"words and more words\n" * 10_000
+        out = _client(sock, big)
+        assert out.returncode == EXIT_ERROR and out.stdout == big
+        assert b"over the server's limit of 65536" in out.stderr and b"Traceback" not in out.stderr
+        small = b"Subject: small\n\nhello"
+        assert _client(sock, small).returncode in (EXIT_SPAM, EXIT_HAM)
+    finally:
+        _stop(proc)
+
+
+def test_the_socket_mode_can_open_it_to_the_group(server, tmp_path):
+    model, _, first = server
+    _stop(first)
+    sock = tmp_path / "group.sock"
+    proc = _start(model, sock, "--socket-mode", "660")
+    try:
+        assert oct(sock.stat().st_mode & 0o777) == "0o660"
+    finally:
+        _stop(proc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -15,9 +16,9 @@ from ..mailfilter import EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, MailFilter, model_id_
 from ..passthrough import guard
 from ..pipeline import SpamFilter, learn_messages
 from ..report import to_json
-from ..server import FilterServer
+from ..server import MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterServer
 from . import cli
-from .params import CostsParam, corpus_options, open_corpora, spam_rate_option
+from .params import CostsParam, SizeParam, corpus_options, open_corpora, spam_rate_option
 from .progress import Progress
 from .status import ExitStatus
 
@@ -211,8 +212,18 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_erro
 @click.option("--socket", "socket_path", required=True, type=click.Path(dir_okay=False),
               help="Unix-domain socket to answer on (created with mode 0600).")
 @click.option("--cost", type=CostsParam(), default=None, help="Decide with these costs instead of the filter's.")
+@click.option("--workers", type=click.IntRange(min=0), default=None,
+              help="Processes that classify (default: one per core; 0 classifies in the connection threads).")
+@click.option("--max-size", type=SizeParam(), default=str(MAX_MESSAGE >> 20) + "M", show_default=True,
+              help="Largest message classified; bigger ones are refused and spamkit-pipe passes them on untagged.")
+@click.option("--memory-budget", type=SizeParam(), default=str(MEMORY_BUDGET >> 20) + "M", show_default=True,
+              help="Bytes of messages held at once, all clients together (more wait their turn).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=TIMEOUT, show_default=True,
+              help="Seconds a client has to send its message, and the filter to classify it.")
+@click.option("--socket-mode", default="600", show_default=True, metavar="OCTAL",
+              help="Permissions of the socket (600: only its owner may ask; 660 lets the group ask too).")
 @spam_rate_option
-def serve_command(model, socket_path, cost, spam_rate):
+def serve_command(model, socket_path, cost, workers, max_size, memory_budget, timeout, socket_mode, spam_rate):
     """Keep a filter loaded and answer spamkit-pipe on a socket (fast pipe mode).
 
     \b
@@ -220,12 +231,22 @@ def serve_command(model, socket_path, cost, spam_rate):
       spamkit serve mine.spamkit --socket ~/.spamkit.sock &
       spamkit-pipe --socket ~/.spamkit.sock < message.eml > tagged.eml
 
-    Stop it with Ctrl-C or SIGTERM; the socket file is removed.
+    Clients are served concurrently (a thread per connection, classification in worker
+    processes); a client that sends nothing holds only its own connection. Stop it with
+    Ctrl-C or SIGTERM; the socket file is removed.
     """
+    try:
+        mode = int(socket_mode, 8)
+    except ValueError:
+        raise click.BadParameter(f"{socket_mode!r} is not an octal mode like 600", param_hint="--socket-mode")
+    if mode & ~0o777 or not mode & 0o600 == 0o600:
+        raise click.BadParameter(f"{socket_mode!r}: the owner needs read and write (6xx)", param_hint="--socket-mode")
     spam_filter = _load(model, cost, spam_rate)
     spam_filter.verdict(b"Subject: warm-up\n\nwarm up")      # first call builds caches
+    workers = (os.cpu_count() or 1) if workers is None else workers
     try:
-        server = FilterServer(socket_path, spam_filter.verdict, model_id_of(model))
+        server = FilterServer(socket_path, spam_filter.verdict, model_id_of(model), workers=workers,
+                              max_size=max_size, memory_budget=memory_budget, timeout=timeout, socket_mode=mode)
     except OSError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -233,7 +254,7 @@ def serve_command(model, socket_path, cost, spam_rate):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    click.echo(f"spamkit serve: {model} on {socket_path}", err=True)
+    click.echo(f"spamkit serve: {model} on {socket_path} ({workers or 'no'} worker processes)", err=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

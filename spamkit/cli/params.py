@@ -26,6 +26,25 @@ class ClassPathParam(click.ParamType):
         return normalise_label(name), path
 
 
+class SizeParam(click.ParamType):
+    """A number of bytes: ``16M``, ``512K``, ``1G`` or a plain number."""
+
+    name = "size"
+    UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("B")
+        try:
+            n = int(float(text[:-1]) * self.UNITS[text[-1]]) if text[-1:] in self.UNITS else int(text)
+        except ValueError:
+            self.fail(f"{value!r} is not a size like 16M, 512K or 1G", param, ctx)
+        if n <= 0:
+            self.fail(f"{value!r} must be positive", param, ctx)
+        return n
+
+
 class CostsParam(click.ParamType):
     """``fp=100,fn=10[,tp=..,tn=..,unsure=..]``, or the path of a cost table for K classes."""
 
