@@ -26,3 +26,13 @@ def ensure_bogofilter(install: bool) -> str:
         subprocess.run(prefix + [apt, "update"], capture_output=True, env=env)
         subprocess.run(prefix + [apt, "install", "-y", "bogofilter"], capture_output=True, env=env)
     return shutil.which("bogofilter")
+
+
+def trained_wordlist(exe: str, folder, messages) -> str:
+    """A bogofilter word list in ``folder/bogo`` trained on labelled messages, one ``-s``/``-n`` run each."""
+    wordlist = os.path.join(str(folder), "bogo")
+    os.makedirs(wordlist, exist_ok=True)
+    for m in messages:
+        subprocess.run([exe, "-C", "-d", wordlist, "-s" if m.label == "spam" else "-n"],
+                       input=m.raw, check=True, capture_output=True)
+    return wordlist

@@ -26,7 +26,7 @@ from spamkit.corpus import Corpus
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter  # noqa: E402
+from _bogofilter import ensure_bogofilter, trained_wordlist  # noqa: E402
 from bench_bogofilter import DEFAULT_CORPUS  # noqa: E402
 
 
@@ -67,11 +67,7 @@ def main():
             server.wait()
         exe = ensure_bogofilter(True)
         if exe:
-            wordlist = Path(tmp) / "bogo"
-            wordlist.mkdir()
-            for m in train:
-                subprocess.run([exe, "-C", "-d", str(wordlist), "-s" if m.label == "spam" else "-n"],
-                               input=m.raw, check=True, capture_output=True)
+            wordlist = trained_wordlist(exe, tmp, train)
             rows.append(("bogofilter -T (new process)", [timed([exe, "-C", "-d", str(wordlist), "-T"], m.raw)
                                                          for m in test]))
     print(f"{'command':<40} {'median ms':>10} {'p90 ms':>8}")
