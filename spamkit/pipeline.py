@@ -480,7 +480,7 @@ def _records(corpora):
 def describe_corpora(corpora) -> list:
     return [{"path": str(c.path), "format": c.format, "container": c.container,
              "per_class": {str(k): v for k, v in c.stats.per_class.items()},
-             "skipped": dict(c.stats.skipped)} for c in corpora]
+             "skipped": dict(c.stats.skipped), "unreadable": list(c.stats.unreadable)} for c in corpora]
 
 
 def evaluate_predictions(y_true, proba, classes, log_proba=None) -> dict:
@@ -893,6 +893,7 @@ class CorpusSurvey:
     n_bytes: int = 0
     per_class: dict = field(default_factory=dict)
     skipped: dict = field(default_factory=dict)
+    unreadable: list = field(default_factory=list)     # "FILE: why" of messages that could not be read
     first_date: str | None = None
     last_date: str | None = None
     parsed: bool = False
@@ -939,6 +940,7 @@ def survey_corpus(corpus: Corpus, parse: bool = True, strict: bool = False, prog
     survey.n_bytes = stats.n_bytes
     survey.per_class = {str(k): v for k, v in sorted(stats.per_class.items(), key=lambda kv: str(kv[0]))}
     survey.skipped = dict(stats.skipped)
+    survey.unreadable = list(stats.unreadable)
     survey.first_date = stats.first_date.isoformat() if stats.first_date else None
     survey.last_date = stats.last_date.isoformat() if stats.last_date else None
     survey.defects = dict(defects.most_common())

@@ -39,6 +39,7 @@ def render_survey(survey) -> str:
             lines.append("  fallbacks  " + ", ".join(f"{k} {v}" for k, v in survey.defects.items()))
     skipped = ", ".join(f"{k}: {v}" for k, v in survey.skipped.items())
     lines.append(f"  skipped    {sum(survey.skipped.values())}" + (f"  ({skipped})" if skipped else ""))
+    lines.extend(f"    {why}" for why in survey.unreadable[:20])
     rate = survey.n_messages / survey.seconds if survey.seconds else 0.0
     lines.append(f"  read in    {survey.seconds:.2f} s  ({rate:.0f} messages/s, "
                  f"{survey.n_bytes / 1e6 / survey.seconds if survey.seconds else 0:.1f} MB/s)")
@@ -79,6 +80,19 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
         lines.append(f"  {label:<16} {_pct(s['precision']):>9} {_pct(s['recall']):>9} {_pct(s['f1']):>9} "
                      f"{s['support']:>8}")
     return "\n".join(lines)
+
+
+def render_unreadable(corpora: list) -> list[str]:
+    """Lines naming the messages a run could not read (it went on without them)."""
+    lines = []
+    for c in corpora:
+        n = c.get("skipped", {}).get("unreadable", 0)
+        if n:
+            lines.append(f"{n} messages of {c['path']} could not be read and were left out:")
+            lines.extend(f"  {why}" for why in c.get("unreadable", [])[:20])
+            if n > 20:
+                lines.append(f"  ... and {n - 20} more (--json lists up to 100)")
+    return lines
 
 
 def render_train(report, output: str) -> str:

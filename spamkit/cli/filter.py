@@ -18,7 +18,7 @@ from ..pipeline import SpamFilter, learn_messages
 from ..report import to_json
 from ..server import MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterServer
 from . import cli
-from .params import CostsParam, SizeParam, corpus_options, open_corpora, spam_rate_option
+from .params import CostsParam, SizeParam, close_corpora, corpus_options, open_corpora, spam_rate_option
 from .progress import Progress
 from .status import ExitStatus
 
@@ -189,8 +189,7 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_erro
             report = learn_messages(spam_filter, iter_corpora(corpora), forget=forget, on_error=on_error,
                                     progress=progress.step)
     finally:
-        for c in corpora:
-            c.close()
+        close_corpora(corpora)
     spam_filter.save(model)
     result = report.as_dict()
     if as_json:

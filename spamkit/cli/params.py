@@ -10,6 +10,7 @@ from ..corpus import FORMATS, Corpus
 from ..errors import ConfigError
 from ..labels import normalise_label
 from ..pipeline import TOKENS, CostMatrix
+from ..report import render_unreadable
 
 
 class ClassPathParam(click.ParamType):
@@ -160,3 +161,13 @@ def describe_run(run, scheduler: str, what: str) -> str:
             + (f", {run.bytes_out / 1e6:.1f} MB of counts back, reduce {run.reduce_seconds:.2f} s" if run.bytes_out
                else "")
             + f"; {run.worker_seconds:.1f} s of worker time, wall {run.wall_seconds:.1f} s")
+
+
+def close_corpora(corpora) -> None:
+    """Close the corpora and name, on standard error, any message they could not read (the run went
+    on without it; ``--json`` output lists them under ``corpora``)."""
+    for c in corpora:
+        c.close()
+    for line in render_unreadable([{"path": str(c.path), "skipped": dict(c.stats.skipped),
+                                    "unreadable": list(c.stats.unreadable)} for c in corpora]):
+        click.echo(line, err=True)

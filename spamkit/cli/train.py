@@ -15,14 +15,13 @@ from ..pipeline import (CALIBRATIONS, METRICS, MODELS, REPRESENTATIONS, SNOWBALL
 from ..evaluation import REGIMES, threshold_report
 from ..report import render_comparison, render_threshold, render_evaluation, render_info, render_online, render_train, render_tuning, to_json
 from . import cli
-from .params import (CostsParam, corpus_options, describe_run, engine_options, fisher_params, model_options,
+from .params import (CostsParam, close_corpora, corpus_options, describe_run, engine_options, fisher_params, model_options,
                      open_corpora, spam_rate_option)
 from .progress import Progress
 
 
 def _close(corpora):
-    for c in corpora:
-        c.close()
+    close_corpora(corpora)
 
 
 @cli.command("train")

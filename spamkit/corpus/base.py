@@ -53,6 +53,8 @@ class ReadStats:
     n_bytes: int = 0
     per_class: Counter = field(default_factory=Counter)
     skipped: Counter = field(default_factory=Counter)     # reason -> count
+    #: the messages that could not be read: "FILE: why" (the first 100; ``skipped`` counts all)
+    unreadable: list = field(default_factory=list)
     first_date: _dt.date | None = None
     last_date: _dt.date | None = None
 
@@ -68,6 +70,20 @@ class ReadStats:
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] += 1
+
+
+def read_or_skip(tree, rel: str, stats: ReadStats) -> bytes | None:
+    """A message file's bytes, or ``None`` when it cannot be read (a dangling link, a folder
+    where a file should be, no permission): counted as ``unreadable`` with its name, so that
+    one bad file never stops a run over thousands."""
+    from ..errors import CorpusError
+    try:
+        return tree.read(rel)
+    except CorpusError as exc:
+        stats.skip("unreadable")
+        if len(stats.unreadable) < 100:
+            stats.unreadable.append(str(exc))
+        return None
 
 
 _DATE_LINE = re.compile(rb"^date:[ \t]*(.*(?:\r?\n[ \t].*)*)", re.IGNORECASE | re.MULTILINE)

@@ -17,7 +17,7 @@ import datetime as _dt
 import re
 
 from ..errors import CorpusError
-from .base import LabelledMessage, ReadStats
+from .base import LabelledMessage, ReadStats, read_or_skip
 from .tree import Tree, is_hidden, join, natural_key
 
 ENRON_NAME = re.compile(r"^(\d+)\.(\d{4})-(\d{2})-(\d{2})\..*\.(ham|spam)\.txt$")
@@ -89,7 +89,9 @@ def iter_enron(tree: Tree, rel: str, stats: ReadStats):
         items.sort(key=lambda item: item[0])
         items = [item[1:] for item in items]      # the sort keys are a third of the memory held
         for path, date, label in items:
-            raw = tree.read(path)
+            raw = read_or_skip(tree, path, stats)
+            if raw is None:
+                continue
             msg = LabelledMessage(id=path, label=label, raw=raw, source=tree.display(path),
                                   kind="enron", date=date)
             stats.add(msg)

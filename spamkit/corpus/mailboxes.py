@@ -14,7 +14,7 @@ a classifier does not care).
 
 from __future__ import annotations
 
-from .base import LabelledMessage, ReadStats, sniff_date
+from .base import LabelledMessage, ReadStats, read_or_skip, sniff_date
 from .tree import ListingTree, Tree, Unread, is_hidden, join, natural_key
 
 
@@ -111,7 +111,10 @@ def iter_maildir(tree: Tree, rel: str, label: str | None, stats: ReadStats):
             if entry.is_dir or is_hidden(entry.name):
                 continue
             path = join(folder, entry.name)
-            msg = _message(tree, path, path, tree.read(path), label, tree.display(path))
+            raw = read_or_skip(tree, path, stats)
+            if raw is None:
+                continue
+            msg = _message(tree, path, path, raw, label, tree.display(path))
             stats.add(msg)
             yield msg
 
@@ -123,7 +126,9 @@ def iter_files(tree: Tree, rel: str, label: str | None, stats: ReadStats, kind: 
     else:
         paths = tree.walk_files(rel)
     for path in paths:
-        raw = tree.read(path)
+        raw = read_or_skip(tree, path, stats)
+        if raw is None:
+            continue
         msg = LabelledMessage(id=path, label=label, raw=raw, source=tree.display(path),
                               kind=kind, date=sniff_date(raw) if kind in ("rfc822", "auto") else None)
         stats.add(msg)
@@ -135,7 +140,9 @@ def iter_mh(tree: Tree, rel: str, label: str | None, stats: ReadStats):
     names = sorted((e.name for e in tree.entries(rel) if not e.is_dir and e.name.isdigit()), key=natural_key)
     for name in names:
         path = join(rel, name)
-        raw = tree.read(path)
+        raw = read_or_skip(tree, path, stats)
+        if raw is None:
+            continue
         msg = _message(tree, path, path, raw, label, tree.display(path))
         stats.add(msg)
         yield msg

@@ -12,7 +12,7 @@ import posixpath
 
 from ..errors import CorpusError
 from ..labels import normalise_label
-from .base import LabelledMessage, ReadStats, sniff_date
+from .base import LabelledMessage, ReadStats, read_or_skip, sniff_date
 from .tree import Tree, join
 
 
@@ -52,7 +52,9 @@ def iter_trec(tree: Tree, rel: str, stats: ReadStats):
         if not tree.is_file(target):
             raise CorpusError(f"{tree.display(index)}:{lineno}: message file {path!r} is missing "
                               f"(looked for {tree.display(target)})")
-        raw = tree.read(target)
+        raw = read_or_skip(tree, target, stats)
+        if raw is None:
+            continue
         msg = LabelledMessage(id=target, label=normalise_label(label), raw=raw,
                               source=tree.display(target), kind="rfc822", date=sniff_date(raw))
         stats.add(msg)
