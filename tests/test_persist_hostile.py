@@ -81,13 +81,19 @@ def run(*args) -> tuple[subprocess.CompletedProcess, float]:
     return out, int(peak[0].split("=")[1]) / 1024 if peak else float("nan")
 
 
-def refused(path: Path, problem: str, command: str = "classify") -> None:
+def refused(path: Path, problem: str, command: str = "classify", pipe: bool = False) -> None:
     args = ["classify", path, MESSAGE] if command == "classify" else ["info", path]
     out, peak_mb = run(*args)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "Traceback" not in out.stderr and out.stderr.startswith(f"Error: {path}: "), out.stderr
     assert problem in out.stderr, out.stderr
     assert peak_mb <= PEAK_MB, f"peak memory {peak_mb:.0f} MB"
+    if pipe:                                        # and in pipe mode the message comes out unchanged
+        raw = MESSAGE.read_bytes()
+        out = subprocess.run([sys.executable, "-m", "spamkit", "filter", str(path), "-"], input=raw,
+                             capture_output=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+                             timeout=300)
+        assert out.returncode == 3 and out.stdout == raw and problem.encode() in out.stderr
 
 
 # ----------------------------------------------------------------- sizes before reading
@@ -106,7 +112,7 @@ def test_a_zero_bomb_member_is_refused_before_it_is_decompressed(good, tmp_path)
             for _ in range(96):
                 fh.write(zeros)
     assert path.stat().st_size < 20 << 20
-    refused(path, f"member {target} declares 1610612736 bytes")
+    refused(path, f"member {target} declares 1610612736 bytes", pipe=True)
 
 
 def test_a_huge_manifest_is_refused_unread(good, tmp_path):
@@ -135,13 +141,13 @@ def test_a_stop_word_path_is_never_opened(good, tmp_path):
     manifest, data = members(good)
     manifest["analyzer"]["stop_words"] = "/dev/zero"
     manifest["analyzer"].pop("stop_word_list", None)
-    refused(write(tmp_path / "path.spamkit", manifest, data), "names a stop-word file")
+    refused(write(tmp_path / "path.spamkit", manifest, data), "names a stop-word file", pipe=True)
 
 
 def test_a_foreign_token_pattern_is_not_run(good, tmp_path):
     manifest, data = members(good)
     manifest["analyzer"]["token_pattern"] = "(a|aa)+$"
-    refused(write(tmp_path / "regex.spamkit", manifest, data), "its own token pattern")
+    refused(write(tmp_path / "regex.spamkit", manifest, data), "its own token pattern", pipe=True)
 
 
 @pytest.mark.parametrize("value,problem", [(np.nan, "not finite"), (np.inf, "not finite"), (-5.0, "negative")])
@@ -151,7 +157,7 @@ def test_counts_must_be_finite_and_non_negative(good, tmp_path, value, problem):
     counts = np.load(__import__("io").BytesIO(data[meta["file"]]))
     counts[0, 0] = value
     data[meta["file"]] = npy(counts)
-    refused(write(tmp_path / "values.spamkit", manifest, data), problem)
+    refused(write(tmp_path / "values.spamkit", manifest, data), problem, pipe=value != np.inf)
 
 
 def test_a_class_count_longer_than_the_classes_is_refused(good, tmp_path):
