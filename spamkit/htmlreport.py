@@ -115,6 +115,10 @@ def render_html(result: dict, command: str, configuration: dict) -> str:
             ("(1-ROCA)%", _value("report.auc.roca_pct", auc["roca_pct"]) + " ("
              + _value("report.auc.roca_pct_low", auc["roca_pct_low"]) + " – "
              + _value("report.auc.roca_pct_high", auc["roca_pct_high"]) + ")"),
+            *[(f"spam caught at {100 / int(rate.split('/')[1]):g}% ham misfiled (ROC read-off)",
+               _value(f"spam_caught_pct_at_hm.{rate}", value, "{:.2f}%") if value is not None
+               else "not measurable (too few ham)")
+              for rate, value in result.get("spam_caught_pct_at_hm", {}).items()],
             ("average precision", _value("report.average_precision", r["average_precision"])),
             ("TREC hm% / sm% / lam%", _value("hm_pct", result["hm_pct"], "{:.3f}") + " / "
              + _value("sm_pct", result["sm_pct"], "{:.3f}") + " / " + _value("lam_pct", result["lam_pct"], "{:.3f}")),

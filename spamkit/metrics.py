@@ -106,6 +106,9 @@ def binary_report(y_true, y_pred, p_spam, positive="spam", negative="ham", ranki
         "mcc": mcc(tp, fp, tn, fn),
         "auc": roc_auc(np.asarray(y_true) == positive, p_spam if ranking is None else ranking),
         **{k: v for k, v in trec_measures(np.asarray(y_true) == positive, p_spam, 0.5).items() if k != "roca_pct"},
+        # read off the ROC curve of the ranking, as the AUC is
+        "spam_caught_pct_at_hm": trec_measures(np.asarray(y_true) == positive,
+                                               p_spam if ranking is None else ranking, 0.5)["spam_caught_pct_at_hm"],
     }
 
 
@@ -231,6 +234,33 @@ def _logit(x: float) -> float:
         return float(np.log(x) - np.log1p(-x))
 
 
+#: the ham-misfiled rates at which the spam caught is read off the ROC curve: 0.1% and 0.01%
+HAM_RATES = ("1/1000", "1/10000")
+
+
+def spam_caught_at(y_true, scores, ham_rate: float) -> float | None:
+    """The fraction of spam caught when at most ``ham_rate`` of the ham is misfiled.
+
+    Read off the ROC curve: the highest true-positive rate among the thresholds whose
+    false-positive rate is at most ``ham_rate`` (a threshold inside a group of tied scores
+    cannot split it, so the curve's corners are the achievable points). ``None`` — not
+    measurable — when there are fewer than ``1 / ham_rate`` ham, since then no ham at all
+    may be misfiled and the figure would be "spam caught with no ham lost", a stricter
+    and different measure. (Cormack & Lynam's TREC overviews report "sm% at hm% = 0.1".)
+
+    >>> y = [0] * 1000 + [1] * 4
+    >>> s = list(range(1000)) + [2000, 999.5, 998.5, 10]     # one ham above two of the spam
+    >>> spam_caught_at(y, s, 0.001), spam_caught_at(y, s, 0.0001)
+    (0.75, None)
+    """
+    y, s = _binary_inputs(y_true, scores)
+    n_neg = int((~y).sum())
+    if n_neg == 0 or not (y.any()) or n_neg * ham_rate < 1 - 1e-9:
+        return None
+    fpr, tpr, _ = roc_curve(y, s)
+    return float(tpr[fpr <= ham_rate + 1e-12].max())
+
+
 def trec_measures(y_true, scores, threshold: float) -> dict:
     """The TREC spam-track summary measures (Cormack & Lynam 2005), in percent.
 
@@ -239,7 +269,10 @@ def trec_measures(y_true, scores, threshold: float) -> dict:
     * ``sm_pct``: spam misclassification (spam at or below it) x 100;
     * ``lam_pct``: logistic average misclassification, the inverse logit of the mean of
       logit(hm) and logit(sm), x 100. It is 0 if either rate is 0 (logit -inf) and NaN if
-      one is 0 and the other 1.
+      one is 0 and the other 1;
+    * ``spam_caught_pct_at_hm``: for each ham-misfiled rate of :data:`HAM_RATES`
+      (``"1/1000"`` is 0.1%), the spam caught in percent (:func:`spam_caught_at`), or
+      ``None`` where too few ham make it not measurable.
 
     >>> m = trec_measures([0, 0, 0, 0, 1, 1, 1, 1], [.1, .2, .3, .9, .4, .6, .7, .8], 0.5)
     >>> m["hm_pct"], m["sm_pct"], round(m["lam_pct"], 4)        # hm = sm = 1/4, so lam = 1/4
@@ -252,5 +285,9 @@ def trec_measures(y_true, scores, threshold: float) -> dict:
     mean_logit = (_logit(hm) + _logit(sm)) / 2.0
     lam = float(1.0 / (1.0 + np.exp(-mean_logit))) if np.isfinite(mean_logit) or mean_logit == -np.inf else (
         1.0 if mean_logit == np.inf else float("nan"))
+    caught = {}
+    for rate in HAM_RATES:
+        value = spam_caught_at(y, s, 1.0 / int(rate.split("/")[1])) if ham.any() and spam.any() else None
+        caught[rate] = None if value is None else 100.0 * value
     return {"roca_pct": 100.0 * (1.0 - roc_auc(y, s)), "hm_pct": 100.0 * hm, "sm_pct": 100.0 * sm,
-            "lam_pct": 100.0 * lam}
+            "lam_pct": 100.0 * lam, "spam_caught_pct_at_hm": caught}

@@ -70,6 +70,7 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
             f"  MCC             {ev['mcc']:.4f}",
             f"  TREC            (1-ROCA)% {100 * (1 - ev['auc']):.3f}  hm% {ev['hm_pct']:.2f}  "
             f"sm% {ev['sm_pct']:.2f}  lam% {ev['lam_pct']:.2f}",
+            *caught_lines(ev, indent="                  "),
         ]
         if "costs" in ev:
             lines.append(render_costs(ev["costs"]))
@@ -182,6 +183,16 @@ def render_costs(c: dict) -> str:
     return "\n".join(lines)
 
 
+def caught_lines(m: dict, indent: str = "  ") -> list[str]:
+    """The spam caught at ham-misfiled rates of 0.1% and 0.01% (ROC read-off), when measured."""
+    lines = []
+    for rate, value in (m.get("spam_caught_pct_at_hm") or {}).items():
+        per = int(rate.split("/")[1])
+        shown = f"{value:.2f}%" if value is not None else f"not measurable (fewer than {per:,} ham)"
+        lines.append(f"{indent}spam caught at {100 / per:g}% ham misfiled: {shown}")
+    return lines
+
+
 def render_online(r: dict, output: str | None) -> str:
     """An online (TREC-style) run's summary."""
     m, st = r["measures"], r["settings"]
@@ -199,6 +210,7 @@ def render_online(r: dict, output: str | None) -> str:
              f"  hm%        {m['hm_pct']:.3f}   (ham called spam, at P(spam) > 0.5)",
              f"  sm%        {m['sm_pct']:.3f}   (spam let through)",
              f"  lam%       {m['lam_pct']:.3f}",
+             *caught_lines(m),
              f"  speed      {r['messages_per_second']:.0f} messages/s ({r['seconds']:.1f} s)"]
     if output:
         lines.append(f"TREC results written to {output}")

@@ -59,3 +59,25 @@ def test_confusion_and_multiclass_against_sklearn():
     for label in labels:
         assert r["per_class"][label]["recall"] == pytest.approx(
             skm.recall_score(y, pred, labels=[label], average="macro"))
+
+
+def test_spam_caught_at_a_ham_rate_by_hand_and_against_sklearn():
+    from sklearn.metrics import roc_curve as sk_roc
+    from spamkit.metrics import spam_caught_at, trec_measures
+    # 2,000 ham scored 0..1999; 10 spam: 6 above every ham, 2 just below the top 2 ham, 2 low.
+    # At 0.1% (2 ham may be misfiled) the threshold can go down past the top 2 ham: 8 of 10 spam.
+    ham = np.arange(2000.0)
+    spam = np.array([5000, 5001, 5002, 5003, 5004, 5005, 1997.5, 1997.2, 3, 4.5])
+    y = np.r_[np.zeros(2000), np.ones(10)]
+    s = np.r_[ham, spam]
+    assert spam_caught_at(y, s, 0.001) == pytest.approx(0.8)
+    assert spam_caught_at(y, s, 0.0005) == pytest.approx(0.6)      # one ham may go: not enough for 1997.x
+    assert spam_caught_at(y, s, 0.0001) is None                     # 2,000 ham < 10,000: not measurable
+    assert trec_measures(y, s, 0.5)["spam_caught_pct_at_hm"] == {"1/1000": pytest.approx(80.0), "1/10000": None}
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        y = rng.random(3000) < 0.3
+        s = np.round(rng.normal(y * 2.0, 1.0), 1)                     # many ties
+        fpr, tpr, _ = sk_roc(y, s, drop_intermediate=False)
+        for rate in (0.01, 0.001):
+            assert spam_caught_at(y, s, rate) == pytest.approx(tpr[fpr <= rate].max())
