@@ -51,6 +51,15 @@ def to_json(obj) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, default=str)
 
 
+def to_json_line(obj) -> str:
+    """Stable, sorted JSON on one line (one record of a JSON Lines stream).
+
+    >>> to_json_line({"source": "a  b.eml", "p": 0.5})
+    '{"p": 0.5, "source": "a  b.eml"}'
+    """
+    return json.dumps(obj, sort_keys=True, default=str)
+
+
 def _pct(x) -> str:
     return "   n/a" if x != x else f"{100 * x:6.2f}%"
 

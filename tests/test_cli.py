@@ -92,3 +92,16 @@ def test_console_script_runs_as_a_process(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.startswith("Error: ") and "Traceback" not in proc.stderr
     assert "bad.tsv:1: expected '<label><TAB><text>'" in proc.stderr
+
+
+def test_classify_json_lines_keep_file_names_intact(tmp_path):
+    import json as _json
+    from conftest import SAMPLE
+    model = tmp_path / "m.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(model)]).exit_code == 0
+    odd = tmp_path / "a  b.eml"                      # two spaces, which a naive JSON flattening lost
+    odd.write_bytes(sorted((SAMPLE / "spam").iterdir())[0].read_bytes())
+    result = CliRunner().invoke(cli, ["classify", str(model), str(odd), "--json"])
+    assert result.exit_code == 0, result.output
+    record = _json.loads(result.output.strip().splitlines()[0])
+    assert record["source"] == str(odd)
