@@ -4,8 +4,6 @@ The command line turns any :class:`SpamkitError` into a one-line
 ``Error: ...`` message and exit status 1; anything else is a bug.
 """
 
-from sklearn.exceptions import NotFittedError as _SklearnNotFitted
-
 
 class SpamkitError(Exception):
     """Base class for everything spamkit raises on purpose."""
@@ -19,8 +17,20 @@ class CorpusError(SpamkitError):
     """A corpus cannot be read as the requested format."""
 
 
-class NotFittedError(SpamkitError, _SklearnNotFitted):
-    """An estimator or filter was used before fit/train."""
+def __getattr__(name: str):
+    # NotFittedError is also scikit-learn's NotFittedError (estimator checks expect that), so
+    # defining it imports scikit-learn: done on first use, so that importing the errors (as
+    # the command line does before it knows the command) stays cheap.
+    if name == "NotFittedError":
+        from sklearn.exceptions import NotFittedError as _SklearnNotFitted
+
+        class NotFittedError(SpamkitError, _SklearnNotFitted):
+            """An estimator or filter was used before fit/train."""
+
+        NotFittedError.__module__, NotFittedError.__qualname__ = __name__, "NotFittedError"
+        globals()["NotFittedError"] = NotFittedError
+        return NotFittedError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ModelFormatError(SpamkitError):

@@ -105,3 +105,27 @@ def test_classify_json_lines_keep_file_names_intact(tmp_path):
     assert result.exit_code == 0, result.output
     record = _json.loads(result.output.strip().splitlines()[0])
     assert record["source"] == str(odd)
+
+
+def test_the_lazy_command_table_matches_the_commands():
+    import click
+    from spamkit.cli import COMMANDS
+    ctx = click.Context(cli)
+    for name, (module, short) in COMMANDS.items():
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.callback.__module__ == f"spamkit.cli.{module}", name
+        assert command.get_short_help_str(limit=500) == short, name
+    assert set(cli.commands) == set(COMMANDS)          # every command is in the table
+
+
+def test_help_does_not_load_the_numerical_stack():
+    import os
+    import subprocess
+    import sys
+    from conftest import REPO
+    code = ("import sys; from spamkit.launch import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('numpy', 'scipy', 'sklearn') if m in sys.modules), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "train" in out.stdout and out.stderr.strip().endswith("[]"), out.stderr

@@ -6,6 +6,7 @@ on stderr and exit status 1; ``--traceback`` shows the full trace instead.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -15,8 +16,46 @@ from ..errors import SpamkitError
 from .status import ExitStatus
 
 
+#: command -> (module of spamkit.cli that defines it, its one-line help). A command's module is
+#: imported when the command runs, so ``spamkit --help`` and a mistyped command answer without
+#: loading numpy and scikit-learn; tests/test_cli.py checks the help lines against the commands.
+COMMANDS = {
+    "classify": ("train", "Classify messages: one line per message, SOURCE<TAB>DECISION<TAB>P(spam)."),
+    "compare": ("train", "Cross-validate several configurations on the same folds, side by side."),
+    "corpus": ("corpus", "Describe corpora: format, messages per class, size, dates, parse fallbacks."),
+    "cv": ("train", "Cross-validate one filter configuration on labelled ham/spam corpora."),
+    "evaluate": ("train", "Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures)."),
+    "filter": ("filter", "Filter mailboxes (mbox, Maildir, MH) with a trained filter: tag and/or move spam."),
+    "info": ("train", "Describe a filter file: model, classes, features, analyzer, training corpus."),
+    "learn": ("filter", "Teach a trained filter from corrected folders, like sa-learn or bogofilter -s/-n."),
+    "online": ("train", "Online evaluation as in the TREC spam track: classify each message, then learn it."),
+    "serve": ("filter", "Keep a filter loaded and answer spamkit-pipe on a socket (fast pipe mode)."),
+    "threshold": ("train", "Choose the spam threshold that minimises expected cost, by cross-validation."),
+    "train": ("train", "Train a filter on labelled corpora and write it to a filter file."),
+    "tune": ("train", "Choose kNN's k and weighting by stratified cross-validation; print the error curve."),
+}
+
+
 class SpamkitGroup(click.Group):
-    """The one place where spamkit exceptions become "Error: ..." and exit status 1."""
+    """The one place where spamkit exceptions become "Error: ..." and exit status 1.
+
+    Commands are loaded on first use (:data:`COMMANDS`).
+    """
+
+    def list_commands(self, ctx):
+        return sorted(set(self.commands) | set(COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in COMMANDS:
+            importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")      # registers it on cli
+        return self.commands.get(name)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, COMMANDS[name][1] if name not in self.commands else
+                 self.commands[name].get_short_help_str(limit=formatter.width))
+                for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx):
         try:
@@ -46,10 +85,6 @@ def main(argv=None):
     """Console-script entry point."""
     return cli.main(args=argv, prog_name="spamkit")
 
-
-from . import corpus as _corpus  # noqa: E402,F401  (registers the commands)
-from . import train as _train  # noqa: E402,F401
-from . import filter as _filter  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
