@@ -36,20 +36,32 @@ MAX_TAGS = 10_000
 
 # a comment (an unclosed one runs to the end), a declaration or processing instruction,
 # a start or end tag (an unclosed one runs to the end) whose attribute values may be quoted
-# (a quote is special only right after "=", as in html.parser), or else "<" is text
+# (a quote is special only right after "=", as in html.parser), or else "<" is text. The
+# regex engine keeps a backtracking record per repetition of the attribute group, so the
+# group repeats per run of plain characters, not per character, and at most 4,096 times:
+# a hostile 1 MB tag would otherwise cost ~150 MB (what is left of it is read as text).
 _MARKUP = re.compile(r"""
     <!--.*?(?:--!?>|\Z)
   | <[!?][^>]*>?
   | </>
-  | <(/?)([A-Za-z][^\t\n\r\f />\x00]*)((?:[^>=]|=\s*"[^"]*"|=\s*'[^']*'|=)*)(>?)
-""", re.S | re.X)
+  | <(/?)([A-Za-z][^\t\n\r\f />\x00]*)((?:[^>=]+|=\s*"[^"]*"|=\s*'[^']*'|=){0,%d})(>?)
+""" % 4096, re.S | re.X)
 _ATTR = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))?""")
 
 
+#: attributes read from one tag (real tags have a handful; a hostile one has thousands)
+MAX_ATTRIBUTES = 64
+
+
 def _attributes(text: str) -> dict[str, str]:
-    """Attribute names (lower case) and values (quotes removed, references decoded); first wins."""
+    """Attribute names (lower case) and values (quotes removed, references decoded); first wins.
+
+    At most :data:`MAX_ATTRIBUTES` are read.
+    """
     attrs: dict[str, str] = {}
-    for m in _ATTR.finditer(text):
+    for n, m in enumerate(_ATTR.finditer(text)):
+        if n >= MAX_ATTRIBUTES:
+            break
         name = m.group(1).lower()
         if name in attrs:
             continue
