@@ -44,7 +44,7 @@ from pathlib import Path
 from spamkit.pipeline import BEST, build_filter
 
 CORPORA = ("trec07p-dev/trec07p-dev.tar.gz", "csdmc2010/csdmc2010.tar.gz")
-#: largest mutant (bytes): a mail server hands a filter nothing bigger (spamkit parses 8 MiB of it)
+#: largest mutant (bytes): a mail server hands a filter nothing bigger (spamkit parses 4 MiB of it)
 MAX_MUTANT = 32 << 20
 
 
