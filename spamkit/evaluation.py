@@ -16,7 +16,7 @@ from .errors import ConfigError, CorpusError
 from .features import Vectorizer
 from .labels import HAM_NAME, SPAM_NAME
 from .message import parse_message
-from .metrics import trec_measures
+from .metrics import learning_curve, trec_measures
 from .models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from .models.knn import WEIGHTS, KNNClassifier
 
@@ -149,6 +149,8 @@ class OnlineResult:
     seconds: float = 0.0
     measures: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
+    #: (1-ROCA)% over a sliding window at ten points of the stream (metrics.learning_curve)
+    learning_curve: list = field(default_factory=list)
 
     def write_trec(self, path) -> None:
         """The TREC spam-track results layout: ``id judgement score gold`` per line, in order.
@@ -164,7 +166,7 @@ class OnlineResult:
     def as_dict(self) -> dict:
         return {"n": len(self.ids), "n_learned": self.n_learned, "seconds": self.seconds,
                 "messages_per_second": len(self.ids) / self.seconds if self.seconds else None,
-                "measures": self.measures, "settings": self.settings}
+                "measures": self.measures, "settings": self.settings, "learning_curve": self.learning_curve}
 
 
 #: training regimes of online evaluation: learn every message, only the misclassified ones, or
@@ -288,6 +290,7 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     if gold.all() or not gold.any():
         raise CorpusError("online evaluation needs both ham and spam in the stream")
     result.measures = trec_measures(gold, np.asarray(result.scores), 0.0)
+    result.learning_curve = learning_curve(gold, np.asarray(result.scores))
     return result
 
 

@@ -261,6 +261,34 @@ def spam_caught_at(y_true, scores, ham_rate: float) -> float | None:
     return float(tpr[fpr <= ham_rate + 1e-12].max())
 
 
+def learning_curve(y_true, scores, window: int | None = None, points: int = 10) -> list[dict]:
+    """(1-ROCA)% of an online stream over a sliding window: how fast a filter learns.
+
+    The stream (messages in the order they were classified) is cut into ``points`` equal
+    steps; at the end of each step, the (1-ROCA)% of the last ``window`` messages (default:
+    a fifth of the stream, at least 200) is reported, with how many ham and spam it held.
+    A window with only one class has no ROC area (``None``). The TREC spam-track overviews
+    plot this learning curve (Cormack & Lynam 2005).
+
+    >>> y = [0, 1] * 50 + [0, 1] * 50
+    >>> s = [1, 0] * 50 + [0, 1] * 50            # wrong at first, then right
+    >>> [round(p["roca_pct"]) for p in learning_curve(y, s, window=100, points=2)]
+    [100, 0]
+    """
+    y, s = _binary_inputs(y_true, scores)
+    n = len(y)
+    window = window or max(200, n // 5)
+    curve = []
+    for k in range(1, points + 1):
+        end = round(k * n / points)
+        start = max(0, end - window)
+        wy, ws = y[start:end], s[start:end]
+        n_spam, n_ham = int(wy.sum()), int((~wy).sum())
+        roca = 100.0 * (1.0 - roc_auc(wy, ws)) if n_spam and n_ham else None
+        curve.append({"end": end, "start": start, "ham": n_ham, "spam": n_spam, "roca_pct": roca})
+    return curve
+
+
 def trec_measures(y_true, scores, threshold: float) -> dict:
     """The TREC spam-track summary measures (Cormack & Lynam 2005), in percent.
 

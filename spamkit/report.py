@@ -221,6 +221,12 @@ def render_online(r: dict, output: str | None) -> str:
              f"  lam%       {m['lam_pct']:.3f}",
              *caught_lines(m),
              f"  speed      {r['messages_per_second']:.0f} messages/s ({r['seconds']:.1f} s)"]
+    curve = r.get("learning_curve") or []
+    if curve:
+        lines.append(f"  learning curve: (1-ROCA)% of the last (up to) {curve[-1]['end'] - curve[-1]['start']} "
+                     "messages, at")
+        lines.append("    " + "  ".join(f"{p['end']}: " + (f"{p['roca_pct']:.3f}" if p["roca_pct"] is not None
+                                                          else "n/a") for p in curve))
     if output:
         lines.append(f"TREC results written to {output}")
     return "\n".join(lines)

@@ -81,3 +81,20 @@ def test_spam_caught_at_a_ham_rate_by_hand_and_against_sklearn():
         fpr, tpr, _ = sk_roc(y, s, drop_intermediate=False)
         for rate in (0.01, 0.001):
             assert spam_caught_at(y, s, rate) == pytest.approx(tpr[fpr <= rate].max())
+
+
+def test_learning_curve_windows_against_sklearn():
+    from sklearn.metrics import roc_auc_score
+    from spamkit.metrics import learning_curve
+    rng = np.random.default_rng(1)
+    y = rng.random(2000) < 0.4
+    s = rng.normal(y * np.linspace(0, 3, 2000), 1.0)          # a filter that learns as it goes
+    curve = learning_curve(y, s, window=400, points=8)
+    assert [p["end"] for p in curve] == [250 * k for k in range(1, 9)]
+    for p in curve:
+        wy, ws = y[p["start"]:p["end"]], s[p["start"]:p["end"]]
+        assert p["start"] == max(0, p["end"] - 400) and p["spam"] == wy.sum() and p["ham"] == (~wy).sum()
+        assert p["roca_pct"] == pytest.approx(100 * (1 - roc_auc_score(wy, ws)))
+    assert curve[-1]["roca_pct"] < curve[0]["roca_pct"]       # it learned
+    one_class = learning_curve([0] * 300 + [1] * 300, np.arange(600.0), window=200, points=3)
+    assert one_class[0]["roca_pct"] is None and one_class[-1]["roca_pct"] is None

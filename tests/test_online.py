@@ -86,3 +86,13 @@ def test_cli_online(tmp_path):
     assert result.exit_code == 0, result.output
     assert "(1-ROCA)%" in result.output and "lam%" in result.output and "messages/s" in result.output
     assert len(out.read_text().splitlines()) == 240
+
+
+def test_cli_online_reports_the_learning_curve():
+    import json
+    result = CliRunner().invoke(cli, ["online", str(SAMPLE), "--order", "date", "--json"])
+    assert result.exit_code == 0, result.output
+    curve = json.loads(result.output)["learning_curve"]
+    assert len(curve) == 10 and curve[-1]["end"] == 240 and curve[-1]["ham"] + curve[-1]["spam"] == 200
+    text = CliRunner().invoke(cli, ["online", str(SAMPLE), "--order", "date"]).output
+    assert "learning curve" in text and "240: " in text
