@@ -41,7 +41,7 @@ TOKENS = ("mail", "words")
 #: how a filter's scores become probabilities: as the model gives them, Platt-scaled or
 #: isotonic-regressed on cross-validated log-odds (see spamkit.calibration)
 CALIBRATIONS = ("none", "platt", "isotonic")
-#: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (README, "Beating bogofilter")
+#: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (docs/results.md, "Beating bogofilter")
 BEST = {"model": "fisher-nb", "tokens": "mail"}
 __all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
            "MODELS", "TOKENS", "BEST", "CALIBRATIONS", "learn_messages", "cross_validated_log_odds", "compare_configs", "parse_config", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]

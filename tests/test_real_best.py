@@ -1,6 +1,6 @@
 """spamkit's best filter against the published figures of issue 7, on the real corpora (CI has them).
 
-Each test is a claim of the README's "Beating bogofilter" section, checked end to end:
+Each test is a claim of docs/results.md's "Beating bogofilter" section, checked end to end:
 the figures compared with are the published ones, not results of this code.
 """
 

@@ -84,7 +84,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
 
     The defaults are spamkit's best filter: Robinson/Fisher chi-square combining and
     multinomial Naive Bayes over mail tokens, stacked by a logistic combiner fitted on
-    cross-validated scores (--model fisher-nb --tokens mail; see the README's results).
+    cross-validated scores (--model fisher-nb --tokens mail; see docs/results.md).
 
     \b
     Examples:

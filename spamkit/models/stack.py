@@ -18,7 +18,7 @@ of class-probability outputs works best. The components are
 Because the counts are additive, the cross-validated scores cost one counting pass: the
 model of fold k is the total counts minus the counts of fold k.
 
-Measured (README, "Beating bogofilter"): on the Metsis et al. Enron protocol the stack
+Measured (docs/results.md, "Beating bogofilter"): on the Metsis et al. Enron protocol the stack
 averaged 98.34% spam recall / 97.60% ham recall (Fisher alone, Platt-calibrated: 98.04 /
 97.09); on the SMS split of Almeida et al. 98.51% accuracy, MCC 0.933 (Fisher alone,
 calibrated, 98.08 / 0.913); on the trec07p-dev stream, online, (1-ROCA)% 0.069 (Fisher

@@ -31,7 +31,7 @@ token                     from
 
 :meth:`Analyzer.mail` is the configuration for raw mail that spamkit's best filter uses:
 every header field as its own token space, case kept, header names, Received addresses
-and URL pieces. Each of these was measured on the TREC 2007 stream (README, "Beating
+and URL pieces. Each of these was measured on the TREC 2007 stream (docs/results.md, "Beating
 bogofilter", ``scripts/ablation_trec.py``): with Robinson/Fisher combining, every header
 field took (1-ROCA)% from 0.346 to 0.164; keeping case, header names, Received addresses
 and URL pieces each helped on their own, and all together reached 0.079; word pairs did
