@@ -1,4 +1,4 @@
-"""Setting up bogofilter for the benchmarks (standard library only, so a measuring parent stays small)."""
+"""Setting up bogofilter and spamkit serve for the benchmarks (standard library only, so a measuring parent stays small)."""
 
 from __future__ import annotations
 
@@ -36,3 +36,15 @@ def trained_wordlist(exe: str, folder, messages) -> str:
         subprocess.run([exe, "-C", "-d", wordlist, "-s" if m.label == "spam" else "-n"],
                        input=m.raw, check=True, capture_output=True)
     return wordlist
+
+
+def start_serve(model, sock, *options):
+    """``spamkit serve`` on socket ``sock`` (extra ``options``), returned once the socket exists."""
+    import time
+    server = subprocess.Popen([sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(sock), *options],
+                              stderr=subprocess.DEVNULL)
+    while not os.path.exists(sock):
+        if server.poll() is not None:
+            sys.exit("spamkit serve did not start")
+        time.sleep(0.05)
+    return server

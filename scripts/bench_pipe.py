@@ -26,7 +26,7 @@ from spamkit.corpus import Corpus
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, trained_wordlist  # noqa: E402
+from _bogofilter import ensure_bogofilter, start_serve, trained_wordlist  # noqa: E402
 from bench_bogofilter import DEFAULT_CORPUS  # noqa: E402
 
 
@@ -53,13 +53,8 @@ def main():
         ours = [timed(spamkit, m.raw) for m in test]
         rows = [("spamkit filter MODEL - (new process)", ours)]
         sock = Path(tmp) / "spamkit.sock"
-        server = subprocess.Popen([sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(sock)],
-                                  stderr=subprocess.DEVNULL)
+        server = start_serve(model, sock)
         try:
-            while not sock.exists():
-                if server.poll() is not None:
-                    sys.exit("spamkit serve did not start")
-                time.sleep(0.05)
             client = [sys.executable, "-m", "spamkit.client", "--socket", str(sock)]
             rows.append(("spamkit-pipe -> spamkit serve", [timed(client, m.raw) for m in test]))
         finally:

@@ -21,7 +21,6 @@ cases that took 11 s and more before HTML-to-text was linear) and a request over
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from spamkit.corpus import Corpus
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, trained_wordlist  # noqa: E402
+from _bogofilter import ensure_bogofilter, start_serve, trained_wordlist  # noqa: E402
 from bench_bogofilter import DEFAULT_CORPUS  # noqa: E402
 
 
@@ -114,16 +113,9 @@ def main():
         model = Path(tmp) / "best.spamkit"
         build_filter(**BEST).fit(train).save(model)
         sock = Path(tmp) / "spamkit.sock"
-        cmd = [sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(sock), "--max-size", "4M"]
-        if args.workers is not None:
-            cmd += ["--workers", args.workers]
-        server = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
+        server = start_serve(model, sock, "--max-size", "4M",
+                             *(["--workers", args.workers] if args.workers is not None else []))
         try:
-            while not sock.exists():
-                if server.poll() is not None:
-                    sys.exit("spamkit serve did not start")
-                time.sleep(0.05)
-
             def send(raw):
                 try:
                     status, out = ask(str(sock), raw, timeout=120)

@@ -36,7 +36,7 @@ import binascii
 import codecs
 import quopri
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .htmltext import html_to_text
 from .mime import Part, parse_part, split_multipart
@@ -265,9 +265,9 @@ def _payload_bytes(raw: bytes, part: Part, defects: list[str], max_part_bytes: i
     return data
 
 
-def _param(part: Part, name: str, field: str, defects: list[str]) -> str:
-    """A MIME parameter (charset, filename) as text, encoded words decoded."""
-    value = part.param(name, field)
+def _param(part: Part, name: str, header: str, defects: list[str]) -> str:
+    """A MIME parameter (charset, filename) of field ``header``, as text, encoded words decoded."""
+    value = part.param(name, header)
     return decode_header_value(value, defects) if value else ""
 
 

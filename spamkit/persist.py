@@ -367,9 +367,8 @@ def _check_structure(manifest: dict, path: Path) -> None:
          and _is_count(model.get("n_features")) and isinstance(model.get("texts", {}), dict),
          "'model' lacks a type, parameters, a list of classes or a number of features")
     need(len(set(map(str, model["classes"]))) == len(model["classes"]), "the classes repeat")
-    for name, meta in [("terms", manifest.get("terms")), *model.get("texts", {}).items()]:
-        need(meta is None if name == "terms" and meta is None else
-             isinstance(meta, dict) and isinstance(meta.get("file"), str) and isinstance(meta.get("sha256"), str)
+    for name, meta in _text_members(manifest).items():
+        need(isinstance(meta, dict) and isinstance(meta.get("file"), str) and isinstance(meta.get("sha256"), str)
              and _is_count(meta.get("count")), f"text member {name!r} is not described by file, sha256 and count")
     need(isinstance(manifest.get("analyzer"), dict) and isinstance(manifest.get("vectorizer"), dict),
          "'analyzer' or 'vectorizer' is not a table")
@@ -382,6 +381,15 @@ def _check_structure(manifest: dict, path: Path) -> None:
              f"the threshold {p!r} is not a probability")
 
 
+def _text_members(manifest: dict) -> dict:
+    """The manifest's descriptions of its text members: the model's lists and the vocabulary
+    (absent in hashing mode)."""
+    texts = dict(manifest["model"].get("texts", {}))
+    if manifest.get("terms") is not None:
+        texts["terms"] = manifest["terms"]
+    return texts
+
+
 def _expected_sizes(manifest: dict, path: Path) -> dict[str, int]:
     """Largest uncompressed size of each member that the manifest's own shapes and counts allow."""
     sizes = {}
@@ -390,10 +398,7 @@ def _expected_sizes(manifest: dict, path: Path) -> dict[str, int]:
         for dim in meta["shape"]:
             n *= dim
         sizes[meta["file"]] = n * np.dtype(meta["dtype"]).itemsize + _NPY_HEADER_MAX
-    texts = dict(manifest["model"].get("texts", {}))
-    if manifest.get("terms") is not None:
-        texts["terms"] = manifest["terms"]
-    for meta in texts.values():
+    for meta in _text_members(manifest).values():
         sizes[meta["file"]] = max(meta["count"], 1) * (MAX_LINE_BYTES + 1)
     cap = max_filter_bytes()
     total = sum(sizes.values())

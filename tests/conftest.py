@@ -33,3 +33,25 @@ def shared_corpus(relative: str) -> Path:
 @pytest.fixture
 def sample_corpus() -> Path:
     return SAMPLE
+
+
+def start_server(model, sock, *options):
+    """``spamkit serve MODEL --socket SOCK OPTIONS`` in a child process, once its socket exists."""
+    import subprocess
+    import sys
+    import time
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(sock), *options],
+                            env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not Path(sock).exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert Path(sock).exists(), proc.stderr.read().decode()
+    return proc
+
+
+def stop_server(proc) -> None:
+    import signal
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from spamkit.cli import cli
 from spamkit.passthrough import EXIT_ERROR, VERDICT_STATUSES
 
-from conftest import SAMPLE
+from conftest import SAMPLE, start_server, stop_server
 from hostile import CRASHERS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,15 +110,9 @@ def test_a_signal_after_the_message_was_read_still_delivers(model, tmp_path, sig
 @pytest.fixture()
 def server(model, tmp_path):
     sock = tmp_path / "s.sock"
-    proc = subprocess.Popen([sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(sock)],
-                            env=ENV, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while not sock.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert sock.exists(), proc.stderr.read().decode()
+    proc = start_server(model, sock)
     yield sock
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=30)
+    stop_server(proc)
 
 
 def test_every_crasher_comes_out_of_spamkit_pipe_tagged(server):

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from click.testing import CliRunner
 from spamkit.cli import cli
 from spamkit.mailfilter import EXIT_ERROR, EXIT_HAM, EXIT_SPAM
 
-from conftest import SAMPLE
+from conftest import SAMPLE, start_server, stop_server
 
 ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
@@ -25,21 +24,19 @@ def _client(socket_path, data: bytes):
                           capture_output=True, env=ENV)
 
 
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("serve") / "m.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(path)]).exit_code == 0
+    return path
+
+
 @pytest.fixture()
-def server(tmp_path):
-    model = tmp_path / "m.spamkit"
-    assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(model)]).exit_code == 0
+def server(model, tmp_path):
     sock = tmp_path / "s.sock"
-    proc = subprocess.Popen([sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(sock)],
-                            env=ENV, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while not sock.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert sock.exists(), proc.stderr.read().decode()
+    proc = start_server(model, sock)
     yield model, sock, proc
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+    stop_server(proc)
 
 
 def test_client_gets_the_verdict_and_the_tagged_message(server):
@@ -77,35 +74,18 @@ def test_the_client_imports_only_the_standard_library():
 
 # ------------------------------------------------------------------ under abuse
 
-def _start(model, sock, *options):
-    proc = subprocess.Popen([sys.executable, "-m", "spamkit", "serve", str(model), "--socket", str(sock), *options],
-                            env=ENV, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while not sock.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert sock.exists(), proc.stderr.read().decode()
-    return proc
-
-
-def _stop(proc):
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=30)
-
-
 def _peak_mb(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
 
 
 @pytest.mark.parametrize("workers", ["2", "0"])
-def test_200_clients_at_once_and_64_idle_connections_are_all_answered(server, tmp_path, workers):
+def test_200_clients_at_once_and_64_idle_connections_are_all_answered(model, tmp_path, workers):
     import socket
     import threading
     from spamkit.client import ask
-    model, _, first = server
-    _stop(first)
     sock = tmp_path / "busy.sock"
-    proc = _start(model, sock, "--workers", workers, "--timeout", "120")
+    proc = start_server(model, sock, "--workers", workers, "--timeout", "120")
     messages = [p.read_bytes() for p in sorted(SAMPLE.rglob("*.eml"))]
     idle = []
     try:
@@ -137,16 +117,14 @@ def test_200_clients_at_once_and_64_idle_connections_are_all_answered(server, tm
     finally:
         for s in idle:
             s.close()
-        _stop(proc)
+        stop_server(proc)
 
 
-def test_an_idle_client_does_not_hold_the_others_and_a_slow_one_is_cut_off(server, tmp_path):
+def test_an_idle_client_does_not_hold_the_others_and_a_slow_one_is_cut_off(model, tmp_path):
     import socket
     from spamkit.client import LENGTH, ask
-    model, _, first = server
-    _stop(first)
     sock = tmp_path / "slow.sock"
-    proc = _start(model, sock, "--timeout", "2", "--workers", "1")
+    proc = start_server(model, sock, "--timeout", "2", "--workers", "1")
     try:
         slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         slow.connect(str(sock))
@@ -158,14 +136,12 @@ def test_an_idle_client_does_not_hold_the_others_and_a_slow_one_is_cut_off(serve
         assert slow.recv(10) == b""                               # the server hung up on it
         slow.close()
     finally:
-        _stop(proc)
+        stop_server(proc)
 
 
-def test_a_message_over_the_limit_is_refused_and_passed_through(server, tmp_path):
-    model, _, first = server
-    _stop(first)
+def test_a_message_over_the_limit_is_refused_and_passed_through(model, tmp_path):
     sock = tmp_path / "small.sock"
-    proc = _start(model, sock, "--max-size", "64K")
+    proc = start_server(model, sock, "--max-size", "64K")
     try:
         big = b"Subject: big\n\n" + b"words and more words\n" * 10_000
         out = _client(sock, big)
@@ -174,15 +150,13 @@ def test_a_message_over_the_limit_is_refused_and_passed_through(server, tmp_path
         small = b"Subject: small\n\nhello"
         assert _client(sock, small).returncode in (EXIT_SPAM, EXIT_HAM)
     finally:
-        _stop(proc)
+        stop_server(proc)
 
 
-def test_the_socket_mode_can_open_it_to_the_group(server, tmp_path):
-    model, _, first = server
-    _stop(first)
+def test_the_socket_mode_can_open_it_to_the_group(model, tmp_path):
     sock = tmp_path / "group.sock"
-    proc = _start(model, sock, "--socket-mode", "660")
+    proc = start_server(model, sock, "--socket-mode", "660")
     try:
         assert oct(sock.stat().st_mode & 0o777) == "0o660"
     finally:
-        _stop(proc)
+        stop_server(proc)

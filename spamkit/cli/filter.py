@@ -10,7 +10,6 @@ from pathlib import Path
 
 import click
 
-from ..errors import SpamkitError
 from ..corpus import iter_corpora
 from ..mailfilter import EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import guard
