@@ -23,10 +23,8 @@ bogofilter``, with sudo when not root); it is never a dependency of spamkit or i
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,7 +36,7 @@ from spamkit.metrics import trec_measures
 from spamkit.pipeline import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter  # noqa: E402  (standard library only)
+from _bogofilter import ensure_bogofilter, online_spamicities  # noqa: E402  (standard library only)
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "trec07p-dev" / "trec07p-dev.tar.gz"
 
@@ -51,22 +49,9 @@ def bogofilter_version(exe: str) -> str:
 
 def run_bogofilter(exe: str, messages) -> tuple[np.ndarray, float]:
     """Online: score with ``-TT``, then register as spam (``-s``) or ham (``-n``)."""
-    scores = np.empty(len(messages))
-    with tempfile.TemporaryDirectory(prefix="bogofilter-bench-") as wordlist:
-        started = time.perf_counter()
-        for i, msg in enumerate(messages):
-            out = subprocess.run([exe, "-C", "-d", wordlist, "-TT"], input=msg.raw, capture_output=True)
-            text = out.stdout.decode().strip()
-            if out.returncode in (0, 1, 2) and text:
-                scores[i] = float(text.split()[-1])
-            elif out.returncode == 3 and not os.path.exists(os.path.join(wordlist, "wordlist.db")):
-                scores[i] = 0.5                      # nothing learned yet
-            else:
-                raise RuntimeError(f"bogofilter failed on {msg.id} (exit {out.returncode}): {out.stderr.decode()}")
-            flag = "-s" if msg.label == "spam" else "-n"
-            subprocess.run([exe, "-C", "-d", wordlist, flag], input=msg.raw, check=True, capture_output=True)
-        seconds = time.perf_counter() - started
-    return scores, seconds
+    started = time.perf_counter()
+    scores = online_spamicities(exe, ((m.raw, m.label) for m in messages))
+    return np.asarray(scores), time.perf_counter() - started
 
 
 def main():

@@ -193,6 +193,7 @@ class Part:
     fallbacks: Counter
     n_bytes: int
     seconds: float
+    distinct: np.ndarray = None   # distinct tokens of each message (the familiarity guard's denominator)
 
 
 def tokenize_partition(analyzer_config: dict, hashing: int | None, partition) -> Part:
@@ -219,7 +220,8 @@ def tokenize_partition(analyzer_config: dict, hashing: int | None, partition) ->
         X = _count_matrix(docs, index, grow=True)
         terms = list(index)                   # insertion order = column order
     return Part(X=X, terms=terms, labels=labels, fallbacks=fallbacks, n_bytes=n_bytes,
-                seconds=time.perf_counter() - started)
+                seconds=time.perf_counter() - started,
+                distinct=np.fromiter((len(set(d)) for d in docs), dtype=np.float64, count=len(docs)))
 
 
 def _subset(part: Part, rows) -> Part:
@@ -228,7 +230,8 @@ def _subset(part: Part, rows) -> Part:
         return part
     rows = np.asarray(rows, dtype=np.int64)
     return Part(X=part.X[rows], terms=part.terms, labels=[part.labels[i] for i in rows.tolist()],
-                fallbacks=part.fallbacks, n_bytes=part.n_bytes, seconds=part.seconds)
+                fallbacks=part.fallbacks, n_bytes=part.n_bytes, seconds=part.seconds,
+                distinct=None if part.distinct is None else part.distinct[rows])
 
 
 def part_stats(part: Part, rows=None) -> Stats:
@@ -311,6 +314,10 @@ def check_distributable(spam_filter) -> None:
         raise ConfigError(f"--engine dask trains fisher-nb, fisher, multinomial and bernoulli filters; "
                           f"{type(model).__name__} stores its training rows (knn): train it with the default "
                           "engine, then search it with spamkit.distributed.sharded_kneighbors")
+    if isinstance(model, FisherNBStack) and model.logistic:
+        raise ConfigError("--engine dask trains what is a sum of counts; the stack's logistic-regression "
+                          "component learns by gradient steps in message order, which do not add up across "
+                          "workers: use --rate 0 (Fisher + NB) on the cluster, or the default engine")
     if spam_filter.calibrate != "none":
         raise ConfigError("--engine dask cannot calibrate (calibration is fitted on cross-validated "
                           "scores); use --calibrate none, or the default engine")
@@ -490,15 +497,12 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
     labels: list = []
     sizes_of_parts: list = []
     parts = partitions(items, partition_size, report, progress, on_message=lambda m: labels.append(str(m.label)))
-    if stacked:
-        # keep each tokenized partition on its worker: the combiner needs a second look at the rows
-        parts = _counting(parts, sizes_of_parts)
-        tokenized = _submit_all(client, tokenize_partition, parts, max_pending or _default_pending(client),
-                                spam_filter.analyzer.get_config(), spam_filter.vectorizer.hashing)
-        futures = [client.submit(part_stats, f, pure=False) for f in tokenized]
-    else:
-        futures = _submit_all(client, partition_stats, parts, max_pending or _default_pending(client),
-                              spam_filter.analyzer.get_config(), spam_filter.vectorizer.hashing)
+    # keep each tokenized partition on its worker: the familiarity guard (and the stack's
+    # combiner) need a second look at the rows once the vocabulary is known
+    parts = _counting(parts, sizes_of_parts)
+    tokenized = _submit_all(client, tokenize_partition, parts, max_pending or _default_pending(client),
+                            spam_filter.analyzer.get_config(), spam_filter.vectorizer.hashing)
+    futures = [client.submit(part_stats, f, pure=False) for f in tokenized]
     report.read_seconds = time.perf_counter() - started
     _wait_all(futures, status)
     before_reduce = time.perf_counter()
@@ -511,8 +515,31 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
     build_from_stats(spam_filter, stats)
     if stacked:
         _fit_combiner_on_cluster(spam_filter, client, tokenized, labels, sizes_of_parts, status)
+    _fit_guard_on_cluster(spam_filter, client, tokenized)
     report.wall_seconds = time.perf_counter() - started
     return spam_filter
+
+
+def part_familiarity(part: Part, shared: Shared) -> tuple[np.ndarray, np.ndarray]:
+    """Per message of a partition: its tokens known without it (see SpamFilter.fit_guard), and its
+    distinct tokens."""
+    vocabulary, n_features, known_without_self = shared.value
+    X = _global_rows(part, vocabulary, n_features)
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    known = np.bincount(rows, weights=known_without_self[X.indices], minlength=X.shape[0])
+    return known, part.distinct
+
+
+def _fit_guard_on_cluster(spam_filter, client, tokenized: list) -> None:
+    """The familiarity guard of SpamFilter.fit, from the partitions kept on the workers."""
+    vec = spam_filter.vectorizer
+    mask = spam_filter.known_without_self(vec.df_)
+    shared = client.scatter(Shared((dict(vec.vocabulary_) if vec.vocabulary_ is not None else None,
+                                    vec.n_features_, mask)), broadcast=True, hash=False)
+    parts = client.gather([client.submit(part_familiarity, t, shared, pure=False) for t in tokenized])
+    known = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)
+    distinct = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+    spam_filter.fit_guard(vec.df_, known, distinct)
 
 
 def _counting(parts, sizes: list):
@@ -676,7 +703,8 @@ def _send_filter(client, spam_filter):
 
 
 def score_partition(blob: Shared, digest: str, partition):
-    """The model's log-probabilities of a partition's messages, and the parse fallbacks seen."""
+    """The model's log-probabilities of a partition's messages, the parse fallbacks seen, the
+    bytes read, the seconds taken and the messages' familiarities."""
     started = time.perf_counter()
     f = _filter_from_bytes(blob.value, digest)
     rows, fallbacks, n_bytes = [], Counter(), 0
@@ -686,8 +714,9 @@ def score_partition(blob: Shared, digest: str, partition):
             fallbacks.update({d.split(":", 1)[0] for d in msg.defects})
         rows.append(f.analyzer(msg))
         n_bytes += len(raw)
-    lp = f.model.predict_log_proba(f.vectorizer.transform(rows))
-    return lp, fallbacks, n_bytes, time.perf_counter() - started
+    X = f.vectorizer.transform(rows)
+    lp = f.model.predict_log_proba(X)
+    return lp, fallbacks, n_bytes, time.perf_counter() - started, f.familiarity(rows, X)
 
 
 def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunReport | None = None,
@@ -725,6 +754,7 @@ def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: Ru
             _wait_all(futures, status)
             parts = client.gather(futures)
         lp = np.vstack([p[0] for p in parts]) if parts else np.zeros((0, len(spam_filter.classes_)))
+        familiarity = np.concatenate([p[4] for p in parts]) if parts else np.zeros(0)
         spam_filter.parse_fallbacks = sum((p[1] for p in parts), Counter())
         report.mail_bytes = sum(p[2] for p in parts)
         report.worker_seconds = sum(p[3] for p in parts)
@@ -741,7 +771,7 @@ def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: Ru
             rows = [spam_filter.analyzer(parse_message(raws[i], refs[i][1])) for i in indices]
             return spam_filter.vectorizer.transform(rows)
 
-        return labels, ids, lp, rows_of
+        return labels, ids, lp, rows_of, familiarity
 
     return score
 

@@ -9,16 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import expit
 
 import time
 
+from .decision import DEFAULT_BAND
 from .errors import ConfigError, CorpusError
 from .features import Vectorizer
 from .labels import HAM_NAME, SPAM_NAME
 from .message import parse_message
-from .metrics import learning_curve, trec_measures
-from .models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
+from .metrics import learning_curve, roc_curve, three_way_rates, trec_measures
+from .models import BernoulliNB, FisherNBStack, MultinomialNB, OnlineLogistic, RobinsonFisher
 from .models.knn import WEIGHTS, KNNClassifier
+from .models.stack import BEST_STACK
 
 
 def stratified_folds(y, n_folds: int, seed: int = 0) -> np.ndarray:
@@ -163,6 +166,15 @@ class OnlineResult:
                 judgement = SPAM_NAME if score > 0 else HAM_NAME
                 out.write(f"{ident} {judgement} {score:.6f} {gold}\n")
 
+    def report_data(self, max_points: int = 400) -> dict:
+        """What the HTML report plots beyond :meth:`as_dict`: the ROC curve of the run's scores
+        (at most ``max_points`` corners, always keeping the first and last)."""
+        gold = np.array([g == SPAM_NAME for g in self.gold])
+        fpr, tpr, _ = roc_curve(gold, np.asarray(self.scores))
+        keep = np.unique(np.concatenate([np.linspace(0, len(fpr) - 1, min(max_points, len(fpr))).astype(int),
+                                         np.flatnonzero(fpr <= 0.01)[-max_points:]]))
+        return {"roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist()}}
+
     def as_dict(self) -> dict:
         return {"n": len(self.ids), "n_learned": self.n_learned, "seconds": self.seconds,
                 "messages_per_second": len(self.ids) / self.seconds if self.seconds else None,
@@ -173,6 +185,8 @@ class OnlineResult:
 #: the misclassified ones and those scored within a margin of the threshold ("train on or near
 #: error", the thick threshold of Sculley & Wachman 2007)
 REGIMES = ("all", "error", "near-error")
+#: the models online evaluation learns one message at a time
+ONLINE_MODELS = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli")
 #: the stacked model's combiner is refitted online after every this many messages, on the
 #: component scores each message got before it was learned (held-out by construction)
 COMBINER_REFIT = 100
@@ -181,7 +195,8 @@ COMBINER_REFIT = 100
 def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float = 1.0,
                     hashing: int = 2 ** 20, delay: int = 0, feedback_fraction: float = 1.0,
                     seed: int = 0, order: str = "corpus", progress=None, fisher: dict | None = None,
-                    regime: str = "all", margin: float = 2.0) -> OnlineResult:
+                    regime: str = "all", margin: float = 2.0, stack: dict | None = None,
+                    rate: float = 0.02, active: int | None = None, active_b: float = 1.0) -> OnlineResult:
     """Classify each message in corpus order, then learn it (TREC spam-track protocol).
 
     Parameters
@@ -189,13 +204,18 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     messages : iterable of LabelledMessage
         In delivery order; every one labelled ham or spam.
     analyzer : spamkit.text.Analyzer
-    model : {"fisher-nb", "fisher", "multinomial", "bernoulli"}
+    model : {"fisher-nb", "fisher", "logistic", "multinomial", "bernoulli"}
         Learned with ``partial_fit`` one message at a time (never refitted from scratch);
         features are hashed into ``hashing`` columns, so the vocabulary may grow forever.
         For "fisher-nb" the combiner starts as Fisher alone and is refitted every
         :data:`COMBINER_REFIT` messages on all the component scores seen so far.
     fisher : dict
-        RobinsonFisher's parameters for ``model="fisher"``.
+        RobinsonFisher's parameters for ``model="fisher"`` (and the stack's Fisher component).
+    stack : dict
+        The stack's own parameters for ``model="fisher-nb"`` (``logistic``, ``squash``; default
+        :data:`~spamkit.models.stack.BEST_STACK`).
+    rate : float
+        The learning rate of ``model="logistic"`` (:class:`~spamkit.models.OnlineLogistic`).
     regime : {"all", "error", "near-error"}
         Which messages are learned (of those whose feedback arrives): all, those the filter
         got wrong, or those it got wrong or scored within ``margin`` (log-odds) of 0.
@@ -207,6 +227,9 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     feedback_fraction : float
         Only this share of messages is ever learned (drawn with ``seed``); the rest are
         classified and never taught.
+    active, active_b : int, float
+        Active learning: the filter asks for at most ``active`` labels, choosing uncertain
+        messages (see :func:`online_run`).
     order : {"corpus", "date"}
         "corpus" streams in the corpus's own order (TREC index, Enron arrival numbers, mbox
         order; class folders come class by class). "date" sorts by each message's date, ties
@@ -216,33 +239,12 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     Until a message of each class has been learned, every score is 0 (P(spam) = 1/2): a
     class never seen has prior 0, and its log-odds would be infinite.
     """
-    if model not in ("fisher-nb", "fisher", "multinomial", "bernoulli"):
-        raise ConfigError(f"online evaluation supports the fisher and Naive Bayes models, not {model!r}")
-    if regime not in REGIMES:
-        raise ConfigError(f"regime must be one of {', '.join(REGIMES)}, got {regime!r}")
-    if delay < 0:
-        raise ConfigError(f"delay must be >= 0, got {delay}")
-    if not 0.0 < feedback_fraction <= 1.0:
-        raise ConfigError(f"feedback fraction must be in (0, 1], got {feedback_fraction}")
+    learner = online_model(model, alpha=alpha, fisher=fisher, stack=stack, rate=rate)
     vectorizer = Vectorizer.hashed(hashing, "tf" if model == "multinomial" else "binary")
-    stacked = model == "fisher-nb"
-    history_scores: list = []
-    history_labels: list = []
-    if model == "fisher":
-        nb = RobinsonFisher(**(fisher or {}))
-    elif stacked:
-        nb = FisherNBStack(**(fisher or {}), alpha=alpha)
-    else:
-        nb = MultinomialNB(alpha=alpha) if model == "multinomial" else BernoulliNB(alpha=alpha)
-    classes = [HAM_NAME, SPAM_NAME]
-    rng = np.random.default_rng(seed)
-    pending: list = []
-    result = OnlineResult(settings={"model": model, "alpha": alpha, "hashing": hashing, "delay": delay,
-                                    "feedback_fraction": feedback_fraction, "seed": seed, "order": order,
-                                    "regime": regime, **({"margin": margin} if regime == "near-error" else {}),
-                                    **({"fisher": nb.get_params()} if model in ("fisher", "fisher-nb") else {}),
-                                    "analyzer": {k: v for k, v in analyzer.get_config().items()
-                                                 if k != "stop_word_list"}})
+    settings = {"model": model, "alpha": alpha, "hashing": hashing, "order": order,
+                **({"fisher": learner.get_params()} if model in ("fisher", "fisher-nb") else {}),
+                **({"rate": rate} if model == "logistic" else {}),
+                "analyzer": {k: v for k, v in analyzer.get_config().items() if k != "stop_word_list"}}
     if order == "date":
         listed = list(messages)
         undated = [m.source for m in listed if m.date is None]
@@ -251,46 +253,120 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
         messages = [m for _, m in sorted(enumerate(listed), key=lambda im: (im[1].date, im[0]))]
     elif order != "corpus":
         raise ConfigError(f"order must be 'corpus' or 'date', got {order!r}")
+
+    def rows():
+        for msg in messages:
+            if msg.label not in (HAM_NAME, SPAM_NAME):
+                raise CorpusError(f"{msg.source}: online evaluation needs ham/spam labels, got {msg.label!r}")
+            yield msg.id, msg.label, vectorizer.transform([analyzer(parse_message(msg.raw, msg.kind))])
+            if progress is not None:
+                progress(msg)
+
+    return online_run(rows(), learner, delay=delay, feedback_fraction=feedback_fraction, seed=seed,
+                      regime=regime, margin=margin, settings=settings, active=active, active_b=active_b)
+
+
+def online_model(model: str, alpha: float = 1.0, fisher: dict | None = None, stack: dict | None = None,
+                 rate: float = 0.02):
+    """A fresh model of :data:`ONLINE_MODELS` for :func:`online_run`."""
+    if model == "fisher":
+        return RobinsonFisher(**(fisher or {}))
+    if model == "fisher-nb":
+        return FisherNBStack(**(fisher or {}), alpha=alpha, **(BEST_STACK if stack is None else stack))
+    if model == "logistic":
+        return OnlineLogistic(rate=rate)
+    if model == "multinomial":
+        return MultinomialNB(alpha=alpha)
+    if model == "bernoulli":
+        return BernoulliNB(alpha=alpha)
+    raise ConfigError(f"online evaluation supports {', '.join(ONLINE_MODELS)}, not {model!r}")
+
+
+def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed: int = 0,
+               regime: str = "all", margin: float = 2.0, settings: dict | None = None,
+               active: int | None = None, active_b: float = 1.0) -> OnlineResult:
+    """The TREC protocol over ``rows`` of ``(id, label, x)`` (x a one-row feature matrix), in order.
+
+    Each row is scored by ``model`` as it stands, then (when its feedback arrives) learned with
+    ``partial_fit``; see :func:`online_evaluate` for the parameters. A stacked model's combiner
+    is refitted every :data:`COMBINER_REFIT` messages on the component scores the messages got
+    before they were learned. Scripts that compare many models on one stream (``scripts/ablation.py``)
+    vectorize the stream once and call this directly.
+
+    ``active``: online active learning with a label quota (the TREC 2007 active-learning task;
+    D. Sculley, "Online Active Learning Methods for Fast Label-Efficient Spam Filtering", CEAS
+    2007). The filter asks for the label of a message with probability ``b / (b + |z|)``, z the
+    log-odds it gave the message (selective sampling: N. Cesa-Bianchi, C. Gentile and L. Zaniboni,
+    "Worst-case analysis of selective sampling for linear classification", JMLR 7, 2006), until
+    ``active`` labels have been asked for; only asked messages are learned. Uncertain messages
+    (z near 0) are almost always asked about, confident ones rarely.
+    """
+    if regime not in REGIMES:
+        raise ConfigError(f"regime must be one of {', '.join(REGIMES)}, got {regime!r}")
+    if delay < 0:
+        raise ConfigError(f"delay must be >= 0, got {delay}")
+    if not 0.0 < feedback_fraction <= 1.0:
+        raise ConfigError(f"feedback fraction must be in (0, 1], got {feedback_fraction}")
+    if active is not None and (active < 1 or feedback_fraction < 1.0):
+        raise ConfigError("active learning needs a quota of at least 1 label and no --feedback-fraction "
+                          "(the filter, not chance, chooses what is learned)")
+    if not active_b > 0:
+        raise ConfigError(f"the active-learning b must be > 0, got {active_b}")
+    stacked = isinstance(model, FisherNBStack)
+    asked = 0
+    history_scores: list = []
+    history_labels: list = []
+    classes = [HAM_NAME, SPAM_NAME]
+    rng = np.random.default_rng(seed)
+    pending: list = []
+    result = OnlineResult(settings={**(settings or {}), "delay": delay, "feedback_fraction": feedback_fraction,
+                                    "seed": seed, "regime": regime,
+                                    **({"margin": margin} if regime == "near-error" else {}),
+                                    **({"active": active, "active_b": active_b} if active is not None else {})})
     fitted = False
     started = time.perf_counter()
-    for msg in messages:
-        if msg.label not in classes:
-            raise CorpusError(f"{msg.source}: online evaluation needs ham/spam labels, got {msg.label!r}")
-        x = vectorizer.transform([analyzer(parse_message(msg.raw, msg.kind))])
+    for ident, label, x in rows:
         if fitted and stacked:
-            components = nb.component_log_odds(x)[0]
-            score = float(components @ nb.coef_ + nb.intercept_)
+            components = model.component_log_odds(x)[0]
+            score = float(model.combined_log_odds(components[None, :])[0])
             history_scores.append(components)
-            history_labels.append(msg.label == SPAM_NAME)
+            history_labels.append(label == SPAM_NAME)
             if len(history_labels) % COMBINER_REFIT == 0 and 0 < sum(history_labels) < len(history_labels):
-                nb.fit_combiner(np.array(history_scores), np.array(history_labels))
+                model.fit_combiner(np.array(history_scores), np.array(history_labels))
         elif fitted:
-            jll = nb.joint_log_likelihood(x)[0]
+            jll = model.joint_log_likelihood(x)[0]
             score = float(jll[1] - jll[0])
         else:
             score = 0.0
-        result.ids.append(msg.id)
-        result.gold.append(msg.label)
+        result.ids.append(ident)
+        result.gold.append(label)
         result.scores.append(score)
-        if rng.random() < feedback_fraction:
-            pending.append((x, msg.label, score))
+        if active is not None:
+            if asked < active and rng.random() < active_b / (active_b + abs(score)):
+                asked += 1
+                pending.append((x, label, score))
+        elif rng.random() < feedback_fraction:
+            pending.append((x, label, score))
         while len(pending) > delay:
-            x_learn, label, given = pending.pop(0)
-            if not fitted or regime == "all" or (given > 0) != (label == SPAM_NAME) or (
+            x_learn, label_learn, given = pending.pop(0)
+            if not fitted or regime == "all" or (given > 0) != (label_learn == SPAM_NAME) or (
                     regime == "near-error" and abs(given) < margin):
-                nb.partial_fit(x_learn, [label], classes=classes)
+                model.partial_fit(x_learn, [label_learn], classes=classes)
                 result.n_learned += 1
-                fitted = bool(nb.class_count_.min() > 0)
-        if progress is not None:
-            progress(msg)
+                fitted = bool(model.class_count_.min() > 0)
     result.seconds = time.perf_counter() - started
     if not result.ids:
         raise CorpusError("online evaluation read no message")
     gold = np.array([g == SPAM_NAME for g in result.gold])
     if gold.all() or not gold.any():
         raise CorpusError("online evaluation needs both ham and spam in the stream")
-    result.measures = trec_measures(gold, np.asarray(result.scores), 0.0)
-    result.learning_curve = learning_curve(gold, np.asarray(result.scores))
+    scores = np.asarray(result.scores)
+    result.measures = trec_measures(gold, scores, 0.0)
+    # the default three-way decision on P(spam) = sigmoid(log-odds): what a user of the filter gets
+    result.measures["default_decision"] = three_way_rates(gold, expit(scores), *DEFAULT_BAND)
+    result.learning_curve = learning_curve(gold, scores)
+    if active is not None:
+        result.settings["asked"] = asked
     return result
 
 

@@ -209,3 +209,64 @@ configuration; pooled out-of-fold scores; recalls at P(spam) = 0.5.</p>
 <table>{head}{''.join(rows)}</table><ul>{paired}</ul>{images}
 <h2>Command</h2><pre>{html.escape(command)}</pre></body></html>
 """
+
+
+def render_online_html(result: dict, command: str) -> str:
+    """An online run's page (``spamkit online --report``): measures, the TREC learning curve, ROC."""
+    m, st, curve = result["measures"], result["settings"], result.get("learning_curve") or []
+    roc = result["report"]["roc"]
+
+    def learning(ax):
+        pts = [(p["end"], p["roca_pct"]) for p in curve if p["roca_pct"] is not None]
+        ax.plot([p[0] for p in pts], [max(p[1], 1e-4) for p in pts], marker="o", color="C0")
+        ax.set_yscale("log")
+        window = curve[-1]["end"] - curve[-1]["start"] if curve else 0
+        ax.set(xlabel="messages classified", ylabel="(1-ROCA)% (log scale)",
+               title=f"learning curve: the last {window} messages")
+
+    def roc_log(ax):
+        ax.step([max(x, 1e-5) for x in roc["fpr"]], roc["tpr"], where="post", color="C0")
+        ax.set_xscale("log")
+        ax.set(xlim=(1e-5, 1), xlabel="ham misfiled (false-positive rate, log scale)",
+               ylabel="spam caught (true-positive rate)", title=f"ROC, (1-ROCA)% {m['roca_pct']:.4f}")
+
+    plots = [_figure_png(learning), _figure_png(roc_log)]
+    rows = [("messages classified / learned", _value("n", result["n"], "{}") + " / "
+             + _value("n_learned", result["n_learned"], "{}")),
+            ("(1-ROCA)%", _value("measures.roca_pct", m["roca_pct"])),
+            ("hm% / sm% / lam% (at P(spam) = 0.5)", _value("measures.hm_pct", m["hm_pct"], "{:.3f}") + " / "
+             + _value("measures.sm_pct", m["sm_pct"], "{:.3f}") + " / " + _value("measures.lam_pct", m["lam_pct"], "{:.3f}")),
+            *[(f"spam caught at {100 / int(rate.split('/')[1]):g}% ham misfiled (ROC read-off)",
+               _value(f"measures.spam_caught_pct_at_hm.{rate}", value, "{:.2f}%") if value is not None
+               else "not measurable (too few ham)")
+              for rate, value in m.get("spam_caught_pct_at_hm", {}).items()]]
+    d = m.get("default_decision")
+    if d:
+        rows.append((f"default decision: ham misfiled / unsure (ham below {d['low']:g}, spam above {d['high']:g})",
+                     _value("measures.default_decision.ham_misfiled", d["ham_misfiled"], "{:.3f}%") + " / "
+                     + _value("measures.default_decision.ham_unsure", d["ham_unsure"], "{:.3f}%")))
+        rows.append(("default decision: spam caught / unsure",
+                     _value("measures.default_decision.spam_caught", d["spam_caught"], "{:.2f}%") + " / "
+                     + _value("measures.default_decision.spam_unsure", d["spam_unsure"], "{:.2f}%")))
+    if "active" in st:
+        rows.append(("labels asked for (active learning)", _value("settings.asked", st["asked"], "{}")
+                     + f" of at most {st['active']}"))
+    points = "".join(f"<tr><td>{p['start']}–{p['end']}</td><td>{p['ham']}</td><td>{p['spam']}</td><td>"
+                     + (_value(f"learning_curve.{i}.roca_pct", p["roca_pct"]) if p["roca_pct"] is not None else "n/a")
+                     + "</td></tr>" for i, p in enumerate(curve))
+    images = "".join(f'<figure><img alt="plot" src="data:image/png;base64,{png}"></figure>' for png in plots)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>spamkit online evaluation</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}
+figure{{display:inline-block;margin:.5em}}pre{{background:#f4f4f4;padding:.2em}}</style></head><body>
+<h1>spamkit online evaluation</h1>
+<p>The TREC spam-track protocol: each message classified in order, then learned.</p>
+<table>{''.join(f'<tr><th>{k}</th><td>{v}</td></tr>' for k, v in rows)}</table>
+<h2>Curves</h2>{images}
+<h2>Learning curve</h2>
+<table><tr><th>messages</th><th>ham</th><th>spam</th><th>(1-ROCA)%</th></tr>{points}</table>
+<h2>Configuration</h2><pre>{html.escape(command)}</pre>
+<pre>{html.escape(json.dumps(st, indent=2, sort_keys=True, default=str))}</pre>
+</body></html>
+"""

@@ -261,6 +261,27 @@ def spam_caught_at(y_true, scores, ham_rate: float) -> float | None:
     return float(tpr[fpr <= ham_rate + 1e-12].max())
 
 
+def three_way_rates(y_true, p_spam, low: float, high: float) -> dict:
+    """What a three-way decision does with ham and spam: ham below ``low``, spam above ``high``.
+
+    Returns percentages: ``ham_misfiled`` (ham decided spam), ``ham_unsure``, ``spam_caught``
+    (spam decided spam), ``spam_unsure``, and the counts of each class. A score equal to a
+    threshold falls on the cautious side (unsure).
+
+    >>> r = three_way_rates([0, 0, 0, 0, 1, 1], [0.1, 0.5, 0.99, 0.2, 0.995, 0.6], 0.2, 0.98)
+    >>> r["ham_misfiled"], r["ham_unsure"], r["spam_caught"], r["spam_unsure"]
+    (25.0, 50.0, 50.0, 50.0)
+    """
+    y, p = _binary_inputs(y_true, p_spam)
+    spam, ham = p > high, p < low
+    n_spam, n_ham = int(y.sum()), int((~y).sum())
+    return {"ham_misfiled": 100.0 * _ratio(float((spam & ~y).sum()), n_ham),
+            "ham_unsure": 100.0 * _ratio(float((~spam & ~ham & ~y).sum()), n_ham),
+            "spam_caught": 100.0 * _ratio(float((spam & y).sum()), n_spam),
+            "spam_unsure": 100.0 * _ratio(float((~spam & ~ham & y).sum()), n_spam),
+            "n_ham": n_ham, "n_spam": n_spam, "low": float(low), "high": float(high)}
+
+
 def learning_curve(y_true, scores, window: int | None = None, points: int = 10) -> list[dict]:
     """(1-ROCA)% of an online stream over a sliding window: how fast a filter learns.
 

@@ -55,7 +55,7 @@ from . import __version__
 from .durable import fsync_dir
 from .errors import ConfigError, ModelFormatError, OutputError
 from .features import Vectorizer
-from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
+from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic, RobinsonFisher
 from .text import Analyzer
 
 FORMAT = "spamkit-filter"
@@ -81,7 +81,8 @@ MODEL_TYPES = {
     "multinomial": (MultinomialNB, ("alpha", "fit_prior", "class_prior")),
     "bernoulli": (BernoulliNB, ("alpha", "fit_prior", "class_prior", "binarize")),
     "fisher": (RobinsonFisher, ("strength", "prior", "min_dev", "max_clues")),
-    "fisher-nb": (FisherNBStack, ("strength", "prior", "min_dev", "max_clues", "alpha", "folds")),
+    "fisher-nb": (FisherNBStack, ("strength", "prior", "min_dev", "max_clues", "alpha", "folds", "logistic", "squash")),
+    "logistic": (OnlineLogistic, ("rate", "epochs")),
     "knn": (KNNClassifier, ("k", "weights", "metric", "tau", "epsilon", "memory_limit", "n_jobs")),
 }
 
@@ -487,7 +488,8 @@ def _restore_model(spec: dict, arrays: dict, texts: dict, path: Path):
     if kind not in MODEL_TYPES:
         raise ModelFormatError(f"{path}: unknown model type {kind!r}; upgrade spamkit")
     cls, param_names = MODEL_TYPES[kind]
-    model = cls(**{p: spec["params"][p] for p in param_names})
+    # a parameter added in a later version is absent from older files: the class default is what they used
+    model = cls(**{p: spec["params"][p] for p in param_names if p in spec["params"]})
     if hasattr(model, "_check_params"):
         model._check_params()
     model._restore(spec["classes"], int(spec["n_features"]), arrays, texts)

@@ -22,19 +22,20 @@ from . import __version__
 from .corpus import Corpus, LabelledMessage, Unread, iter_corpora, require_classes
 from .corpus.split import holdout_ids
 from .calibration import IsotonicCalibration, PlattScaling, calibration_from_dict
-from .decision import CostMatrix
+from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard
 from .errors import ConfigError, CorpusError, ModelFormatError, NotFittedError
 from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
 from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, parse_message
 from .metrics import binary_report, multiclass_report
-from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
+from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic, RobinsonFisher
+from .models.stack import BEST_STACK
 from .persist import load_filter, save_filter
 from .text import Analyzer
 from .models.knn import METRICS, WEIGHTS
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
-MODELS = ("fisher-nb", "fisher", "multinomial", "bernoulli", "knn")
+MODELS = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli", "knn")
 #: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
 #: "words" (lower-cased words of the body and of a few header fields)
 TOKENS = ("mail", "words")
@@ -43,8 +44,10 @@ TOKENS = ("mail", "words")
 CALIBRATIONS = ("none", "platt", "isotonic")
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (docs/results.md, "Beating bogofilter")
 BEST = {"model": "fisher-nb", "tokens": "mail"}
+#: the stack's own defaults (a logistic third component, sign-log squashing; see spamkit.models.stack)
+STACK = BEST_STACK
 __all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
-           "MODELS", "TOKENS", "BEST", "CALIBRATIONS", "learn_messages", "cross_validated_log_odds", "compare_configs", "parse_config", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
+           "MODELS", "TOKENS", "BEST", "STACK", "CALIBRATIONS", "learn_messages", "stack_for_rate", "cross_validated_log_odds", "compare_configs", "parse_config", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
 def library_versions() -> dict:
@@ -58,13 +61,17 @@ def library_versions() -> dict:
     return versions
 
 
-def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: dict | None = None, **knn):
+def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: dict | None = None,
+               stack: dict | None = None, rate: float = 0.02, **knn):
     """A fresh estimator by name; ``knn`` takes KNNClassifier's parameters (k, weights, metric, ...),
-    ``fisher`` RobinsonFisher's (strength, prior, min_dev, max_clues)."""
+    ``fisher`` RobinsonFisher's (strength, prior, min_dev, max_clues), ``stack`` FisherNBStack's
+    own (logistic, squash; default :data:`STACK`), ``rate`` OnlineLogistic's learning rate."""
     if name == "fisher":
         return RobinsonFisher(**(fisher or {}))
     if name == "fisher-nb":
-        return FisherNBStack(**(fisher or {}), alpha=alpha)
+        return FisherNBStack(**(fisher or {}), alpha=alpha, **(STACK if stack is None else stack))
+    if name == "logistic":
+        return OnlineLogistic(rate=rate)
     if name == "multinomial":
         return MultinomialNB(alpha=alpha, fit_prior=fit_prior)
     if name == "bernoulli":
@@ -87,16 +94,19 @@ def build_filter(model: str = "multinomial", alpha: float = 1.0, representation:
                  min_df=1, max_df=1.0, max_features: int | None = None, select: str = "frequency",
                  hashing: int | None = None, stem: str = "none", language: str = "english",
                  stop_words: str = "none", ngrams: int = 1, knn: dict | None = None,
-                 tokens: str = "words", fisher: dict | None = None, calibrate: str = "none") -> "SpamFilter":
+                 tokens: str = "words", fisher: dict | None = None, calibrate: str = "none",
+                 stack: dict | None = None, rate: float = 0.02) -> "SpamFilter":
     """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers.
 
     ``knn``: KNNClassifier parameters for ``model="knn"`` (k, weights, metric, tau, epsilon,
     memory_limit). kNN compares TF vectors by cosine by default (representation "tf").
     ``fisher``: RobinsonFisher parameters for ``model="fisher"``. ``tokens``: "mail" or
-    "words" (see :data:`TOKENS`). ``build_filter(**BEST)`` is spamkit's best filter.
+    "words" (see :data:`TOKENS`). ``stack``: FisherNBStack's own parameters (default
+    :data:`STACK`); ``rate``: the learning rate of ``model="logistic"``.
+    ``build_filter(**BEST)`` is spamkit's best filter.
     """
-    estimator = make_model(model, alpha=alpha, fisher=fisher, **(knn or {}))
-    default_rep = "binary" if model in ("bernoulli", "fisher", "fisher-nb") else "tf"
+    estimator = make_model(model, alpha=alpha, fisher=fisher, stack=stack, rate=rate, **(knn or {}))
+    default_rep = "binary" if model in ("bernoulli", "fisher", "fisher-nb", "logistic") else "tf"
     vectorizer = Vectorizer(representation or default_rep, min_df=min_df,
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
     analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams)
@@ -172,6 +182,7 @@ class SpamFilter:
         """Learn from messages in one streaming pass; labels from ``y`` or from each LabelledMessage."""
         labels: list = []
         ids: list = []
+        distinct: list = []
         explicit = list(y) if y is not None else None
 
         def token_stream():
@@ -189,7 +200,9 @@ class SpamFilter:
                 ids.append(item.id if isinstance(item, LabelledMessage) else str(i))
                 if progress is not None:
                     progress(item)
-                yield self.tokens(item)
+                tokens = self.tokens(item)
+                distinct.append(len(set(tokens)))
+                yield tokens
 
         self.parse_fallbacks = Counter()
         stream = token_stream()
@@ -217,7 +230,62 @@ class SpamFilter:
         self.calibration = None
         if self.calibrate != "none":
             self.calibration = self._fit_calibration(X, y_arr)
+        self._fit_guard(X, np.asarray(distinct, dtype=np.float64))
         return self
+
+    # ------------------------------------------------------------------ familiarity
+
+    #: the familiarity guard (spamkit.decision.FamiliarityGuard) of a ham/spam filter, or None
+    guard = None
+    #: hashed filters: which columns training saw (vocabulary filters know only what they saw)
+    seen_columns = None
+
+    def known_without_self(self, df) -> np.ndarray:
+        """1.0 for the columns a training message would find known if it were left out: those
+        in at least ``min_df`` + 1 training messages (2 when any token is kept)."""
+        min_df = self.vectorizer.min_df if isinstance(self.vectorizer.min_df, (int, np.integer)) else 1
+        return (np.asarray(df) >= max(int(min_df), 1) + 1).astype(np.float64)
+
+    def _fit_guard(self, X, distinct: np.ndarray) -> None:
+        df = self.vectorizer.df_
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        known = np.bincount(rows, weights=self.known_without_self(df)[X.indices], minlength=X.shape[0])
+        self.fit_guard(df, known, distinct)
+
+    def fit_guard(self, df, known, distinct) -> None:
+        """The guard's reference: each training message's leave-one-out familiarity, ``known`` /
+        ``distinct`` (its tokens some *other* training message has, over its distinct tokens).
+
+        ``df``: the document frequency of every column (hashed filters remember which columns
+        training saw: ``df`` > 0). Only ham/spam filters get a guard.
+        """
+        self.guard = None
+        self.seen_columns = np.asarray(df) > 0 if self.vectorizer.hashing is not None else None
+        if sorted(map(str, self.classes_)) != [HAM_NAME, SPAM_NAME]:
+            return
+        known, distinct = np.asarray(known, dtype=np.float64), np.asarray(distinct, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            familiarity = np.where(distinct > 0, known / distinct, 1.0)
+        self.guard = FamiliarityGuard.from_training(familiarity)
+
+    def familiarity(self, token_lists, X) -> np.ndarray:
+        """The share of each message's distinct tokens that the filter saw in training."""
+        distinct = np.fromiter((len(set(t)) for t in token_lists), dtype=np.float64, count=len(token_lists))
+        if self.seen_columns is not None:
+            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            known = np.bincount(rows, weights=self.seen_columns[X.indices].astype(np.float64),
+                                minlength=X.shape[0])
+        else:
+            known = np.diff(X.indptr).astype(np.float64)     # a vocabulary has only seen tokens
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.minimum(np.where(distinct > 0, known / distinct, 1.0), 1.0)
+
+    def score(self, items) -> tuple[np.ndarray, np.ndarray]:
+        """``(class probabilities, familiarity)`` of messages: what :meth:`decide` needs."""
+        self._check_fitted()
+        token_lists = [self.tokens(m) for m in items]
+        X = self.vectorizer.transform(token_lists)
+        return np.exp(self.log_proba(X)), self.familiarity(token_lists, X)
 
     def _fit_calibration(self, X, y):
         """Platt scaling on out-of-fold log-odds (5-fold stratified cross-validation of the model)."""
@@ -243,7 +311,13 @@ class SpamFilter:
         self._check_fitted()
         X = self.transform(items)
         self.model.partial_fit(X, np.asarray(y))
+        self.saw(X)
         return self
+
+    def saw(self, X) -> None:
+        """Record the columns of learned rows as seen (hashed filters; see :meth:`familiarity`)."""
+        if self.seen_columns is not None and X.nnz:
+            self.seen_columns[X.indices] = True
 
     # ------------------------------------------------------------------ prediction
 
@@ -378,22 +452,30 @@ class SpamFilter:
     #: a threshold on P(spam) chosen by cross-validation (``spamkit threshold --save``); None: not set
     threshold: float | None = None
 
-    def decide(self, proba) -> np.ndarray:
+    def decide(self, proba, familiarity=None) -> np.ndarray:
         """Decisions for rows of class probabilities: spam above a chosen ``threshold`` if one is set,
-        else the cheapest under ``costs``, else the most probable class."""
+        else the cheapest under ``costs``, else the most probable class.
+
+        With ``familiarity`` (:meth:`score`) and a decision layer that can say "unsure", the
+        :class:`~spamkit.decision.FamiliarityGuard` turns "spam" into "unsure" for mail unlike
+        the training mail (rows are taken as a stream, in order).
+        """
         if self.threshold is not None:
             s = self.spam_column
             names = np.asarray([str(c) for c in self.classes_], dtype=object)
             return np.where(np.asarray(proba)[:, s] > self.threshold, names[s], names[1 - s])
         if self.costs is None:
             return np.asarray([str(c) for c in self.classes_], dtype=object)[np.argmax(proba, axis=1)]
-        return self.costs.decide(proba)
+        decisions = self.costs.decide(proba)
+        if familiarity is not None and self.guard is not None and UNSURE_NAME in self.costs.decisions:
+            decisions = self.guard.apply(decisions, familiarity)
+        return decisions
 
     def verdict(self, raw: bytes) -> tuple[str, float]:
         """``(verdict, P(spam))`` of one raw message for a mail filter: verdict is "spam",
         "ham" or "unsure" (the decision layer's "unsure" row), any other class counting as ham."""
-        proba = self.predict_proba([raw])
-        decision = str(self.decide(proba)[0])
+        proba, familiarity = self.score([raw])
+        decision = str(self.decide(proba, familiarity)[0])
         p_spam = float(proba[0, self.spam_column])
         if decision in ("spam", "unsure"):
             return decision, p_spam
@@ -408,10 +490,14 @@ class SpamFilter:
             extra["calibration"] = self.calibration.as_dict()
         if self.threshold is not None:
             extra["threshold"] = {"p_spam": float(self.threshold), **getattr(self, "threshold_info", {})}
+        if self.guard is not None:
+            extra["familiarity"] = self.guard.as_dict()
         # 16-byte digests as rows of uint8 (a bytes dtype would drop trailing zero bytes)
         keys = np.frombuffer(b"".join(sorted(self.learned)), dtype=np.uint8).reshape(-1, 16)
         labels = np.array([str(self.learned[k]) for k in sorted(self.learned)], dtype=str)
-        arrays = {"learned_keys": keys, "learned_labels": labels} if self.learned else None
+        arrays = {"learned_keys": keys, "learned_labels": labels} if self.learned else {}
+        if self.seen_columns is not None:
+            arrays["seen_columns"] = np.packbits(self.seen_columns)
         save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra, arrays)
 
     @classmethod
@@ -441,6 +527,17 @@ class SpamFilter:
                 f.calibrate = calibration["method"]
             except (KeyError, TypeError, ValueError, ConfigError) as exc:
                 raise ModelFormatError(f"{path}: damaged calibration ({exc})") from None
+        if "seen_columns" in learned:
+            bits = learned["seen_columns"]
+            if bits.dtype != np.uint8 or bits.ndim != 1 or len(bits) != (model.n_features_in_ + 7) // 8:
+                raise ModelFormatError(f"{path}: damaged list of seen columns")
+            f.seen_columns = np.unpackbits(bits)[:model.n_features_in_].astype(bool)
+        familiar = manifest.get("extra", {}).get("familiarity")
+        if familiar:
+            try:
+                f.guard = FamiliarityGuard.from_dict(familiar)
+            except (KeyError, TypeError, ValueError, ConfigError) as exc:
+                raise ModelFormatError(f"{path}: damaged familiarity guard ({exc})") from None
         decision = manifest.get("extra", {}).get("decision")
         if decision:
             try:
@@ -566,7 +663,8 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
 
 
 def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None):
-    """Labels, sources, the model's log-probabilities of every message, and ``rows_of(indices)``.
+    """Labels, sources, the model's log-probabilities of every message, ``rows_of(indices)`` and
+    each message's familiarity (:meth:`SpamFilter.familiarity`).
 
     ``rows_of`` gives the feature rows of some of the messages (for explanations). The Dask
     engine's :func:`spamkit.distributed.score_on_cluster` returns the same.
@@ -581,7 +679,8 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None)
         if progress is not None:
             progress(msg)
     X = spam_filter.vectorizer.transform(rows)
-    return labels, ids, spam_filter.model.predict_log_proba(X), lambda indices: X[list(indices)]
+    return (labels, ids, spam_filter.model.predict_log_proba(X), lambda indices: X[list(indices)],
+            spam_filter.familiarity(rows, X))
 
 
 def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False,
@@ -593,7 +692,7 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
     reliability bins, the cost curve, the ten most costly mistakes with their explaining tokens).
     ``score``: replaces :func:`score_locally` (same signature and result; the Dask engine).
     """
-    labels, ids, model_lp, rows_of = (score or score_locally)(spam_filter, corpora, progress)
+    labels, ids, model_lp, rows_of, familiarity = (score or score_locally)(spam_filter, corpora, progress)
     unknown = set(map(str, labels)) - set(map(str, spam_filter.classes_))
     if unknown:
         raise CorpusError(f"the corpus has classes {sorted(unknown)} that the filter was not trained on "
@@ -601,8 +700,14 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
     log_proba = spam_filter.adjust_log_proba(model_lp)
     proba = np.exp(log_proba)
     result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba)
+    if spam_filter.guard is not None:
+        spam_filter.guard.reset()                                  # this corpus is a stream of its own
+    decisions = spam_filter.decide(proba, familiarity)            # once: the guard reads a stream
     if spam_filter.costs is not None:
-        result["costs"] = cost_report(labels, proba, spam_filter)
+        result["costs"] = cost_report(labels, proba, spam_filter, decisions)
+    if spam_filter.guard is not None and len(familiarity):
+        result["familiarity"] = {"median": float(np.median(familiarity)), **spam_filter.guard.as_dict(),
+                                 "guarded": dict(spam_filter.guard.counts)}
     result["corpora"] = describe_corpora(corpora)
     if detail:
         from .evaluation import report_data
@@ -610,7 +715,7 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
         with np.errstate(invalid="ignore"):
             log_odds = log_proba[:, s] - log_proba[:, 1 - s]
         is_spam = np.asarray([str(v) == SPAM_NAME for v in labels])
-        called = np.asarray([str(d) == SPAM_NAME for d in spam_filter.decide(proba)])
+        called = np.asarray([str(d) == SPAM_NAME for d in decisions])
         c_fp, c_fn = 1.0, 1.0
         if spam_filter.costs is not None and sorted(spam_filter.costs.classes) == [HAM_NAME, SPAM_NAME]:
             c_fp, c_fn = spam_filter.costs.binary_costs()
@@ -633,10 +738,11 @@ def held_out_costs(spam_filter: SpamFilter, report: "TrainReport") -> dict:
     return cost_report(labels, proba, spam_filter)
 
 
-def cost_report(labels, proba, spam_filter: SpamFilter) -> dict:
-    """Decisions under the filter's cost matrix: counts per (true class, decision) and mean cost."""
+def cost_report(labels, proba, spam_filter: SpamFilter, decisions=None) -> dict:
+    """Decisions under the filter's cost matrix: counts per (true class, decision) and mean cost
+    (``decisions``: as the filter made them, e.g. with its familiarity guard; default: from ``proba``)."""
     cm = spam_filter.costs
-    decisions = spam_filter.decide(proba)
+    decisions = spam_filter.decide(proba) if decisions is None else decisions
     table = {str(c): {d: 0 for d in cm.decisions} for c in cm.classes}
     total = 0.0
     for label, d in zip(map(str, labels), decisions):
@@ -732,7 +838,7 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
 CONFIG_KEYS = {"model": str, "tokens": str, "alpha": float, "representation": str, "min_df": int,
                "max_features": int, "select": str, "hashing": int, "stem": str, "stop_words": str,
                "ngrams": int, "calibrate": str, "strength": float, "prior": float, "min_dev": float,
-               "max_clues": int, "k": int, "weights": str, "metric": str}
+               "max_clues": int, "k": int, "weights": str, "metric": str, "rate": float}
 _FISHER_KEYS = ("strength", "prior", "min_dev", "max_clues")
 _KNN_KEYS = ("k", "weights", "metric")
 
@@ -766,7 +872,15 @@ def filter_from_config(settings: dict) -> SpamFilter:
         kwargs["fisher"] = fisher
     if knn:
         kwargs["knn"] = knn
+    if "rate" in merged:
+        kwargs["stack"] = stack_for_rate(merged["rate"])
     return build_filter(**kwargs)
+
+
+def stack_for_rate(rate: float) -> dict:
+    """The stack's parameters for a logistic learning rate: :data:`STACK`'s squashing with a logistic
+    component at ``rate``, or for 0 the Fisher + NB stack as it was before the component existed."""
+    return {**STACK, "logistic": float(rate)} if rate else {"logistic": 0.0, "squash": "clip"}
 
 
 def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 0, progress=None,
@@ -839,7 +953,8 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
     Every learned message is remembered by :func:`~spamkit.message.message_key` (tagged or
     not, a message has one key): learning it again is skipped, learning it with the other
     label first removes its old contribution (a corrected mistake), and ``forget`` removes
-    exactly what learning added. ``on_error`` learns only messages the filter gets wrong now
+    what learning added (exactly for counts; a logistic-regression component takes a step
+    back, which is approximate). ``on_error`` learns only messages the filter gets wrong now
     (train on error). Works for the counting models (fisher-nb, fisher, multinomial, bernoulli).
     """
     from .message import message_key
@@ -875,6 +990,7 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
             spam_filter.model.unlearn(X, np.asarray([previous]))
             report.relabelled += 1
         spam_filter.model.partial_fit(X, np.asarray([label]))
+        spam_filter.saw(X)
         spam_filter.learned[key] = label
         report.learned[label] += 1
     return report

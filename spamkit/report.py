@@ -83,6 +83,12 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
         ]
         if "costs" in ev:
             lines.append(render_costs(ev["costs"]))
+        if "familiarity" in ev:
+            f = ev["familiarity"]
+            g = f["guarded"]
+            lines.append(f"  familiarity     median {f['median']:.0%} of a message's tokens known (training: "
+                         f"99% of messages above {f['floor']:.0%}); {g['spam_to_unsure']} spam decisions became "
+                         f"unsure ({g['unfamiliar']} messages unfamiliar, {g['drift']} more in a drifted stream)")
         return "\n".join(lines)
     lines = [f"{title}: {ev['n']} messages, accuracy {_pct(ev['accuracy'])}, macro F1 {_pct(ev['macro_f1'])}",
              f"  {'class':<16} {'precision':>9} {'recall':>9} {'F1':>9} {'support':>8}"]
@@ -122,6 +128,17 @@ def render_train(report, output: str) -> str:
     return "\n".join(lines)
 
 
+def _describe_costs(decision: dict) -> str:
+    """A saved decision layer in words; for ham/spam costs with an unsure row, its P(spam) band."""
+    band = decision.get("band")
+    if band and len(band) == 2:
+        cost = {(d, c): v for d, row in zip(decision["decisions"], decision["costs"])
+                for c, v in zip(decision["classes"], row)}
+        return (f"ham below P(spam) {band[0]:g}, spam above {band[1]:g}, unsure between (costs "
+                f"fp={cost['spam', 'ham']:g}, fn={cost['ham', 'spam']:g}, unsure={cost['unsure', 'ham']:g})")
+    return f"costs over {', '.join(map(str, decision.get('decisions', [])))}"
+
+
 def render_info(manifest: dict, path: str) -> str:
     """A filter file's manifest for people."""
     m, v, a, t = manifest["model"], manifest["vectorizer"], manifest["analyzer"], manifest.get("training", {})
@@ -135,6 +152,9 @@ def render_info(manifest: dict, path: str) -> str:
              f"  classes     {', '.join(map(str, m['classes']))}",
              f"  features    {m['n_features']} ({vec})",
              f"  analyzer    {ana}"]
+    if m["type"] == "logistic" or (m["type"] == "fisher-nb" and m["params"].get("logistic")):
+        lines.append("  unlearning  approximate: a logistic regression learns by gradient steps, and a step "
+                     "cannot be subtracted exactly (spamkit learn --forget takes a step back)")
     calibration = manifest.get("extra", {}).get("calibration")
     if calibration and calibration["method"] == "platt":
         lines.append(f"  calibration platt: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "
@@ -149,7 +169,12 @@ def render_info(manifest: dict, path: str) -> str:
                      f"fn={threshold.get('c_fn', '?')})")
     decision = manifest.get("extra", {}).get("decision")
     if decision:
-        lines.append(f"  decision    costs over {', '.join(map(str, decision.get('decisions', [])))}")
+        lines.append(f"  decision    {_describe_costs(decision)}")
+    familiar = manifest.get("extra", {}).get("familiarity")
+    if familiar:
+        lines.append(f"  guard       spam becomes unsure for a message with under {familiar['floor']:.0%} known tokens, "
+                     f"or while the median of the last {familiar['window']} is under {familiar['window_floor']:.0%} "
+                     "(mail unlike the training mail)")
     if t:
         per_class = ", ".join(f"{k} {n}" for k, n in t.get("per_class", {}).items())
         lines.append(f"  trained on  {t.get('n_messages')} messages ({per_class})")
@@ -207,8 +232,12 @@ def render_online(r: dict, output: str | None) -> str:
     m, st = r["measures"], r["settings"]
     if st["model"] in ("fisher", "fisher-nb"):
         f = st.get("fisher", {})
-        model = (f"{'Robinson/Fisher + multinomial NB, stacked' if st['model'] == 'fisher-nb' else 'Robinson/Fisher'}, s {f.get('strength')}, x {f.get('prior')}, min_dev {f.get('min_dev')}, "
-                 f"max_clues {f.get('max_clues')}")
+        stacked = "Robinson/Fisher + multinomial NB" + (
+            f" + logistic regression (rate {f['logistic']:g})" if f.get("logistic") else "") + ", stacked"
+        model = (f"{stacked if st['model'] == 'fisher-nb' else 'Robinson/Fisher'}, s {f.get('strength')}, "
+                 f"x {f.get('prior')}, min_dev {f.get('min_dev')}, max_clues {f.get('max_clues')}")
+    elif st["model"] == "logistic":
+        model = f"online logistic regression, rate {st.get('rate')}"
     else:
         model = f"{st['model']} NB, alpha {st['alpha']}"
     regime = st.get("regime", "all")
@@ -219,8 +248,15 @@ def render_online(r: dict, output: str | None) -> str:
              f"  hm%        {m['hm_pct']:.3f}   (ham called spam, at P(spam) > 0.5)",
              f"  sm%        {m['sm_pct']:.3f}   (spam let through)",
              f"  lam%       {m['lam_pct']:.3f}",
-             *caught_lines(m),
-             f"  speed      {r['messages_per_second']:.0f} messages/s ({r['seconds']:.1f} s)"]
+             *caught_lines(m)]
+    d = m.get("default_decision")
+    if d:
+        lines.append(f"  default decision (ham below P(spam) {d['low']:g}, spam above {d['high']:g}): ham misfiled "
+                     f"{d['ham_misfiled']:.3f}%, ham unsure {d['ham_unsure']:.3f}%; spam caught "
+                     f"{d['spam_caught']:.2f}%, spam unsure {d['spam_unsure']:.2f}%")
+    if "active" in st:
+        lines.append(f"  active     asked for {st['asked']} of at most {st['active']} labels (b {st['active_b']:g})")
+    lines.append(f"  speed      {r['messages_per_second']:.0f} messages/s ({r['seconds']:.1f} s)")
     curve = r.get("learning_curve") or []
     if curve:
         lines.append(f"  learning curve: (1-ROCA)% of the last (up to) {curve[-1]['end'] - curve[-1]['start']} "

@@ -109,7 +109,9 @@ def test_merge_adds_and_is_associative():
     {"model": "bernoulli"},
     {"model": "multinomial", "hashing": 2 ** 14},
     {"model": "bernoulli", "hashing": 2 ** 14},
-    {"model": "fisher-nb", "tokens": "mail"},                  # the default: a combiner on CV scores
+    # the default stack less its logistic component (sequential gradient steps do not add up
+    # across workers; the engine refuses them): a combiner on CV scores, and the familiarity guard
+    {"model": "fisher-nb", "tokens": "mail", "stack": {"logistic": 0.0, "squash": "slog"}},
 ])
 def test_dask_model_file_is_identical(tmp_path, cluster, corpus, options):
     local, dist, report = train_both(tmp_path, shared_corpus(corpus), cluster, **options)
@@ -216,9 +218,13 @@ def test_cli_train_on_dask_equals_default_engine(tmp_path):
     r3 = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "c.spamkit"), "--engine", "dask",
                              "--scheduler", "local:1", "--model", "knn"])
     assert r3.exit_code != 0 and "stores its training rows" in r3.output and "Traceback" not in r3.output
-    # the default filter (fisher-nb, mail tokens), with a held-out part: same file as locally
+    refused = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "d.spamkit"), "--engine", "dask",
+                                  "--scheduler", "local:1"])       # the default stack: refused, with the way out
+    assert refused.exit_code != 0 and "gradient steps" in refused.output and "--rate 0" in refused.output
+    # the default filter less its logistic component (fisher-nb, mail tokens, --rate 0), with a
+    # held-out part: same file as locally (counts, combiner, familiarity guard, decision layer)
     for name, extra in (("e", []), ("f", ["--engine", "dask", "--scheduler", "local:2", "--partition-size", "25"])):
-        r = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / f"{name}.spamkit"),
+        r = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / f"{name}.spamkit"), "--rate", "0",
                                 "--test-fraction", "0.3"] + extra)
         assert r.exit_code == 0, r.output
     assert members(tmp_path / "e.spamkit") == members(tmp_path / "f.spamkit")
@@ -277,11 +283,12 @@ def test_evaluate_on_dask_equals_local(tmp_path, ship):
 
 @pytest.mark.slow
 def test_cross_validation_on_dask_equals_local(tmp_path):
-    # the default filter (fisher-nb: a combiner inside every fold) and information-gain
-    # selection, folds run in parallel on the cluster: the same out-of-fold scores
+    # the stacked filter less its logistic component (fisher-nb, rate=0: a combiner inside every
+    # fold) and information-gain selection, folds run in parallel on the cluster: the same
+    # out-of-fold scores
     runner = CliRunner()
     corpus = str(shared_corpus("enron-spam/enron1.tar.gz"))
-    args = ["compare", corpus, "--config", "best", "--config", "model=bernoulli,max_features=500,select=ig",
+    args = ["compare", corpus, "--config", "rate=0", "--config", "model=bernoulli,max_features=500,select=ig",
             "--folds", "4", "--seed", "3", "--json"]
     local = runner.invoke(cli, args)
     assert local.exit_code == 0, local.output

@@ -96,3 +96,52 @@ def test_cli_online_reports_the_learning_curve():
     assert len(curve) == 10 and curve[-1]["end"] == 240 and curve[-1]["ham"] + curve[-1]["spam"] == 200
     text = CliRunner().invoke(cli, ["online", str(SAMPLE), "--order", "date"]).output
     assert "learning curve" in text and "240: " in text
+
+
+def test_active_learning_asks_by_margin_within_its_quota(stream):
+    """The selective-sampling rule replayed by hand: with the same seed, message i is asked about
+    iff a uniform draw is below b / (b + |z_i|), until the quota is spent."""
+    result = online_evaluate(iter(stream), Analyzer(), model="multinomial", hashing=2 ** 12, active=12,
+                             active_b=2.0, seed=5)
+    rng = np.random.default_rng(5)
+    asked = 0
+    for z in result.scores:
+        if asked < 12 and rng.random() < 2.0 / (2.0 + abs(z)):
+            asked += 1
+    assert result.settings["asked"] == asked == result.n_learned <= 12
+    # an enormous b asks about everything until the quota is spent: the first 12 messages
+    eager = online_evaluate(iter(stream), Analyzer(), model="multinomial", hashing=2 ** 12, active=12,
+                            active_b=1e12)
+    full = online_evaluate(iter(stream[:12]), Analyzer(), model="multinomial", hashing=2 ** 12)
+    assert eager.n_learned == 12 and eager.scores[:12] == full.scores
+    with pytest.raises(Exception, match="quota"):
+        online_evaluate(iter(stream), Analyzer(), active=5, feedback_fraction=0.5)
+
+
+def test_online_reports_the_default_three_way_decision(stream):
+    from scipy.special import expit
+    from spamkit.decision import DEFAULT_BAND
+    result = online_evaluate(iter(stream), Analyzer(), model="multinomial", hashing=2 ** 12)
+    d = result.measures["default_decision"]
+    p = expit(np.asarray(result.scores))
+    ham = np.array([g == "ham" for g in result.gold])
+    assert d["ham_misfiled"] == pytest.approx(100 * np.mean(p[ham] > DEFAULT_BAND[1]))
+    assert d["spam_caught"] == pytest.approx(100 * np.mean(p[~ham] > DEFAULT_BAND[1]))
+    assert d["ham_unsure"] == pytest.approx(100 * np.mean((p[ham] >= DEFAULT_BAND[0]) & (p[ham] <= DEFAULT_BAND[1])))
+
+
+def test_online_html_report_matches_the_json(tmp_path):
+    import json
+    import re
+    page = tmp_path / "online.html"
+    r = CliRunner().invoke(cli, ["online", str(SAMPLE), "--order", "date", "--model", "logistic", "--json",
+                                 "--report", str(page)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    text = page.read_text()
+    assert text.count("data:image/png;base64,") == 2 and "Learning curve" in text
+    found = dict(re.findall(r'data-key="([^"]+)" data-value="([^"]+)"', text))
+    assert float(found["measures.roca_pct"]) == data["measures"]["roca_pct"]
+    assert float(found["learning_curve.9.roca_pct"]) == data["learning_curve"][9]["roca_pct"]
+    assert float(found["measures.default_decision.ham_misfiled"]) == data["measures"]["default_decision"]["ham_misfiled"]
+    assert data["settings"]["rate"] == 0.02 and data["report"]["roc"]["fpr"][0] == 0.0

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
-from spamkit.mailfilter import EXIT_ERROR, EXIT_HAM, EXIT_SPAM
+from spamkit.mailfilter import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE
 
 from conftest import SAMPLE, start_server, stop_server
 
@@ -53,7 +53,8 @@ def test_client_gets_the_verdict_and_the_tagged_message(server):
                                                                                           else b"No"))
     garbage = bytes(range(256)) * 100
     out = _client(sock, garbage)
-    assert out.returncode in (EXIT_SPAM, EXIT_HAM) and out.stdout.endswith(garbage)
+    # a verdict (the default decision may well be unsure about 25 kB of noise), never an error
+    assert out.returncode in (EXIT_SPAM, EXIT_HAM, EXIT_UNSURE) and out.stdout.endswith(garbage)
 
 
 def test_no_server_means_the_message_passes_through(server, tmp_path):
@@ -148,7 +149,7 @@ def test_a_message_over_the_limit_is_refused_and_passed_through(model, tmp_path)
         assert out.returncode == EXIT_ERROR and out.stdout == big
         assert b"over the server's limit of 65536" in out.stderr and b"Traceback" not in out.stderr
         small = b"Subject: small\n\nhello"
-        assert _client(sock, small).returncode in (EXIT_SPAM, EXIT_HAM)
+        assert _client(sock, small).returncode in (EXIT_SPAM, EXIT_HAM, EXIT_UNSURE)   # a verdict
     finally:
         stop_server(proc)
 

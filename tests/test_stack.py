@@ -87,3 +87,76 @@ def test_parameters_checked():
         FisherNBStack(folds=1).fit(X, y)
     with pytest.raises(ValueError, match="two-class"):
         FisherNBStack().fit(X[:3], ["a", "b", "c"])
+
+
+def test_the_logistic_component_is_an_online_logistic_regression_on_the_same_rows():
+    from spamkit.models import OnlineLogistic
+    X, y = _data(3)
+    stack = FisherNBStack(folds=3, logistic=0.05, squash="slog").fit(X, y)
+    alone = OnlineLogistic(rate=0.05).fit(X, y)
+    comps = stack.component_log_odds(X)
+    assert comps.shape == (len(y), 3)
+    np.testing.assert_allclose(comps[:, 2], alone.decision_function(X), rtol=1e-12)
+    # the combiner's training scores: each fold scored by a regression of the other folds, in order
+    codes = (y == "spam").astype(int)
+    folds = fold_of_rows(codes, 3)
+    held_scores = np.zeros(len(y))
+    for f in range(3):
+        held = folds == f
+        held_scores[held] = OnlineLogistic(rate=0.05).fit(X[~held], y[~held]).decision_function(X[held])
+    fisher_nb = FisherNBStack(folds=3).fit(X, y)                 # same Fisher/NB folds
+    two = np.zeros((len(y), 2))
+    for f in range(3):
+        held = folds == f
+        part = FisherNBStack(folds=3).fit(X[~held], y[~held])
+        two[held] = part.component_log_odds(X[held])[:, :2]
+    inputs = np.column_stack([two, held_scores])
+    slog = np.sign(inputs) * np.log1p(np.abs(inputs))
+    oracle = LogisticRegression(C=1.0, max_iter=1000).fit(slog, codes == 1)
+    np.testing.assert_allclose(stack.coef_, oracle.coef_[0], rtol=1e-5, atol=1e-6)
+    assert stack.intercept_ == pytest.approx(float(oracle.intercept_[0]), rel=1e-5, abs=1e-6)
+    z = stack.combined_log_odds(comps)
+    np.testing.assert_allclose(z, np.log1p(np.abs(comps)) * np.sign(comps) @ stack.coef_ + stack.intercept_)
+    assert fisher_nb.coef_.shape == (2,) and not stack.exact_unlearning and fisher_nb.exact_unlearning
+
+
+def test_online_stack_steps_its_logistic_component_with_each_message():
+    from spamkit.models import OnlineLogistic
+    X, y = _data(4, n=60)
+    stack = FisherNBStack(logistic=0.1)
+    alone = OnlineLogistic(rate=0.1)
+    for i in range(len(y)):
+        stack.partial_fit(X[i], y[i:i + 1], classes=["ham", "spam"])
+        alone.partial_fit(X[i], y[i:i + 1], classes=["ham", "spam"])
+    np.testing.assert_allclose(stack.logistic_.coef_, alone.coef_)
+    np.testing.assert_allclose(stack.component_log_odds(X)[:, 2], alone.decision_function(X))
+
+
+def test_a_stack_with_a_logistic_component_round_trips_and_an_old_file_still_loads(tmp_path):
+    from spamkit.features import Vectorizer
+    from spamkit.persist import load_filter, save_filter
+    from spamkit.text import Analyzer
+    X, y = _data(5)
+    docs = [[f"t{j}" for j in np.flatnonzero(X[i].toarray()[0])] for i in range(len(y))]
+    vec = Vectorizer("binary").fit(docs)
+    Xv = vec.transform(docs)
+    for stack in (FisherNBStack(logistic=0.05, squash="slog").fit(Xv, y), FisherNBStack().fit(Xv, y)):
+        save_filter(tmp_path / "f.spamkit", Analyzer(), vec, stack)
+        _, _, back, manifest = load_filter(tmp_path / "f.spamkit")
+        np.testing.assert_allclose(back.predict_proba(Xv), stack.predict_proba(Xv), rtol=1e-12)
+        assert back.logistic == stack.logistic and back.squash == stack.squash
+    # a file written before the logistic component existed has no such parameters: it loads as Fisher + NB
+    import json
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "f.spamkit") as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    name = next(n for n in members if n.endswith(".json"))
+    manifest = json.loads(members[name])
+    del manifest["model"]["params"]["logistic"], manifest["model"]["params"]["squash"]
+    members[name] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(tmp_path / "old.spamkit", "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    _, _, old, _ = load_filter(tmp_path / "old.spamkit")
+    assert old.logistic == 0.0 and old.logistic_ is None
+    np.testing.assert_allclose(old.predict_proba(Xv), stack.predict_proba(Xv), rtol=1e-12)

@@ -17,7 +17,7 @@ from ..pipeline import SpamFilter, learn_messages
 from ..report import to_json
 from ..server import MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterServer
 from . import cli
-from .params import CostsParam, SizeParam, close_corpora, corpus_options, open_corpora, spam_rate_option
+from .params import CostsParam, SizeParam, close_corpora, costs_or_none, corpus_options, open_corpora, spam_rate_option
 from .progress import Progress
 from .status import ExitStatus
 
@@ -27,7 +27,7 @@ PIPE_STATUS = {"spam": EXIT_SPAM, "ham": EXIT_HAM, "unsure": EXIT_UNSURE}
 def _load(model, cost, spam_rate=None):
     spam_filter = SpamFilter.load(model)
     if cost is not None:
-        spam_filter.set_costs(cost)
+        spam_filter.set_costs(costs_or_none(cost))
     spam_filter.set_spam_rate(spam_rate)
     spam_filter.spam_column                       # a filter without a "spam" class cannot filter mail
     return spam_filter
@@ -125,6 +125,8 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
         finally:
             signal.signal(signal.SIGINT, previous)
     result = summary.as_dict()
+    if spam_filter.guard is not None:
+        result["guarded"] = {k: v for k, v in spam_filter.guard.counts.items() if k != "messages"}
     if summary_file:
         with open(summary_file, "w", encoding="utf-8") as fh:
             json.dump(result, fh, indent=2)
@@ -146,6 +148,12 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
         click.echo(f"  {n} {verb} moved to {dest}")
     if result["already_tagged"]:
         click.echo(f"  {result['already_tagged']} already tagged by this filter (kept their verdict; --force rescores)")
+    guarded = result.get("guarded", {})
+    if guarded.get("spam_to_unsure"):
+        click.echo(f"  {guarded['spam_to_unsure']} judged unsure rather than spam: the mail is unlike the training "
+                   f"mail ({guarded['unfamiliar']} messages mostly made of unseen tokens, {guarded['drift']} more "
+                   "while the stream as a whole looked unfamiliar); if this is your mail now, train on it or teach "
+                   "the filter with spamkit learn")
     for note in result["recovered"]:
         click.echo(f"  recovered: {note}")
     if result["failed"]:
@@ -164,7 +172,8 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
 @cli.command("learn")
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @corpus_options
-@click.option("--forget", is_flag=True, help="Remove these messages' contribution instead (exactly).")
+@click.option("--forget", is_flag=True, help="Remove these messages' contribution instead (exactly for counts; "
+              "a logistic-regression component takes a step back, approximately).")
 @click.option("--on-error", is_flag=True, help="Learn only the messages the filter gets wrong now.")
 @click.option("--json", "as_json", is_flag=True)
 def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_error, as_json):
@@ -178,8 +187,8 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_erro
 
     Each learned message is remembered by a hash of its content (spamkit's tags excluded):
     the same message is never learned twice, a message learned with the other class is
-    moved to this one, and --forget takes back exactly what learning added. The filter
-    file is replaced atomically.
+    moved to this one, and --forget takes back what learning added (exactly for the counting
+    models; a logistic-regression component approximately). The filter file is replaced atomically.
     """
     spam_filter = SpamFilter.load(model)
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)

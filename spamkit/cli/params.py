@@ -46,13 +46,22 @@ class SizeParam(click.ParamType):
         return n
 
 
+#: ``--cost none``: no decision layer, the most probable class
+NO_COSTS = "none"
+
+
+def costs_or_none(cost):
+    """What ``--cost`` asks for: a CostMatrix, or None for ``--cost none``."""
+    return None if cost == NO_COSTS else cost
+
+
 class CostsParam(click.ParamType):
-    """``fp=100,fn=10[,tp=..,tn=..,unsure=..]``, or the path of a cost table for K classes."""
+    """``fp=100,fn=10[,tp=..,tn=..,unsure=..]``, the path of a cost table for K classes, or ``none``."""
 
     name = "COSTS"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, CostMatrix):
+        if isinstance(value, CostMatrix) or value == NO_COSTS:
             return value
         try:
             if "=" not in value and Path(value).exists():
@@ -116,6 +125,9 @@ def model_options(func):
                      show_default=True, help="fisher: tokens with |f - 0.5| below this are not clues."),
         click.option("--max-clues", type=click.IntRange(min=0), default=150, show_default=True,
                      help="fisher: at most this many clues per message, the strongest (0: all)."),
+        click.option("--rate", type=click.FloatRange(min=0.0), default=0.02, show_default=True,
+                     help="logistic: the learning rate of each gradient step; fisher-nb: that of its "
+                          "logistic-regression component (0: Fisher + NB only)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -124,6 +136,9 @@ def model_options(func):
 
 def fisher_params(strength, prior, min_dev, max_clues) -> dict:
     return {"strength": strength, "prior": prior, "min_dev": min_dev, "max_clues": max_clues}
+
+
+
 
 
 #: ``--spam-rate``, shared by classify, evaluate, filter and serve

@@ -9,13 +9,14 @@ import click
 from ..corpus import Corpus
 from ..corpus.split import SPLIT_METHODS
 from ..errors import ModelFormatError
+from ..labels import HAM_NAME, SPAM_NAME
 from ..persist import check_writable, read_manifest
-from ..pipeline import (CALIBRATIONS, METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, SpamFilter,
-                        build_filter, compare_configs, cross_validated_log_odds, parse_config, evaluate_filter, make_analyzer, held_out_costs, online_filter, train_filter, tune_filter)
-from ..evaluation import REGIMES, threshold_report
+from ..pipeline import (CALIBRATIONS, CostMatrix, METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, SpamFilter,
+                        build_filter, compare_configs, cross_validated_log_odds, parse_config, stack_for_rate, evaluate_filter, make_analyzer, held_out_costs, online_filter, train_filter, tune_filter)
+from ..evaluation import ONLINE_MODELS, REGIMES, threshold_report
 from ..report import render_comparison, render_threshold, render_evaluation, render_info, render_online, render_train, render_tuning, to_json, to_json_line
 from . import cli
-from .params import (CostsParam, close_corpora, corpus_options, describe_run, engine_options, fisher_params, model_options,
+from .params import (CostsParam, close_corpora, costs_or_none, corpus_options, describe_run, engine_options, fisher_params, model_options,
                      open_corpora, spam_rate_option)
 from .progress import Progress
 
@@ -29,9 +30,10 @@ def _close(corpora):
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
               help="Filter file to write (e.g. model.spamkit).")
 @click.option("--model", type=click.Choice(MODELS), default="fisher-nb", show_default=True,
-              help="fisher-nb: Robinson/Fisher and multinomial NB stacked (two classes; the best filter); "
-                   "fisher: Robinson/Fisher chi-square combining alone; multinomial or bernoulli Naive "
-                   "Bayes; knn: k nearest neighbours.")
+              help="fisher-nb: Robinson/Fisher, multinomial NB and online logistic regression stacked "
+                   "(two classes; the best filter); fisher: Robinson/Fisher chi-square combining alone; "
+                   "logistic: online logistic regression alone; multinomial or bernoulli Naive Bayes; "
+                   "knn: k nearest neighbours.")
 @model_options
 @click.option("--calibrate", type=click.Choice(CALIBRATIONS), default=None,
               help="Map scores to probabilities fitted on 5-fold cross-validated scores of the training "
@@ -67,7 +69,9 @@ def _close(corpora):
 @click.option("--condense", type=click.Choice(["none", "hart", "edit"]), default="none", show_default=True,
               help="kNN: keep only the prototypes needed (Hart); 'edit' first drops rows kNN gets wrong (Wilson).")
 @click.option("--cost", "cost", type=CostsParam(), default=None,
-              help="Save a decision layer: fp=100,fn=10[,unsure=2] or a cost-table file.")
+              help="The decision layer saved with the filter: fp=100,fn=10[,unsure=2], a cost-table file, or "
+                   "none (the most probable class). Default for ham/spam filters: fp=100,fn=10,unsure=2 -- "
+                   "ham below P(spam) 0.2, spam above 0.98, unsure between.")
 @click.option("--test-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="Hold out this fraction, train on the rest and print the held-out evaluation.")
 @click.option("--split", type=click.Choice(SPLIT_METHODS), default="auto", show_default=True,
@@ -76,15 +80,16 @@ def _close(corpora):
 @click.option("--json", "as_json", is_flag=True, help="Print the training report as JSON.")
 @engine_options
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
-                  max_clues, calibrate, alpha, representation, min_df,
+                  max_clues, rate, calibrate, alpha, representation, min_df,
                   max_features, select, hashing, stem, language, stop_words, ngrams, k, weights, metric, tau,
                   memory_limit, condense, cost, test_fraction, split, seed, as_json, engine, scheduler,
                   partition_size, ship):
     """Train a filter on labelled corpora and write it to a filter file.
 
-    The defaults are spamkit's best filter: Robinson/Fisher chi-square combining and
-    multinomial Naive Bayes over mail tokens, stacked by a logistic combiner fitted on
-    cross-validated scores (--model fisher-nb --tokens mail; see docs/results.md).
+    The defaults are spamkit's best filter: Robinson/Fisher chi-square combining,
+    multinomial Naive Bayes and an online logistic regression over mail tokens, stacked by
+    a logistic combiner fitted on cross-validated scores (--model fisher-nb --tokens mail;
+    see docs/results.md).
 
     \b
     Examples:
@@ -100,12 +105,14 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                                knn=knn if model == "knn" else None, tokens=tokens,
                                fisher=(fisher_params(strength, prior, min_dev, max_clues)
                                        if model in ("fisher", "fisher-nb") else None),
-                               calibrate=calibrate or ("platt" if model == "fisher" else "none"))
+                               calibrate=calibrate or ("platt" if model == "fisher" else "none"),
+                               stack=stack_for_rate(rate), rate=rate)
     if model == "knn" and condense != "none":
         spam_filter.condense_mode = "edit" if condense == "edit" else "condense"
     parameters = {"model": model, "tokens": tokens, "calibrate": spam_filter.calibrate,
                   **({"fisher": fisher_params(strength, prior, min_dev, max_clues)}
                      if model in ("fisher", "fisher-nb") else {}),
+                  **({"rate": rate} if model in ("fisher-nb", "logistic") else {}),
                   "alpha": alpha, "representation": spam_filter.vectorizer.representation,
                   "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
                   "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
@@ -136,8 +143,11 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
         _close(corpora)
         if cluster is not None:
             cluster.close()
+    if cost is None and sorted(map(str, spam_filter.classes_)) == [HAM_NAME, SPAM_NAME]:
+        cost = CostMatrix.default()                   # ham-protecting three-way decisions
+    cost = costs_or_none(cost)
     if cost is not None:
-        spam_filter.set_costs(cost)
+        spam_filter.set_costs(costs_or_none(cost))
         if report.evaluation is not None:
             report.evaluation["costs"] = held_out_costs(spam_filter, report)
     spam_filter.save(output)
@@ -196,12 +206,13 @@ def classify_command(model, inputs, explain, as_json, fmt, cost, spam_rate):
     """
     spam_filter = SpamFilter.load(model)
     if cost is not None:
-        spam_filter.set_costs(cost)
+        spam_filter.set_costs(costs_or_none(cost))
     spam_filter.set_spam_rate(spam_rate)
     binary = "spam" in [str(c) for c in spam_filter.classes_] and len(spam_filter.classes_) == 2
     for source, item in _inputs(inputs or ("-",), fmt):
-        proba = spam_filter.predict_proba([item])[0]
-        label = str(spam_filter.decide(proba[None, :])[0])
+        proba, familiarity = spam_filter.score([item])
+        label = str(spam_filter.decide(proba, familiarity)[0])
+        proba = proba[0]
         record = {"source": source, "class": label,
                   "probabilities": {str(c): float(p) for c, p in zip(spam_filter.classes_, proba)}}
         if binary:
@@ -255,7 +266,7 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     """
     spam_filter = SpamFilter.load(model)
     if cost is not None:
-        spam_filter.set_costs(cost)
+        spam_filter.set_costs(costs_or_none(cost))
     spam_filter.set_spam_rate(spam_rate)
     cluster = run = score = None
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
@@ -331,10 +342,10 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
 @corpus_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the TREC results file here: 'id judgement score gold' per message.")
-@click.option("--model", type=click.Choice(["fisher-nb", "fisher", "multinomial", "bernoulli"]),
+@click.option("--model", type=click.Choice(ONLINE_MODELS),
               default="fisher-nb", show_default=True,
               help="fisher-nb: the stacked best filter, its combiner refitted every 100 messages on the "
-                   "scores it gave before learning them.")
+                   "scores it gave before learning them; logistic: online logistic regression alone.")
 @model_options
 @click.option("--alpha", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
               help="Naive Bayes: additive smoothing.")
@@ -348,12 +359,20 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
               help="Feedback arrives this many messages after classification.")
 @click.option("--feedback-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True,
               help="Only this share of messages is ever learned.")
+@click.option("--active", type=click.IntRange(min=1), default=None, metavar="QUOTA",
+              help="Active learning: the filter asks for at most QUOTA labels, for the messages it is least "
+                   "sure of (asked with probability b / (b + |log-odds|)); only those are learned.")
+@click.option("--active-b", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
+              help="Active learning: b (larger asks more often).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write an HTML report: measures, the learning curve, ROC curves.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--order", type=click.Choice(["corpus", "date"]), default="corpus", show_default=True,
               help="Stream order: the corpus's own (TREC index, Enron arrival) or by message date.")
 @click.option("--json", "as_json", is_flag=True)
 def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
-                   max_clues, alpha, regime, margin, hashing, delay, feedback_fraction, seed, order, as_json):
+                   max_clues, rate, alpha, regime, margin, hashing, delay, feedback_fraction, active, active_b,
+                   report_path, seed, order, as_json):
     """Online evaluation as in the TREC spam track: classify each message, then learn it.
 
     Messages are taken in corpus order (TREC index order, Enron arrival order).
@@ -364,14 +383,23 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
         with Progress("online") as progress:
             result = online_filter(corpora, analyzer=make_analyzer(tokens), model=model, alpha=alpha,
                                    fisher=fisher_params(strength, prior, min_dev, max_clues), regime=regime,
+                                   stack=stack_for_rate(rate), rate=rate,
                                    margin=margin, hashing=hashing, delay=delay,
                                    feedback_fraction=feedback_fraction, seed=seed, order=order,
-                                   progress=progress.step)
+                                   active=active, active_b=active_b, progress=progress.step)
     finally:
         _close(corpora)
     if output:
         result.write_trec(output)
-    click.echo(to_json(result.as_dict()) if as_json else render_online(result.as_dict(), output))
+    data = result.as_dict()
+    if report_path:
+        from ..htmlreport import render_online_html
+        data["report"] = result.report_data()
+        with open(report_path, "w", encoding="utf-8") as fh:
+            fh.write(render_online_html(data, " ".join(sys.argv)))
+    click.echo(to_json(data) if as_json else render_online(data, output))
+    if report_path is not None and not as_json:
+        click.echo(f"report written to {report_path}")
 
 
 @cli.command("threshold")
@@ -396,7 +424,7 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
       spamkit threshold mine.spamkit --ham ~/Mail/INBOX --spam ~/Mail/Junk --cost fp=100,fn=10 --save
     """
     spam_filter = SpamFilter.load(model)
-    costs = cost if cost is not None else spam_filter.costs
+    costs = costs_or_none(cost) if cost is not None else spam_filter.costs
     c_fp, c_fn = 1.0, 1.0
     if costs is not None:
         c_fp, c_fn = costs.binary_costs()

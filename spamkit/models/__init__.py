@@ -2,9 +2,10 @@
 
 from .base import ProbabilisticClassifier
 from .knn import KNNClassifier, KNNRegressor
+from .logistic import OnlineLogistic
 from .naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
 from .robinson import RobinsonFisher
 from .stack import FisherNBStack
 
 __all__ = ["ProbabilisticClassifier", "BernoulliNB", "MultinomialNB", "GaussianNB", "KNNClassifier",
-           "KNNRegressor", "RobinsonFisher", "FisherNBStack"]
+           "KNNRegressor", "RobinsonFisher", "FisherNBStack", "OnlineLogistic"]

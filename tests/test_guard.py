@@ -1,0 +1,126 @@
+"""Decisions that protect ham: the default three-way costs and the familiarity guard, by hand and on real corpora."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from spamkit.cli import cli
+from spamkit.corpus import Corpus
+from spamkit.decision import DEFAULT_BAND, CostMatrix, FamiliarityGuard, unsure_band
+from spamkit.pipeline import BEST, SpamFilter, build_filter
+
+from conftest import SAMPLE, shared_corpus
+
+HAM = [b"Subject: lunch\n\nlunch at noon with the team", b"Subject: notes\n\nthe meeting notes for the team",
+       b"Subject: lunch\n\nnotes from lunch", b"Subject: team\n\nthe team meeting at noon"] * 6
+SPAM = [b"Subject: cheap\n\ncheap pills now", b"Subject: pills\n\nbuy cheap pills",
+        b"Subject: win\n\nwin cheap prizes now", b"Subject: prizes\n\nbuy prizes now"] * 6
+
+
+def test_the_default_costs_are_the_lecture_example_with_an_unsure_cost():
+    # c_FP = 100, c_FN = 10 (the notes' decision-theory example) and abstaining costs 2:
+    # ham below u / c_FN = 2 / 10, spam above 1 - u / c_FP = 1 - 2 / 100
+    assert DEFAULT_BAND == pytest.approx((0.2, 0.98))
+    assert unsure_band(100, 10, 2) == DEFAULT_BAND
+    d = CostMatrix.default().decide([[0.81, 0.19], [0.79, 0.21], [0.021, 0.979], [0.019, 0.981]])
+    assert d.tolist() == ["ham", "unsure", "unsure", "spam"]
+
+
+def test_leave_one_out_familiarity_by_hand():
+    """Four training messages; a token is known without message i if another message has it."""
+    f = build_filter(model="multinomial", tokens="words")
+    docs = [b"Subject: a\n\nred blue", b"Subject: a\n\nred green", b"Subject: a\n\nblue gold",
+            b"Subject: a\n\nred blue green"]
+    f.fit(docs * 5 + [b"Subject: b\n\npurple"], ["ham", "spam", "ham", "spam"] * 5 + ["spam"])
+    # (the word analyzer keeps words of two letters or more: the subjects "a" and "b" give no token)
+    # Every message's tokens occur in its five copies: all known (familiarity 1), except the last,
+    # whose only token "purple" is in no other message: familiarity 0.
+    # 21 messages: the 1st percentile interpolates between 0 and 1 at 0.2, the 5th at 1.
+    assert f.guard.floor == pytest.approx(0.2)
+    assert f.guard.window_floor == pytest.approx(1.0)
+    X = f.transform([b"Subject: a\n\nred unseen words here"])
+    tokens = [f.tokens(b"Subject: a\n\nred unseen words here")]
+    # distinct tokens: red, unseen, words, here -> 1 known of 4
+    assert f.familiarity(tokens, X).tolist() == [pytest.approx(1 / 4)]
+
+
+def test_the_guard_turns_spam_into_unsure_never_ham():
+    g = FamiliarityGuard(floor=0.5, window_floor=0.7, window=10, min_window=5)
+    d = g.apply(np.array(["spam", "ham", "spam", "unsure"], dtype=object), [0.4, 0.1, 0.9, 0.2])
+    assert d.tolist() == ["unsure", "ham", "spam", "unsure"]      # the ham at 0.1 stays ham
+    assert g.counts == {"messages": 4, "unfamiliar": 3, "drift": 0, "spam_to_unsure": 1}
+    # a drifted stream: median of the window under 0.7 though each message passes the floor
+    g = FamiliarityGuard(floor=0.5, window_floor=0.7, window=4, min_window=3)
+    d = g.apply(np.array(["spam"] * 5, dtype=object), [0.6, 0.6, 0.65, 0.9, 0.95])
+    assert d.tolist() == ["spam", "spam", "unsure", "unsure", "spam"]   # medians 0.6, 0.625, 0.775
+    with pytest.raises(Exception, match="floors"):
+        FamiliarityGuard(1.5, 0.5)
+    assert FamiliarityGuard.from_training([0.9] * 19) is None             # too few to know what is usual
+
+
+def test_a_filter_saves_its_guard_and_the_pipe_uses_the_floor(tmp_path):
+    f = build_filter(**BEST).fit(HAM + SPAM, ["ham"] * len(HAM) + ["spam"] * len(SPAM))
+    f.set_costs(CostMatrix.default())
+    f.save(tmp_path / "f.spamkit")
+    back = SpamFilter.load(tmp_path / "f.spamkit")
+    assert back.guard.as_dict() == f.guard.as_dict()
+    assert back.verdict(SPAM[0])[0] == "spam"
+    # the same spam words drowned in tokens the filter never saw: unsure, not spam
+    strange = b"Subject: cheap\n\ncheap pills now " + b" ".join(b"zq%dxy" % i for i in range(40))
+    verdict, p = back.verdict(strange)
+    assert p > DEFAULT_BAND[1] and verdict == "unsure"
+    assert back.guard.counts["spam_to_unsure"] == 1
+
+
+def test_train_saves_the_default_decision_and_cost_none_opts_out(tmp_path):
+    runner = CliRunner()
+    r = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "d.spamkit")])
+    assert r.exit_code == 0, r.output
+    f = SpamFilter.load(tmp_path / "d.spamkit")
+    assert f.costs is not None and f.costs.decisions == ["ham", "spam", "unsure"]
+    info = runner.invoke(cli, ["info", str(tmp_path / "d.spamkit")]).output
+    assert "ham below P(spam) 0.2, spam above 0.98, unsure between (costs fp=100, fn=10, unsure=2)" in info
+    assert "guard       spam becomes unsure" in info
+    r = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "n.spamkit"), "--cost", "none"])
+    assert r.exit_code == 0, r.output
+    assert SpamFilter.load(tmp_path / "n.spamkit").costs is None
+    # classify with --cost none: the most probable class, no unsure
+    out = runner.invoke(cli, ["classify", str(tmp_path / "d.spamkit"), "--cost", "none",
+                              str(SAMPLE / "spam" / "0004.eml")]).output
+    assert "\tspam\t" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("train, test", [("csdmc2010/csdmc2010.tar.gz", "trec07p-dev/trec07p-dev.tar.gz"),
+                                         ("trec07p-dev/trec07p-dev.tar.gz", "csdmc2010/csdmc2010.tar.gz")])
+def test_a_filter_moved_to_another_corpus_does_not_call_its_ham_spam(train, test):
+    """Trained on one raw-mail corpus, judging another: without the guard the filter trained on
+    CSDMC2010 called 27% of trec07p-dev's ham spam; with it, at most 0.5% (the issue's goal)."""
+    with Corpus(shared_corpus(train)) as c:
+        f = build_filter(**BEST).fit(c)
+    f.set_costs(CostMatrix.default())
+    with Corpus(shared_corpus(test)) as c:
+        msgs = list(c)
+    proba, familiarity = f.score(msgs)
+    is_ham = np.array([m.label == "ham" for m in msgs])
+    unguarded = f.costs.decide(proba)
+    guarded = f.decide(proba, familiarity)
+    misfiled = 100 * np.mean(guarded[is_ham] == "spam")
+    print(f"\n{train} -> {test}: ham misfiled {misfiled:.2f}% (without the guard "
+          f"{100 * np.mean(unguarded[is_ham] == 'spam'):.2f}%), guard {f.guard.counts}")
+    assert misfiled <= 0.5
+    assert set(guarded[unguarded != guarded]) <= {"unsure"}           # it only ever abstains
+    # and on held-out mail of the training corpus itself the guard rarely speaks
+    with Corpus(shared_corpus(train)) as c:
+        own = list(c)
+    cut = len(own) * 4 // 5
+    g = build_filter(**BEST).fit(own[:cut])
+    g.set_costs(CostMatrix.default())
+    proba, familiarity = g.score(own[cut:])
+    before = g.costs.decide(proba)
+    after = g.decide(proba, familiarity)
+    changed = np.mean(before != after)
+    print(f"held-out {train}: {100 * changed:.2f}% of decisions changed by the guard")
+    assert changed < 0.03

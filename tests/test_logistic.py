@@ -1,0 +1,109 @@
+"""Online logistic regression: the gradient step by hand, the stream against scikit-learn's SGD."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import SGDClassifier
+
+from spamkit.errors import ConfigError
+from spamkit.models import OnlineLogistic
+
+
+def test_two_gradient_steps_by_hand():
+    # rate 0.5, three tokens. Message 1 = tokens {0, 1}, spam: z = 0, sigma = 1/2, so every
+    # touched weight moves by 0.5 * (1 - 1/2) = 0.25 (and so does the bias).
+    # Message 2 = tokens {1, 2}, ham: z = b + w1 + w2 = 0.25 + 0.25 + 0 = 0.5,
+    # sigma(0.5) = 0.6224593312, step 0.5 * (0 - 0.6224593312) = -0.3112296656.
+    model = OnlineLogistic(rate=0.5)
+    model.partial_fit(sp.csr_matrix([[1.0, 1.0, 0.0]]), ["spam"], classes=["ham", "spam"])
+    np.testing.assert_allclose(model.coef_, [0.25, 0.25, 0.0])
+    assert model.intercept_ == pytest.approx(0.25)
+    model.partial_fit(sp.csr_matrix([[0.0, 3.0, 1.0]]), ["ham"])        # counts: presence is what counts
+    np.testing.assert_allclose(model.coef_, [0.25, 0.25 - 0.3112296656, -0.3112296656], atol=1e-10)
+    assert model.intercept_ == pytest.approx(0.25 - 0.3112296656, abs=1e-10)
+    # P(spam | token 0 alone) = sigma(b + w0) = sigma(0.1887703344) = 0.5470529
+    p = model.predict_proba(sp.csr_matrix([[1.0, 0.0, 0.0]]))[0]
+    assert p[1] == pytest.approx(1 / (1 + math.exp(-0.1887703344)), abs=1e-9)
+    assert p[1] == pytest.approx(0.5470529, abs=1e-7)
+    assert model.class_count_.tolist() == [1.0, 1.0] and model.n_steps_ == 2
+
+
+def _stream(seed=0, n=300, d=60):
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.45, "spam", "ham")
+    rates = np.where(y[:, None] == "spam", 0.05 + 0.3 * (np.arange(d) < 10), 0.05 + 0.3 * (np.arange(d) >= 50))
+    X = (rng.random((n, d)) < rates).astype(float)
+    return X, y
+
+
+@pytest.mark.parametrize("rate", [0.002, 0.05, 0.5])
+def test_the_stream_matches_sklearn_sgd_log_loss(rate):
+    """The same stream, one row at a time, with scikit-learn's constant-rate SGD on log-loss."""
+    X, y = _stream()
+    ours = OnlineLogistic(rate=rate)
+    oracle = SGDClassifier(loss="log_loss", penalty=None, learning_rate="constant", eta0=rate,
+                           fit_intercept=True, shuffle=False, average=False)
+    for i in range(len(y)):
+        ours.partial_fit(sp.csr_matrix(X[i:i + 1]), y[i:i + 1], classes=["ham", "spam"])
+        oracle.partial_fit(X[i:i + 1], y[i:i + 1], classes=["ham", "spam"])   # dense: no intercept decay
+    np.testing.assert_allclose(ours.coef_, oracle.coef_[0], rtol=1e-9, atol=1e-12)
+    assert ours.intercept_ == pytest.approx(float(oracle.intercept_[0]), rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(ours.decision_function(sp.csr_matrix(X)), oracle.decision_function(X),
+                               rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(ours.predict_proba(sp.csr_matrix(X)), oracle.predict_proba(X), rtol=1e-9, atol=1e-12)
+
+
+def test_fit_is_the_stream_in_order_and_epochs_repeat_it():
+    X, y = _stream(1)
+    streamed = OnlineLogistic(rate=0.1)
+    for i in range(len(y)):
+        streamed.partial_fit(sp.csr_matrix(X[i:i + 1]), y[i:i + 1], classes=["ham", "spam"])
+    batch = OnlineLogistic(rate=0.1).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(batch.coef_, streamed.coef_, rtol=1e-12)
+    oracle = SGDClassifier(loss="log_loss", penalty=None, learning_rate="constant", eta0=0.1, shuffle=False)
+    for _ in range(3):
+        for i in range(len(y)):
+            oracle.partial_fit(X[i:i + 1], y[i:i + 1], classes=["ham", "spam"])
+    three = OnlineLogistic(rate=0.1, epochs=3).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(three.coef_, oracle.coef_[0], rtol=1e-9, atol=1e-12)
+
+
+def test_a_step_costs_the_message_not_the_columns():
+    """Only the message's own weights move (and the bias)."""
+    model = OnlineLogistic(rate=0.3)
+    d = 1 << 20
+    model.partial_fit(sp.csr_matrix(([1.0, 1.0], [7, 900_000], [0, 2]), shape=(1, d)), ["spam"],
+                      classes=["ham", "spam"])
+    assert np.flatnonzero(model.coef_).tolist() == [7, 900_000]
+
+
+def test_learns_separable_data_and_unlearn_steps_back():
+    X, y = _stream(2, n=400)
+    model = OnlineLogistic(rate=0.2, epochs=2).fit(sp.csr_matrix(X), y)
+    assert (model.predict(sp.csr_matrix(X)) == y).mean() > 0.9
+    before = model.coef_.copy()
+    x = sp.csr_matrix(X[:1])
+    model.partial_fit(x, y[:1])
+    model.unlearn(x, y[:1])
+    # approximately back: the two steps differ by O(rate^2)
+    assert np.abs(model.coef_ - before).max() < 0.2 ** 2
+    assert not OnlineLogistic.exact_unlearning
+
+
+def test_bad_parameters_and_labels_are_refused():
+    X = sp.csr_matrix([[1.0, 0.0]])
+    with pytest.raises(ConfigError, match="learning rate"):
+        OnlineLogistic(rate=0).fit(X, ["spam"])
+    with pytest.raises(ConfigError, match="epochs"):
+        OnlineLogistic(epochs=0).fit(X, ["spam"])
+    with pytest.raises(ConfigError, match="classes"):
+        OnlineLogistic().partial_fit(X, ["spam"])
+    with pytest.raises(ValueError, match="two-class"):
+        OnlineLogistic().fit(sp.csr_matrix(np.eye(3)), ["a", "b", "c"])
+    model = OnlineLogistic().partial_fit(X, ["spam"], classes=["ham", "spam"])
+    with pytest.raises(ConfigError, match="not one of the classes"):
+        model.partial_fit(X, ["eggs"])
+    with pytest.raises(ConfigError, match="never learned"):
+        model.unlearn(X, ["ham"])
