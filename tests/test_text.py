@@ -219,3 +219,16 @@ def test_header_tokens_are_the_field_words_without_markers(value, max_len, numbe
     doc = Message(body="", kind="rfc822", size=0, headers=[("subject", value)])
     expected = ["subject:" + t for t in a.words(value) if not t.startswith("meta:")]
     assert a(doc) == expected
+
+
+def test_skip_headers_drops_fields_new_in_every_message():
+    from spamkit.message import parse_message
+    from spamkit.text import Analyzer
+    m = parse_message(b"Date: Mon, 1 Jan 2024 10:00:00\nMessage-ID: <a1b2@mx.example>\nSubject: hi there\n\nbody")
+    every = Analyzer.mail()(m)
+    assert "message-id:a1b2" in every and "date:Jan" in every
+    skipped = Analyzer.mail(skip_headers=("Date", "Message-ID"))(m)
+    assert not any(t.startswith(("date:", "message-id:")) for t in skipped)
+    assert "subject:hi" in skipped and "header:date" in skipped          # the field's presence still counts
+    back = Analyzer.from_config(Analyzer.mail(skip_headers=("date",)).get_config(), trusted=False)
+    assert back.skip_headers == ("date",) and Analyzer.from_config({"headers": ["*"]}).skip_headers == ()

@@ -78,9 +78,11 @@ def _check_untrusted(config: dict, stop_list) -> None:
         raise ConfigError("the filter file's stop-word list is not a list of words")
     if stop_words != "none" and stop_list is None:
         raise ConfigError(f"the filter file uses stop words {stop_words!r} but does not carry the list")
-    headers = config.get("headers", ())
-    if not (isinstance(headers, (list, tuple)) and all(isinstance(h, str) for h in headers)):
-        raise ConfigError("the filter file's header list is not a list of field names")
+    for key in ("headers", "skip_headers"):
+        headers = config.get(key, ())
+        if not (isinstance(headers, (list, tuple)) and len(headers) <= 10_000
+                and all(isinstance(h, str) and len(h) <= 200 for h in headers)):
+            raise ConfigError(f"the filter file's {key} is not a list of field names")
 
 
 @dataclass
@@ -107,6 +109,10 @@ class Analyzer:
     headers : tuple of str
         Header fields tokenized with a ``field:`` prefix; ``("*",)`` (:data:`ALL_HEADERS`)
         for every field.
+    skip_headers : tuple of str
+        Header fields never tokenized, even with :data:`ALL_HEADERS` (their names still count
+        for ``header_names``): fields whose values are new in every message, which bogofilter
+        ignores as "MTA cruft" (its man page: "dates and message-IDs are ignored").
     urls : bool
         Emit ``url:host`` tokens.
     meta : bool
@@ -146,6 +152,7 @@ class Analyzer:
     stemmer: str = "none"
     language: str = "english"
     headers: tuple = DEFAULT_HEADERS
+    skip_headers: tuple = ()
     urls: bool = True
     meta: bool = True
     header_names: bool = False
@@ -171,6 +178,7 @@ class Analyzer:
                            if self.token_pattern == WORD_PATTERN and self.min_len == 2 else None)
         self._regex_min_ascii = re.compile(WORD_PATTERN_MIN2_ASCII) if self._regex_min is not None else None
         self.headers = tuple(h.lower() for h in self.headers)
+        self.skip_headers = tuple(h.lower() for h in self.skip_headers)
         if self._stop_list is None:
             self._stop_list = load_stop_words(self.stop_words)
         self._stem = CachedStemmer(self.stemmer, self.language)
@@ -193,6 +201,7 @@ class Analyzer:
         """A JSON-serialisable configuration; a user's stop-word file is stored as its words."""
         config = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
         config["headers"] = list(self.headers)
+        config["skip_headers"] = list(self.skip_headers)
         if self.stop_words not in ("none", "english"):
             config["stop_words"] = "custom"
             config["stop_word_list"] = sorted(self._stop_list)
@@ -220,9 +229,11 @@ class Analyzer:
             _check_untrusted(config, stop_list)
         if config.get("stop_words") == "custom" or stop_list is not None:
             config["stop_words"] = config.get("stop_words", "custom")
-            return cls(**{**config, "headers": tuple(config.get("headers", DEFAULT_HEADERS))},
+            return cls(**{**config, "headers": tuple(config.get("headers", DEFAULT_HEADERS)),
+                          "skip_headers": tuple(config.get("skip_headers", ()))},
                        _stop_list=frozenset(stop_list or ()))
-        return cls(**{**config, "headers": tuple(config.get("headers", DEFAULT_HEADERS))})
+        return cls(**{**config, "headers": tuple(config.get("headers", DEFAULT_HEADERS)),
+                      "skip_headers": tuple(config.get("skip_headers", ()))})
 
     def __getstate__(self):                      # picklable for multiprocessing, not for files
         return self.get_config()
@@ -294,8 +305,9 @@ class Analyzer:
         if self.headers:
             wanted = self.headers
             every = wanted == ALL_HEADERS
+            skip = self.skip_headers
             for name, value in doc.headers:
-                if every or name in wanted:
+                if (every or name in wanted) and name not in skip:
                     words = self.words(value)
                     # markers (meta:long-token, meta:number) are not field tokens: drop them
                     if self.numbers == "collapse" or "meta:long-token" in words:
