@@ -21,6 +21,7 @@ from .message import parse_message
 from .metrics import learning_curve, roc_curve, three_way_rates, trec_measures
 from .models import BernoulliNB, FisherNBStack, MultinomialNB, OnlineLogistic, RobinsonFisher
 from .models.knn import WEIGHTS, KNNClassifier
+from .models.logistic import DEFAULT_RATE
 from .models.stack import BEST_STACK
 
 
@@ -196,7 +197,7 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
                     hashing: int = 2 ** 20, delay: int = 0, feedback_fraction: float = 1.0,
                     seed: int = 0, order: str = "corpus", progress=None, fisher: dict | None = None,
                     regime: str = "all", margin: float = 2.0, stack: dict | None = None,
-                    rate: float = 0.02, active: int | None = None, active_b: float = 1.0) -> OnlineResult:
+                    rate: float = DEFAULT_RATE, active: int | None = None, active_b: float = 1.0) -> OnlineResult:
     """Classify each message in corpus order, then learn it (TREC spam-track protocol).
 
     Parameters
@@ -267,7 +268,7 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
 
 
 def online_model(model: str, alpha: float = 1.0, fisher: dict | None = None, stack: dict | None = None,
-                 rate: float = 0.02):
+                 rate: float = DEFAULT_RATE):
     """A fresh model of :data:`ONLINE_MODELS` for :func:`online_run`."""
     if model == "fisher":
         return RobinsonFisher(**(fisher or {}))

@@ -29,6 +29,7 @@ from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, parse_message
 from .metrics import binary_report, multiclass_report
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic, RobinsonFisher
+from .models.logistic import DEFAULT_RATE
 from .models.stack import BEST_STACK
 from .persist import load_filter, save_filter
 from .text import Analyzer
@@ -47,7 +48,7 @@ BEST = {"model": "fisher-nb", "tokens": "mail"}
 #: the stack's own defaults (a logistic third component, sign-log squashing; see spamkit.models.stack)
 STACK = BEST_STACK
 __all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
-           "MODELS", "TOKENS", "BEST", "STACK", "CALIBRATIONS", "learn_messages", "stack_for_rate", "cross_validated_log_odds", "compare_configs", "parse_config", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
+           "MODELS", "TOKENS", "BEST", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "learn_messages", "stack_for_rate", "cross_validated_log_odds", "compare_configs", "parse_config", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
 def library_versions() -> dict:
@@ -62,7 +63,7 @@ def library_versions() -> dict:
 
 
 def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: dict | None = None,
-               stack: dict | None = None, rate: float = 0.02, **knn):
+               stack: dict | None = None, rate: float = DEFAULT_RATE, **knn):
     """A fresh estimator by name; ``knn`` takes KNNClassifier's parameters (k, weights, metric, ...),
     ``fisher`` RobinsonFisher's (strength, prior, min_dev, max_clues), ``stack`` FisherNBStack's
     own (logistic, squash; default :data:`STACK`), ``rate`` OnlineLogistic's learning rate."""
@@ -95,7 +96,7 @@ def build_filter(model: str = "multinomial", alpha: float = 1.0, representation:
                  hashing: int | None = None, stem: str = "none", language: str = "english",
                  stop_words: str = "none", ngrams: int = 1, knn: dict | None = None,
                  tokens: str = "words", fisher: dict | None = None, calibrate: str = "none",
-                 stack: dict | None = None, rate: float = 0.02) -> "SpamFilter":
+                 stack: dict | None = None, rate: float = DEFAULT_RATE) -> "SpamFilter":
     """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers.
 
     ``knn``: KNNClassifier parameters for ``model="knn"`` (k, weights, metric, tau, epsilon,

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..corpus import FORMATS, Corpus
 from ..errors import ConfigError
 from ..labels import normalise_label
-from ..pipeline import TOKENS, CostMatrix
+from ..pipeline import DEFAULT_RATE, TOKENS, CostMatrix
 from ..report import render_unreadable
 
 
@@ -125,7 +125,7 @@ def model_options(func):
                      show_default=True, help="fisher: tokens with |f - 0.5| below this are not clues."),
         click.option("--max-clues", type=click.IntRange(min=0), default=150, show_default=True,
                      help="fisher: at most this many clues per message, the strongest (0: all)."),
-        click.option("--rate", type=click.FloatRange(min=0.0), default=0.02, show_default=True,
+        click.option("--rate", type=click.FloatRange(min=0.0), default=DEFAULT_RATE, show_default=True,
                      help="logistic: the learning rate of each gradient step; fisher-nb: that of its "
                           "logistic-regression component (0: Fisher + NB only)."),
     ]
