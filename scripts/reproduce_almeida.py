@@ -37,7 +37,7 @@ def main():
     train, test = msgs[:1674], msgs[-3900:]
     y = np.array([m.label == "spam" for m in test])
     print(f"{'filter':<44} {'acc%':>7} {'SC%':>7} {'BH%':>6} {'MCC':>6}")
-    configs = [("spamkit best (fisher-nb, mail tokens)", BEST),
+    configs = [("spamkit best (fisher-nb + logistic, mail tokens)", BEST),
                ("spamkit fisher + Platt, mail tokens", {"model": "fisher", "tokens": "mail", "calibrate": "platt"}),
                ("spamkit fisher + Platt, s=0.1 min_dev=0.3", {"model": "fisher", "tokens": "mail",
                                                              "calibrate": "platt",
