@@ -14,8 +14,9 @@ three-way cut-offs 0.45 / 0.99) on the same messages in the same order.
 The protocol for choosing: on each corpus, a configuration's *regret* is its (1-ROCA)%
 divided by the best configuration's on that corpus; the default is the configuration whose
 worst regret over all corpora is smallest (never much worse anywhere), not the one that wins
-on one corpus, among those that meet the goals against bogofilter (at most 0.8 times its
-(1-ROCA)% on each raw-mail corpus); the column "goals" says which do. The table ends with every configuration ranked that way, losers included.
+on one corpus, among those that meet the goals against bogofilter on each raw-mail corpus
+(at most 0.8 times its (1-ROCA)%; at the default decisions, ham misfiled at most its own
+plus 0.05 points and spam caught at least its own); the column "goals" says which do. The table ends with every configuration ranked that way, losers included.
 (1-ROCA)% below :data:`RESOLUTION` counts as :data:`RESOLUTION`: differences that small are a
 handful of message pairs (on CSDMC2010 one misordered ham/spam pair is 0.0001 points) and
 too small to choose on.
@@ -61,14 +62,15 @@ BOGOFILTER_PARAMS = {"strength": 0.0178, "prior": 0.52, "min_dev": 0.375, "max_c
 
 #: (name, token scheme, model, online_model keyword arguments); the first is the default
 CONFIGS = [
-    ("fisher-nb + logistic 0.1, slog (default)", "mail", "fisher-nb", {"stack": {"logistic": 0.1, "squash": "slog"}}),
-    ("fisher-nb + logistic 0.1, slog, word tokens", "words", "fisher-nb", {"stack": {"logistic": 0.1, "squash": "slog"}}),
-    ("fisher-nb + logistic 0.1, slog, no Date/Message-ID tokens", "mail-nocruft", "fisher-nb",
-     {"stack": {"logistic": 0.1, "squash": "slog"}}),
+    ("fisher-nb + logistic 0.2, slog (default)", "mail", "fisher-nb", {"stack": {"logistic": 0.2, "squash": "slog"}}),
+    ("fisher-nb + logistic 0.2, slog, word tokens", "words", "fisher-nb", {"stack": {"logistic": 0.2, "squash": "slog"}}),
+    ("fisher-nb + logistic 0.2, slog, no Date/Message-ID tokens", "mail-nocruft", "fisher-nb",
+     {"stack": {"logistic": 0.2, "squash": "slog"}}),
     ("fisher-nb + logistic 0.02, slog", "mail", "fisher-nb", {"stack": {"logistic": 0.02, "squash": "slog"}}),
     ("fisher-nb + logistic 0.05, slog", "mail", "fisher-nb", {"stack": {"logistic": 0.05, "squash": "slog"}}),
-    ("fisher-nb + logistic 0.2, slog", "mail", "fisher-nb", {"stack": {"logistic": 0.2, "squash": "slog"}}),
-    ("fisher-nb + logistic 0.1, clip", "mail", "fisher-nb", {"stack": {"logistic": 0.1, "squash": "clip"}}),
+    ("fisher-nb + logistic 0.1, slog", "mail", "fisher-nb", {"stack": {"logistic": 0.1, "squash": "slog"}}),
+    ("fisher-nb + logistic 0.3, slog", "mail", "fisher-nb", {"stack": {"logistic": 0.3, "squash": "slog"}}),
+    ("fisher-nb + logistic 0.2, clip", "mail", "fisher-nb", {"stack": {"logistic": 0.2, "squash": "clip"}}),
     ("fisher-nb, slog", "mail", "fisher-nb", {"stack": {"logistic": 0.0, "squash": "slog"}}),
     ("fisher-nb (the previous default)", "mail", "fisher-nb", {"stack": {"logistic": 0.0, "squash": "clip"}}),
     ("fisher-nb with bogofilter's Fisher parameters + logistic 0.05", "mail", "fisher-nb",
@@ -83,7 +85,7 @@ CONFIGS = [
     ("fisher, bogofilter's parameters, word tokens", "words", "fisher", {"fisher": BOGOFILTER_PARAMS}),
     ("multinomial NB, presence", "mail", "multinomial-presence", {}),
 ]
-QUICK = {0, 7, 8, 11, 14, 15}
+QUICK = {0, 8, 9, 12, 15, 16}
 
 
 def load(path: Path):
@@ -165,7 +167,10 @@ def main():
     def goals(c):
         if not exe or not raw_mail:
             return "?"
-        return "yes" if all(table[n, c] <= 0.8 * table[n, "bogofilter"] for n in raw_mail) else "no"
+        ok = all(table[n, c] <= 0.8 * table[n, "bogofilter"]
+                 and decisions[n, c]["ham_misfiled"] <= decisions[n, "bogofilter"]["ham_misfiled"] + 0.05
+                 and decisions[n, c]["spam_caught"] >= decisions[n, "bogofilter"]["spam_caught"] for n in raw_mail)
+        return "yes" if ok else "no"
 
     print(f"{'configuration':<62} {'goals':>5} {'worst':>6} {'mean':>5}  " + " ".join(f"{n:>6}" for n in names))
     for worst, mean, c, regrets in ranked:

@@ -144,4 +144,4 @@ def test_online_html_report_matches_the_json(tmp_path):
     assert float(found["measures.roca_pct"]) == data["measures"]["roca_pct"]
     assert float(found["learning_curve.9.roca_pct"]) == data["learning_curve"][9]["roca_pct"]
     assert float(found["measures.default_decision.ham_misfiled"]) == data["measures"]["default_decision"]["ham_misfiled"]
-    assert data["settings"]["rate"] == 0.1 and data["report"]["roc"]["fpr"][0] == 0.0
+    assert data["settings"]["rate"] == 0.2 and data["report"]["roc"]["fpr"][0] == 0.0
