@@ -36,7 +36,7 @@ def main():
         msgs = list(corpus)
     train, test = msgs[:1674], msgs[-3900:]
     y = np.array([m.label == "spam" for m in test])
-    print(f"{'filter':<44} {'acc%':>7} {'SC%':>7} {'BH%':>6} {'MCC':>6}")
+    print(f"{'filter':<50} {'acc%':>7} {'SC%':>7} {'BH%':>6} {'MCC':>6}")
     configs = [("spamkit best (fisher-nb + logistic, mail tokens)", BEST),
                ("spamkit fisher + Platt, mail tokens", {"model": "fisher", "tokens": "mail", "calibrate": "platt"}),
                ("spamkit fisher + Platt, s=0.1 min_dev=0.3", {"model": "fisher", "tokens": "mail",
@@ -57,12 +57,12 @@ def main():
         pred = f.p_spam(test) > 0.5
         tp, fn = int(np.sum(pred & y)), int(np.sum(~pred & y))
         fp, tn = int(np.sum(pred & ~y)), int(np.sum(~pred & ~y))
-        print(f"{name:<44} {100 * (tp + tn) / len(y):>7.2f} {100 * tp / (tp + fn):>7.2f} "
+        print(f"{name:<50} {100 * (tp + tn) / len(y):>7.2f} {100 * tp / (tp + fn):>7.2f} "
               f"{100 * fp / (fp + tn):>6.2f} {mcc(tp, fp, tn, fn):>6.3f}")
     for name, acc, sc, bh, m in PAPER:
         sc_text = f"{sc:>7.2f}" if sc is not None else f"{'-':>7}"
         bh_text = f"{bh:>6.2f}" if bh is not None else f"{'-':>6}"
-        print(f"{name:<44} {acc:>7.2f} {sc_text} {bh_text} {m:>6.3f}")
+        print(f"{name:<50} {acc:>7.2f} {sc_text} {bh_text} {m:>6.3f}")
 
 
 if __name__ == "__main__":
