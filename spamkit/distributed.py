@@ -58,7 +58,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import ConfigError, CorpusError
-from .features import Vectorizer, _count_matrix, information_gain
+from .features import Vectorizer, _count_matrix, columns_per_row, information_gain
 from .message import parse_message
 from .models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from .text import Analyzer
@@ -524,10 +524,7 @@ def part_familiarity(part: Part, shared: Shared) -> tuple[np.ndarray, np.ndarray
     """Per message of a partition: its tokens known without it (see SpamFilter.fit_guard), and its
     distinct tokens."""
     vocabulary, n_features, known_without_self = shared.value
-    X = _global_rows(part, vocabulary, n_features)
-    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-    known = np.bincount(rows, weights=known_without_self[X.indices], minlength=X.shape[0])
-    return known, part.distinct
+    return columns_per_row(_global_rows(part, vocabulary, n_features), known_without_self), part.distinct
 
 
 def _fit_guard_on_cluster(spam_filter, client, tokenized: list) -> None:

@@ -19,10 +19,10 @@ from .features import Vectorizer
 from .labels import HAM_NAME, SPAM_NAME
 from .message import parse_message
 from .metrics import learning_curve, roc_curve, three_way_rates, trec_measures
-from .models import BernoulliNB, FisherNBStack, MultinomialNB, OnlineLogistic, RobinsonFisher
+from .models import FisherNBStack
 from .models.knn import WEIGHTS, KNNClassifier
 from .models.logistic import DEFAULT_RATE
-from .models.stack import BEST_STACK
+from .models.registry import make_model
 
 
 def stratified_folds(y, n_folds: int, seed: int = 0) -> np.ndarray:
@@ -269,18 +269,10 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
 
 def online_model(model: str, alpha: float = 1.0, fisher: dict | None = None, stack: dict | None = None,
                  rate: float = DEFAULT_RATE):
-    """A fresh model of :data:`ONLINE_MODELS` for :func:`online_run`."""
-    if model == "fisher":
-        return RobinsonFisher(**(fisher or {}))
-    if model == "fisher-nb":
-        return FisherNBStack(**(fisher or {}), alpha=alpha, **(BEST_STACK if stack is None else stack))
-    if model == "logistic":
-        return OnlineLogistic(rate=rate)
-    if model == "multinomial":
-        return MultinomialNB(alpha=alpha)
-    if model == "bernoulli":
-        return BernoulliNB(alpha=alpha)
-    raise ConfigError(f"online evaluation supports {', '.join(ONLINE_MODELS)}, not {model!r}")
+    """A fresh model of :data:`ONLINE_MODELS` for :func:`online_run` (Naive Bayes with the fitted prior)."""
+    if model not in ONLINE_MODELS:
+        raise ConfigError(f"online evaluation supports {', '.join(ONLINE_MODELS)}, not {model!r}")
+    return make_model(model, alpha=alpha, fisher=fisher, stack=stack, rate=rate)
 
 
 def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed: int = 0,

@@ -35,6 +35,17 @@ REPRESENTATIONS = ("binary", "tf", "tfnorm", "tfidf")
 SELECTIONS = ("frequency", "ig")
 
 
+def columns_per_row(X, marked) -> np.ndarray:
+    """For each row of a CSR matrix, how many of its non-zero columns are marked (``marked``: one
+    0/1 or boolean per column).
+
+    >>> columns_per_row(sp.csr_matrix([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]), [True, True, False]).tolist()
+    [1.0, 1.0]
+    """
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    return np.bincount(rows, weights=np.asarray(marked, dtype=np.float64)[X.indices], minlength=X.shape[0])
+
+
 def information_gain(df_per_class: np.ndarray, class_counts: np.ndarray) -> np.ndarray:
     """Information gain (bits) of each term's presence about the class.
 

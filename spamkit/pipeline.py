@@ -24,19 +24,20 @@ from .corpus.split import holdout_ids
 from .calibration import IsotonicCalibration, PlattScaling, calibration_from_dict
 from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard
 from .errors import ConfigError, CorpusError, ModelFormatError, NotFittedError
-from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
+from .features import REPRESENTATIONS, SELECTIONS, Vectorizer, columns_per_row
 from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, parse_message
 from .metrics import binary_report, multiclass_report
-from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic, RobinsonFisher
+from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
 from .models.logistic import DEFAULT_RATE
+from .models.registry import MODEL_NAMES, make_model
 from .models.stack import BEST_STACK
 from .persist import load_filter, save_filter
 from .text import Analyzer
 from .models.knn import METRICS, WEIGHTS
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
-MODELS = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli", "knn")
+MODELS = MODEL_NAMES
 #: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
 #: "words" (lower-cased words of the body and of a few header fields)
 TOKENS = ("mail", "words")
@@ -47,7 +48,7 @@ CALIBRATIONS = ("none", "platt", "isotonic")
 BEST = {"model": "fisher-nb", "tokens": "mail"}
 #: the stack's own defaults (a logistic third component, sign-log squashing; see spamkit.models.stack)
 STACK = BEST_STACK
-__all__ = ["SpamFilter", "CostMatrix", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
+__all__ = ["SpamFilter", "CostMatrix", "make_model", "held_out_costs", "build_filter", "make_analyzer", "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus",
            "MODELS", "TOKENS", "BEST", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "learn_messages", "stack_for_rate", "cross_validated_log_odds", "compare_configs", "parse_config", "REPRESENTATIONS", "SELECTIONS", "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS"]
 
 
@@ -60,26 +61,6 @@ def library_versions() -> dict:
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
     return versions
-
-
-def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: dict | None = None,
-               stack: dict | None = None, rate: float = DEFAULT_RATE, **knn):
-    """A fresh estimator by name; ``knn`` takes KNNClassifier's parameters (k, weights, metric, ...),
-    ``fisher`` RobinsonFisher's (strength, prior, min_dev, max_clues), ``stack`` FisherNBStack's
-    own (logistic, squash; default :data:`STACK`), ``rate`` OnlineLogistic's learning rate."""
-    if name == "fisher":
-        return RobinsonFisher(**(fisher or {}))
-    if name == "fisher-nb":
-        return FisherNBStack(**(fisher or {}), alpha=alpha, **(STACK if stack is None else stack))
-    if name == "logistic":
-        return OnlineLogistic(rate=rate)
-    if name == "multinomial":
-        return MultinomialNB(alpha=alpha, fit_prior=fit_prior)
-    if name == "bernoulli":
-        return BernoulliNB(alpha=alpha, fit_prior=fit_prior)
-    if name == "knn":
-        return KNNClassifier(**knn)
-    raise ConfigError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
 
 
 def make_analyzer(tokens: str = "words", **settings) -> Analyzer:
@@ -249,9 +230,7 @@ class SpamFilter:
 
     def _fit_guard(self, X, distinct: np.ndarray) -> None:
         df = self.vectorizer.df_
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        known = np.bincount(rows, weights=self.known_without_self(df)[X.indices], minlength=X.shape[0])
-        self.fit_guard(df, known, distinct)
+        self.fit_guard(df, columns_per_row(X, self.known_without_self(df)), distinct)
 
     def fit_guard(self, df, known, distinct) -> None:
         """The guard's reference: each training message's leave-one-out familiarity, ``known`` /
@@ -273,9 +252,7 @@ class SpamFilter:
         """The share of each message's distinct tokens that the filter saw in training."""
         distinct = np.fromiter((len(set(t)) for t in token_lists), dtype=np.float64, count=len(token_lists))
         if self.seen_columns is not None:
-            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-            known = np.bincount(rows, weights=self.seen_columns[X.indices].astype(np.float64),
-                                minlength=X.shape[0])
+            known = columns_per_row(X, self.seen_columns)
         else:
             known = np.diff(X.indptr).astype(np.float64)     # a vocabulary has only seen tokens
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -147,7 +147,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
         cost = CostMatrix.default()                   # ham-protecting three-way decisions
     cost = costs_or_none(cost)
     if cost is not None:
-        spam_filter.set_costs(costs_or_none(cost))
+        spam_filter.set_costs(cost)
         if report.evaluation is not None:
             report.evaluation["costs"] = held_out_costs(spam_filter, report)
     spam_filter.save(output)
