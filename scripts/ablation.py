@@ -60,9 +60,22 @@ RESOLUTION = 0.01
 SPAMBAYES = {"strength": 0.45, "prior": 0.5, "min_dev": 0.1, "max_clues": 150}
 BOGOFILTER_PARAMS = {"strength": 0.0178, "prior": 0.52, "min_dev": 0.375, "max_clues": 0}
 
+#: token schemes beyond spamkit.pipeline.TOKENS: (base scheme, Analyzer settings)
+SCHEMES = {"mail-nocruft": ("mail", {"skip_headers": ("date", "message-id")}),
+           "mail-c4": ("mail", {"char_ngrams": 4}), "mail-c3": ("mail", {"char_ngrams": 3}),
+           "mail-c5": ("mail", {"char_ngrams": 5})}
+
 #: (name, token scheme, model, online_model keyword arguments); the first is the default
 CONFIGS = [
     ("fisher-nb + logistic 0.2, slog (default)", "mail", "fisher-nb", {"stack": {"logistic": 0.2, "squash": "slog"}}),
+    ("fisher-nb + logistic 0.2, slog, character 4-grams", "mail-c4", "fisher-nb",
+     {"stack": {"logistic": 0.2, "squash": "slog"}}),
+    ("fisher-nb + logistic 0.2, slog, character 3-grams", "mail-c3", "fisher-nb",
+     {"stack": {"logistic": 0.2, "squash": "slog"}}),
+    ("fisher-nb + logistic 0.2, slog, character 5-grams", "mail-c5", "fisher-nb",
+     {"stack": {"logistic": 0.2, "squash": "slog"}}),
+    ("fisher-nb + logistic 0.05, slog, character 4-grams", "mail-c4", "fisher-nb",
+     {"stack": {"logistic": 0.05, "squash": "slog"}}),
     ("fisher-nb + logistic 0.2, slog, word tokens", "words", "fisher-nb", {"stack": {"logistic": 0.2, "squash": "slog"}}),
     ("fisher-nb + logistic 0.2, slog, no Date/Message-ID tokens", "mail-nocruft", "fisher-nb",
      {"stack": {"logistic": 0.2, "squash": "slog"}}),
@@ -137,8 +150,8 @@ def main():
             representation = "tf" if model == "multinomial" else "binary"
             key = (scheme, representation)
             if key not in rows_by_scheme:
-                analyzer = (make_analyzer("mail", skip_headers=("date", "message-id")) if scheme == "mail-nocruft"
-                            else make_analyzer(scheme))
+                base, settings = SCHEMES.get(scheme, (scheme, {}))
+                analyzer = make_analyzer(base, **settings)
                 vectorizer = Vectorizer.hashed(HASHING, representation)
                 rows_by_scheme[key] = [vectorizer.transform([analyzer(msg)]) for _, _, _, msg in messages]
             measures, rates = run_config(messages, rows_by_scheme[key], model, kwargs)

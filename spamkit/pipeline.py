@@ -77,21 +77,23 @@ def build_filter(model: str = "multinomial", alpha: float = 1.0, representation:
                  hashing: int | None = None, stem: str = "none", language: str = "english",
                  stop_words: str = "none", ngrams: int = 1, knn: dict | None = None,
                  tokens: str = "words", fisher: dict | None = None, calibrate: str = "none",
-                 stack: dict | None = None, rate: float = DEFAULT_RATE) -> "SpamFilter":
+                 stack: dict | None = None, rate: float = DEFAULT_RATE, char_ngrams: int = 0) -> "SpamFilter":
     """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers.
 
     ``knn``: KNNClassifier parameters for ``model="knn"`` (k, weights, metric, tau, epsilon,
     memory_limit). kNN compares TF vectors by cosine by default (representation "tf").
     ``fisher``: RobinsonFisher parameters for ``model="fisher"``. ``tokens``: "mail" or
     "words" (see :data:`TOKENS`). ``stack``: FisherNBStack's own parameters (default
-    :data:`STACK`); ``rate``: the learning rate of ``model="logistic"``.
+    :data:`STACK`); ``rate``: the learning rate of ``model="logistic"``. ``char_ngrams``: also
+    character n-grams of the body (Analyzer ``char_ngrams``; 0 = off).
     ``build_filter(**BEST)`` is spamkit's best filter.
     """
     estimator = make_model(model, alpha=alpha, fisher=fisher, stack=stack, rate=rate, **(knn or {}))
     default_rep = "binary" if model in ("bernoulli", "fisher", "fisher-nb", "logistic") else "tf"
     vectorizer = Vectorizer(representation or default_rep, min_df=min_df,
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
-    analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams)
+    analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams,
+                             char_ngrams=char_ngrams)
     return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate)
 
 
@@ -816,7 +818,7 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
 CONFIG_KEYS = {"model": str, "tokens": str, "alpha": float, "representation": str, "min_df": int,
                "max_features": int, "select": str, "hashing": int, "stem": str, "stop_words": str,
                "ngrams": int, "calibrate": str, "strength": float, "prior": float, "min_dev": float,
-               "max_clues": int, "k": int, "weights": str, "metric": str, "rate": float}
+               "max_clues": int, "k": int, "weights": str, "metric": str, "rate": float, "char_ngrams": int}
 _FISHER_KEYS = ("strength", "prior", "min_dev", "max_clues")
 _KNN_KEYS = ("k", "weights", "metric")
 

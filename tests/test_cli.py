@@ -129,3 +129,16 @@ def test_help_does_not_load_the_numerical_stack():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert "train" in out.stdout and out.stderr.strip().endswith("[]"), out.stderr
+
+
+def test_train_with_character_ngrams(tmp_path):
+    model = tmp_path / "c4.spamkit"
+    result = run("train", str(SAMPLE), "-o", str(model), "--char-ngrams", "4", "--json")
+    assert result.exit_code == 0, result.output
+    from spamkit.pipeline import SpamFilter
+    f = SpamFilter.load(model)
+    assert f.analyzer.char_ngrams == 4
+    assert any(t.startswith("c4:") for t in f.tokens(b"Subject: hi\n\nfree money now"))
+    bad = CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "x.spamkit"), "--char-ngrams", "2"])
+    assert bad.exit_code != 0 and "char_ngrams must be 0 (off) or 3 to 6" in bad.output
+    assert "Traceback" not in bad.output

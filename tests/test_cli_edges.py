@@ -169,3 +169,26 @@ def test_one_unreadable_message_is_named_counted_and_the_run_goes_on(tmp_path, l
         result = CliRunner().invoke(cli, ["train", *args, "-o", str(tmp_path / "m.spamkit")])
         assert result.exit_code == 0, result.output
         assert bad.name in result.output and "could not be read" in result.output
+
+
+@pytest.mark.parametrize("args", [
+    ["train", "{sample}", "-o", "{missing}/f.spamkit"],
+    ["evaluate", "{model}", "{sample}", "--report", "{missing}/r.html"],
+    ["compare", "{sample}", "--config", "model=multinomial", "--report", "{missing}/r.html"],
+    ["online", "{sample}", "--report", "{missing}/r.html"],
+    ["online", "{sample}", "-o", "{missing}/o.spamkit"],
+    ["filter", "{model}", "{sample}", "--dry-run", "--summary", "{missing}/s.json"],
+])
+def test_output_paths_are_checked_before_any_work(tmp_path, args, monkeypatch):
+    """A missing output folder is reported when the command line is read (exit 2, no
+    traceback), before any corpus is opened: the model argument need not even be read."""
+    import spamkit.corpus
+    opened = []
+    monkeypatch.setattr(spamkit.corpus.Corpus, "__init__",
+                        lambda self, *a, **k: opened.append(a) or (_ for _ in ()).throw(AssertionError("opened")))
+    values = {"sample": str(SAMPLE), "model": str(tmp_path / "any.spamkit"), "missing": str(tmp_path / "nope")}
+    (tmp_path / "any.spamkit").write_bytes(b"")
+    result = CliRunner().invoke(cli, [a.format(**values) for a in args])
+    assert result.exit_code == 2, result.output
+    assert f"folder {tmp_path / 'nope'} does not exist" in result.output
+    assert "Traceback" not in result.output and not opened

@@ -232,3 +232,34 @@ def test_skip_headers_drops_fields_new_in_every_message():
     assert "subject:hi" in skipped and "header:date" in skipped          # the field's presence still counts
     back = Analyzer.from_config(Analyzer.mail(skip_headers=("date",)).get_config(), trusted=False)
     assert back.skip_headers == ("date",) and Analyzer.from_config({"headers": ["*"]}).skip_headers == ()
+
+
+def test_character_ngrams_by_hand():
+    a = Analyzer(char_ngrams=4, char_window=9, urls=False, meta=False, headers=())
+    # "free free!" -> the first 9 characters "free free": 6 windows, "free" twice, kept once
+    assert a("free free!") == ["free", "free", "c4:free", "c4:ree ", "c4:ee f", "c4:e fr", "c4: fre"]
+    assert Analyzer(char_ngrams=3).char_grams("ab") == []
+    assert Analyzer(char_ngrams=3).char_grams("a\r\n\tb") == ["c3:a b"]      # white space runs: one space
+    with pytest.raises(ConfigError, match="char_ngrams"):
+        Analyzer(char_ngrams=2)
+    with pytest.raises(ConfigError, match="char_window"):
+        Analyzer(char_ngrams=4, char_window=0)
+
+
+def test_character_ngrams_come_from_the_decoded_body():
+    plain = b"Subject: x\nContent-Type: text/plain\n\nCheap v1agra here\n"
+    encoded = (b"Subject: x\nContent-Type: text/plain\nContent-Transfer-Encoding: base64\n\n"
+               + __import__("base64").b64encode(b"Cheap v1agra here\n") + b"\n")
+    a = Analyzer.mail(char_ngrams=4)
+    grams = [t for t in a(parse_message(plain)) if t.startswith("c4:")]
+    assert "c4:1agr" in grams
+    assert grams == [t for t in a(parse_message(encoded)) if t.startswith("c4:")]
+
+
+def test_character_ngram_settings_are_saved():
+    a = Analyzer.mail(char_ngrams=5, char_window=100)
+    b = Analyzer.from_config(a.get_config(), trusted=False)
+    assert (b.char_ngrams, b.char_window) == (5, 100)
+    old = a.get_config()
+    del old["char_ngrams"], old["char_window"]            # a filter file from before the option
+    assert Analyzer.from_config(old).char_ngrams == 0

@@ -17,7 +17,7 @@ from ..pipeline import SpamFilter, learn_messages
 from ..report import to_json
 from ..server import MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterServer
 from . import cli
-from .params import CostsParam, SizeParam, close_corpora, costs_or_none, corpus_options, open_corpora, spam_rate_option
+from .params import CostsParam, OutputPath, SizeParam, close_corpora, costs_or_none, corpus_options, open_corpora, spam_rate_option
 from .progress import Progress
 from .status import ExitStatus
 
@@ -65,7 +65,7 @@ def _pipe(model, cost, spam_rate=None) -> int:
 @click.option("--force", is_flag=True, help="Score messages already tagged by this filter again.")
 @click.option("--wait", type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="Seconds to wait for another run that holds a mailbox.")
-@click.option("--summary", "summary_file", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--summary", "summary_file", type=OutputPath(), default=None,
               help="Also write the run's summary here as JSON.")
 @click.option("--recover", is_flag=True,
               help="Only finish or undo interrupted runs on these mbox files, then stop.")

@@ -7,10 +7,25 @@ import click
 from pathlib import Path
 
 from ..corpus import FORMATS, Corpus
-from ..errors import ConfigError
+from ..errors import ConfigError, OutputError
 from ..labels import normalise_label
+from ..persist import check_writable
 from ..pipeline import DEFAULT_RATE, TOKENS, CostMatrix
 from ..report import render_unreadable
+
+
+class OutputPath(click.ParamType):
+    """A file the command will write: its folder must exist and be writable, checked when the
+    command line is read -- before any work, not after hours of training."""
+
+    name = "file"
+
+    def convert(self, value, param, ctx):
+        try:
+            check_writable(value)
+        except OutputError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
 
 
 class ClassPathParam(click.ParamType):

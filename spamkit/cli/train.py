@@ -10,13 +10,13 @@ from ..corpus import Corpus
 from ..corpus.split import SPLIT_METHODS
 from ..errors import ModelFormatError
 from ..labels import HAM_NAME, SPAM_NAME
-from ..persist import check_writable, read_manifest
+from ..persist import read_manifest
 from ..pipeline import (CALIBRATIONS, CostMatrix, METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, SpamFilter,
                         build_filter, compare_configs, cross_validated_log_odds, parse_config, stack_for_rate, evaluate_filter, make_analyzer, held_out_costs, online_filter, train_filter, tune_filter)
 from ..evaluation import ONLINE_MODELS, REGIMES, threshold_report
 from ..report import render_comparison, render_threshold, render_evaluation, render_info, render_online, render_train, render_tuning, to_json, to_json_line
 from . import cli
-from .params import (CostsParam, close_corpora, costs_or_none, corpus_options, describe_run, engine_options, fisher_params, model_options,
+from .params import (CostsParam, OutputPath, close_corpora, costs_or_none, corpus_options, describe_run, engine_options, fisher_params, model_options,
                      open_corpora, spam_rate_option)
 from .progress import Progress
 
@@ -27,7 +27,7 @@ def _close(corpora):
 
 @cli.command("train")
 @corpus_options
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", required=True, type=OutputPath(),
               help="Filter file to write (e.g. model.spamkit).")
 @click.option("--model", type=click.Choice(MODELS), default="fisher-nb", show_default=True,
               help="fisher-nb: Robinson/Fisher, multinomial NB and online logistic regression stacked "
@@ -57,6 +57,9 @@ def _close(corpora):
 @click.option("--stop-words", default="none", show_default=True, metavar="english|none|FILE")
 @click.option("--ngrams", type=click.IntRange(1, 5), default=1, show_default=True,
               help="Also use word n-grams up to this length.")
+@click.option("--char-ngrams", type=click.IntRange(0, 6), default=0, show_default=True, metavar="N",
+              help="Also use the character N-grams (3-6) of the first 3,000 characters of each body; 0: off. "
+                   "Best on short texts (SMS: 99.10% accuracy at 4), worse on mail.")
 @click.option("--k", "k", default="5", show_default=True, metavar="N|auto",
               help="kNN: neighbours that vote; 'auto' picks k and --weights by 5-fold cross-validation.")
 @click.option("--weights", type=click.Choice(WEIGHTS), default="uniform", show_default=True,
@@ -81,7 +84,7 @@ def _close(corpora):
 @engine_options
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                   max_clues, rate, calibrate, alpha, representation, min_df,
-                  max_features, select, hashing, stem, language, stop_words, ngrams, k, weights, metric, tau,
+                  max_features, select, hashing, stem, language, stop_words, ngrams, char_ngrams, k, weights, metric, tau,
                   memory_limit, condense, cost, test_fraction, split, seed, as_json, engine, scheduler,
                   partition_size, ship):
     """Train a filter on labelled corpora and write it to a filter file.
@@ -97,12 +100,11 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
       spamkit train enron1.tar.gz --model bernoulli --max-features 3000 --select ig -o e1.spamkit
       spamkit train --ham ~/Mail/INBOX --spam ~/Mail/Junk -o mine.spamkit
     """
-    check_writable(output)                        # before the training pass, not after it
     knn = {"k": _k_value(k), "weights": weights, "metric": metric, "tau": tau, "memory_limit": memory_limit}
     spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
                                max_features=max_features, select=select, hashing=hashing, stem=stem,
                                language=language, stop_words=stop_words, ngrams=ngrams,
-                               knn=knn if model == "knn" else None, tokens=tokens,
+                               char_ngrams=char_ngrams, knn=knn if model == "knn" else None, tokens=tokens,
                                fisher=(fisher_params(strength, prior, min_dev, max_clues)
                                        if model in ("fisher", "fisher-nb") else None),
                                calibrate=calibrate or ("platt" if model == "fisher" else "none"),
@@ -116,6 +118,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                   "alpha": alpha, "representation": spam_filter.vectorizer.representation,
                   "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
                   "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
+                  **({"char_ngrams": char_ngrams} if char_ngrams else {}),
                   "test_fraction": test_fraction, "split": split, "seed": seed,
                   **({"knn": {**knn, "condense": condense}} if model == "knn" else {}),
                   "command": " ".join(sys.argv)}
@@ -251,7 +254,7 @@ def _inputs(inputs, fmt):
 @corpus_options
 @click.option("--cost", "cost", type=CostsParam(), default=None,
               help="Also report decisions and cost per message under these costs.")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--report", "report_path", type=OutputPath(), default=None,
               help="Write a self-contained HTML report with plots (ham/spam filters).")
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the measures as JSON.")
@@ -340,7 +343,7 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
 
 @cli.command("online")
 @corpus_options
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("-o", "--output", type=OutputPath(), default=None,
               help="Write the TREC results file here: 'id judgement score gold' per message.")
 @click.option("--model", type=click.Choice(ONLINE_MODELS),
               default="fisher-nb", show_default=True,
@@ -364,7 +367,7 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
                    "sure of (asked with probability b / (b + |log-odds|)); only those are learned.")
 @click.option("--active-b", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
               help="Active learning: b (larger asks more often).")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--report", "report_path", type=OutputPath(), default=None,
               help="Write an HTML report: measures, the learning curve, ROC curves.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--order", type=click.Choice(["corpus", "date"]), default="corpus", show_default=True,
@@ -508,7 +511,7 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_j
                    "'best' alone means the best filter.")
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--report", "report_path", type=OutputPath(), default=None,
               help="Also write an HTML page with overlaid ROC curves (linear and log FPR) and the table.")
 @click.option("--json", "as_json", is_flag=True)
 @engine_options
