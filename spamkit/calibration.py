@@ -27,6 +27,9 @@ from .errors import ConfigError
 
 #: scores are clipped to this magnitude before calibration (kNN's log-odds can be infinite)
 SCORE_LIMIT = 700.0
+#: how a filter's scores become probabilities: as the model gives them, Platt-scaled or
+#: isotonic-regressed on cross-validated log-odds
+CALIBRATIONS = ("none", "platt", "isotonic")
 
 
 class PlattScaling:

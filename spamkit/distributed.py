@@ -670,7 +670,7 @@ _FILTERS: dict = {}
 
 
 def _filter_from_bytes(blob: bytes, digest: str):
-    from .pipeline import SpamFilter
+    from .spamfilter import SpamFilter
     f = _FILTERS.get(digest)
     if f is None:
         fd, path = tempfile.mkstemp(suffix=".spamkit")
@@ -718,7 +718,7 @@ def score_partition(blob: Shared, digest: str, partition):
 
 def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunReport | None = None,
                      max_pending: int | None = None, ship: bool = False, status=None):
-    """A ``score`` function for :func:`spamkit.pipeline.evaluate_filter` that scores on the cluster.
+    """A ``score`` function for :func:`spamkit.jobs.evaluate.evaluate_filter` that scores on the cluster.
 
     The filter travels once to every worker (as its file's bytes); each partition comes back
     as the model's log-probabilities of its messages, which are the same, row by row, as
@@ -805,7 +805,7 @@ def fit_from_parts(spam_filter, client, tokenized: list, labels: list, rows_per_
 
 def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunReport | None = None,
                   ship: bool = False, status=None, max_pending: int | None = None):
-    """A replacement for :func:`spamkit.pipeline.cross_validated_log_odds` that runs on the cluster.
+    """A replacement for :func:`spamkit.jobs.crossval.cross_validated_log_odds` that runs on the cluster.
 
     Every message is read and tokenized once, on the workers, and stays there; the folds
     then run in parallel (one driver thread each): a fold's filter is built from the
@@ -824,7 +824,7 @@ def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunRe
     def cv(spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None, return_folds: bool = False):
         from sklearn.base import clone
 
-        from .pipeline import SpamFilter
+        from .spamfilter import SpamFilter
         check_distributable(spam_filter)
         started = time.perf_counter()
         labels: list = []

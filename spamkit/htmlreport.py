@@ -1,7 +1,7 @@
 """One self-contained HTML evaluation report: plots embedded as PNG, numbers from the JSON result.
 
 Renders, computes nothing: every number shown comes from the evaluation result dict
-(:func:`spamkit.pipeline.evaluate_filter` with ``detail=True``), which ``--json`` prints
+(:func:`spamkit.jobs.evaluate.evaluate_filter` with ``detail=True``), which ``--json`` prints
 as well, and each is written into an element with a ``data-key`` attribute naming its
 place in that dict, so a test can check that the page and the JSON agree. Plots use
 matplotlib's headless Agg backend (no display needed): ROC on a linear and a logarithmic

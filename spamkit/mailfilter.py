@@ -1,7 +1,7 @@
 """Filtering mailboxes in place: tag each message with its verdict, move spam, lose nothing.
 
 Owns writing to mailboxes; reading labelled corpora stays in :mod:`spamkit.corpus`, the
-verdicts come from a :class:`~spamkit.pipeline.SpamFilter` and its decision layer.
+verdicts come from a :class:`~spamkit.spamfilter.SpamFilter` and its decision layer.
 
 Tags
     The verdict is written as header fields *prepended* to the message, the way trace

@@ -19,7 +19,7 @@ def human_bytes(n: float) -> str:
 
 
 def render_survey(survey) -> str:
-    """A :class:`spamkit.pipeline.CorpusSurvey` as a few aligned lines."""
+    """A :class:`spamkit.jobs.survey.CorpusSurvey` as a few aligned lines."""
     classes = ", ".join(f"{'(unlabelled)' if k == 'None' else k} {v}" for k, v in survey.per_class.items())
     avg = survey.n_bytes / survey.n_messages if survey.n_messages else 0
     lines = [

@@ -180,8 +180,8 @@ def test_one_unreadable_message_is_named_counted_and_the_run_goes_on(tmp_path, l
     ["filter", "{model}", "{sample}", "--dry-run", "--summary", "{missing}/s.json"],
 ])
 def test_output_paths_are_checked_before_any_work(tmp_path, args, monkeypatch):
-    """A missing output folder is reported when the command line is read (exit 2, no
-    traceback), before any corpus is opened: the model argument need not even be read."""
+    """A missing output folder is reported when the command line is read (exit 1, no
+    traceback), before any corpus is opened."""
     import spamkit.corpus
     opened = []
     monkeypatch.setattr(spamkit.corpus.Corpus, "__init__",
@@ -189,6 +189,6 @@ def test_output_paths_are_checked_before_any_work(tmp_path, args, monkeypatch):
     values = {"sample": str(SAMPLE), "model": str(tmp_path / "any.spamkit"), "missing": str(tmp_path / "nope")}
     (tmp_path / "any.spamkit").write_bytes(b"")
     result = CliRunner().invoke(cli, [a.format(**values) for a in args])
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert f"folder {tmp_path / 'nope'} does not exist" in result.output
     assert "Traceback" not in result.output and not opened

@@ -31,10 +31,18 @@ ALLOWED = {
     "metrics": {"errors", "labels"},
     # scores -> probabilities (Platt scaling), between the models and the decisions
     "calibration": {"errors"},
-    # evaluation holds protocols over matrices (cross-validation, tuning); the pipeline calls them
-    # when it trains (kNN's --k auto), so the arrow is pipeline -> evaluation, never back.
-    "pipeline": {"errors", "labels", "corpus", "message", "htmltext", "text", "features", "models",
-                 "decision", "metrics", "persist", "evaluation", "version", "calibration"},
+    # the trained filter: stages in order, its calibration, decision layer and file; evaluation
+    # holds protocols over matrices (cross-validation, tuning) that it calls when it trains (kNN's
+    # --k auto, calibration), so the arrow is spamfilter -> evaluation, never back.
+    "spamfilter": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision",
+                   "persist", "evaluation", "calibration"},
+    # settings -> an untrained filter: the registry of names and the defaults
+    "config": {"errors", "text", "features", "models", "calibration", "spamfilter"},
+    # corpus-level jobs (train, evaluate, cross-validate, online, learn, survey)
+    "jobs": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
+             "evaluation", "version", "spamfilter", "config"},
+    # the one-import facade for scripts: re-exports spamfilter, config and jobs
+    "pipeline": {"spamfilter", "config", "jobs", "decision", "models"},
     "evaluation": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision",
                    "metrics", "persist"},
     "persist": {"errors", "labels", "text", "features", "models", "decision", "version", "durable"},
@@ -50,10 +58,11 @@ ALLOWED = {
     # the console script: guards pipe mode before importing the command line
     "launch": {"passthrough", "cli"},
     # the Dask engine: the pipeline's stages run on workers; the pipeline never imports it
-    "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "pipeline",
+    "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "spamfilter",
                     "evaluation"},
-    "cli": {"errors", "labels", "pipeline", "evaluation", "persist", "corpus", "report", "version", "mailfilter",
-            "server", "htmlreport", "distributed", "passthrough"},
+    # the CLI parses --cost into the decision module's CostMatrix itself
+    "cli": {"errors", "labels", "spamfilter", "config", "jobs", "decision", "evaluation", "persist", "corpus",
+            "report", "version", "mailfilter", "server", "htmlreport", "distributed", "passthrough"},
     "__main__": {"launch"},
     "__init__": set(),
 }

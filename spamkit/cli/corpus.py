@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..pipeline import survey_corpus
+from ..jobs.survey import survey_corpus
 from ..report import render_survey, to_json
 from . import cli
 from .params import corpus_options, open_corpora

@@ -13,7 +13,8 @@ import click
 from ..corpus import iter_corpora
 from ..mailfilter import EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import guard
-from ..pipeline import SpamFilter, learn_messages
+from ..jobs.learn import learn_messages
+from ..spamfilter import SpamFilter
 from ..report import to_json
 from ..server import MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterServer
 from . import cli

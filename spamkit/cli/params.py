@@ -7,10 +7,11 @@ import click
 from pathlib import Path
 
 from ..corpus import FORMATS, Corpus
-from ..errors import ConfigError, OutputError
+from ..errors import ConfigError
 from ..labels import normalise_label
 from ..persist import check_writable
-from ..pipeline import DEFAULT_RATE, TOKENS, CostMatrix
+from ..config import DEFAULT_RATE, TOKENS
+from ..decision import CostMatrix
 from ..report import render_unreadable
 
 
@@ -21,10 +22,9 @@ class OutputPath(click.ParamType):
     name = "file"
 
     def convert(self, value, param, ctx):
-        try:
-            check_writable(value)
-        except OutputError as exc:
-            self.fail(str(exc), param, ctx)
+        if Path(value).is_dir():        # a usage error, as click's own paths report it (exit status 2)
+            self.fail(f"{value!r} is a directory, not a file name", param, ctx)
+        check_writable(value)           # an OutputError: "Error: cannot write ...", exit status 1
         return str(value)
 
 

@@ -11,8 +11,14 @@ from ..corpus.split import SPLIT_METHODS
 from ..errors import ModelFormatError
 from ..labels import HAM_NAME, SPAM_NAME
 from ..persist import read_manifest
-from ..pipeline import (CALIBRATIONS, CostMatrix, METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, SpamFilter,
-                        build_filter, compare_configs, cross_validated_log_odds, parse_config, stack_for_rate, evaluate_filter, make_analyzer, held_out_costs, online_filter, train_filter, tune_filter)
+from ..config import (CALIBRATIONS, METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS, build_filter,
+                      make_analyzer, parse_config, stack_for_rate)
+from ..decision import CostMatrix
+from ..jobs.crossval import compare_configs, cross_validated_log_odds, tune_filter
+from ..jobs.evaluate import evaluate_filter
+from ..jobs.online import online_filter
+from ..jobs.train import held_out_costs, train_filter
+from ..spamfilter import SpamFilter
 from ..evaluation import ONLINE_MODELS, REGIMES, threshold_report
 from ..report import render_comparison, render_threshold, render_evaluation, render_info, render_online, render_train, render_tuning, to_json, to_json_line
 from . import cli

@@ -1,0 +1,124 @@
+"""Settings to an untrained filter: the one registry of names and spamkit's defaults.
+
+The names a user can choose (models, token schemes, representations, calibrations, kNN
+metrics and weights, stemmers), spamkit's best filter (:data:`BEST`, :data:`STACK`), and
+the functions that build a :class:`~spamkit.spamfilter.SpamFilter` from them:
+:func:`build_filter` (the options of ``spamkit train``) and :func:`filter_from_config`
+(the ``KEY=VALUE`` settings of ``spamkit cv`` / ``compare``). Model classes by name are
+:mod:`spamkit.models.registry`.
+"""
+
+from __future__ import annotations
+
+from .calibration import CALIBRATIONS
+from .errors import ConfigError
+from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
+from .models.knn import METRICS, WEIGHTS
+from .models.logistic import DEFAULT_RATE
+from .models.registry import MODEL_NAMES, make_model
+from .models.stack import BEST_STACK
+from .spamfilter import SpamFilter
+from .text import Analyzer
+from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
+
+__all__ = ["MODELS", "TOKENS", "BEST", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS",
+           "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS", "CONFIG_KEYS", "make_analyzer", "build_filter",
+           "parse_config", "filter_from_config", "stack_for_rate"]
+
+MODELS = MODEL_NAMES
+
+
+#: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
+#: "words" (lower-cased words of the body and of a few header fields)
+TOKENS = ("mail", "words")
+
+
+#: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (docs/results.md, "Beating bogofilter")
+BEST = {"model": "fisher-nb", "tokens": "mail"}
+
+
+#: the stack's own defaults (a logistic third component, sign-log squashing; see spamkit.models.stack)
+STACK = BEST_STACK
+
+
+def make_analyzer(tokens: str = "words", **settings) -> Analyzer:
+    """The analyzer of a token scheme (:data:`TOKENS`), with Analyzer settings on top."""
+    if tokens == "mail":
+        return Analyzer.mail(**settings)
+    if tokens == "words":
+        return Analyzer(**settings)
+    raise ConfigError(f"unknown token scheme {tokens!r}; choose one of {', '.join(TOKENS)}")
+
+
+def build_filter(model: str = "multinomial", alpha: float = 1.0, representation: str | None = None,
+                 min_df=1, max_df=1.0, max_features: int | None = None, select: str = "frequency",
+                 hashing: int | None = None, stem: str = "none", language: str = "english",
+                 stop_words: str = "none", ngrams: int = 1, knn: dict | None = None,
+                 tokens: str = "words", fisher: dict | None = None, calibrate: str = "none",
+                 stack: dict | None = None, rate: float = DEFAULT_RATE, char_ngrams: int = 0) -> "SpamFilter":
+    """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers.
+
+    ``knn``: KNNClassifier parameters for ``model="knn"`` (k, weights, metric, tau, epsilon,
+    memory_limit). kNN compares TF vectors by cosine by default (representation "tf").
+    ``fisher``: RobinsonFisher parameters for ``model="fisher"``. ``tokens``: "mail" or
+    "words" (see :data:`TOKENS`). ``stack``: FisherNBStack's own parameters (default
+    :data:`STACK`); ``rate``: the learning rate of ``model="logistic"``. ``char_ngrams``: also
+    character n-grams of the body (Analyzer ``char_ngrams``; 0 = off).
+    ``build_filter(**BEST)`` is spamkit's best filter.
+    """
+    estimator = make_model(model, alpha=alpha, fisher=fisher, stack=stack, rate=rate, **(knn or {}))
+    default_rep = "binary" if model in ("bernoulli", "fisher", "fisher-nb", "logistic") else "tf"
+    vectorizer = Vectorizer(representation or default_rep, min_df=min_df,
+                            max_df=max_df, max_features=max_features, select=select, hashing=hashing)
+    analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams,
+                             char_ngrams=char_ngrams)
+    return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate)
+
+
+def stack_for_rate(rate: float) -> dict:
+    """The stack's parameters for a logistic learning rate: :data:`STACK`'s squashing with a logistic
+    component at ``rate``, or for 0 the Fisher + NB stack as it was before the component existed."""
+    return {**STACK, "logistic": float(rate)} if rate else {"logistic": 0.0, "squash": "clip"}
+
+
+#: the settings ``spamkit cv`` / ``compare`` accept in a --config, and their types
+CONFIG_KEYS = {"model": str, "tokens": str, "alpha": float, "representation": str, "min_df": int,
+               "max_features": int, "select": str, "hashing": int, "stem": str, "stop_words": str,
+               "ngrams": int, "calibrate": str, "strength": float, "prior": float, "min_dev": float,
+               "max_clues": int, "k": int, "weights": str, "metric": str, "rate": float, "char_ngrams": int}
+_FISHER_KEYS = ("strength", "prior", "min_dev", "max_clues")
+_KNN_KEYS = ("k", "weights", "metric")
+
+
+def parse_config(text: str) -> dict:
+    """``model=fisher,min_dev=0.3`` -> build_filter keyword arguments (on top of :data:`BEST`).
+
+    >>> parse_config("model=multinomial,tokens=words,alpha=0.5")
+    {'model': 'multinomial', 'tokens': 'words', 'alpha': 0.5}
+    """
+    settings: dict = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in CONFIG_KEYS:
+            raise ConfigError(f"bad setting {part!r}; use KEY=VALUE with KEY one of {', '.join(CONFIG_KEYS)}")
+        try:
+            settings[key] = CONFIG_KEYS[key](value.strip())
+        except ValueError:
+            raise ConfigError(f"{key} needs a {CONFIG_KEYS[key].__name__}, got {value!r}") from None
+    return settings
+
+
+def filter_from_config(settings: dict) -> SpamFilter:
+    """An untrained filter: :data:`BEST` with ``settings`` on top (see :func:`parse_config`)."""
+    merged = {**BEST, **settings}
+    kwargs = {k: v for k, v in merged.items() if k not in _FISHER_KEYS + _KNN_KEYS}
+    fisher = {k: merged[k] for k in _FISHER_KEYS if k in merged}
+    knn = {k: merged[k] for k in _KNN_KEYS if k in merged}
+    if fisher:
+        kwargs["fisher"] = fisher
+    if knn:
+        kwargs["knn"] = knn
+    if "rate" in merged:
+        kwargs["stack"] = stack_for_rate(merged["rate"])
+    return build_filter(**kwargs)

@@ -1,0 +1,122 @@
+"""Classify labelled corpora with a trained filter and measure the result."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..corpus import Corpus, iter_corpora
+from ..errors import CorpusError
+from ..labels import HAM_NAME, SPAM_NAME
+from ..metrics import binary_report, multiclass_report
+from ..spamfilter import SpamFilter
+
+
+def describe_corpora(corpora) -> list:
+    return [{"path": str(c.path), "format": c.format, "container": c.container,
+             "per_class": {str(k): v for k, v in c.stats.per_class.items()},
+             "skipped": dict(c.stats.skipped), "unreadable": list(c.stats.unreadable)} for c in corpora]
+
+
+def evaluate_predictions(y_true, proba, classes, log_proba=None) -> dict:
+    """Measures at the most probable class (threshold 0.5 for two classes) and the AUC.
+
+    With ``log_proba`` the AUC ranks by the log-odds, which stay distinct where P(spam)
+    rounds to 0 or 1.
+    """
+    classes = [str(c) for c in classes]
+    y_true = [str(v) for v in y_true]
+    y_pred = [classes[i] for i in np.argmax(proba, axis=1)]
+    if len(classes) == 2 and SPAM_NAME in classes:
+        s = classes.index(SPAM_NAME)
+        other = classes[1 - s]
+        scores = None
+        if log_proba is not None:
+            with np.errstate(invalid="ignore"):
+                scores = log_proba[:, s] - log_proba[:, 1 - s]
+        return binary_report(y_true, y_pred, proba[:, s], SPAM_NAME, other, ranking=scores)
+    return multiclass_report(y_true, y_pred, classes)
+
+
+def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None):
+    """Labels, sources, the model's log-probabilities of every message, ``rows_of(indices)`` and
+    each message's familiarity (:meth:`SpamFilter.familiarity`).
+
+    ``rows_of`` gives the feature rows of some of the messages (for explanations). The Dask
+    engine's :func:`spamkit.distributed.score_on_cluster` returns the same.
+    """
+    labels, rows, ids = [], [], []
+    for msg in iter_corpora(corpora):
+        if msg.label is None:
+            raise CorpusError(f"{msg.source}: message has no class; evaluation needs labelled corpora")
+        labels.append(msg.label)
+        ids.append(msg.source)
+        rows.append(spam_filter.tokens(msg))
+        if progress is not None:
+            progress(msg)
+    X = spam_filter.vectorizer.transform(rows)
+    return (labels, ids, spam_filter.model.predict_log_proba(X), lambda indices: X[list(indices)],
+            spam_filter.familiarity(rows, X))
+
+
+def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False,
+                    score=None) -> dict:
+    """Classify every message of labelled corpora and measure the result.
+
+    With ``detail`` (two-class ham/spam filters), ``result["report"]`` holds the data of the
+    HTML report (:func:`spamkit.evaluation.report_data`: curves, bootstrap interval of the AUC,
+    reliability bins, the cost curve, the ten most costly mistakes with their explaining tokens).
+    ``score``: replaces :func:`score_locally` (same signature and result; the Dask engine).
+    """
+    labels, ids, model_lp, rows_of, familiarity = (score or score_locally)(spam_filter, corpora, progress)
+    unknown = set(map(str, labels)) - set(map(str, spam_filter.classes_))
+    if unknown:
+        raise CorpusError(f"the corpus has classes {sorted(unknown)} that the filter was not trained on "
+                          f"(it knows {[str(c) for c in spam_filter.classes_]})")
+    log_proba = spam_filter.adjust_log_proba(model_lp)
+    proba = np.exp(log_proba)
+    result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba)
+    if spam_filter.guard is not None:
+        spam_filter.guard.reset()                                  # this corpus is a stream of its own
+    decisions = spam_filter.decide(proba, familiarity)            # once: the guard reads a stream
+    if spam_filter.costs is not None:
+        result["costs"] = cost_report(labels, proba, spam_filter, decisions)
+    if spam_filter.guard is not None and len(familiarity):
+        result["familiarity"] = {"median": float(np.median(familiarity)), **spam_filter.guard.as_dict(),
+                                 "guarded": dict(spam_filter.guard.counts)}
+    result["corpora"] = describe_corpora(corpora)
+    if detail:
+        from ..evaluation import report_data
+        s = spam_filter.spam_column
+        with np.errstate(invalid="ignore"):
+            log_odds = log_proba[:, s] - log_proba[:, 1 - s]
+        is_spam = np.asarray([str(v) == SPAM_NAME for v in labels])
+        called = np.asarray([str(d) == SPAM_NAME for d in decisions])
+        c_fp, c_fn = 1.0, 1.0
+        if spam_filter.costs is not None and sorted(spam_filter.costs.classes) == [HAM_NAME, SPAM_NAME]:
+            c_fp, c_fn = spam_filter.costs.binary_costs()
+        p_raw = None
+        if spam_filter.calibration is not None:
+            p_raw = np.exp(model_lp)[:, list(spam_filter.model.classes_).index(SPAM_NAME)]
+        data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn, p_raw=p_raw)
+        costly = list(data.pop("costly_mistakes"))
+        X_costly = rows_of(costly) if costly else None
+        data["mistakes"] = [{"id": ids[i], "label": str(labels[i]), "p_spam": float(proba[i, s]),
+                             "log_odds": float(log_odds[i]), "explanation": spam_filter.explain_row(X_costly[j], 5)}
+                            for j, i in enumerate(costly)]
+        result["report"] = data
+    return result
+
+
+def cost_report(labels, proba, spam_filter: SpamFilter, decisions=None) -> dict:
+    """Decisions under the filter's cost matrix: counts per (true class, decision) and mean cost
+    (``decisions``: as the filter made them, e.g. with its familiarity guard; default: from ``proba``)."""
+    cm = spam_filter.costs
+    decisions = spam_filter.decide(proba) if decisions is None else decisions
+    table = {str(c): {d: 0 for d in cm.decisions} for c in cm.classes}
+    total = 0.0
+    for label, d in zip(map(str, labels), decisions):
+        table[label][d] += 1
+        total += cm.costs[cm.decisions.index(d), cm.classes.index(label)]
+    return {"matrix": cm.as_dict(), "decisions": table, "cost_per_message": total / max(len(labels), 1),
+            "threshold": cm.threshold() if cm.decisions == ["ham", "spam"] and cm.classes == ["ham", "spam"]
+            else None}

@@ -1,0 +1,123 @@
+"""Train a filter on corpora, optionally holding out a part and evaluating on it."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.metadata
+import platform
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import __version__
+from ..corpus import Corpus, Unread, iter_corpora
+from ..corpus.split import holdout_ids
+from ..spamfilter import SpamFilter
+from .evaluate import cost_report, describe_corpora, evaluate_predictions
+
+
+def library_versions() -> dict:
+    """Versions of the libraries a result depends on, recorded in models and reports."""
+    versions = {"spamkit": __version__, "python": platform.python_version()}
+    for name in ("numpy", "scipy", "scikit-learn", "nltk", "click"):
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+@dataclass
+class TrainReport:
+    """What ``spamkit train`` reports: what was learned from, and the held-out evaluation."""
+
+    n_train: int
+    n_test: int
+    train_per_class: dict
+    test_per_class: dict
+    n_features: int
+    classes: list
+    seconds_train: float
+    parse_fallbacks: dict
+    split: dict | None = None
+    evaluation: dict | None = None
+    corpora: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _records(corpora):
+    """First pass: (id, label, date) of every message, nothing parsed."""
+    return [(m.id, m.label, m.date) for m in iter_corpora(corpora)]
+
+
+def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: float | None = None,
+                 split: str = "auto", seed: int = 0, progress=None, parameters: dict | None = None,
+                 fit=None) -> TrainReport:
+    """Train on corpora, optionally holding out a test part first and evaluating on it.
+
+    ``fit(spam_filter, messages, progress)`` replaces ``spam_filter.fit`` (the Dask engine,
+    :func:`spamkit.distributed.fit_on_cluster`, which gives the same filter).
+    """
+    test_ids: set = set()
+    split_info = None
+    if test_fraction:
+        records = _records(corpora)
+        test_ids = holdout_ids(records, test_fraction, split, seed)
+        method = split if split != "auto" else ("chrono" if all(r[2] for r in records) else "random")
+        split_info = {"method": method, "test_fraction": test_fraction, "seed": seed}
+    held_out: list = []
+    train_counts: Counter = Counter()
+
+    def train_stream():
+        for msg in iter_corpora(corpora):
+            if msg.id in test_ids:
+                if isinstance(msg.raw, Unread):          # listed, not read (below): read it here
+                    msg = dataclasses.replace(msg, raw=msg.raw.read())
+                held_out.append((msg.label, spam_filter.tokens(msg)))
+                continue
+            train_counts[msg.label] += 1
+            yield msg
+
+    started = time.perf_counter()
+    if fit is None:
+        spam_filter.fit(train_stream(), progress=progress)
+    else:
+        with contextlib.ExitStack() as listing:
+            if getattr(fit, "reads_files", False):        # its workers read the files themselves
+                for corpus in corpora:
+                    listing.enter_context(corpus.listing())
+            fit(spam_filter, train_stream(), progress)
+    seconds = time.perf_counter() - started
+    evaluation = None
+    if held_out:
+        X = spam_filter.vectorizer.transform(tokens for _, tokens in held_out)
+        log_proba = spam_filter.log_proba(X)
+        proba = np.exp(log_proba)
+        evaluation = evaluate_predictions([label for label, _ in held_out], proba, spam_filter.classes_,
+                                          log_proba)
+        spam_filter._held_out = ([label for label, _ in held_out], proba)
+    report = TrainReport(
+        n_train=sum(train_counts.values()), n_test=len(held_out),
+        train_per_class={str(k): v for k, v in sorted(train_counts.items(), key=lambda kv: str(kv[0]))},
+        test_per_class={str(k): v for k, v in sorted(Counter(l for l, _ in held_out).items(),
+                                                     key=lambda kv: str(kv[0]))},
+        n_features=int(spam_filter.vectorizer.n_features_), classes=[str(c) for c in spam_filter.classes_],
+        seconds_train=seconds, parse_fallbacks=dict(spam_filter.parse_fallbacks), split=split_info,
+        evaluation=evaluation, corpora=describe_corpora(corpora))
+    spam_filter.training = {"corpora": report.corpora, "n_messages": report.n_train,
+                            "per_class": report.train_per_class, "parse_fallbacks": report.parse_fallbacks,
+                            "parameters": parameters or {}, "split": split_info,
+                            "held_out_evaluation": evaluation, "versions": library_versions(),
+                            "seconds": round(seconds, 3)}
+    return report
+
+
+def held_out_costs(spam_filter: SpamFilter, report: "TrainReport") -> dict:
+    """The cost report of the held-out part kept by :func:`train_filter`."""
+    labels, proba = spam_filter._held_out
+    return cost_report(labels, proba, spam_filter)

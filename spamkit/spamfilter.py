@@ -1,0 +1,462 @@
+"""The :class:`SpamFilter`: one trained filter as one object.
+
+Analyzer + vectorizer + model, with what a deployed filter carries on top: the calibration
+of its scores, the decision layer (cost matrix, unsure band), the familiarity guard, the
+messages ``spamkit learn`` added, and its filter file (:meth:`SpamFilter.save`,
+:meth:`SpamFilter.load`). It runs the stages in order (``parse_message`` -> ``Analyzer`` ->
+``Vectorizer`` -> model -> decision) and owns no format and no formula: each lives in its
+stage's module. Corpus-level jobs (train, evaluate, cross-validate, learn) are in
+:mod:`spamkit.jobs`; turning settings into an untrained filter is :mod:`spamkit.config`.
+
+One concern over ~450 lines: every operation on a trained filter (scoring, explaining,
+deciding, guarding, saving) needs the same state, so they stay together.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from .calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
+from .corpus import LabelledMessage, require_classes
+from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard
+from .errors import ConfigError, CorpusError, ModelFormatError, NotFittedError
+from .features import Vectorizer, columns_per_row
+from .labels import HAM_NAME, SPAM_NAME
+from .message import Message, parse_message
+from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
+from .persist import load_filter, save_filter
+from .text import Analyzer
+
+__all__ = ["SpamFilter"]
+
+
+class SpamFilter:
+    """Analyzer + vectorizer + model: raw messages in, class probabilities out.
+
+    Parameters
+    ----------
+    analyzer : Analyzer, optional
+    vectorizer : Vectorizer, optional
+        Default: raw counts (``"tf"``) for the multinomial model, ``"binary"`` for Bernoulli.
+    model : estimator, optional
+        Default: :class:`~spamkit.models.MultinomialNB` with Laplace smoothing.
+
+    Examples
+    --------
+    >>> f = SpamFilter().fit([b"Subject: cheap pills\\n\\nbuy cheap pills now",
+    ...                       b"Subject: lunch\\n\\nlunch at noon?"], y=["spam", "ham"])
+    >>> f.classes_.tolist(), bool(f.p_spam([b"Subject: pills\\n\\ncheap"])[0] > 0.5)
+    (['ham', 'spam'], True)
+    """
+
+    def __init__(self, analyzer: Analyzer | None = None, vectorizer: Vectorizer | None = None, model=None,
+                 calibrate: str = "none"):
+        if calibrate not in CALIBRATIONS:
+            raise ConfigError(f"calibrate must be one of {', '.join(CALIBRATIONS)}, got {calibrate!r}")
+        self.calibrate = calibrate
+        self.calibration: PlattScaling | IsotonicCalibration | None = None
+        self.analyzer = analyzer if analyzer is not None else Analyzer()
+        self.model = model if model is not None else MultinomialNB()
+        if vectorizer is None:
+            vectorizer = Vectorizer("binary" if isinstance(self.model, (BernoulliNB, RobinsonFisher, FisherNBStack))
+                                    else "tf")
+        self.vectorizer = vectorizer
+        self.parse_fallbacks = Counter()
+        self.training: dict = {}
+        #: message_key -> label of every message ``learn`` added (so none is learned twice)
+        self.learned: dict = {}
+
+    # ------------------------------------------------------------------ stages
+
+    def parse(self, item) -> Message:
+        """A :class:`Message` from a LabelledMessage, raw bytes, text or a Message."""
+        if isinstance(item, Message):
+            return item
+        if isinstance(item, LabelledMessage):
+            msg = parse_message(item.raw, item.kind)
+        elif isinstance(item, (bytes, bytearray)):
+            msg = parse_message(bytes(item))
+        elif isinstance(item, str):
+            msg = parse_message(item.encode("utf-8"), kind="text")
+        else:
+            raise ConfigError(f"cannot classify a {type(item).__name__}; pass messages as bytes, str or "
+                              "LabelledMessage")
+        if msg.defects:
+            self.parse_fallbacks.update({d.split(":", 1)[0] for d in msg.defects})
+        return msg
+
+    def tokens(self, item) -> list[str]:
+        return self.analyzer(self.parse(item))
+
+    def transform(self, items):
+        """The feature matrix of messages (unknown tokens ignored)."""
+        self._check_fitted()
+        return self.vectorizer.transform(self.tokens(m) for m in items)
+
+    # ------------------------------------------------------------------ training
+
+    def fit(self, items, y=None, progress=None) -> "SpamFilter":
+        """Learn from messages in one streaming pass; labels from ``y`` or from each LabelledMessage."""
+        labels: list = []
+        ids: list = []
+        distinct: list = []
+        explicit = list(y) if y is not None else None
+
+        def token_stream():
+            for i, item in enumerate(items):
+                if explicit is not None:
+                    label = explicit[i]
+                elif isinstance(item, LabelledMessage):
+                    label = item.label
+                    if label is None:
+                        raise CorpusError(f"{item.source}: message has no class; name the class of each "
+                                          "mailbox with --ham, --spam or --class")
+                else:
+                    raise ConfigError("labels are needed: pass y=[...] or LabelledMessage objects")
+                labels.append(label)
+                ids.append(item.id if isinstance(item, LabelledMessage) else str(i))
+                if progress is not None:
+                    progress(item)
+                tokens = self.tokens(item)
+                distinct.append(len(set(tokens)))
+                yield tokens
+
+        self.parse_fallbacks = Counter()
+        stream = token_stream()
+        if self.vectorizer.select == "ig" and self.vectorizer.hashing is None:
+            tokens = list(stream)                 # information gain needs the labels with the counts
+            X = self.vectorizer.fit_transform(tokens, np.asarray(labels))
+        else:
+            X = self.vectorizer.fit_transform(stream)
+        y_arr = np.asarray(labels)
+        require_classes(Counter(y_arr.tolist()), "training data")
+        if isinstance(self.model, (RobinsonFisher, FisherNBStack)) and len(set(y_arr.tolist())) != 2:
+            raise ConfigError(f"the fisher models separate two classes; the training data has "
+                              f"{len(set(y_arr.tolist()))} ({', '.join(sorted(map(str, set(y_arr.tolist()))))}): "
+                              "use --model multinomial (or bernoulli, knn) for more")
+        self.tuning = None
+        if isinstance(self.model, KNNClassifier):
+            if self.model.k == "auto":
+                self.tuning = self._tune_k(X, y_arr)
+            self.model.fit(X, y_arr, ids=ids)
+            if self.condense_mode:
+                self.condensed = self.model.condense(edit=self.condense_mode == "edit")
+        else:
+            self.model.fit(X, y_arr)
+        self.classes_ = self.model.classes_
+        self.calibration = None
+        if self.calibrate != "none":
+            self.calibration = self._fit_calibration(X, y_arr)
+        self._fit_guard(X, np.asarray(distinct, dtype=np.float64))
+        return self
+
+    # ------------------------------------------------------------------ familiarity
+
+    #: the familiarity guard (spamkit.decision.FamiliarityGuard) of a ham/spam filter, or None
+    guard = None
+    #: hashed filters: which columns training saw (vocabulary filters know only what they saw)
+    seen_columns = None
+
+    def known_without_self(self, df) -> np.ndarray:
+        """1.0 for the columns a training message would find known if it were left out: those
+        in at least ``min_df`` + 1 training messages (2 when any token is kept)."""
+        min_df = self.vectorizer.min_df if isinstance(self.vectorizer.min_df, (int, np.integer)) else 1
+        return (np.asarray(df) >= max(int(min_df), 1) + 1).astype(np.float64)
+
+    def _fit_guard(self, X, distinct: np.ndarray) -> None:
+        df = self.vectorizer.df_
+        self.fit_guard(df, columns_per_row(X, self.known_without_self(df)), distinct)
+
+    def fit_guard(self, df, known, distinct) -> None:
+        """The guard's reference: each training message's leave-one-out familiarity, ``known`` /
+        ``distinct`` (its tokens some *other* training message has, over its distinct tokens).
+
+        ``df``: the document frequency of every column (hashed filters remember which columns
+        training saw: ``df`` > 0). Only ham/spam filters get a guard.
+        """
+        self.guard = None
+        self.seen_columns = np.asarray(df) > 0 if self.vectorizer.hashing is not None else None
+        if sorted(map(str, self.classes_)) != [HAM_NAME, SPAM_NAME]:
+            return
+        known, distinct = np.asarray(known, dtype=np.float64), np.asarray(distinct, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            familiarity = np.where(distinct > 0, known / distinct, 1.0)
+        self.guard = FamiliarityGuard.from_training(familiarity)
+
+    def familiarity(self, token_lists, X) -> np.ndarray:
+        """The share of each message's distinct tokens that the filter saw in training."""
+        distinct = np.fromiter((len(set(t)) for t in token_lists), dtype=np.float64, count=len(token_lists))
+        if self.seen_columns is not None:
+            known = columns_per_row(X, self.seen_columns)
+        else:
+            known = np.diff(X.indptr).astype(np.float64)     # a vocabulary has only seen tokens
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.minimum(np.where(distinct > 0, known / distinct, 1.0), 1.0)
+
+    def score(self, items) -> tuple[np.ndarray, np.ndarray]:
+        """``(class probabilities, familiarity)`` of messages: what :meth:`decide` needs."""
+        self._check_fitted()
+        token_lists = [self.tokens(m) for m in items]
+        X = self.vectorizer.transform(token_lists)
+        return np.exp(self.log_proba(X)), self.familiarity(token_lists, X)
+
+    def _fit_calibration(self, X, y):
+        """Platt scaling on out-of-fold log-odds (5-fold stratified cross-validation of the model)."""
+        from .evaluation import cross_val_log_odds
+        if len(self.classes_) != 2:
+            raise ConfigError(f"calibration needs two classes, the training data has {len(self.classes_)}")
+        method = IsotonicCalibration if self.calibrate == "isotonic" else PlattScaling
+        return method().fit(cross_val_log_odds(self.model, X, y), y == self.classes_[1])
+
+    #: for kNN: None, "condense" (Hart) or "edit" (Wilson editing, then Hart)
+    condense_mode = None
+
+    def _tune_k(self, X, y):
+        from .evaluation import tune_knn
+        params = {p: getattr(self.model, p) for p in ("metric", "tau", "epsilon", "memory_limit", "n_jobs")}
+        folds = int(min(5, np.unique(y, return_counts=True)[1].min()))
+        result = tune_knn(X, y, folds=max(folds, 2), **params)
+        self.model.set_params(k=result.best_k, weights=result.best_weights)
+        return result
+
+    def learn(self, items, y) -> "SpamFilter":
+        """Add messages to a fitted filter's counts (vocabulary fixed; hashing keeps every token)."""
+        self._check_fitted()
+        X = self.transform(items)
+        self.model.partial_fit(X, np.asarray(y))
+        self.saw(X)
+        return self
+
+    def saw(self, X) -> None:
+        """Record the columns of learned rows as seen (hashed filters; see :meth:`familiarity`)."""
+        if self.seen_columns is not None and X.nnz:
+            self.seen_columns[X.indices] = True
+
+    # ------------------------------------------------------------------ prediction
+
+    def _check_fitted(self):
+        if not hasattr(self, "classes_"):
+            raise NotFittedError("this SpamFilter is not trained yet; call fit or load a filter file")
+
+    def predict_proba(self, items) -> np.ndarray:
+        """p(class | message), shape (n, n_classes), columns in ``classes_`` order."""
+        return np.exp(self.log_proba(self.transform(items)))
+
+    def predict(self, items) -> np.ndarray:
+        if self.calibration is None:
+            return self.model.predict(self.transform(items))
+        return self.classes_[np.argmax(self.log_proba(self.transform(items)), axis=1)]
+
+    def log_proba(self, X) -> np.ndarray:
+        """log p(class | message) for rows of a feature matrix, after the calibration and the
+        prior correction (:meth:`set_spam_rate`) if any."""
+        return self.adjust_log_proba(self.model.predict_log_proba(X))
+
+    def adjust_log_proba(self, lp: np.ndarray) -> np.ndarray:
+        """The model's log-probabilities ``lp`` after the calibration and the prior correction (row by row)."""
+        if self.calibration is not None:
+            with np.errstate(invalid="ignore"):
+                log_c0, log_c1 = self.calibration.log_proba(lp[:, 1] - lp[:, 0])
+            lp = np.column_stack([log_c0, log_c1])
+        if self._prior_shift:
+            from scipy.special import log_expit
+            s = self.spam_column
+            with np.errstate(invalid="ignore"):
+                z = lp[:, s] - lp[:, 1 - s] + self._prior_shift
+            out = np.empty_like(lp)
+            out[:, s], out[:, 1 - s] = log_expit(z), log_expit(-z)
+            lp = out
+        return lp
+
+    #: log-odds added by the prior correction (0: none)
+    _prior_shift = 0.0
+
+    def training_spam_rate(self) -> float:
+        """The share of spam the filter's probabilities assume: that of its training data."""
+        counts = getattr(self.model, "class_count_", None)
+        if counts is not None:
+            return float(counts[self.spam_column] / np.sum(counts))
+        per_class = self.training.get("per_class", {})
+        total = sum(per_class.values())
+        if not total or SPAM_NAME not in per_class:
+            raise ConfigError("this filter does not record its training spam rate")
+        return per_class[SPAM_NAME] / total
+
+    def set_spam_rate(self, rate: float | None) -> "SpamFilter":
+        """Correct P(spam) for a deployment spam rate different from the training rate (Bayes' rule:
+        the log-odds move by logit(rate) - logit(training rate); :func:`spamkit.decision.correct_prior`).
+
+        Uncalibrated Robinson/Fisher is refused: its indicator ignores the class prior, so there is
+        no training prior to replace (calibrate it, or use fisher-nb).
+        """
+        self._check_fitted()
+        if rate is None:
+            self._prior_shift = 0.0
+            return self
+        if not 0.0 < rate < 1.0:
+            raise ConfigError(f"the spam rate must be strictly between 0 and 1, got {rate}")
+        if isinstance(self.model, RobinsonFisher) and self.calibration is None:
+            raise ConfigError("an uncalibrated fisher filter ignores class priors, so its prior cannot be "
+                              "corrected; train it with --calibrate platt (or use fisher-nb)")
+        train = self.training_spam_rate()
+        self._prior_shift = float(np.log(rate / (1 - rate)) - np.log(train / (1 - train)))
+        return self
+
+    @property
+    def spam_column(self) -> int:
+        """Column of ``"spam"`` in ``classes_`` (two-class filters only)."""
+        self._check_fitted()
+        classes = [str(c) for c in self.classes_]
+        if SPAM_NAME not in classes:
+            raise ConfigError(f"this filter's classes are {classes}; P(spam) needs a 'spam' class")
+        return classes.index(SPAM_NAME)
+
+    def p_spam(self, items) -> np.ndarray:
+        """P(spam | message) for each message."""
+        return self.predict_proba(items)[:, self.spam_column]
+
+    def explain(self, item, n: int = 10) -> dict:
+        """The tokens that pushed a message most towards each class.
+
+        For two classes: each token's share of ``log p(x, spam) - log p(x, ham)``
+        (its count times the difference of its per-class log-evidence); positive means
+        towards spam. For more classes, the shares of the predicted class against the
+        runner-up. Returns ``{"towards": [...], "against": [...], "classes": (a, b)}`` with
+        ``(token, share)`` pairs, strongest first.
+        """
+        self._check_fitted()
+        return self.explain_row(self.transform([item]), n)
+
+    def explain_row(self, X, n: int = 10) -> dict:
+        """:meth:`explain` for one row of features already computed."""
+        if isinstance(self.model, KNNClassifier):
+            neighbours = self.model.explain(X, min(n, self.model._fit_X.shape[0]))
+            return {"neighbours": [{"id": i, "similarity" if self.model.metric in ("cosine", "jaccard")
+                                    else "distance": m, "label": lab, "weight": w}
+                                   for i, m, lab, w in neighbours]}
+        jll = self.model.joint_log_likelihood(X)[0]
+        order = np.argsort(-jll, kind="stable")
+        if len(self.classes_) == 2 and SPAM_NAME in [str(c) for c in self.classes_]:
+            a = self.spam_column
+            b = 1 - a
+        else:
+            a, b = int(order[0]), int(order[1])
+        idx, contrib = self.model.contributions(X)
+        share = contrib[a] - contrib[b]
+        ranked = np.argsort(-share, kind="stable")
+        towards = [(self.vectorizer.term(int(idx[k])), float(share[k])) for k in ranked[:n] if share[k] > 0]
+        against = [(self.vectorizer.term(int(idx[k])), float(share[k])) for k in ranked[::-1][:n] if share[k] < 0]
+        return {"classes": (str(self.classes_[a]), str(self.classes_[b])), "towards": towards,
+                "against": against}
+
+    # ------------------------------------------------------------------ files
+
+    # ------------------------------------------------------------------ decisions
+
+    #: the decision layer: None (the most probable class) or a CostMatrix
+    costs: CostMatrix | None = None
+
+    def set_costs(self, costs: CostMatrix | None) -> "SpamFilter":
+        """Decide by minimum expected cost from now on (checked against the filter's classes)."""
+        self._check_fitted()
+        self.costs = costs.align(self.classes_) if costs is not None else None
+        return self
+
+    #: a threshold on P(spam) chosen by cross-validation (``spamkit threshold --save``); None: not set
+    threshold: float | None = None
+
+    def decide(self, proba, familiarity=None) -> np.ndarray:
+        """Decisions for rows of class probabilities: spam above a chosen ``threshold`` if one is set,
+        else the cheapest under ``costs``, else the most probable class.
+
+        With ``familiarity`` (:meth:`score`) and a decision layer that can say "unsure", the
+        :class:`~spamkit.decision.FamiliarityGuard` turns "spam" into "unsure" for mail unlike
+        the training mail (rows are taken as a stream, in order).
+        """
+        if self.threshold is not None:
+            s = self.spam_column
+            names = np.asarray([str(c) for c in self.classes_], dtype=object)
+            return np.where(np.asarray(proba)[:, s] > self.threshold, names[s], names[1 - s])
+        if self.costs is None:
+            return np.asarray([str(c) for c in self.classes_], dtype=object)[np.argmax(proba, axis=1)]
+        decisions = self.costs.decide(proba)
+        if familiarity is not None and self.guard is not None and UNSURE_NAME in self.costs.decisions:
+            decisions = self.guard.apply(decisions, familiarity)
+        return decisions
+
+    def verdict(self, raw: bytes) -> tuple[str, float]:
+        """``(verdict, P(spam))`` of one raw message for a mail filter: verdict is "spam",
+        "ham" or "unsure" (the decision layer's "unsure" row), any other class counting as ham."""
+        proba, familiarity = self.score([raw])
+        decision = str(self.decide(proba, familiarity)[0])
+        p_spam = float(proba[0, self.spam_column])
+        if decision in ("spam", "unsure"):
+            return decision, p_spam
+        return "ham", p_spam
+
+    # ------------------------------------------------------------------ files
+
+    def save(self, path) -> None:
+        self._check_fitted()
+        extra = {"decision": self.costs.as_dict()} if self.costs is not None else {}
+        if self.calibration is not None:
+            extra["calibration"] = self.calibration.as_dict()
+        if self.threshold is not None:
+            extra["threshold"] = {"p_spam": float(self.threshold), **getattr(self, "threshold_info", {})}
+        if self.guard is not None:
+            extra["familiarity"] = self.guard.as_dict()
+        # 16-byte digests as rows of uint8 (a bytes dtype would drop trailing zero bytes)
+        keys = np.frombuffer(b"".join(sorted(self.learned)), dtype=np.uint8).reshape(-1, 16)
+        labels = np.array([str(self.learned[k]) for k in sorted(self.learned)], dtype=str)
+        arrays = {"learned_keys": keys, "learned_labels": labels} if self.learned else {}
+        if self.seen_columns is not None:
+            arrays["seen_columns"] = np.packbits(self.seen_columns)
+        save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra, arrays)
+
+    @classmethod
+    def load(cls, path) -> "SpamFilter":
+        analyzer, vectorizer, model, manifest = load_filter(path)
+        f = cls(analyzer, vectorizer, model)
+        f.classes_ = model.classes_
+        f.training = manifest.get("training", {})
+        f.manifest = manifest
+        learned = manifest.get("filter_arrays", {})
+        if "learned_keys" in learned:
+            keys = learned["learned_keys"]
+            if keys.ndim != 2 or keys.shape[1] != 16 or len(keys) != len(learned.get("learned_labels", [])):
+                raise ModelFormatError(f"{path}: damaged list of learned messages")
+            f.learned = dict(zip((row.tobytes() for row in keys), learned["learned_labels"].tolist()))
+        threshold = manifest.get("extra", {}).get("threshold")
+        if threshold:
+            try:
+                f.threshold = float(threshold["p_spam"])
+                f.threshold_info = {k: v for k, v in threshold.items() if k != "p_spam"}
+            except (KeyError, TypeError, ValueError):
+                raise ModelFormatError(f"{path}: damaged threshold") from None
+        calibration = manifest.get("extra", {}).get("calibration")
+        if calibration:
+            try:
+                f.calibration = calibration_from_dict(calibration)
+                f.calibrate = calibration["method"]
+            except (KeyError, TypeError, ValueError, ConfigError) as exc:
+                raise ModelFormatError(f"{path}: damaged calibration ({exc})") from None
+        if "seen_columns" in learned:
+            bits = learned["seen_columns"]
+            if bits.dtype != np.uint8 or bits.ndim != 1 or len(bits) != (model.n_features_in_ + 7) // 8:
+                raise ModelFormatError(f"{path}: damaged list of seen columns")
+            f.seen_columns = np.unpackbits(bits)[:model.n_features_in_].astype(bool)
+        familiar = manifest.get("extra", {}).get("familiarity")
+        if familiar:
+            try:
+                f.guard = FamiliarityGuard.from_dict(familiar)
+            except (KeyError, TypeError, ValueError, ConfigError) as exc:
+                raise ModelFormatError(f"{path}: damaged familiarity guard ({exc})") from None
+        decision = manifest.get("extra", {}).get("decision")
+        if decision:
+            try:
+                f.set_costs(CostMatrix(decision["costs"], decision["classes"], decision["decisions"]))
+            except (KeyError, TypeError) as exc:
+                raise ModelFormatError(f"{path}: damaged decision layer ({exc})") from None
+        return f
