@@ -268,8 +268,9 @@ def render_online(r: dict, output: str | None) -> str:
     return "\n".join(lines)
 
 
-def render_threshold(r: dict) -> str:
-    """The threshold choice: a cost curve and the recommendation."""
+def render_threshold(r: dict, saved_in: str | None = None) -> str:
+    """The threshold choice: a cost curve and the recommendation (``saved_in``: the filter file
+    ``--save`` wrote it to)."""
     lines = [f"threshold choice: {r['folds']}-fold cross-validation on {r['n']} messages "
              f"(ham {r['n_ham']}, spam {r['n_spam']}); a false positive costs {r['c_fp']:g}, "
              f"a missed spam {r['c_fn']:g}",
@@ -284,6 +285,9 @@ def render_threshold(r: dict) -> str:
     lines.append(f"recommended: spam above P(spam) = {c['p_spam']:.6g} (log-odds {c['log_odds']:.3f}): "
                  f"{c['cost']:.4f} per message, {c['false_positives']} false positives and "
                  f"{c['false_negatives']} missed spam in cross-validation")
+    if saved_in is not None:
+        lines.append(f"threshold saved in {saved_in}: classify and filter call spam above P(spam) "
+                     f"{c['p_spam']:.6g}")
     return "\n".join(lines)
 
 
@@ -303,3 +307,37 @@ def render_comparison(r: dict) -> str:
                      f"±{v['auc_diff_std']:.4f}, better in {v['folds_better']} of {r['folds']} folds, "
                      f"worse in {v['folds_worse']}")
     return "\n".join(lines)
+
+
+def render_classification(record: dict) -> str:
+    """One ``spamkit classify`` line, SOURCE<TAB>DECISION<TAB>P(spam) (or every class's probability),
+    and with ``--explain`` the tokens or neighbours behind it."""
+    score = (f"{record['p_spam']:.6f}" if "p_spam" in record
+             else " ".join(f"{c}={p:.4f}" for c, p in record["probabilities"].items()))
+    lines = [f"{record['source']}\t{record['class']}\t{score}"]
+    ex = record.get("explanation")
+    if ex and "neighbours" in ex:
+        for nb in ex["neighbours"]:
+            measure = "similarity" if "similarity" in nb else "distance"
+            lines.append(f"  neighbour {nb['id']}\t{nb['label']}\t{measure} {nb[measure]:.4f}\tweight {nb['weight']:.4g}")
+    elif ex:
+        a, b = ex["classes"]
+        lines.append(f"  towards {a}: " + ", ".join(f"{t} {w:+.2f}" for t, w in ex["towards"]))
+        lines.append(f"  towards {b}: " + ", ".join(f"{t} {w:+.2f}" for t, w in ex["against"]))
+    return "\n".join(lines)
+
+
+def render_condensed(c: dict) -> str:
+    """What kNN condensing kept."""
+    return (f"condensed: kept {c['n_after']} of {c['n_before']} training messages "
+            f"({c['n_edited']} edited out first; {c['passes']} passes)")
+
+
+def render_engine_run(run: dict, scheduler: str, what: str) -> str:
+    """One line on what the Dask engine did (``run``: :meth:`spamkit.distributed.RunReport.as_dict`)."""
+    how = "shipped" if run["bytes_in"] >= run["mail_bytes"] else "read by the workers"
+    return (f"engine: dask ({scheduler}): {what} {run['n_messages']} messages in {run['n_partitions']} partitions; "
+            f"{run['mail_bytes'] / 1e6:.1f} MB of mail ({how}), {run['bytes_in'] / 1e6:.2f} MB sent"
+            + (f", {run['bytes_out'] / 1e6:.1f} MB of counts back, reduce {run['reduce_seconds']:.2f} s"
+               if run["bytes_out"] else "")
+            + f"; {run['worker_seconds']:.1f} s of worker time, wall {run['wall_seconds']:.1f} s")

@@ -20,19 +20,19 @@ from .status import ExitStatus
 #: imported when the command runs, so ``spamkit --help`` and a mistyped command answer without
 #: loading numpy and scikit-learn; tests/test_cli.py checks the help lines against the commands.
 COMMANDS = {
-    "classify": ("train", "Classify messages: one line per message, SOURCE<TAB>DECISION<TAB>P(spam)."),
-    "compare": ("train", "Cross-validate several configurations on the same folds, side by side."),
+    "classify": ("classify", "Classify messages: one line per message, SOURCE<TAB>DECISION<TAB>P(spam)."),
+    "compare": ("crossval", "Cross-validate several configurations on the same folds, side by side."),
     "corpus": ("corpus", "Describe corpora: format, messages per class, size, dates, parse fallbacks."),
-    "cv": ("train", "Cross-validate one filter configuration on labelled ham/spam corpora."),
-    "evaluate": ("train", "Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures)."),
+    "cv": ("crossval", "Cross-validate one filter configuration on labelled ham/spam corpora."),
+    "evaluate": ("evaluate", "Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures)."),
     "filter": ("filter", "Filter mailboxes (mbox, Maildir, MH) with a trained filter: tag and/or move spam."),
-    "info": ("train", "Describe a filter file: model, classes, features, analyzer, training corpus."),
+    "info": ("info", "Describe a filter file: model, classes, features, analyzer, training corpus."),
     "learn": ("filter", "Teach a trained filter from corrected folders, like sa-learn or bogofilter -s/-n."),
-    "online": ("train", "Online evaluation as in the TREC spam track: classify each message, then learn it."),
+    "online": ("online", "Online evaluation as in the TREC spam track: classify each message, then learn it."),
     "serve": ("filter", "Keep a filter loaded and answer spamkit-pipe on a socket (fast pipe mode)."),
-    "threshold": ("train", "Choose the spam threshold that minimises expected cost, by cross-validation."),
+    "threshold": ("crossval", "Choose the spam threshold that minimises expected cost, by cross-validation."),
     "train": ("train", "Train a filter on labelled corpora and write it to a filter file."),
-    "tune": ("train", "Choose kNN's k and weighting by stratified cross-validation; print the error curve."),
+    "tune": ("crossval", "Choose kNN's k and weighting by stratified cross-validation; print the error curve."),
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from pathlib import Path
@@ -183,14 +185,36 @@ def engine_options(fn):
     return fn
 
 
-def describe_run(run, scheduler: str, what: str) -> str:
-    """One line on what the Dask engine did."""
-    how = "shipped" if run.bytes_in >= run.mail_bytes else "read by the workers"
-    return (f"engine: dask ({scheduler}): {what} {run.n_messages} messages in {run.n_partitions} partitions; "
-            f"{run.mail_bytes / 1e6:.1f} MB of mail ({how}), {run.bytes_in / 1e6:.2f} MB sent"
-            + (f", {run.bytes_out / 1e6:.1f} MB of counts back, reduce {run.reduce_seconds:.2f} s" if run.bytes_out
-               else "")
-            + f"; {run.worker_seconds:.1f} s of worker time, wall {run.wall_seconds:.1f} s")
+def engine_from_options(engine: str, scheduler: str, partition_size: int, ship: bool):
+    """The engine ``--engine`` names: None (this process) or a :class:`spamkit.distributed.DaskEngine`
+    (not yet started: :func:`running` starts it)."""
+    if engine != "dask":
+        return None
+    from ..distributed import DaskEngine
+    return DaskEngine(scheduler, partition_size, ship)
+
+
+@contextlib.contextmanager
+def running(engine, progress):
+    """Start ``engine`` (if any) for the length of a job, its partition count shown by ``progress``;
+    the one place where a cluster is started and stopped."""
+    if engine is None:
+        yield None
+        return
+    engine.status = progress.note
+    with engine:
+        yield engine
+
+
+@contextlib.contextmanager
+def reading_corpora(corpus, ham, spam, extra, fmt, classes):
+    """The corpora of the corpus options, open for the length of a job, then closed with any unreadable
+    message named on standard error (:func:`close_corpora`)."""
+    corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
+    try:
+        yield corpora
+    finally:
+        close_corpora(corpora)
 
 
 def close_corpora(corpora) -> None:

@@ -70,13 +70,14 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
 
 
 def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 0, progress=None,
-                    cv=None) -> dict:
+                    engine=None) -> dict:
     """Cross-validate each configuration on the same stratified folds; measures per configuration.
 
     ``configs``: (name, settings) pairs; ``corpora_factory()`` opens the corpora afresh for each
     configuration (each pass streams them). The folds depend only on the labels and ``seed``,
     so every configuration is scored on the same split, and per-fold AUC differences are paired.
-    ``cv``: replaces :func:`cross_validated_log_odds` (same signature and result; the Dask engine).
+    ``engine``: None cross-validates in this process (:func:`cross_validated_log_odds`); an engine
+    with its ``cross_validated_log_odds`` (same signature and result; the Dask engine).
     """
     from ..evaluation import bootstrap_auc
     from ..metrics import roc_auc, roc_curve, trec_measures
@@ -85,8 +86,8 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
         spam_filter = filter_from_config(settings)
         corpora = corpora_factory()
         try:
-            y, s, fold_of = (cv or cross_validated_log_odds)(spam_filter, corpora, folds, seed, progress,
-                                                             return_folds=True)
+            cv = cross_validated_log_odds if engine is None else engine.cross_validated_log_odds
+            y, s, fold_of = cv(spam_filter, corpora, folds, seed, progress, return_folds=True)
         finally:
             for c in corpora:
                 c.close()

@@ -42,7 +42,7 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None)
     each message's familiarity (:meth:`SpamFilter.familiarity`).
 
     ``rows_of`` gives the feature rows of some of the messages (for explanations). The Dask
-    engine's :func:`spamkit.distributed.score_on_cluster` returns the same.
+    engine's ``score`` (:class:`spamkit.distributed.DaskEngine`) returns the same.
     """
     labels, rows, ids = [], [], []
     for msg in iter_corpora(corpora):
@@ -59,15 +59,17 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None)
 
 
 def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False,
-                    score=None) -> dict:
+                    engine=None) -> dict:
     """Classify every message of labelled corpora and measure the result.
 
     With ``detail`` (two-class ham/spam filters), ``result["report"]`` holds the data of the
     HTML report (:func:`spamkit.evaluation.report_data`: curves, bootstrap interval of the AUC,
     reliability bins, the cost curve, the ten most costly mistakes with their explaining tokens).
-    ``score``: replaces :func:`score_locally` (same signature and result; the Dask engine).
+    ``engine``: None scores in this process (:func:`score_locally`); an engine scores with its
+    ``score`` (same signature and result; :class:`spamkit.distributed.DaskEngine`).
     """
-    labels, ids, model_lp, rows_of, familiarity = (score or score_locally)(spam_filter, corpora, progress)
+    score = score_locally if engine is None else engine.score
+    labels, ids, model_lp, rows_of, familiarity = score(spam_filter, corpora, progress)
     unknown = set(map(str, labels)) - set(map(str, spam_filter.classes_))
     if unknown:
         raise CorpusError(f"the corpus has classes {sorted(unknown)} that the filter was not trained on "

@@ -57,11 +57,11 @@ def _records(corpora):
 
 def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: float | None = None,
                  split: str = "auto", seed: int = 0, progress=None, parameters: dict | None = None,
-                 fit=None) -> TrainReport:
+                 engine=None) -> TrainReport:
     """Train on corpora, optionally holding out a test part first and evaluating on it.
 
-    ``fit(spam_filter, messages, progress)`` replaces ``spam_filter.fit`` (the Dask engine,
-    :func:`spamkit.distributed.fit_on_cluster`, which gives the same filter).
+    ``engine``: None trains in this process; an engine (:class:`spamkit.distributed.DaskEngine`)
+    trains with its ``fit(spam_filter, messages, progress)``, which gives the same filter.
     """
     test_ids: set = set()
     split_info = None
@@ -84,14 +84,14 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
             yield msg
 
     started = time.perf_counter()
-    if fit is None:
+    if engine is None:
         spam_filter.fit(train_stream(), progress=progress)
     else:
         with contextlib.ExitStack() as listing:
-            if getattr(fit, "reads_files", False):        # its workers read the files themselves
+            if engine.reads_files:                        # its workers read the files themselves
                 for corpus in corpora:
                     listing.enter_context(corpus.listing())
-            fit(spam_filter, train_stream(), progress)
+            engine.fit(spam_filter, train_stream(), progress)
     seconds = time.perf_counter() - started
     evaluation = None
     if held_out:

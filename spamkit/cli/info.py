@@ -1,0 +1,23 @@
+"""``spamkit info``: describe a filter file without loading its model."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import ModelFormatError
+from ..persist import read_manifest
+from ..report import render_info, to_json
+from . import cli
+
+
+@cli.command("info")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the whole manifest as JSON.")
+def info_command(model, as_json):
+    """Describe a filter file: model, classes, features, analyzer, training corpus."""
+    manifest = read_manifest(model)
+    try:
+        text = to_json(manifest) if as_json else render_info(manifest, model)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ModelFormatError(f"{model}: damaged manifest ({type(exc).__name__}: {exc})") from None
+    click.echo(text)

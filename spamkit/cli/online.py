@@ -1,0 +1,75 @@
+"""``spamkit online``: the TREC spam-track protocol (classify each message, then learn it)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..config import make_analyzer, stack_for_rate
+from ..evaluation import ONLINE_MODELS, REGIMES
+from ..jobs.online import online_filter
+from ..report import render_online, to_json
+from . import cli
+from .params import OutputPath, corpus_options, fisher_params, model_options, reading_corpora
+from .progress import Progress
+
+
+@cli.command("online")
+@corpus_options
+@click.option("-o", "--output", type=OutputPath(), default=None,
+              help="Write the TREC results file here: 'id judgement score gold' per message.")
+@click.option("--model", type=click.Choice(ONLINE_MODELS),
+              default="fisher-nb", show_default=True,
+              help="fisher-nb: the stacked best filter, its combiner refitted every 100 messages on the "
+                   "scores it gave before learning them; logistic: online logistic regression alone.")
+@model_options
+@click.option("--alpha", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
+              help="Naive Bayes: additive smoothing.")
+@click.option("--regime", type=click.Choice(REGIMES), default="all", show_default=True,
+              help="Learn every message, only mistakes, or mistakes and near misses (|log-odds| < --margin).")
+@click.option("--margin", type=click.FloatRange(min=0.0), default=2.0, show_default=True,
+              help="near-error: log-odds margin.")
+@click.option("--hashing", type=click.IntRange(min=1), default=2 ** 20, show_default=True,
+              help="Hashed feature columns (the vocabulary of a stream is unbounded).")
+@click.option("--delay", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Feedback arrives this many messages after classification.")
+@click.option("--feedback-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True,
+              help="Only this share of messages is ever learned.")
+@click.option("--active", type=click.IntRange(min=1), default=None, metavar="QUOTA",
+              help="Active learning: the filter asks for at most QUOTA labels, for the messages it is least "
+                   "sure of (asked with probability b / (b + |log-odds|)); only those are learned.")
+@click.option("--active-b", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
+              help="Active learning: b (larger asks more often).")
+@click.option("--report", "report_path", type=OutputPath(), default=None,
+              help="Write an HTML report: measures, the learning curve, ROC curves.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--order", type=click.Choice(["corpus", "date"]), default="corpus", show_default=True,
+              help="Stream order: the corpus's own (TREC index, Enron arrival) or by message date.")
+@click.option("--json", "as_json", is_flag=True)
+def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
+                   max_clues, rate, alpha, regime, margin, hashing, delay, feedback_fraction, active, active_b,
+                   report_path, seed, order, as_json):
+    """Online evaluation as in the TREC spam track: classify each message, then learn it.
+
+    Messages are taken in corpus order (TREC index order, Enron arrival order).
+    Prints (1-ROCA)%, hm%, sm% and lam% and the throughput.
+    """
+    with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress:
+        result = online_filter(corpora, analyzer=make_analyzer(tokens), model=model, alpha=alpha,
+                               fisher=fisher_params(strength, prior, min_dev, max_clues), regime=regime,
+                               stack=stack_for_rate(rate), rate=rate,
+                               margin=margin, hashing=hashing, delay=delay,
+                               feedback_fraction=feedback_fraction, seed=seed, order=order,
+                               active=active, active_b=active_b, progress=progress.step)
+    if output:
+        result.write_trec(output)
+    data = result.as_dict()
+    if report_path:
+        from ..htmlreport import render_online_html
+        data["report"] = result.report_data()
+        with open(report_path, "w", encoding="utf-8") as fh:
+            fh.write(render_online_html(data, " ".join(sys.argv)))
+    click.echo(to_json(data) if as_json else render_online(data, output))
+    if report_path is not None and not as_json:
+        click.echo(f"report written to {report_path}")
