@@ -58,7 +58,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import ConfigError, CorpusError
-from .features import Vectorizer, _count_matrix, columns_per_row, information_gain
+from .features import Vectorizer, count_matrix, columns_per_row, information_gain
 from .message import parse_message
 from .models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from .text import Analyzer
@@ -267,13 +267,13 @@ def tokenize_partition(analyzer_config: dict, hashing: int | None, partition) ->
         labels.append(label)
         n_bytes += len(raw)
     if hashing is not None:
-        X = Vectorizer.hashed(int(hashing))._hash(docs)
+        X = Vectorizer.hashed(int(hashing)).hash_counts(docs)
         terms = np.unique(X.indices).astype(np.int64)
         X = X[:, terms]
     else:
         index: defaultdict = defaultdict()
         index.default_factory = index.__len__
-        X = _count_matrix(docs, index, grow=True)
+        X = count_matrix(docs, index, grow=True)
         terms = list(index)                   # insertion order = column order
     return Part(X=X, terms=terms, labels=labels, fallbacks=fallbacks, n_bytes=n_bytes,
                 seconds=time.perf_counter() - started,
@@ -426,7 +426,7 @@ def build_from_stats(spam_filter, stats: Stats):
     arrays = {"class_count_": stats.docs.astype(np.float64), "feature_count_": feature_count}
     if isinstance(spam_filter.model, FisherNBStack):
         arrays["combiner_"] = np.array([1.0, 0.0, 0.0])     # fitted next, on cross-validated scores
-    spam_filter.model._restore(classes, fitted.n_features_, arrays, {})
+    spam_filter.model.restore_state(classes, fitted.n_features_, arrays, {})
     spam_filter.classes_ = spam_filter.model.classes_
     spam_filter.calibration = None
     spam_filter.tuning = None
@@ -676,7 +676,7 @@ def part_fold_scores(part: Part, vocabulary: Shared, model_params: dict, classes
     for f in range(k):
         held = folds == f
         if held.any():
-            scores[held] = model._components(class_count - fold_cc[f], feature_count - fold_fc[f], X[held])
+            scores[held] = model.component_scores(class_count - fold_cc[f], feature_count - fold_fc[f], X[held])
     return scores
 
 
@@ -838,7 +838,7 @@ def part_log_odds(part: Part, blob: Shared, digest: str, rows) -> np.ndarray:
     f = _filter_from_bytes(blob.value, digest)
     vec = f.vectorizer
     counts = _global_counts(_subset(part, rows), vec.vocabulary_ if vec.hashing is None else None, vec.n_features_)
-    lp = f.log_proba(vec._represent(counts))
+    lp = f.log_proba(vec.represent(counts))
     s = list(f.classes_).index(SPAM_NAME)
     with np.errstate(invalid="ignore"):
         return lp[:, s] - lp[:, 1 - s]
@@ -941,17 +941,17 @@ def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunRe
 
 def _shard_search(rows: sp.csr_matrix, dense_cols: np.ndarray, params: dict, Q: sp.csr_matrix, k: int, offset: int):
     """Top k of one shard of stored (already prepared) rows, as global indices."""
-    from .models.knn import KNNClassifier, _CosineIndex
+    from .models.knn import KNNClassifier, CosineIndex
     knn = KNNClassifier(**params, n_jobs=1)
-    knn._check_search_params()
+    knn.check_search_params()
     knn.classes_ = np.array([0])
-    knn._y = np.zeros(rows.shape[0], dtype=np.int64)
+    knn.y_codes_ = np.zeros(rows.shape[0], dtype=np.int64)
     knn.n_features_in_ = rows.shape[1]
     knn.ids_ = None
-    knn._set_rows(rows)
+    knn.set_rows(rows)
     if knn.metric == "cosine":
-        knn._index = _CosineIndex(rows, knn._memory, dense_cols=dense_cols)
-    scores, idx = knn._search(Q, min(k, rows.shape[0]))
+        knn.index_ = CosineIndex(rows, knn.memory_bytes_, dense_cols=dense_cols)
+    scores, idx = knn.search(Q, min(k, rows.shape[0]))
     return scores, idx + offset
 
 
@@ -960,22 +960,22 @@ def sharded_kneighbors(client, knn, X, n_shards: int, k: int | None = None):
 
     Returns ``(indices, measure)`` like :meth:`~spamkit.models.KNNClassifier.kneighbors`.
     """
-    from .models.knn import _NeighbourSearch
+    from .models.knn import NeighbourSearch
     k = int(knn.k if k is None else k)
-    n = knn._fit_X.shape[0]
+    n = knn.rows_.shape[0]
     if k > n:
         raise ConfigError(f"k={k} is larger than the {n} stored training rows")
-    Q = knn._check_query(X)                   # each shard prepares it, as a single search does
+    Q = knn.check_query(X)                   # each shard prepares it, as a single search does
     params = {name: getattr(knn, name) for name in ("k", "weights", "metric", "tau", "epsilon", "memory_limit")}
-    dense_cols = knn._index.dense_cols if knn.metric == "cosine" else None
+    dense_cols = knn.index_.dense_cols if knn.metric == "cosine" else None
     bounds = np.linspace(0, n, max(1, min(n_shards, n)) + 1).astype(np.int64)
     # the queries travel with each task (not scattered): a task re-run after a lost worker has all it needs
-    futures = [client.submit(_shard_search, knn._fit_X[lo:hi], dense_cols, params, Q, k, int(lo), pure=False)
+    futures = [client.submit(_shard_search, knn.rows_[lo:hi], dense_cols, params, Q, k, int(lo), pure=False)
                for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
     parts = client.gather(futures)
     best_s, best_i = parts[0]
     for s, i in parts[1:]:
-        best_s, best_i = _NeighbourSearch._merge(best_s, best_i, s, i, k)
+        best_s, best_i = NeighbourSearch.merge(best_s, best_i, s, i, k)
     order = np.lexsort((best_i, -best_s), axis=1)
     best_s = np.take_along_axis(best_s, order, axis=1)
     best_i = np.take_along_axis(best_i, order, axis=1)
@@ -985,10 +985,10 @@ def sharded_kneighbors(client, knn, X, n_shards: int, k: int | None = None):
 
 def sharded_predict_proba(client, knn, X, n_shards: int) -> np.ndarray:
     """``knn.predict_proba(X)`` from the sharded search (the vote is computed here)."""
-    k = knn._k_for_vote()
+    k = knn.k_for_vote()
     idx, measure = sharded_kneighbors(client, knn, X, n_shards, k)
     scores = measure if knn.metric in ("cosine", "jaccard") else -measure
-    votes, _ = knn._votes(scores, idx)
+    votes, _ = knn.votes(scores, idx)
     total = votes.sum(axis=1, keepdims=True)
     total[total == 0] = 1.0
     return votes / total

@@ -111,12 +111,12 @@ def tune_knn(X, y, ks=(1, 3, 5, 7, 9, 15, 21, 31), weights=("uniform", "inverse"
         if k_max > train.sum():
             raise ConfigError(f"k={k_max} is more than the {int(train.sum())} training rows of a fold")
         knn = KNNClassifier(k=k_max, **knn_params).fit(X[train], y[train])
-        scores, idx = knn._search(X[test], k_max)
+        scores, idx = knn.search(X[test], k_max)
         truth = np.searchsorted(knn.classes_, y[test])
         for w in weights:
             knn.weights = w
-            wts = knn._weights(scores)
-            labels = knn._y[idx]
+            wts = knn.neighbour_weights(scores)
+            labels = knn.y_codes_[idx]
             for col, k in enumerate(ks):
                 votes = np.stack([(wts[:, :k] * (labels[:, :k] == c)).sum(axis=1)
                                   for c in range(len(knn.classes_))], axis=1)

@@ -96,7 +96,7 @@ def l2_normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
 CHUNK_DOCS = 256
 
 
-def _count_matrix(docs, index: dict, grow: bool):
+def count_matrix(docs, index: dict, grow: bool):
     """CSR counts of ``docs`` under ``index`` (token -> column); with ``grow`` new tokens get columns.
 
     With ``grow``, ``index`` is a ``defaultdict`` whose factory is its own ``__len__``: looking
@@ -244,13 +244,13 @@ class Vectorizer:
         ``y`` (class labels, aligned with ``docs``) is needed for ``select="ig"``.
         """
         if self.hashing is not None:
-            counts = self._hash(docs)
+            counts = self.hash_counts(docs)
             self.vocabulary_ = None
             self.terms_ = None
         else:
             index: defaultdict[str, int] = defaultdict()
             index.default_factory = index.__len__
-            counts = _count_matrix(docs, index, grow=True)
+            counts = count_matrix(docs, index, grow=True)
             index.default_factory = None               # from here on, a plain mapping
             counts = self._limit(counts, index, y)
         self.n_docs_ = counts.shape[0]
@@ -263,7 +263,7 @@ class Vectorizer:
         else:
             self.idf_ = None
         self.n_features_ = counts.shape[1]
-        return self._represent(counts)
+        return self.represent(counts)
 
     def select_columns(self, terms: list, df: np.ndarray, n_docs: int, score) -> np.ndarray:
         """Indices into ``terms`` of the columns kept, in alphabetical order of their terms.
@@ -357,7 +357,7 @@ class Vectorizer:
         df_per_class = np.asarray((present.T @ onehot).todense())
         return information_gain(df_per_class, np.bincount(codes))
 
-    def _hash(self, docs) -> sp.csr_matrix:
+    def hash_counts(self, docs) -> sp.csr_matrix:
         from sklearn.feature_extraction import FeatureHasher
         hasher = FeatureHasher(n_features=int(self.hashing), input_type="string", alternate_sign=False)
         blocks = []
@@ -377,22 +377,22 @@ class Vectorizer:
 
     # ----------------------------------------------------------------- transforming
 
-    def _check_fitted(self):
+    def check_fitted(self):
         if not hasattr(self, "n_features_"):
             raise NotFittedError("this Vectorizer is not fitted yet; call fit or fit_transform first")
 
     def counts(self, docs) -> sp.csr_matrix:
         """Raw counts of ``docs`` over the learned columns (unknown tokens are ignored)."""
-        self._check_fitted()
+        self.check_fitted()
         if self.hashing is not None:
-            return self._hash(docs)
-        return _count_matrix(docs, self.vocabulary_, grow=False)
+            return self.hash_counts(docs)
+        return count_matrix(docs, self.vocabulary_, grow=False)
 
     def transform(self, docs) -> sp.csr_matrix:
         """The matrix of ``docs`` (iterable of token lists) in the learned representation."""
-        return self._represent(self.counts(docs))
+        return self.represent(self.counts(docs))
 
-    def _represent(self, counts: sp.csr_matrix) -> sp.csr_matrix:
+    def represent(self, counts: sp.csr_matrix) -> sp.csr_matrix:
         # counts is always a fresh matrix made by this class: transform it in place
         X = counts if counts.dtype == np.float64 else counts.astype(np.float64)
         if self.representation == "binary":
@@ -414,7 +414,7 @@ class Vectorizer:
 
     def get_arrays(self) -> dict:
         """What a model file stores besides the config: df, idf, document count."""
-        self._check_fitted()
+        self.check_fitted()
         arrays = {"df": self.df_, "n_docs": np.array([self.n_docs_], dtype=np.int64)}
         if self.idf_ is not None:
             arrays["idf"] = self.idf_

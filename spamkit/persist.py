@@ -75,7 +75,7 @@ _ARRAY_KINDS = frozenset("fiubU")
 _NPY_HEADER_MAX = 4096
 
 # model type -> (class, constructor parameters stored). Each class says what else it stores
-# through _state() (arrays and text lists) and rebuilds itself with _restore().
+# through state_arrays() (arrays and text lists) and rebuilds itself with restore_state().
 # GaussianNB is a library estimator for dense numeric features; text filters use these.
 MODEL_TYPES = {
     "multinomial": (MultinomialNB, ("alpha", "fit_prior", "class_prior")),
@@ -174,7 +174,7 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
     """
     kind = model_type_of(model)
     cls, param_names = MODEL_TYPES[kind]
-    model._check_fitted()
+    model.check_fitted()
     members: dict[str, bytes] = {}
     arrays_meta = {}
     texts_meta = {}
@@ -197,7 +197,7 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
         members[member] = data
         return {"file": member, "sha256": hashlib.sha256(data).hexdigest(), "count": len(lines)}
 
-    model_arrays, model_texts = model._state()
+    model_arrays, model_texts = model.state_arrays()
     for name, array in model_arrays.items():
         add_array(f"model.{name}", array)
     for name, lines in model_texts.items():
@@ -490,7 +490,7 @@ def _restore_model(spec: dict, arrays: dict, texts: dict, path: Path):
     cls, param_names = MODEL_TYPES[kind]
     # a parameter added in a later version is absent from older files: the class default is what they used
     model = cls(**{p: spec["params"][p] for p in param_names if p in spec["params"]})
-    if hasattr(model, "_check_params"):
-        model._check_params()
-    model._restore(spec["classes"], int(spec["n_features"]), arrays, texts)
+    if hasattr(model, "check_params"):
+        model.check_params()
+    model.restore_state(spec["classes"], int(spec["n_features"]), arrays, texts)
     return model

@@ -92,7 +92,7 @@ class SpamFilter:
 
     def transform(self, items):
         """The feature matrix of messages (unknown tokens ignored)."""
-        self._check_fitted()
+        self.check_fitted()
         return self.vectorizer.transform(self.tokens(m) for m in items)
 
     # ------------------------------------------------------------------ training
@@ -148,7 +148,7 @@ class SpamFilter:
         self.classes_ = self.model.classes_
         self.calibration = None
         if self.calibrate != "none":
-            self.calibration = self._fit_calibration(X, y_arr)
+            self.calibration = self.fit_calibration(X, y_arr)
         self._fit_guard(X, np.asarray(distinct, dtype=np.float64))
         return self
 
@@ -197,12 +197,12 @@ class SpamFilter:
 
     def score(self, items) -> tuple[np.ndarray, np.ndarray]:
         """``(class probabilities, familiarity)`` of messages: what :meth:`decide` needs."""
-        self._check_fitted()
+        self.check_fitted()
         token_lists = [self.tokens(m) for m in items]
         X = self.vectorizer.transform(token_lists)
         return np.exp(self.log_proba(X)), self.familiarity(token_lists, X)
 
-    def _fit_calibration(self, X, y):
+    def fit_calibration(self, X, y):
         """Platt scaling on out-of-fold log-odds (5-fold stratified cross-validation of the model)."""
         from .evaluation import cross_val_log_odds
         if len(self.classes_) != 2:
@@ -223,7 +223,7 @@ class SpamFilter:
 
     def learn(self, items, y) -> "SpamFilter":
         """Add messages to a fitted filter's counts (vocabulary fixed; hashing keeps every token)."""
-        self._check_fitted()
+        self.check_fitted()
         X = self.transform(items)
         self.model.partial_fit(X, np.asarray(y))
         self.saw(X)
@@ -236,7 +236,7 @@ class SpamFilter:
 
     # ------------------------------------------------------------------ prediction
 
-    def _check_fitted(self):
+    def check_fitted(self):
         if not hasattr(self, "classes_"):
             raise NotFittedError("this SpamFilter is not trained yet; call fit or load a filter file")
 
@@ -291,7 +291,7 @@ class SpamFilter:
         Uncalibrated Robinson/Fisher is refused: its indicator ignores the class prior, so there is
         no training prior to replace (calibrate it, or use fisher-nb).
         """
-        self._check_fitted()
+        self.check_fitted()
         if rate is None:
             self._prior_shift = 0.0
             return self
@@ -307,7 +307,7 @@ class SpamFilter:
     @property
     def spam_column(self) -> int:
         """Column of ``"spam"`` in ``classes_`` (two-class filters only)."""
-        self._check_fitted()
+        self.check_fitted()
         classes = [str(c) for c in self.classes_]
         if SPAM_NAME not in classes:
             raise ConfigError(f"this filter's classes are {classes}; P(spam) needs a 'spam' class")
@@ -326,13 +326,13 @@ class SpamFilter:
         runner-up. Returns ``{"towards": [...], "against": [...], "classes": (a, b)}`` with
         ``(token, share)`` pairs, strongest first.
         """
-        self._check_fitted()
+        self.check_fitted()
         return self.explain_row(self.transform([item]), n)
 
     def explain_row(self, X, n: int = 10) -> dict:
         """:meth:`explain` for one row of features already computed."""
         if isinstance(self.model, KNNClassifier):
-            neighbours = self.model.explain(X, min(n, self.model._fit_X.shape[0]))
+            neighbours = self.model.explain(X, min(n, self.model.rows_.shape[0]))
             return {"neighbours": [{"id": i, "similarity" if self.model.metric in ("cosine", "jaccard")
                                     else "distance": m, "label": lab, "weight": w}
                                    for i, m, lab, w in neighbours]}
@@ -360,7 +360,7 @@ class SpamFilter:
 
     def set_costs(self, costs: CostMatrix | None) -> "SpamFilter":
         """Decide by minimum expected cost from now on (checked against the filter's classes)."""
-        self._check_fitted()
+        self.check_fitted()
         self.costs = costs.align(self.classes_) if costs is not None else None
         return self
 
@@ -399,7 +399,7 @@ class SpamFilter:
     # ------------------------------------------------------------------ files
 
     def save(self, path) -> None:
-        self._check_fitted()
+        self.check_fitted()
         extra = {"decision": self.costs.as_dict()} if self.costs is not None else {}
         if self.calibration is not None:
             extra["calibration"] = self.calibration.as_dict()

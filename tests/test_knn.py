@@ -172,7 +172,7 @@ def test_cosine_pruning_keeps_the_exact_top_k(k, seed, threads):
     Q = sp.vstack([X[rng.integers(0, 400, 20)], sp.random(20, 60, density=0.2, random_state=rng)]).tocsr()
     y = rng.integers(0, 2, 400)
     knn = KNNClassifier(k=k, n_jobs=threads).fit(X, y)
-    index = knn._index
+    index = knn.index_
     assert len(index.dense_cols) >= 3 and 400 // index.GROUP >= k      # the group bound is used
     idx, sim = knn.kneighbors(Q)
     index._candidates = lambda A, kk: np.nonzero(np.ones(A.shape, dtype=bool))

@@ -129,3 +129,32 @@ def test_the_default_engine_never_imports_dask(tmp_path):
             "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')); "
             "assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def private_reach_ins(path: Path) -> list[str]:
+    """Uses of another module's ``_``-names: ``from x import _name`` and ``obj._name`` on anything
+    but ``self``, ``cls`` or ``super()`` (an object's private members belong to its own class)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("spamkit")):
+            found += [f"import {a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+                continue
+            found.append(f"{ast.unparse(owner)}.{node.attr} (line {node.lineno})")
+    return found
+
+
+def test_no_module_reaches_into_another_modules_private_names():
+    offenders = {str(p.relative_to(PACKAGE)): private_reach_ins(p) for p in sorted(PACKAGE.rglob("*.py"))}
+    assert {p: found for p, found in offenders.items() if found} == {}
+
+
+def test_the_private_name_check_can_fail(tmp_path):
+    sample = tmp_path / "m.py"
+    sample.write_text("from .features import _count\nx = model._restore\ny = self._ok\nz = super()._ok\n")
+    assert private_reach_ins(sample) == ["import _count", "model._restore (line 2)"]

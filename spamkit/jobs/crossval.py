@@ -57,7 +57,7 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
         f.model.fit(X, y[train])
         f.classes_ = f.model.classes_
         if f.calibrate != "none":
-            f.calibration = f._fit_calibration(X, y[train])
+            f.calibration = f.fit_calibration(X, y[train])
         lp = f.log_proba(vectorizer.transform(tokens[i] for i in held))
         s = list(f.classes_).index(SPAM_NAME)
         with np.errstate(invalid="ignore"):

@@ -100,7 +100,7 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
         proba = np.exp(log_proba)
         evaluation = evaluate_predictions([label for label, _ in held_out], proba, spam_filter.classes_,
                                           log_proba)
-        spam_filter._held_out = ([label for label, _ in held_out], proba)
+        spam_filter.held_out_scores = ([label for label, _ in held_out], proba)
     report = TrainReport(
         n_train=sum(train_counts.values()), n_test=len(held_out),
         train_per_class={str(k): v for k, v in sorted(train_counts.items(), key=lambda kv: str(kv[0]))},
@@ -119,5 +119,5 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
 
 def held_out_costs(spam_filter: SpamFilter, report: "TrainReport") -> dict:
     """The cost report of the held-out part kept by :func:`train_filter`."""
-    labels, proba = spam_filter._held_out
+    labels, proba = spam_filter.held_out_scores
     return cost_report(labels, proba, spam_filter)

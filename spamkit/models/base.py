@@ -38,14 +38,14 @@ class ProbabilisticClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------- validation
 
-    def _check_fitted(self):
+    def check_fitted(self):
         if not hasattr(self, "classes_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
 
     def _validate_X(self, X, reset: bool):
         """CSR (or dense) float64 input, with the feature count checked against fit."""
         if not reset:
-            self._check_fitted()
+            self.check_fitted()
             # Fast path for what spamkit's vectorizer produces: a float64 CSR of the right width.
             # scikit-learn's general validation costs more than scoring one short message.
             if (self._accept_sparse and isinstance(X, sp.csr_matrix) and X.dtype == np.float64
@@ -60,7 +60,7 @@ class ProbabilisticClassifier(ClassifierMixin, BaseEstimator):
     def _validate_Xy(self, X, y, reset: bool):
         """X as in :meth:`_validate_X`, y one label per row (scikit-learn's checks and messages)."""
         if not reset:
-            self._check_fitted()
+            self.check_fitted()
             # Fast path for learning one message at a time from spamkit's own matrices.
             if (isinstance(X, sp.csr_matrix) and X.dtype == np.float64 and X.shape[1] == self.n_features_in_
                     and isinstance(y, (list, np.ndarray)) and len(y) == X.shape[0]

@@ -13,7 +13,7 @@ similarity matrix fits the memory budget; each block keeps its top k and the blo
 candidates are merged. Two threads share the query blocks.
 
 Cosine search (the default metric) splits the vocabulary in two (see
-:class:`_CosineIndex`): the few terms found in a quarter or more of the stored rows, which
+:class:`CosineIndex`): the few terms found in a quarter or more of the stored rows, which
 make most of the work of a sparse product (a term in a fraction p of the queries and of
 the stored rows costs p² of all pairs), go through a dense BLAS product; the rest through
 a sparse product. The top k of a block is then found without sorting or partitioning the
@@ -89,7 +89,7 @@ def parse_memory(value) -> int:
     return n
 
 
-class _CosineIndex:
+class CosineIndex:
     """Unit rows stored for cosine search: frequent terms dense, the other terms sparse.
 
     A sparse-by-sparse product costs one multiply-add per (query, stored row, shared
@@ -197,7 +197,7 @@ class _CosineIndex:
         return s[keep].reshape(b, k), cols[keep].reshape(b, k)
 
 
-class _NeighbourSearch:
+class NeighbourSearch:
     """Exact top-k search over stored rows, shared by the classifier and the regressor."""
 
     def __init__(self, k=5, weights="uniform", metric="cosine", tau=0.1, epsilon=1e-6,
@@ -215,7 +215,7 @@ class _NeighbourSearch:
         tags.input_tags.sparse = True
         return tags
 
-    def _check_search_params(self):
+    def check_search_params(self):
         if self.metric not in METRICS:
             raise ConfigError(f"unknown metric {self.metric!r}; choose one of {', '.join(METRICS)}")
         if not isinstance(self.k, (int, np.integer)) or self.k < 1:
@@ -226,7 +226,7 @@ class _NeighbourSearch:
             raise ConfigError(f"tau must be > 0, got {self.tau!r}")
         if not float(self.epsilon) >= 0:
             raise ConfigError(f"epsilon must be >= 0, got {self.epsilon!r}")
-        self._memory = parse_memory(self.memory_limit)
+        self.memory_bytes_ = parse_memory(self.memory_limit)
 
     def _prepare(self, X) -> sp.csr_matrix:
         """Rows as stored for the metric: unit length (cosine), 0/1 (jaccard), as given (Lp)."""
@@ -238,28 +238,28 @@ class _NeighbourSearch:
         return X
 
     def _store(self, X):
-        self._set_rows(self._prepare(X))
+        self.set_rows(self._prepare(X))
 
-    def _set_rows(self, X: sp.csr_matrix):
+    def set_rows(self, X: sp.csr_matrix):
         """Keep prepared rows and build the search structure over them.
 
-        Cosine: a :class:`_CosineIndex`; other metrics: the rows transposed, so products
+        Cosine: a :class:`CosineIndex`; other metrics: the rows transposed, so products
         ``Q @ X^T`` need no transposing per query.
         """
         X.sort_indices()
-        self._fit_X = X
+        self.rows_ = X
         # per-row quantities the metrics need: squared norms (euclidean), sizes (jaccard)
         self._fit_sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
-        self._index = _CosineIndex(X, self._memory) if self.metric == "cosine" else X.T.tocsr()
+        self.index_ = CosineIndex(X, self.memory_bytes_) if self.metric == "cosine" else X.T.tocsr()
 
     # ------------------------------------------------------------------ scores
 
     def _scores(self, Q: sp.csr_matrix, q_sq: np.ndarray, lo: int, hi: int, out=None) -> np.ndarray:
         """Dense (n_queries, hi - lo) block of scores, higher = nearer (written into ``out`` if given)."""
-        XT = self._index[:, lo:hi] if (lo, hi) != (0, self._fit_X.shape[0]) else self._index
+        XT = self.index_[:, lo:hi] if (lo, hi) != (0, self.rows_.shape[0]) else self.index_
         if self.metric == "manhattan":
             from sklearn.metrics.pairwise import manhattan_distances
-            return -manhattan_distances(Q, self._fit_X[lo:hi])
+            return -manhattan_distances(Q, self.rows_[lo:hi])
         if _sparse_dense_product is not None:
             dots = _sparse_dense_product(Q, XT, out=out)
         else:
@@ -282,7 +282,7 @@ class _NeighbourSearch:
         also kept small enough that every thread gets several: while one thread computes a
         product (which holds the GIL), the other partitions its block (which releases it).
         """
-        per_thread = self._memory // (24 * self._n_threads)
+        per_thread = self.memory_bytes_ // (24 * self._n_threads)
         train_block = max(k, min(n_train, per_thread // 64))
         query_block = max(1, min(n_queries, per_thread // max(train_block, 1)))
         if self._n_threads > 1:
@@ -317,17 +317,17 @@ class _NeighbourSearch:
         return top, part + offset
 
     @staticmethod
-    def _merge(a_s, a_i, b_s, b_i, k):
+    def merge(a_s, a_i, b_s, b_i, k):
         s = np.concatenate([a_s, b_s], axis=1)
         i = np.concatenate([a_i, b_i], axis=1)
         order = np.lexsort((i, -s), axis=1)[:, :k]
         return np.take_along_axis(s, order, axis=1), np.take_along_axis(i, order, axis=1)
 
     def _search_block(self, Q: sp.csr_matrix, k: int, train_block: int):
-        n_train = self._fit_X.shape[0]
+        n_train = self.rows_.shape[0]
         cosine = self.metric == "cosine"
         if cosine:
-            query = self._index.split(Q)
+            query = self.index_.split(Q)
         else:
             q_sq = np.asarray(Q.multiply(Q).sum(axis=1)).ravel()
         best_s = best_i = None
@@ -336,24 +336,24 @@ class _NeighbourSearch:
             hi = min(n_train, lo + train_block)
             out = buffer[:, : hi - lo] if hi - lo == buffer.shape[1] else None
             if cosine:
-                s, i = self._index.block(query, lo, hi, k, out)
+                s, i = self.index_.block(query, lo, hi, k, out)
             else:
                 s, i = self._top_k(self._scores(Q, q_sq, lo, hi, out), lo, min(k, hi - lo))
             if best_s is None:
                 best_s, best_i = s, i
             else:
-                best_s, best_i = self._merge(best_s, best_i, s, i, k)
+                best_s, best_i = self.merge(best_s, best_i, s, i, k)
         order = np.lexsort((best_i, -best_s), axis=1)      # final order: nearest first, then index
         return np.take_along_axis(best_s, order, axis=1), np.take_along_axis(best_i, order, axis=1)
 
-    def _search(self, X, k: int):
+    def search(self, X, k: int):
         """(scores, indices) of the k nearest stored rows for every row of X."""
-        if not hasattr(self, "_fit_X"):
+        if not hasattr(self, "rows_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
-        n_train = self._fit_X.shape[0]
+        n_train = self.rows_.shape[0]
         if k > n_train:
             raise ConfigError(f"k={k} is larger than the {n_train} stored training rows")
-        Q = self._prepare(self._check_query(X))
+        Q = self._prepare(self.check_query(X))
         query_block, train_block = self._block_sizes(Q.shape[0], n_train, k)
         starts = list(range(0, Q.shape[0], query_block))
         jobs = [Q[a:a + query_block] for a in starts]
@@ -367,7 +367,7 @@ class _NeighbourSearch:
             return np.zeros((0, k)), np.zeros((0, k), dtype=np.int64)
         return np.vstack([p[0] for p in parts]), np.vstack([p[1] for p in parts])
 
-    def _check_query(self, X):
+    def check_query(self, X):
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
         return sp.csr_matrix(X)
 
@@ -377,11 +377,11 @@ class _NeighbourSearch:
         """Scores back to distances: 1 - similarity (cosine, jaccard), or the Lp distance."""
         return 1.0 - scores if self.metric in ("cosine", "jaccard") else -scores
 
-    def _k_for_vote(self) -> int:
+    def k_for_vote(self) -> int:
         """k, or every stored row when fewer are stored (after condensing, say)."""
-        return min(int(self.k), self._fit_X.shape[0])
+        return min(int(self.k), self.rows_.shape[0])
 
-    def _weights(self, scores: np.ndarray) -> np.ndarray:
+    def neighbour_weights(self, scores: np.ndarray) -> np.ndarray:
         if self.weights == "uniform":
             return np.ones_like(scores)
         if self.weights == "softmax":
@@ -407,12 +407,12 @@ class _NeighbourSearch:
         Returns ``(indices, measure)``, both (n_queries, k), nearest first: the similarity for
         cosine and jaccard, the distance for euclidean and manhattan.
         """
-        scores, idx = self._search(X, self.k if k is None else int(k))
+        scores, idx = self.search(X, self.k if k is None else int(k))
         measure = scores if self.metric in ("cosine", "jaccard") else -scores
         return idx, measure
 
 
-class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
+class KNNClassifier(NeighbourSearch, ProbabilisticClassifier):
     """k-nearest-neighbour classifier; ``predict_proba`` is the neighbours' weighted vote.
 
     Parameters
@@ -447,18 +447,18 @@ class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
 
     def fit(self, X, y, ids=None):
         """Store the rows (prepared for the metric), their labels, and optional ids for explanations."""
-        self._check_search_params()
+        self.check_search_params()
         X, y = self._validate_Xy(X, y, reset=True)
-        self.classes_, self._y = np.unique(y, return_inverse=True)
+        self.classes_, self.y_codes_ = np.unique(y, return_inverse=True)
         self._store(X)
         self.ids_ = None if ids is None else np.asarray([str(i) for i in ids], dtype=object)
         if self.ids_ is not None and len(self.ids_) != X.shape[0]:
             raise ConfigError(f"{len(self.ids_)} ids for {X.shape[0]} rows")
         return self
 
-    def _votes(self, scores, idx):
-        w = self._weights(scores)
-        labels = self._y[idx]
+    def votes(self, scores, idx):
+        w = self.neighbour_weights(scores)
+        labels = self.y_codes_[idx]
         votes = np.zeros((scores.shape[0], len(self.classes_)))
         for c in range(len(self.classes_)):
             votes[:, c] = (w * (labels == c)).sum(axis=1)
@@ -466,9 +466,9 @@ class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
 
     def predict_proba(self, X) -> np.ndarray:
         """Weighted class distribution of the k nearest neighbours."""
-        self._check_fitted()
-        scores, idx = self._search(X, self._k_for_vote())
-        votes, _ = self._votes(scores, idx)
+        self.check_fitted()
+        scores, idx = self.search(X, self.k_for_vote())
+        votes, _ = self.votes(scores, idx)
         total = votes.sum(axis=1, keepdims=True)
         total[total == 0] = 1.0
         return votes / total
@@ -492,12 +492,12 @@ class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
     def explain(self, x, n: int | None = None) -> list:
         """The neighbours behind a verdict: (id or index, similarity or distance, label, weight)."""
         idx, measure = self.kneighbors(x, n)
-        scores, _ = self._search(x, n or self.k)
-        w = self._weights(scores)[0]
+        scores, _ = self.search(x, n or self.k)
+        w = self.neighbour_weights(scores)[0]
         out = []
         for j, m, wt in zip(idx[0], measure[0], w):
             ident = self.ids_[j] if self.ids_ is not None else int(j)
-            out.append((ident, float(m), str(self.classes_[self._y[j]]), float(wt)))
+            out.append((ident, float(m), str(self.classes_[self.y_codes_[j]]), float(wt)))
         return out
 
     def condense(self, edit: bool = False, max_passes: int = 100) -> dict:
@@ -510,26 +510,26 @@ class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
         prototypes. Returns counts before and after; the model keeps only the prototypes (use
         a small k with them: with k larger than the prototypes of a class, they are outvoted).
         """
-        self._check_fitted()
-        n0 = self._fit_X.shape[0]
+        self.check_fitted()
+        n0 = self.rows_.shape[0]
         keep = np.arange(n0)
         if edit:
             # Wilson: leave-one-out k-NN on the training set, drop what it gets wrong.
-            scores, idx = self._search(self._fit_X_original(), min(self.k + 1, n0))
+            scores, idx = self.search(self._fit_X_original(), min(self.k + 1, n0))
             own = idx == np.arange(n0)[:, None]
             # remove each row itself from its neighbour list (it is its own nearest)
             scores = np.where(own, -np.inf, scores)
             order = np.argsort(own, axis=1, kind="stable")[:, : min(self.k, n0 - 1)]
             s = np.take_along_axis(scores, order, axis=1)
             i = np.take_along_axis(idx, order, axis=1)
-            votes, labels = self._votes(s, i)
-            wrong = votes.argmax(axis=1) != self._y
+            votes, labels = self.votes(s, i)
+            wrong = votes.argmax(axis=1) != self.y_codes_
             keep = np.flatnonzero(~wrong)
             if keep.size == 0:
                 raise ConfigError("editing removed every training row; the data are too noisy for Wilson editing")
         self.retained_rows_ = keep                  # training rows left after editing
-        X = self._fit_X[keep]
-        y = self._y[keep]
+        X = self.rows_[keep]
+        y = self.y_codes_[keep]
         n = len(keep)
         # For each row: the best (highest-score, then lowest-index) prototype so far.
         best_score = np.full(n, -np.inf)
@@ -568,8 +568,8 @@ class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
             if added == 0:
                 break
         protos = keep[np.flatnonzero(in_s)]
-        self._set_rows(self._fit_X[protos])
-        self._y = self._y[protos]
+        self.set_rows(self.rows_[protos])
+        self.y_codes_ = self.y_codes_[protos]
         if self.ids_ is not None:
             self.ids_ = self.ids_[protos]
         return {"n_before": int(n0), "n_edited": int(n0 - len(keep)), "n_after": int(len(protos)),
@@ -577,16 +577,16 @@ class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
 
     # ------------------------------------------------------------------ persistence (spamkit.persist)
 
-    def _state(self) -> tuple[dict, dict]:
+    def state_arrays(self) -> tuple[dict, dict]:
         """The stored rows (CSR arrays), their class codes, and the message ids as text."""
-        X = self._fit_X
+        X = self.rows_
         arrays = {"X_data": X.data, "X_indices": X.indices.astype(np.int64), "X_indptr": X.indptr.astype(np.int64),
-                  "X_shape": np.asarray(X.shape, dtype=np.int64), "y": self._y.astype(np.int64)}
+                  "X_shape": np.asarray(X.shape, dtype=np.int64), "y": self.y_codes_.astype(np.int64)}
         texts = {"ids": [str(i) for i in self.ids_]} if self.ids_ is not None else {}
         return arrays, texts
 
-    def _restore(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
-        self._check_search_params()
+    def restore_state(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
+        self.check_search_params()
         self.classes_ = np.asarray(classes)
         shape = tuple(int(v) for v in arrays["X_shape"])
         X = sp.csr_matrix((arrays["X_data"], arrays["X_indices"], arrays["X_indptr"]), shape=shape)
@@ -596,8 +596,8 @@ class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
         y = np.asarray(arrays["y"], dtype=np.int64)
         if y.shape != (shape[0],) or (len(y) and (y.min() < 0 or y.max() >= len(self.classes_))):
             raise ValueError("stored class codes do not match the stored rows and classes")
-        self._y = y
-        self._set_rows(X)
+        self.y_codes_ = y
+        self.set_rows(X)
         ids = texts.get("ids")
         self.ids_ = np.asarray(ids, dtype=object) if ids is not None else None
         if self.ids_ is not None and len(self.ids_) != shape[0]:
@@ -607,10 +607,10 @@ class KNNClassifier(_NeighbourSearch, ProbabilisticClassifier):
     def _fit_X_original(self):
         # The stored rows are already prepared for the metric; preparing them again is a no-op
         # for cosine (unit rows) and jaccard (0/1 rows), and leaves Lp rows as they are.
-        return self._fit_X
+        return self.rows_
 
 
-class KNNRegressor(_NeighbourSearch, RegressorMixin, BaseEstimator):
+class KNNRegressor(NeighbourSearch, RegressorMixin, BaseEstimator):
     """k-nearest-neighbour regression: the weighted mean of the neighbours' targets.
 
     Same parameters as :class:`KNNClassifier`.
@@ -624,16 +624,16 @@ class KNNRegressor(_NeighbourSearch, RegressorMixin, BaseEstimator):
 
 
     def fit(self, X, y):
-        self._check_search_params()
+        self.check_search_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
         self._target = np.asarray(y, dtype=np.float64)
         self._store(sp.csr_matrix(X))
         return self
 
     def predict(self, X) -> np.ndarray:
-        if not hasattr(self, "_fit_X"):
+        if not hasattr(self, "rows_"):
             raise NotFittedError("this KNNRegressor is not fitted yet; call fit first")
-        scores, idx = self._search(X, self.k)
-        w = self._weights(scores)
+        scores, idx = self.search(X, self.k)
+        w = self.neighbour_weights(scores)
         t = self._target[idx]
         return (w * t).sum(axis=1) / w.sum(axis=1)

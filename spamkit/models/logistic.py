@@ -83,7 +83,7 @@ class OnlineLogistic(ProbabilisticClassifier):
 
     __sklearn_tags__ = two_class_presence_tags
 
-    def _check_params(self) -> float:
+    def check_params(self) -> float:
         try:
             rate = float(self.rate)
         except (TypeError, ValueError):
@@ -127,7 +127,7 @@ class OnlineLogistic(ProbabilisticClassifier):
 
     def fit(self, X, y, sample_weight=None):
         """``epochs`` passes of one gradient step per row, from zero weights; returns ``self``."""
-        rate = self._check_params()
+        rate = self.check_params()
         X, y = self._validate_Xy(X, y, reset=True)
         X = presence(X)
         self._start(y, X.shape[1])
@@ -140,7 +140,7 @@ class OnlineLogistic(ProbabilisticClassifier):
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One gradient step per row (``classes`` on the first call); returns ``self``."""
-        rate = self._check_params()
+        rate = self.check_params()
         first = not hasattr(self, "classes_")
         X, y = self._validate_Xy(X, y, reset=first)
         X = presence(X)
@@ -161,8 +161,8 @@ class OnlineLogistic(ProbabilisticClassifier):
         Not exact (see the module docstring): the weights after learning and unlearning a
         message differ from the weights never having seen it by O(η²).
         """
-        rate = self._check_params()
-        self._check_fitted()
+        rate = self.check_params()
+        self.check_fitted()
         X, y = self._validate_Xy(X, y, reset=False)
         codes = self._codes(y)
         counts = np.bincount(codes, minlength=2)
@@ -194,11 +194,11 @@ class OnlineLogistic(ProbabilisticClassifier):
 
     # ------------------------------------------------------------- persistence (spamkit.persist)
 
-    def _state(self) -> tuple[dict, dict]:
+    def state_arrays(self) -> tuple[dict, dict]:
         return {"coef_": self.coef_, "intercept_": np.array([self.intercept_]),
                 "class_count_": self.class_count_, "n_steps_": np.array([self.n_steps_], dtype=np.int64)}, {}
 
-    def _restore(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
+    def restore_state(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
         self.classes_ = np.asarray(classes)
         self.coef_ = np.array(arrays["coef_"], dtype=np.float64)
         intercept = np.asarray(arrays["intercept_"], dtype=np.float64)

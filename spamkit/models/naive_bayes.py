@@ -113,7 +113,7 @@ class _DiscreteNB(ProbabilisticClassifier):
         Refuses, leaving the model as it was, when a count would go negative (a message that
         was never learned with that label).
         """
-        self._check_fitted()
+        self.check_fitted()
         X, y = self._validate_Xy(X, y, reset=False)
         X = self._prepare_X(X)
         Y = self._one_hot(y, sample_weight).toarray()
@@ -184,11 +184,11 @@ class _DiscreteNB(ProbabilisticClassifier):
 
     # ------------------------------------------------------------- persistence (spamkit.persist)
 
-    def _state(self) -> tuple[dict, dict]:
+    def state_arrays(self) -> tuple[dict, dict]:
         """Learned arrays (and text lists) a filter file stores: the counts; the rest is derived."""
         return {"class_count_": self.class_count_, "feature_count_": self.feature_count_}, {}
 
-    def _restore(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
+    def restore_state(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
         self.classes_ = np.asarray(classes)
         self.class_count_ = np.asarray(arrays["class_count_"], dtype=np.float64)
         self.feature_count_ = np.asarray(arrays["feature_count_"], dtype=np.float64)
@@ -200,7 +200,7 @@ class _DiscreteNB(ProbabilisticClassifier):
 
     def feature_weights(self) -> np.ndarray:
         """``w`` of the linear form, shape (n_classes, n_features): each feature's log-evidence per class."""
-        self._check_fitted()
+        self.check_fitted()
         if self._w_neg_inf is None:
             return self._w_finite
         return self._w_finite - np.where(self._w_neg_inf > 0, np.inf, 0.0)
@@ -346,7 +346,7 @@ class MultinomialNB(_DiscreteNB):
         return jll
 
     def feature_weights(self) -> np.ndarray:
-        self._check_fitted()
+        self.check_fitted()
         if self._split:
             return self.feature_log_prob_
         return super().feature_weights()
@@ -434,7 +434,7 @@ class BernoulliNB(_DiscreteNB):
         return jll
 
     def feature_weights(self) -> np.ndarray:
-        self._check_fitted()
+        self.check_fitted()
         return self._w_finite
 
 

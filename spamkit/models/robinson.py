@@ -183,7 +183,7 @@ class RobinsonFisher(ProbabilisticClassifier):
 
     # ------------------------------------------------------------- parameters
 
-    def _check_params(self):
+    def check_params(self):
         try:
             s, x, d, k = float(self.strength), float(self.prior), float(self.min_dev), int(self.max_clues)
         except (TypeError, ValueError):
@@ -226,7 +226,7 @@ class RobinsonFisher(ProbabilisticClassifier):
 
     def fit(self, X, y, sample_weight=None):
         """Count documents per class and per token; returns ``self``."""
-        self._check_params()
+        self.check_params()
         X, y = self._validate_Xy(X, y, reset=True)
         X = self._presence(X)
         self._init_counters(y, X.shape[1])
@@ -235,7 +235,7 @@ class RobinsonFisher(ProbabilisticClassifier):
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Add a batch to the counts (``classes`` needed on the first call); equals one fit."""
-        self._check_params()
+        self.check_params()
         first = not hasattr(self, "classes_")
         X, y = self._validate_Xy(X, y, reset=first)
         X = self._presence(X)
@@ -250,7 +250,7 @@ class RobinsonFisher(ProbabilisticClassifier):
 
     def unlearn(self, X, y, sample_weight=None):
         """Remove messages learned before (a user's correction of a mistaken training label)."""
-        self._check_fitted()
+        self.check_fitted()
         X, y = self._validate_Xy(X, y, reset=False)
         X = self._presence(X)
         before = (self.class_count_.copy(), self.feature_count_.copy())
@@ -264,8 +264,8 @@ class RobinsonFisher(ProbabilisticClassifier):
 
     def token_probability(self, columns) -> np.ndarray:
         """Robinson's f(w) for feature columns: (s x + n p) / (s + n)."""
-        self._check_fitted()
-        s, x, _, _ = self._check_params()
+        self.check_fitted()
+        s, x, _, _ = self.check_params()
         cols = np.asarray(columns, dtype=np.int64)
         ham = self.feature_count_[0, cols]
         spam = self.feature_count_[1, cols]
@@ -282,7 +282,7 @@ class RobinsonFisher(ProbabilisticClassifier):
 
     def _clues(self, X):
         """Per non-zero of X: (row, column, f, is_clue)."""
-        s, x, min_dev, max_clues = self._check_params()
+        s, x, min_dev, max_clues = self.check_params()
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         cols = X.indices
         f = self.token_probability(cols)
@@ -331,10 +331,10 @@ class RobinsonFisher(ProbabilisticClassifier):
 
     # ------------------------------------------------------------- persistence (spamkit.persist)
 
-    def _state(self) -> tuple[dict, dict]:
+    def state_arrays(self) -> tuple[dict, dict]:
         return {"class_count_": self.class_count_, "feature_count_": self.feature_count_}, {}
 
-    def _restore(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
+    def restore_state(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
         self.classes_ = np.asarray(classes)
         self.class_count_ = np.asarray(arrays["class_count_"], dtype=np.float64)
         self.feature_count_ = np.asarray(arrays["feature_count_"], dtype=np.float64)

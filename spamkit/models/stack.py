@@ -106,7 +106,7 @@ class FisherNBStack(ProbabilisticClassifier):
 
     def _fisher(self, class_count, feature_count) -> RobinsonFisher:
         f = RobinsonFisher(self.strength, self.prior, self.min_dev, self.max_clues)
-        f._restore(self.classes_, feature_count.shape[1], {"class_count_": class_count,
+        f.restore_state(self.classes_, feature_count.shape[1], {"class_count_": class_count,
                                                            "feature_count_": feature_count}, {})
         return f
 
@@ -136,7 +136,7 @@ class FisherNBStack(ProbabilisticClassifier):
         with np.errstate(invalid="ignore"):
             return np.clip(np.nan_to_num(jll[:, 1] - jll[:, 0], nan=0.0), -_LIMIT, _LIMIT)
 
-    def _components(self, class_count, feature_count, X, totals=None, logistic=None) -> np.ndarray:
+    def component_scores(self, class_count, feature_count, X, totals=None, logistic=None) -> np.ndarray:
         columns = [self._log_odds(self._fisher(class_count, feature_count), X),
                    self._nb_log_odds(class_count, feature_count, X, totals)]
         if logistic is not None:
@@ -146,7 +146,7 @@ class FisherNBStack(ProbabilisticClassifier):
     def component_log_odds(self, X) -> np.ndarray:
         """(Fisher, NB[, logistic]) log-odds of each row, shape (n, 2 or 3), from the full model."""
         X = self._presence(self._validate_X(X, reset=False))
-        return self._components(self.class_count_, self.feature_count_, X, self._totals, self.logistic_)
+        return self.component_scores(self.class_count_, self.feature_count_, X, self._totals, self.logistic_)
 
     def _squash(self, scores) -> np.ndarray:
         scores = np.asarray(scores, dtype=np.float64)
@@ -188,8 +188,8 @@ class FisherNBStack(ProbabilisticClassifier):
         except KeyError as exc:
             raise ConfigError(f"label {exc.args[0]!r} is not one of the classes {self.classes_.tolist()}") from None
 
-    def _check_params(self):
-        RobinsonFisher(self.strength, self.prior, self.min_dev, self.max_clues)._check_params()
+    def check_params(self):
+        RobinsonFisher(self.strength, self.prior, self.min_dev, self.max_clues).check_params()
         if check_alpha(self.alpha) <= 0:
             raise ConfigError("alpha must be > 0 for the stacked model (its NB needs smoothing)")
         if not (isinstance(self.folds, (int, np.integer)) and self.folds >= 2):
@@ -197,13 +197,13 @@ class FisherNBStack(ProbabilisticClassifier):
         if self.squash not in ("clip", "slog"):
             raise ConfigError(f"squash must be 'clip' or 'slog', got {self.squash!r}")
         if self.logistic:
-            OnlineLogistic(rate=self.logistic)._check_params()
+            OnlineLogistic(rate=self.logistic).check_params()
 
     def fit(self, X, y, sample_weight=None):
         """Count, then fit the combiner on cross-validated component scores; returns ``self``."""
         if sample_weight is not None:
             raise ConfigError("FisherNBStack does not take sample weights")
-        self._check_params()
+        self.check_params()
         X, y = self._validate_Xy(X, y, reset=True)
         X = self._presence(X)
         classes = np.unique(y)
@@ -225,7 +225,7 @@ class FisherNBStack(ProbabilisticClassifier):
                 logistic = self._new_logistic()
                 if logistic is not None:                 # the other folds, in their order
                     logistic.partial_fit(X[~held], labels[~held], classes=self.classes_)
-                scores[held] = self._components(self.class_count_ - cc, self.feature_count_ - fc, X[held],
+                scores[held] = self.component_scores(self.class_count_ - cc, self.feature_count_ - fc, X[held],
                                                 logistic=logistic)
             self.fit_combiner(scores, codes == 1)
         self.logistic_ = self._new_logistic()
@@ -252,7 +252,7 @@ class FisherNBStack(ProbabilisticClassifier):
         """Add a batch to the counts (``classes`` on the first call); the combiner is kept."""
         if sample_weight is not None:
             raise ConfigError("FisherNBStack does not take sample weights")
-        self._check_params()
+        self.check_params()
         first = not hasattr(self, "classes_")
         X, y = self._validate_Xy(X, y, reset=first)
         X = self._presence(X)
@@ -282,7 +282,7 @@ class FisherNBStack(ProbabilisticClassifier):
         refuses when a count would go negative."""
         if sample_weight is not None:
             raise ConfigError("FisherNBStack does not take sample weights")
-        self._check_fitted()
+        self.check_fitted()
         X, y = self._validate_Xy(X, y, reset=False)
         cc, fc = self._count(self._presence(X), self._codes(y))
         if (self.class_count_ - cc < 0).any() or (self.feature_count_ - fc < -1e-9).any():
@@ -308,19 +308,19 @@ class FisherNBStack(ProbabilisticClassifier):
 
     def contributions(self, x):
         """The Fisher component's clues (see :meth:`RobinsonFisher.contributions`)."""
-        self._check_fitted()
+        self.check_fitted()
         return self._fisher(self.class_count_, self.feature_count_).contributions(x)
 
     # ------------------------------------------------------------- persistence (spamkit.persist)
 
-    def _state(self) -> tuple[dict, dict]:
+    def state_arrays(self) -> tuple[dict, dict]:
         arrays = {"class_count_": self.class_count_, "feature_count_": self.feature_count_,
                   "combiner_": np.array([*self.coef_, self.intercept_])}
         if self.logistic_ is not None:
-            arrays.update({f"logistic_{k}": v for k, v in self.logistic_._state()[0].items()})
+            arrays.update({f"logistic_{k}": v for k, v in self.logistic_.state_arrays()[0].items()})
         return arrays, {}
 
-    def _restore(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
+    def restore_state(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
         self.classes_ = np.asarray(classes)
         self.class_count_ = np.asarray(arrays["class_count_"], dtype=np.float64)
         self.feature_count_ = np.asarray(arrays["feature_count_"], dtype=np.float64)
@@ -335,7 +335,7 @@ class FisherNBStack(ProbabilisticClassifier):
         self.logistic_ = None
         if self.logistic:
             self.logistic_ = OnlineLogistic(rate=self.logistic)
-            self.logistic_._restore(classes, n_features, {k[len("logistic_"):]: v for k, v in arrays.items()
+            self.logistic_.restore_state(classes, n_features, {k[len("logistic_"):]: v for k, v in arrays.items()
                                                           if k.startswith("logistic_")}, {})
         self._totals = self.feature_count_.sum(axis=1)
         self.n_features_in_ = int(n_features)

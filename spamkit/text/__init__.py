@@ -268,7 +268,7 @@ class Analyzer:
             text = text.lower()
         stop, stem = self._stop_list, self._stem
         min_len, max_len, numbers = self.min_len, self.max_len, self.numbers
-        if not stop and stem._stem is None and numbers == "keep":
+        if not stop and stem.function is None and numbers == "keep":
             # The common configuration, as one comprehension: same result as the loop below.
             if self._regex_min is not None:
                 out = (self._regex_min_ascii if text.isascii() else self._regex_min).findall(text)

@@ -28,6 +28,11 @@ class CachedStemmer:
     language : str
         For Snowball: one of :data:`SNOWBALL_LANGUAGES`.
 
+    Attributes
+    ----------
+    function : callable or None
+        The stemmer's own word -> stem function (None for ``"none"``: words are kept as they are).
+
     Examples
     --------
     >>> s = CachedStemmer("porter")
@@ -46,26 +51,26 @@ class CachedStemmer:
         self.name = name
         self.language = language
         self._cache: dict[str, str] = {}
-        self._stem = None
+        self.function = None
         if name == "porter":
             from nltk.stem.porter import PorterStemmer
             # NLTK_EXTENSIONS is nltk's default mode; recorded so models say which one they used.
-            self._stem = PorterStemmer(mode=PorterStemmer.NLTK_EXTENSIONS).stem
+            self.function = PorterStemmer(mode=PorterStemmer.NLTK_EXTENSIONS).stem
         elif name == "snowball":
             from nltk.stem.snowball import SnowballStemmer
-            self._stem = SnowballStemmer(language).stem
+            self.function = SnowballStemmer(language).stem
         elif name == "lancaster":
             from nltk.stem.lancaster import LancasterStemmer
-            self._stem = LancasterStemmer().stem
+            self.function = LancasterStemmer().stem
 
     def __call__(self, token: str) -> str:
-        if self._stem is None:
+        if self.function is None:
             return token
         stem = self._cache.get(token)
         if stem is None:
             if len(self._cache) >= CACHE_SIZE:
                 self._cache.clear()
-            stem = self._stem(token) or token
+            stem = self.function(token) or token
             self._cache[token] = stem
         return stem
 
