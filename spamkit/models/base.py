@@ -42,6 +42,15 @@ class ProbabilisticClassifier(ClassifierMixin, BaseEstimator):
         if not hasattr(self, "classes_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
 
+    def class_codes(self, y) -> np.ndarray:
+        """The index in ``classes_`` of each label of ``y``; a label the model does not know is a
+        ConfigError that names it."""
+        index = {c: i for i, c in enumerate(self.classes_.tolist())}
+        try:
+            return np.fromiter((index[v] for v in np.asarray(y).ravel().tolist()), dtype=np.int64, count=len(y))
+        except KeyError as exc:
+            raise ConfigError(f"label {exc.args[0]!r} is not one of the classes {self.classes_.tolist()}") from None
+
     def _validate_X(self, X, reset: bool):
         """CSR (or dense) float64 input, with the feature count checked against fit."""
         if not reset:

@@ -94,13 +94,6 @@ class OnlineLogistic(ProbabilisticClassifier):
             raise ConfigError(f"epochs must be an integer >= 1, got {self.epochs!r}")
         return rate
 
-    def _codes(self, y) -> np.ndarray:
-        index = {c: i for i, c in enumerate(self.classes_.tolist())}
-        try:
-            return np.fromiter((index[v] for v in np.asarray(y).ravel().tolist()), dtype=np.int64, count=len(y))
-        except KeyError as exc:
-            raise ConfigError(f"label {exc.args[0]!r} is not one of the classes {self.classes_.tolist()}") from None
-
     def _start(self, classes, n_features: int) -> None:
         self.classes_ = np.unique(np.asarray(classes))
         if len(self.classes_) != 2:
@@ -131,7 +124,7 @@ class OnlineLogistic(ProbabilisticClassifier):
         X, y = self._validate_Xy(X, y, reset=True)
         X = presence(X)
         self._start(y, X.shape[1])
-        codes = self._codes(y)
+        codes = self.class_codes(y)
         weights = check_sample_weight(sample_weight, X.shape[0])
         np.add.at(self.class_count_, codes, 1.0)
         for _ in range(int(self.epochs)):
@@ -150,7 +143,7 @@ class OnlineLogistic(ProbabilisticClassifier):
             self._start(classes, X.shape[1])
         elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
             raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
-        codes = self._codes(y)
+        codes = self.class_codes(y)
         np.add.at(self.class_count_, codes, 1.0)
         self._steps(X, codes, check_sample_weight(sample_weight, X.shape[0]), rate)
         return self
@@ -164,7 +157,7 @@ class OnlineLogistic(ProbabilisticClassifier):
         rate = self.check_params()
         self.check_fitted()
         X, y = self._validate_Xy(X, y, reset=False)
-        codes = self._codes(y)
+        codes = self.class_codes(y)
         counts = np.bincount(codes, minlength=2)
         if (self.class_count_ - counts < 0).any():
             raise ConfigError("cannot unlearn messages that were never learned (counts would go negative)")

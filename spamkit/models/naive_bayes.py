@@ -24,14 +24,16 @@ import scipy.sparse as sp
 
 from ..errors import ConfigError
 from .base import ProbabilisticClassifier, check_alpha, check_sample_weight
+from .counting import CountingModel
 
 
 def _finite(a: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(a), a, 0.0)
 
 
-class _DiscreteNB(ProbabilisticClassifier):
-    """Shared counting, priors and posteriors of the Bernoulli and multinomial models."""
+class _DiscreteNB(CountingModel):
+    """Shared priors and posteriors of the Bernoulli and multinomial models (their counting:
+    :class:`~spamkit.models.counting.CountingModel`)."""
 
     def __init__(self, alpha=1.0, fit_prior=True, class_prior=None):
         self.alpha = alpha
@@ -46,85 +48,10 @@ class _DiscreteNB(ProbabilisticClassifier):
         tags.classifier_tags.poor_score = True
         return tags
 
-    # ------------------------------------------------------------- counting
+    # ------------------------------------------------------------- counting (spamkit.models.counting)
 
-    def _prepare_X(self, X):
-        """Hook: the Bernoulli model binarizes here; both reject what their model cannot count."""
-        return X
-
-    def _init_counters(self, classes, n_features: int):
-        self.classes_ = np.asarray(classes)
-        n_classes = len(self.classes_)
-        self.class_count_ = np.zeros(n_classes, dtype=np.float64)
-        self.feature_count_ = np.zeros((n_classes, n_features), dtype=np.float64)
-
-    def _one_hot(self, y, sample_weight):
-        y = np.asarray(y)
-        if y.ndim != 1:
-            y = y.ravel()
-        index = {c: i for i, c in enumerate(self.classes_.tolist())}
-        try:
-            codes = np.fromiter((index[v] for v in y.tolist()), dtype=np.int64, count=len(y))
-        except KeyError as exc:
-            raise ConfigError(f"label {exc.args[0]!r} is not one of the classes "
-                              f"{self.classes_.tolist()} given at the first partial_fit") from None
-        w = check_sample_weight(sample_weight, len(y))
-        # one entry per row: the CSR arrays are (weights, class codes, 0..n)
-        return sp.csr_matrix((w, codes, np.arange(len(y) + 1)), shape=(len(y), len(self.classes_)))
-
-    def _count(self, X, Y):
-        # n_{c,j} += sum_i Y[i, c] X[i, j]; N_c += sum_i Y[i, c]
-        # Computed as (X^T Y)^T with Y dense (n_docs x n_classes, small): X^T of a CSR matrix is a
-        # CSC view of the same arrays, so scipy multiplies without converting (copying) X.
-        Y = Y.toarray()
-        self.feature_count_ += np.asarray(X.T @ Y).T
-        self.class_count_ += Y.sum(axis=0)
-
-    def fit(self, X, y, sample_weight=None):
-        """Count from scratch; returns ``self``."""
-        X, y = self._validate_Xy(X, y, reset=True)
-        X = self._prepare_X(X)
-        self._init_counters(np.unique(y), X.shape[1])
-        self._count(X, self._one_hot(y, sample_weight))
+    def counts_changed(self):
         self._update()
-        return self
-
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Add the counts of a batch; ``classes`` is required on the first call.
-
-        Naive Bayes only counts, so fitting in chunks equals fitting at once.
-        """
-        first = not hasattr(self, "classes_")
-        X, y = self._validate_Xy(X, y, reset=first)
-        X = self._prepare_X(X)
-        if first:
-            if classes is None:
-                raise ConfigError("the first partial_fit needs classes=[...] (all classes the stream may hold)")
-            self._init_counters(np.unique(np.asarray(classes)), X.shape[1])
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
-        self._count(X, self._one_hot(y, sample_weight))
-        self._update()
-        return self
-
-    def unlearn(self, X, y, sample_weight=None):
-        """Remove messages learned before: their counts are subtracted, exactly (integer counts).
-
-        Refuses, leaving the model as it was, when a count would go negative (a message that
-        was never learned with that label).
-        """
-        self.check_fitted()
-        X, y = self._validate_Xy(X, y, reset=False)
-        X = self._prepare_X(X)
-        Y = self._one_hot(y, sample_weight).toarray()
-        feature_delta = np.asarray(X.T @ Y).T
-        class_delta = Y.sum(axis=0)
-        if (self.class_count_ - class_delta < 0).any() or (self.feature_count_ - feature_delta < -1e-9).any():
-            raise ConfigError("cannot unlearn messages that were never learned (counts would go negative)")
-        self.feature_count_ -= feature_delta
-        self.class_count_ -= class_delta
-        self._update()
-        return self
 
     # ------------------------------------------------------------- estimates
 
@@ -170,7 +97,7 @@ class _DiscreteNB(ProbabilisticClassifier):
 
     def joint_log_likelihood(self, X) -> np.ndarray:
         """log p(x, c) = log p(c) + log p(x | c), shape (n_docs, n_classes)."""
-        X = self._prepare_X(self._validate_X(X, reset=False))
+        X = self.counted(self._validate_X(X, reset=False))
         if not sp.issparse(X):
             X = sp.csr_matrix(X)
         jll = np.asarray(X @ self._w_finite_T) + self._b_finite
@@ -181,22 +108,6 @@ class _DiscreteNB(ProbabilisticClassifier):
             hits = np.asarray(present @ np.ascontiguousarray(self._w_neg_inf.T))
             jll[(hits + self._b_neg_inf) != 0] = -np.inf
         return jll
-
-    # ------------------------------------------------------------- persistence (spamkit.persist)
-
-    def state_arrays(self) -> tuple[dict, dict]:
-        """Learned arrays (and text lists) a filter file stores: the counts; the rest is derived."""
-        return {"class_count_": self.class_count_, "feature_count_": self.feature_count_}, {}
-
-    def restore_state(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
-        self.classes_ = np.asarray(classes)
-        self.class_count_ = np.asarray(arrays["class_count_"], dtype=np.float64)
-        self.feature_count_ = np.asarray(arrays["feature_count_"], dtype=np.float64)
-        if self.feature_count_.shape != (len(self.classes_), n_features):
-            raise ValueError(f"feature counts have shape {self.feature_count_.shape}, expected "
-                             f"({len(self.classes_)}, {n_features})")
-        self.n_features_in_ = int(n_features)
-        self._update()
 
     def feature_weights(self) -> np.ndarray:
         """``w`` of the linear form, shape (n_classes, n_features): each feature's log-evidence per class."""
@@ -211,7 +122,7 @@ class _DiscreteNB(ProbabilisticClassifier):
         The sum over features plus ``b_c`` is ``log p(x, c)``: these are the tokens' shares of
         the verdict, used to explain it. Returns ``(indices, contributions (n_classes, k))``.
         """
-        X = self._prepare_X(self._validate_X(x, reset=False))
+        X = self.counted(self._validate_X(x, reset=False))
         row = sp.csr_matrix(X)[0]
         idx = row.indices
         values = row.data
@@ -255,7 +166,7 @@ class MultinomialNB(_DiscreteNB):
         tags.input_tags.positive_only = True
         return tags
 
-    def _prepare_X(self, X):
+    def counted(self, X):
         data = X.data if sp.issparse(X) else X
         if np.any(data < 0):
             raise ValueError("Negative values in data passed to MultinomialNB (input X): "
@@ -284,8 +195,7 @@ class MultinomialNB(_DiscreteNB):
         self._split = alpha > 0
         if self._split:
             self._log_num_T = np.ascontiguousarray(np.log(smoothed).T)
-            self._word_total = self.feature_count_.sum(axis=1)
-            self._log_den = np.log(self._word_total + alpha * self.feature_count_.shape[1])
+            self._log_den = np.log(self.feature_total_ + alpha * self.feature_count_.shape[1])
             return
         with np.errstate(divide="ignore", invalid="ignore"):
             self._feature_log_prob = np.log(smoothed) - np.log(smoothed.sum(axis=1, keepdims=True))
@@ -313,20 +223,19 @@ class MultinomialNB(_DiscreteNB):
         if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
             raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
         X, y = self._validate_Xy(X, y, reset=False)
-        X = sp.csr_matrix(self._prepare_X(X))
-        Y = self._one_hot(y, sample_weight)
+        X = sp.csr_matrix(self.counted(X))
+        codes = self.class_codes(y)
+        weights = check_sample_weight(sample_weight, X.shape[0])
         # n[c_i, j] += w_i x_ij over the batch's non-zeros only: O(nnz), whatever the width
-        codes, weights = Y.indices, Y.data                    # one entry per row of the one-hot Y
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        np.add.at(self.feature_count_, (codes[rows], X.indices), X.data * weights[rows])
-        Yd = Y.toarray()
-        self.class_count_ += Yd.sum(axis=0)
+        values = X.data * weights[rows]
+        np.add.at(self.feature_count_, (codes[rows], X.indices), values)
+        np.add.at(self.class_count_, codes, weights)
+        np.add.at(self.feature_total_, codes[rows], values)
         touched = np.unique(X.indices)
-        row_sums = np.asarray(X.sum(axis=1)).ravel()
         alpha = self._alpha
         self._log_num_T[touched] = np.log(self.feature_count_[:, touched].T + alpha)
-        self._word_total = self._word_total + Yd.T @ row_sums
-        self._log_den = np.log(self._word_total + alpha * self.feature_count_.shape[1])
+        self._log_den = np.log(self.feature_total_ + alpha * self.feature_count_.shape[1])
         self._update_class_log_prior()
         self._update_linear_form()
         self._cache_transposes()
@@ -336,7 +245,7 @@ class MultinomialNB(_DiscreteNB):
         """log p(x, c) = log p(c) + sum_j x_j log p[c, j], shape (n_docs, n_classes)."""
         if not getattr(self, "_split", False):
             return super().joint_log_likelihood(X)
-        X = self._prepare_X(self._validate_X(X, reset=False))
+        X = self.counted(self._validate_X(X, reset=False))
         if not sp.issparse(X):
             X = sp.csr_matrix(X)
         row_sums = np.asarray(X.sum(axis=1)).ravel()
@@ -387,7 +296,7 @@ class BernoulliNB(_DiscreteNB):
         self.binarize = binarize
 
 
-    def _prepare_X(self, X):
+    def counted(self, X):
         if self.binarize is None:
             return X
         if sp.issparse(X):
@@ -418,7 +327,7 @@ class BernoulliNB(_DiscreteNB):
         self._b_neg_inf = (self.class_log_prior_ == -np.inf).astype(np.float64)
 
     def joint_log_likelihood(self, X) -> np.ndarray:
-        X = self._prepare_X(self._validate_X(X, reset=False))
+        X = self.counted(self._validate_X(X, reset=False))
         if not sp.issparse(X):
             X = sp.csr_matrix(X)
         jll = np.asarray(X @ self._w_finite_T) + self._b_finite

@@ -44,7 +44,8 @@ import scipy.sparse as sp
 from scipy.special import gammainc, gammaincc, gammaln, logsumexp
 
 from ..errors import ConfigError
-from .base import ProbabilisticClassifier, check_sample_weight
+from .base import ProbabilisticClassifier
+from .counting import CountingModel
 
 #: below this a regularised gamma value is recomputed in log space by its series
 _TINY = 1e-280
@@ -140,7 +141,7 @@ def presence(X) -> sp.csr_matrix:
     return sp.csr_matrix((X != 0).astype(np.float64))
 
 
-class RobinsonFisher(ProbabilisticClassifier):
+class RobinsonFisher(CountingModel):
     """Two-class token filter: Robinson's f(w) and Fisher's chi-square combining.
 
     Parameters
@@ -198,67 +199,13 @@ class RobinsonFisher(ProbabilisticClassifier):
             raise ConfigError(f"max_clues must be >= 0 (0: no limit), got {self.max_clues!r}")
         return s, x, d, k
 
-    # ------------------------------------------------------------- counting
+    # ------------------------------------------------------------- counting (spamkit.models.counting)
 
-    def _presence(self, X):
+    n_classes_required = 2
+
+    def counted(self, X):
+        """Documents, not occurrences: each token counts once per message."""
         return presence(X)
-
-    def _init_counters(self, classes, n_features):
-        classes = np.unique(np.asarray(classes))
-        if len(classes) != 2:
-            raise ValueError(f"RobinsonFisher is a two-class model; got {len(classes)} class(es) "
-                             f"{classes.tolist()}")
-        self.classes_ = classes
-        self.class_count_ = np.zeros(2)
-        self.feature_count_ = np.zeros((2, n_features))
-
-    def _count(self, X, y, sample_weight, sign: float = 1.0):
-        index = {c: i for i, c in enumerate(self.classes_.tolist())}
-        try:
-            codes = np.fromiter((index[v] for v in np.asarray(y).ravel().tolist()), dtype=np.int64,
-                                count=X.shape[0])
-        except KeyError as exc:
-            raise ConfigError(f"label {exc.args[0]!r} is not one of the classes {self.classes_.tolist()}") from None
-        w = sign * check_sample_weight(sample_weight, X.shape[0])
-        np.add.at(self.class_count_, codes, w)
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        np.add.at(self.feature_count_, (codes[rows], X.indices), w[rows])
-
-    def fit(self, X, y, sample_weight=None):
-        """Count documents per class and per token; returns ``self``."""
-        self.check_params()
-        X, y = self._validate_Xy(X, y, reset=True)
-        X = self._presence(X)
-        self._init_counters(y, X.shape[1])
-        self._count(X, y, sample_weight)
-        return self
-
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Add a batch to the counts (``classes`` needed on the first call); equals one fit."""
-        self.check_params()
-        first = not hasattr(self, "classes_")
-        X, y = self._validate_Xy(X, y, reset=first)
-        X = self._presence(X)
-        if first:
-            if classes is None:
-                raise ConfigError("the first partial_fit needs classes=[...] (both classes of the stream)")
-            self._init_counters(classes, X.shape[1])
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
-        self._count(X, y, sample_weight)
-        return self
-
-    def unlearn(self, X, y, sample_weight=None):
-        """Remove messages learned before (a user's correction of a mistaken training label)."""
-        self.check_fitted()
-        X, y = self._validate_Xy(X, y, reset=False)
-        X = self._presence(X)
-        before = (self.class_count_.copy(), self.feature_count_.copy())
-        self._count(X, y, sample_weight, sign=-1.0)
-        if (self.class_count_ < 0).any() or (self.feature_count_ < -1e-9).any():
-            self.class_count_, self.feature_count_ = before
-            raise ConfigError("cannot unlearn messages that were never learned (counts would go negative)")
-        return self
 
     # ------------------------------------------------------------- evidence
 
@@ -301,7 +248,7 @@ class RobinsonFisher(ProbabilisticClassifier):
 
     def joint_log_likelihood(self, X) -> np.ndarray:
         """log P(c | x) of Fisher combining, shape (n, 2): already normalised (rows log-sum to 0)."""
-        X = self._presence(self._validate_X(X, reset=False))
+        X = self.counted(self._validate_X(X, reset=False))
         rows, _, f, clue = self._clues(X)
         n_rows = X.shape[0]
         r = rows[clue]
@@ -323,21 +270,8 @@ class RobinsonFisher(ProbabilisticClassifier):
         Fisher combining is not additive, but each clue enters the two chi-square sums through
         exactly these logs; their difference, logit f, ranks the clues for an explanation.
         """
-        X = self._presence(self._validate_X(x, reset=False))[0]
+        X = self.counted(self._validate_X(x, reset=False))[0]
         _, cols, f, clue = self._clues(X)
         fc = np.clip(f, 1e-300, 1 - 1e-16)
         contrib = np.vstack([np.where(clue, np.log1p(-fc), 0.0), np.where(clue, np.log(fc), 0.0)])
         return cols, contrib
-
-    # ------------------------------------------------------------- persistence (spamkit.persist)
-
-    def state_arrays(self) -> tuple[dict, dict]:
-        return {"class_count_": self.class_count_, "feature_count_": self.feature_count_}, {}
-
-    def restore_state(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
-        self.classes_ = np.asarray(classes)
-        self.class_count_ = np.asarray(arrays["class_count_"], dtype=np.float64)
-        self.feature_count_ = np.asarray(arrays["feature_count_"], dtype=np.float64)
-        if self.classes_.shape != (2,) or self.feature_count_.shape != (2, n_features):
-            raise ValueError(f"feature counts have shape {self.feature_count_.shape}, expected (2, {n_features})")
-        self.n_features_in_ = int(n_features)

@@ -28,12 +28,12 @@ alone 0.079). Scripts: ``reproduce_metsis.py``, ``reproduce_almeida.py``, ``benc
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import log_expit
 from sklearn.linear_model import LogisticRegression
 
 from ..errors import ConfigError
-from .base import ProbabilisticClassifier, check_alpha
+from .base import check_alpha
+from .counting import CountingModel
 from .logistic import DEFAULT_RATE, OnlineLogistic
 from .robinson import RobinsonFisher, presence, two_class_presence_tags
 
@@ -59,7 +59,7 @@ def fold_of_rows(codes: np.ndarray, n_folds: int) -> np.ndarray:
     return folds
 
 
-class FisherNBStack(ProbabilisticClassifier):
+class FisherNBStack(CountingModel):
     """Two-class filter: Fisher and multinomial NB log-odds combined by a logistic regression.
 
     Parameters
@@ -104,10 +104,12 @@ class FisherNBStack(ProbabilisticClassifier):
 
     # ------------------------------------------------------------- components
 
-    def _fisher(self, class_count, feature_count) -> RobinsonFisher:
+    def _fisher(self, class_count, feature_count, totals=None) -> RobinsonFisher:
         f = RobinsonFisher(self.strength, self.prior, self.min_dev, self.max_clues)
-        f.restore_state(self.classes_, feature_count.shape[1], {"class_count_": class_count,
-                                                           "feature_count_": feature_count}, {})
+        arrays = {"class_count_": class_count, "feature_count_": feature_count}
+        if totals is not None:
+            arrays["feature_total_"] = totals
+        f.restore_state(self.classes_, feature_count.shape[1], arrays, {})
         return f
 
     def _nb_log_odds(self, class_count, feature_count, X, totals=None) -> np.ndarray:
@@ -137,7 +139,7 @@ class FisherNBStack(ProbabilisticClassifier):
             return np.clip(np.nan_to_num(jll[:, 1] - jll[:, 0], nan=0.0), -_LIMIT, _LIMIT)
 
     def component_scores(self, class_count, feature_count, X, totals=None, logistic=None) -> np.ndarray:
-        columns = [self._log_odds(self._fisher(class_count, feature_count), X),
+        columns = [self._log_odds(self._fisher(class_count, feature_count, totals), X),
                    self._nb_log_odds(class_count, feature_count, X, totals)]
         if logistic is not None:
             columns.append(logistic.decision_function(X))
@@ -145,8 +147,8 @@ class FisherNBStack(ProbabilisticClassifier):
 
     def component_log_odds(self, X) -> np.ndarray:
         """(Fisher, NB[, logistic]) log-odds of each row, shape (n, 2 or 3), from the full model."""
-        X = self._presence(self._validate_X(X, reset=False))
-        return self.component_scores(self.class_count_, self.feature_count_, X, self._totals, self.logistic_)
+        X = self.counted(self._validate_X(X, reset=False))
+        return self.component_scores(self.class_count_, self.feature_count_, X, self.feature_total_, self.logistic_)
 
     def _squash(self, scores) -> np.ndarray:
         scores = np.asarray(scores, dtype=np.float64)
@@ -170,23 +172,18 @@ class FisherNBStack(ProbabilisticClassifier):
         self.coef_[0] = 1.0
         self.intercept_ = 0.0
 
-    # ------------------------------------------------------------- fitting
+    # ------------------------------------------------------------- fitting (counts: spamkit.models.counting)
 
-    def _presence(self, X):
+    n_classes_required = 2
+    takes_sample_weight = False
+
+    def counted(self, X):
         return presence(X)
 
-    def _count(self, X, codes):
-        class_count = np.bincount(codes, minlength=2).astype(np.float64)
-        Y = sp.csr_matrix((np.ones(len(codes)), codes, np.arange(len(codes) + 1)), shape=(len(codes), 2))
-        feature_count = np.asarray((X.T @ Y).T.todense())
-        return class_count, feature_count
-
-    def _codes(self, y):
-        index = {c: i for i, c in enumerate(self.classes_.tolist())}
-        try:
-            return np.fromiter((index[v] for v in np.asarray(y).ravel().tolist()), dtype=np.int64, count=len(y))
-        except KeyError as exc:
-            raise ConfigError(f"label {exc.args[0]!r} is not one of the classes {self.classes_.tolist()}") from None
+    def _start_counts(self, classes, n_features: int) -> None:
+        super()._start_counts(classes, n_features)
+        self._start_combiner()
+        self.logistic_ = self._new_logistic()
 
     def check_params(self):
         RobinsonFisher(self.strength, self.prior, self.min_dev, self.max_clues).check_params()
@@ -201,34 +198,28 @@ class FisherNBStack(ProbabilisticClassifier):
 
     def fit(self, X, y, sample_weight=None):
         """Count, then fit the combiner on cross-validated component scores; returns ``self``."""
-        if sample_weight is not None:
-            raise ConfigError("FisherNBStack does not take sample weights")
         self.check_params()
+        self._weights(sample_weight, 0)                   # refuses sample weights
         X, y = self._validate_Xy(X, y, reset=True)
-        X = self._presence(X)
-        classes = np.unique(y)
-        if len(classes) != 2:
-            raise ValueError(f"FisherNBStack is a two-class model; got {len(classes)} class(es) {classes.tolist()}")
-        self.classes_ = classes
-        codes = self._codes(y)
-        self.class_count_, self.feature_count_ = self._count(X, codes)
-        self._totals = self.feature_count_.sum(axis=1)
+        X = self.counted(X)
+        self._start_counts(y, X.shape[1])
+        codes = self.class_codes(y)
+        ones = np.ones(len(codes))
+        self.add_counts(*self.count_rows(X, codes, ones))
         labels = self.classes_[codes]
         k = int(min(self.folds, np.bincount(codes, minlength=2).min()))
-        self._start_combiner()
         if k >= 2:
             folds = fold_of_rows(codes, k)
             scores = np.zeros((X.shape[0], self._n_components()))
             for fold in range(k):
                 held = folds == fold
-                cc, fc = self._count(X[held], codes[held])
+                cc, fc = self.count_rows(X[held], codes[held], ones[held])
                 logistic = self._new_logistic()
                 if logistic is not None:                 # the other folds, in their order
                     logistic.partial_fit(X[~held], labels[~held], classes=self.classes_)
                 scores[held] = self.component_scores(self.class_count_ - cc, self.feature_count_ - fc, X[held],
-                                                logistic=logistic)
+                                                     logistic=logistic)
             self.fit_combiner(scores, codes == 1)
-        self.logistic_ = self._new_logistic()
         if self.logistic_ is not None:
             self.logistic_.partial_fit(X, labels, classes=self.classes_)
         return self
@@ -249,49 +240,19 @@ class FisherNBStack(ProbabilisticClassifier):
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Add a batch to the counts (``classes`` on the first call); the combiner is kept."""
-        if sample_weight is not None:
-            raise ConfigError("FisherNBStack does not take sample weights")
-        self.check_params()
-        first = not hasattr(self, "classes_")
-        X, y = self._validate_Xy(X, y, reset=first)
-        X = self._presence(X)
-        if first:
-            if classes is None:
-                raise ConfigError("the first partial_fit needs classes=[...] (both classes of the stream)")
-            self.classes_ = np.unique(np.asarray(classes))
-            if len(self.classes_) != 2:
-                raise ValueError("FisherNBStack is a two-class model")
-            self.class_count_ = np.zeros(2)
-            self.feature_count_ = np.zeros((2, X.shape[1]))
-            self._start_combiner()
-            self._totals = np.zeros(2)
-            self.logistic_ = self._new_logistic()
-        # Only the batch's non-zeros are touched (no dense (2, D) temporary per message).
-        codes = self._codes(y)
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        np.add.at(self.class_count_, codes, 1.0)
-        np.add.at(self.feature_count_, (codes[rows], X.indices), 1.0)
-        np.add.at(self._totals, codes[rows], 1.0)
+        """Add a batch to the counts (``classes`` on the first call) and, with a logistic component,
+        take its gradient steps; the combiner is kept."""
+        super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
         if self.logistic_ is not None:
-            self.logistic_.partial_fit(X, self.classes_[codes], classes=self.classes_)
+            self.logistic_.partial_fit(X, y, classes=self.classes_)
         return self
 
     def unlearn(self, X, y, sample_weight=None):
         """Subtract messages learned before (exactly, but for a logistic component: approximately);
         refuses when a count would go negative."""
-        if sample_weight is not None:
-            raise ConfigError("FisherNBStack does not take sample weights")
-        self.check_fitted()
-        X, y = self._validate_Xy(X, y, reset=False)
-        cc, fc = self._count(self._presence(X), self._codes(y))
-        if (self.class_count_ - cc < 0).any() or (self.feature_count_ - fc < -1e-9).any():
-            raise ConfigError("cannot unlearn messages that were never learned (counts would go negative)")
+        super().unlearn(X, y, sample_weight=sample_weight)
         if self.logistic_ is not None:                   # approximate (see OnlineLogistic.unlearn)
             self.logistic_.unlearn(X, y)
-        self.class_count_ -= cc
-        self.feature_count_ -= fc
-        self._totals = self.feature_count_.sum(axis=1)
         return self
 
     @property
@@ -314,21 +275,17 @@ class FisherNBStack(ProbabilisticClassifier):
     # ------------------------------------------------------------- persistence (spamkit.persist)
 
     def state_arrays(self) -> tuple[dict, dict]:
-        arrays = {"class_count_": self.class_count_, "feature_count_": self.feature_count_,
-                  "combiner_": np.array([*self.coef_, self.intercept_])}
+        arrays = {**super().state_arrays()[0], "combiner_": np.array([*self.coef_, self.intercept_])}
         if self.logistic_ is not None:
             arrays.update({f"logistic_{k}": v for k, v in self.logistic_.state_arrays()[0].items()})
         return arrays, {}
 
     def restore_state(self, classes, n_features: int, arrays: dict, texts: dict) -> None:
-        self.classes_ = np.asarray(classes)
-        self.class_count_ = np.asarray(arrays["class_count_"], dtype=np.float64)
-        self.feature_count_ = np.asarray(arrays["feature_count_"], dtype=np.float64)
+        super().restore_state(classes, n_features, arrays, texts)
         combiner = np.asarray(arrays["combiner_"], dtype=np.float64)
         m = self._n_components()
-        if self.classes_.shape != (2,) or self.feature_count_.shape != (2, n_features) or combiner.shape != (m + 1,):
-            raise ValueError(f"arrays have shapes {self.feature_count_.shape} and {combiner.shape}, expected "
-                             f"(2, {n_features}) and ({m + 1},)")
+        if combiner.shape != (m + 1,):
+            raise ValueError(f"the combiner has shape {combiner.shape}, expected ({m + 1},)")
         if not np.isfinite(combiner).all():
             raise ValueError("the combiner's weights are not finite")
         self.coef_, self.intercept_ = combiner[:m].copy(), float(combiner[m])
@@ -336,6 +293,4 @@ class FisherNBStack(ProbabilisticClassifier):
         if self.logistic:
             self.logistic_ = OnlineLogistic(rate=self.logistic)
             self.logistic_.restore_state(classes, n_features, {k[len("logistic_"):]: v for k, v in arrays.items()
-                                                          if k.startswith("logistic_")}, {})
-        self._totals = self.feature_count_.sum(axis=1)
-        self.n_features_in_ = int(n_features)
+                                                               if k.startswith("logistic_")}, {})
