@@ -31,7 +31,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from spamkit.corpus import Corpus
 from spamkit.features import Vectorizer
 from spamkit.models import KNNClassifier
-from spamkit.models.knn import parse_memory
+from spamkit.models.neighbours import parse_memory
 from spamkit.pipeline import SpamFilter
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .calibration import CALIBRATIONS
 from .errors import ConfigError
 from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
-from .models.knn import METRICS, WEIGHTS
+from .models.neighbours import METRICS, WEIGHTS
 from .models.logistic import DEFAULT_RATE
 from .models.registry import MODEL_NAMES, make_model
 from .models.stack import BEST_STACK

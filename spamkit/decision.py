@@ -284,22 +284,36 @@ def verdicts(p_spam, low: float, high: float | None = None) -> np.ndarray:
     return out
 
 
+def prior_shift(train_spam_rate: float, deploy_spam_rate: float) -> float:
+    """What a deployment spam rate different from the training rate adds to every log-odds of spam.
+
+    Bayes' rule with new priors leaves the likelihoods p(x | c) alone, so the posterior
+    log-odds move by ``logit(deploy) - logit(train)``; :func:`correct_prior` and
+    :meth:`spamkit.spamfilter.SpamFilter.set_spam_rate` both use this one number.
+
+    >>> round(prior_shift(0.5, 0.2), 6)
+    -1.386294
+    """
+    for name, rate in (("training", train_spam_rate), ("deployment", deploy_spam_rate)):
+        if not 0.0 < rate < 1.0:
+            raise ConfigError(f"the {name} spam rate must be strictly between 0 and 1, got {rate}")
+    return float(np.log(deploy_spam_rate / (1 - deploy_spam_rate)) - np.log(train_spam_rate / (1 - train_spam_rate)))
+
+
 def correct_prior(p_spam, train_spam_rate: float, deploy_spam_rate: float) -> np.ndarray:
     """P(spam | x) re-weighted for a deployment spam rate different from the training rate.
 
-    Bayes' rule with new priors: p' = p pi'/pi / (p pi'/pi + (1 - p)(1 - pi')/(1 - pi))
-    (the likelihoods p(x | c) are unchanged; only the priors move).
+    Bayes' rule with new priors: p' = p pi'/pi / (p pi'/pi + (1 - p)(1 - pi')/(1 - pi)),
+    i.e. logit p' = logit p + :func:`prior_shift` (the likelihoods p(x | c) are unchanged;
+    only the priors move).
 
-    >>> float(correct_prior(0.5, 0.5, 0.2))
+    >>> round(float(correct_prior(0.5, 0.5, 0.2)), 12)
     0.2
     """
-    p = np.asarray(p_spam, dtype=np.float64)
-    for name, rate in (("training", train_spam_rate), ("deployment", deploy_spam_rate)):
-        if not 0.0 < rate < 1.0:
-            raise ConfigError(f"{name} spam rate must be strictly between 0 and 1, got {rate}")
-    a = p * deploy_spam_rate / train_spam_rate
-    b = (1.0 - p) * (1.0 - deploy_spam_rate) / (1.0 - train_spam_rate)
-    return a / (a + b)
+    from scipy.special import expit, logit
+    shift = prior_shift(train_spam_rate, deploy_spam_rate)
+    with np.errstate(divide="ignore"):
+        return expit(logit(np.asarray(p_spam, dtype=np.float64)) + shift)
 
 
 def realised_cost(y_spam, p_spam, threshold: float, c_fp: float, c_fn: float) -> float:

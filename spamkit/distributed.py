@@ -61,6 +61,7 @@ from .errors import ConfigError, CorpusError
 from .features import Vectorizer, count_matrix, columns_per_row, information_gain
 from .message import parse_message
 from .models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
+from .models.base import finite_log_odds
 from .text import Analyzer
 
 #: messages per partition (a task): big enough that a task's fixed cost (~1 ms) is small
@@ -924,7 +925,7 @@ def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunRe
         scores = np.zeros(len(y))
         for mask, out in results:
             scores[mask] = out[mask]
-        scores = np.clip(np.nan_to_num(scores, nan=0.0), -700.0, 700.0)
+        scores = finite_log_odds(scores)
         report.wall_seconds = time.perf_counter() - started
         costs = client.gather([client.submit(_part_cost, t, pure=False) for t in tokenized])
         report.worker_seconds = float(sum(c[0] for c in costs))
@@ -941,7 +942,8 @@ def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunRe
 
 def _shard_search(rows: sp.csr_matrix, dense_cols: np.ndarray, params: dict, Q: sp.csr_matrix, k: int, offset: int):
     """Top k of one shard of stored (already prepared) rows, as global indices."""
-    from .models.knn import KNNClassifier, CosineIndex
+    from .models.knn import KNNClassifier
+    from .models.neighbours import CosineIndex
     knn = KNNClassifier(**params, n_jobs=1)
     knn.check_search_params()
     knn.classes_ = np.array([0])
@@ -960,7 +962,7 @@ def sharded_kneighbors(client, knn, X, n_shards: int, k: int | None = None):
 
     Returns ``(indices, measure)`` like :meth:`~spamkit.models.KNNClassifier.kneighbors`.
     """
-    from .models.knn import NeighbourSearch
+    from .models.neighbours import NeighbourSearch
     k = int(knn.k if k is None else k)
     n = knn.rows_.shape[0]
     if k > n:

@@ -66,3 +66,12 @@ def write_durable(path: Path, data: bytes, like=None) -> None:
             pass
         raise
     os.close(fd)
+
+
+def glob_escape(name: str) -> str:
+    """``name`` as a glob pattern that matches only itself (for finding a file's own temporaries).
+
+    >>> glob_escape("a[1]*.mbox")
+    'a[[]1][*].mbox'
+    """
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)

@@ -20,8 +20,10 @@ from .labels import HAM_NAME, SPAM_NAME
 from .message import parse_message
 from .metrics import learning_curve, roc_curve, three_way_rates, trec_measures
 from .models import FisherNBStack
-from .models.knn import WEIGHTS, KNNClassifier
+from .models.knn import KNNClassifier
+from .models.neighbours import WEIGHTS
 from .models.logistic import DEFAULT_RATE
+from .models.base import finite_log_odds
 from .models.registry import make_model
 
 
@@ -372,9 +374,9 @@ def threshold_report(is_spam, log_odds, c_fp: float, c_fn: float, folds: int = 5
     """
     from scipy.special import expit, logit
 
-    from .decision import bayes_threshold, choose_thresholds
+    from .decision import bayes_threshold, choose_thresholds, realised_cost
     y = np.asarray(is_spam, dtype=bool)
-    s = np.clip(np.nan_to_num(np.asarray(log_odds, dtype=np.float64), nan=0.0), -700, 700)
+    s = finite_log_odds(log_odds)
     choice = choose_thresholds(y, s, c_fp, c_fn)
     t_bayes = bayes_threshold(c_fp, c_fn)
     bayes_lo = float(logit(t_bayes)) if 0 < t_bayes < 1 else (np.inf if t_bayes >= 1 else -np.inf)
@@ -382,8 +384,7 @@ def threshold_report(is_spam, log_odds, c_fp: float, c_fn: float, folds: int = 5
     chosen = min(finite, key=lambda t: abs(t - bayes_lo) if np.isfinite(bayes_lo) else abs(t))
 
     def cost_at(t):
-        spam_called = s > t
-        return float((c_fp * np.sum(spam_called & ~y) + c_fn * np.sum(~spam_called & y)) / len(y))
+        return realised_cost(y, s, t, c_fp, c_fn)
 
     grid = np.unique(np.concatenate([np.linspace(-10, 10, 41), [chosen, bayes_lo if np.isfinite(bayes_lo) else 0.0]]))
     return {"n": int(len(y)), "n_spam": int(y.sum()), "n_ham": int((~y).sum()), "folds": folds, "seed": seed,
@@ -454,7 +455,7 @@ def report_data(is_spam, log_odds, p_spam, decisions_spam, c_fp: float = 1.0, c_
     """
     from .metrics import average_precision, pr_curve, roc_curve
     y = np.asarray(is_spam, dtype=bool)
-    s = np.clip(np.nan_to_num(np.asarray(log_odds, dtype=np.float64), nan=0.0), -700, 700)
+    s = finite_log_odds(log_odds)
     called = np.asarray(decisions_spam, dtype=bool)
     fpr, tpr, _ = roc_curve(y, s)
     precision, recall, _ = pr_curve(y, s)

@@ -52,7 +52,7 @@ from zlib import error as zlib_error
 import numpy as np
 
 from . import __version__
-from .durable import fsync_dir
+from .durable import fsync_dir, glob_escape
 from .errors import ConfigError, ModelFormatError, OutputError
 from .features import Vectorizer
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic, RobinsonFisher
@@ -120,10 +120,6 @@ def _stale_temporaries(folder: Path, name: str) -> None:
             tmp.unlink(missing_ok=True)
         except (ValueError, IndexError, PermissionError, OSError):
             continue
-
-
-def glob_escape(text: str) -> str:
-    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
 def atomic_write(path: Path, data_writer) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
 from .corpus import LabelledMessage, require_classes
-from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard
+from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, prior_shift
 from .errors import ConfigError, CorpusError, ModelFormatError, NotFittedError
 from .features import Vectorizer, columns_per_row
 from .labels import HAM_NAME, SPAM_NAME
@@ -286,7 +286,7 @@ class SpamFilter:
 
     def set_spam_rate(self, rate: float | None) -> "SpamFilter":
         """Correct P(spam) for a deployment spam rate different from the training rate (Bayes' rule:
-        the log-odds move by logit(rate) - logit(training rate); :func:`spamkit.decision.correct_prior`).
+        the log-odds move by logit(rate) - logit(training rate): :func:`spamkit.decision.prior_shift`).
 
         Uncalibrated Robinson/Fisher is refused: its indicator ignores the class prior, so there is
         no training prior to replace (calibrate it, or use fisher-nb).
@@ -295,13 +295,10 @@ class SpamFilter:
         if rate is None:
             self._prior_shift = 0.0
             return self
-        if not 0.0 < rate < 1.0:
-            raise ConfigError(f"the spam rate must be strictly between 0 and 1, got {rate}")
         if isinstance(self.model, RobinsonFisher) and self.calibration is None:
             raise ConfigError("an uncalibrated fisher filter ignores class priors, so its prior cannot be "
                               "corrected; train it with --calibrate platt (or use fisher-nb)")
-        train = self.training_spam_rate()
-        self._prior_shift = float(np.log(rate / (1 - rate)) - np.log(train / (1 - train)))
+        self._prior_shift = prior_shift(self.training_spam_rate(), rate)
         return self
 
     @property

@@ -17,7 +17,7 @@ from spamkit.cli import cli
 from spamkit.errors import ConfigError, NotFittedError
 from spamkit.evaluation import stratified_folds, tune_knn
 from spamkit.models import KNNClassifier, KNNRegressor
-from spamkit.models.knn import parse_memory
+from spamkit.models.neighbours import parse_memory
 from spamkit.pipeline import SpamFilter, build_filter
 
 from conftest import SAMPLE

@@ -16,6 +16,7 @@ from ..errors import CorpusError
 from ..features import Vectorizer
 from ..labels import HAM_NAME, SPAM_NAME
 from ..models import KNNClassifier
+from ..models.base import finite_log_odds
 from ..spamfilter import SpamFilter
 from ..text import Analyzer
 from ..config import filter_from_config
@@ -63,7 +64,7 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
         with np.errstate(invalid="ignore"):
             scores[held] = lp[:, s] - lp[:, 1 - s]
     # kNN's log-odds are infinite when every neighbour agrees: keep them finite and ordered
-    scores = np.clip(np.nan_to_num(scores, nan=0.0), -700.0, 700.0)
+    scores = finite_log_odds(scores)
     if return_folds:
         return y == SPAM_NAME, scores, fold_of
     return y == SPAM_NAME, scores

@@ -21,6 +21,21 @@ from sklearn.utils.validation import validate_data
 from ..errors import ConfigError, DegenerateDataWarning, NotFittedError
 
 
+#: log-odds are kept within this magnitude wherever they are compared or combined (exp(700) is
+#: near the largest float; a kNN vote or a Fisher score can be infinite)
+LOG_ODDS_LIMIT = 700.0
+
+
+def finite_log_odds(scores) -> np.ndarray:
+    """Log-odds made finite and ordered: NaN (0/0, e.g. a message with no known token) is 0,
+    infinities and anything beyond :data:`LOG_ODDS_LIMIT` are clipped to it.
+
+    >>> finite_log_odds([float("nan"), float("inf"), -1e9, 2.5]).tolist()
+    [0.0, 700.0, -700.0, 2.5]
+    """
+    return np.clip(np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=0.0), -LOG_ODDS_LIMIT, LOG_ODDS_LIMIT)
+
+
 class ProbabilisticClassifier(ClassifierMixin, BaseEstimator):
     """Base class: subclasses implement ``joint_log_likelihood(X)`` (log p(x, c), shape (n, C)).
 

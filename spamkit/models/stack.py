@@ -32,13 +32,12 @@ from scipy.special import log_expit
 from sklearn.linear_model import LogisticRegression
 
 from ..errors import ConfigError
-from .base import check_alpha
+from .base import LOG_ODDS_LIMIT, check_alpha, finite_log_odds
 from .counting import CountingModel
 from .logistic import DEFAULT_RATE, OnlineLogistic
 from .robinson import RobinsonFisher, presence, two_class_presence_tags
 
 #: component log-odds are clipped to this magnitude before they are combined
-_LIMIT = 700.0
 #: the stack of spamkit's best filter: a third component, online logistic regression at
 #: :data:`~spamkit.models.logistic.DEFAULT_RATE`, and sign-log squashed component scores. Chosen
 #: on trec07p-dev, CSDMC2010, Enron1-6 and SMS, online (``scripts/ablation.py``): the smallest
@@ -130,13 +129,13 @@ class FisherNBStack(CountingModel):
         w = (np.log(feature_count[1, cols] + a) - log_den[1]) - (np.log(feature_count[0, cols] + a) - log_den[0])
         out = np.bincount(rows, weights=w * X.data, minlength=X.shape[0]) + (log_prior[1] - log_prior[0])
         with np.errstate(invalid="ignore"):
-            return np.clip(np.nan_to_num(out, nan=0.0), -_LIMIT, _LIMIT)
+            return finite_log_odds(out)
 
     @staticmethod
     def _log_odds(model, X) -> np.ndarray:
         jll = model.joint_log_likelihood(X)
         with np.errstate(invalid="ignore"):
-            return np.clip(np.nan_to_num(jll[:, 1] - jll[:, 0], nan=0.0), -_LIMIT, _LIMIT)
+            return finite_log_odds(jll[:, 1] - jll[:, 0])
 
     def component_scores(self, class_count, feature_count, X, totals=None, logistic=None) -> np.ndarray:
         columns = [self._log_odds(self._fisher(class_count, feature_count, totals), X),
@@ -153,8 +152,8 @@ class FisherNBStack(CountingModel):
     def _squash(self, scores) -> np.ndarray:
         scores = np.asarray(scores, dtype=np.float64)
         if self.squash == "slog":
-            return np.sign(scores) * np.log1p(np.abs(np.clip(scores, -_LIMIT, _LIMIT)))
-        return np.clip(scores, -_LIMIT, _LIMIT)
+            return np.sign(scores) * np.log1p(np.abs(np.clip(scores, -LOG_ODDS_LIMIT, LOG_ODDS_LIMIT)))
+        return np.clip(scores, -LOG_ODDS_LIMIT, LOG_ODDS_LIMIT)
 
     def combined_log_odds(self, scores) -> np.ndarray:
         """The combiner's log-odds for rows of component log-odds (as :meth:`component_log_odds` gives)."""

@@ -1,0 +1,61 @@
+"""Filtering mailboxes in place: tag each message with its verdict, move spam, lose nothing.
+
+Owns writing to mailboxes; reading labelled corpora stays in :mod:`spamkit.corpus`, the
+verdicts come from a :class:`~spamkit.spamfilter.SpamFilter` and its decision layer.
+One module per concern: :mod:`~spamkit.mailfilter.tags` (the tag format),
+:mod:`~spamkit.mailfilter.locks`, :mod:`~spamkit.mailfilter.mailboxes` (which kind a path
+is; Maildir and MH behind one interface), :mod:`~spamkit.mailfilter.mbox` (an mbox as
+chunks, and the journal), :mod:`~spamkit.mailfilter.run` (the run and its summary),
+:mod:`~spamkit.mailfilter.failures` (``FilterError``).
+
+Tags
+    The verdict is written as header fields *prepended* to the message, the way trace
+    fields (``Received:``) are added: ``X-Spam-Status: Yes|No|Unsure, score=0.997,
+    model=NAME@HASH``, ``X-Spam-Probability``, ``X-Spamkit-Version`` and
+    ``X-Spamkit-Model``. Everything after them is the original message, byte for byte
+    (headers, body, line endings, even a message with no header section at all), so
+    "nothing changed but the tags" is a prefix check. Re-tagging removes the old spamkit
+    fields at the top first. A message whose ``X-Spamkit-Model`` names the same filter
+    file (its SHA-256) is not scored again unless forced: its recorded verdict is used.
+
+Never losing a message
+    Maildir and MH hold one message per file. Tagging writes the new file beside the old
+    one (Maildir ``tmp/``, a hidden name in an MH folder), flushes and fsyncs it and renames
+    it over the original (POSIX rename is atomic: a reader sees the old or the new file,
+    never half of one). Moving is a rename into the destination folder. A SIGKILL at any
+    instant therefore leaves every message exactly once, tagged or not.
+
+    An mbox is one file, and moving spam to another mbox changes two files, which no
+    single system call can do at once. The run writes the new source and the new
+    destination to temporary files in their own folders (flushed and fsynced), then commits
+    by writing a journal (``.NAME.spamkit-journal``: which temporary file replaces which
+    file) atomically, then renames, then deletes the journal. Every run starts by
+    recovering: a journal is rolled forward (its renames redone), temporary files without a
+    journal are deleted (the run died before committing; the originals are intact). So after
+    a kill, the next run (or ``spamkit filter --recover``) restores the exactly-once state.
+    While it works on an mbox, a run holds the locks mail clients use: ``fcntl`` on the file
+    and a dot-lock ``NAME.lock`` (removed when stale, i.e. when its process is gone).
+
+    MH folders are locked the way MH programs lock them, on ``.mh_sequences``.
+    Every folder a run writes is also locked against other spamkit runs (``fcntl`` on a
+    ``.spamkit.lock`` file): a second run waits up to ``wait`` seconds, then stops with a
+    message naming the lock, so two runs never interleave their writes.
+"""
+
+from __future__ import annotations
+
+import os  # noqa: F401  (tests replace os.replace here to simulate a failing disk)
+
+from ..message import SPAMKIT_FIELDS, split_tags
+# exit status of pipe mode (``spamkit filter MODEL -``), as bogofilter's: 0 spam, 1 ham, 2 unsure, 3 error
+from ..passthrough import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE
+from .failures import FilterError
+from .mailboxes import ensure_destination, mailbox_kind
+from .mbox import MboxChunk, commit_mbox, iter_mbox_chunks, journal_path, recover_mbox
+from .run import FilterSummary, MailFilter
+from .tags import STATUS_WORD, VERDICTS, model_id_of, newline_of, recorded_verdict, tag, tag_fields
+
+__all__ = ["SPAMKIT_FIELDS", "split_tags", "EXIT_ERROR", "EXIT_HAM", "EXIT_SPAM", "EXIT_UNSURE", "FilterError",
+           "ensure_destination", "mailbox_kind", "MboxChunk", "commit_mbox", "iter_mbox_chunks", "journal_path",
+           "recover_mbox", "FilterSummary", "MailFilter", "STATUS_WORD", "VERDICTS", "model_id_of", "newline_of",
+           "recorded_verdict", "tag", "tag_fields"]

@@ -1,0 +1,205 @@
+"""The mailbox formats a run writes: which kind a path is, creating a destination, and the
+one-message-per-file folders (Maildir, MH) behind one interface, so that one loop
+(:meth:`spamkit.mailfilter.run.MailFilter`) filters both. An mbox is one file rewritten as
+a whole (:mod:`spamkit.mailfilter.mbox`).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from pathlib import Path
+
+from ..durable import fsync_dir, write_durable
+from .failures import FilterError, describe
+from .locks import mbox_locks, pid_alive, spamkit_lock
+
+
+def mailbox_kind(path) -> str:
+    """``maildir`` (a folder with cur/ and new/), ``mh`` (a folder of numbered messages) or ``mbox``.
+
+    Anything else is refused rather than filtered as an empty mailbox: a folder with
+    neither cur/+new/ nor numbered files nor ``.mh_sequences``, or a non-empty file
+    with no ``From `` line in its first 64 KB.
+    """
+    p = Path(path)
+    if p.is_dir():
+        if (p / "cur").is_dir() and (p / "new").is_dir():
+            return "maildir"
+        try:
+            names = os.listdir(p)
+        except OSError as exc:
+            raise FilterError(describe(exc, str(path))) from None
+        if ".mh_sequences" in names or any(n.isdigit() for n in names):
+            return "mh"
+        others = [n for n in names if not n.startswith(".spamkit")]
+        raise FilterError(f"{path}: no mailbox found here (a Maildir has cur/ and new/, an MH folder numbered "
+                          f"message files; this folder has {len(others) or 'no'} other entries)")
+    if p.is_file():
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(65536)
+        except OSError as exc:
+            raise FilterError(describe(exc, str(path))) from None
+        if head and not (head.startswith(b"From ") or b"\nFrom " in head):
+            raise FilterError(f"{path}: not an mbox (no 'From ' line starts a message in its first 64 KB)")
+        return "mbox"
+    raise FilterError(f"{path}: no such mailbox")
+
+
+def ensure_destination(path, kind: str) -> Path:
+    """Create a destination mailbox of ``kind`` if it does not exist; refuse another kind."""
+    p = Path(path)
+    if p.is_dir() and not any(p.iterdir()):
+        p.rmdir()                                     # an empty folder made for it: set it up as a mailbox
+    if p.exists():
+        found = mailbox_kind(p)
+        if found != kind:
+            raise FilterError(f"{path} is a {found} mailbox; moving from a {kind} mailbox needs a {kind} "
+                              "destination (moves never convert formats, so they stay atomic)")
+        return p
+    try:
+        if kind == "maildir":
+            for sub in ("tmp", "new", "cur"):
+                (p / sub).mkdir(parents=True, exist_ok=True)
+        elif kind == "mh":
+            p.mkdir(parents=True)
+            (p / ".mh_sequences").touch()
+        else:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            write_durable(p, b"")
+    except OSError as exc:
+        raise FilterError(describe(exc, f"cannot create {path}")) from None
+    return p
+
+
+def remove_stale(folder: Path, pattern: str, pid_of) -> None:
+    """Delete tagged copies a killed run left (``pid_of(name)`` reads the run's pid from the name):
+    they were never renamed over a message, so the message itself is intact."""
+    for stale in folder.glob(pattern):
+        try:
+            pid = pid_of(stale.name)
+        except ValueError:
+            continue
+        if not pid_alive(pid):
+            stale.unlink(missing_ok=True)
+
+
+class FolderMailbox:
+    """A mailbox of one message per file, as the run loop sees it.
+
+    :meth:`lock` takes the locks of the mailbox and its destinations, :meth:`clean_up`
+    removes what a killed run left, :meth:`messages` lists the message files in order,
+    :meth:`replace` writes a message's new bytes beside it and renames them over it
+    (atomic), :meth:`move` renames a message into a destination; after either, the
+    message's folder is fsynced (:meth:`sync`).
+    """
+
+    kind = ""
+
+    def __init__(self, path: Path, destinations: dict):
+        self.path = path
+        self.destinations = destinations
+
+    def lock(self, locks: ExitStack, wait: float) -> None:
+        """spamkit's lock on each existing folder, in a fixed (sorted) order so that two runs on
+        overlapping folders cannot deadlock."""
+        folders = [f for f in sorted({self.path, *self.destinations.values()}, key=str)
+                   if f.exists()]                     # a dry run does not create destinations
+        for folder in folders:
+            locks.enter_context(spamkit_lock(folder / ".spamkit.lock", wait))
+        for folder in folders:
+            self.lock_more(locks, folder, wait)
+
+    def lock_more(self, locks: ExitStack, folder: Path, wait: float) -> None:
+        """The format's own locks on a folder (none by default)."""
+
+    def clean_up(self) -> None:
+        raise NotImplementedError
+
+    def messages(self):
+        raise NotImplementedError
+
+    def replace(self, file: Path, new: bytes) -> None:
+        raise NotImplementedError
+
+    def move(self, file: Path, dest: Path) -> None:
+        raise NotImplementedError
+
+    def sync(self, file: Path) -> None:
+        fsync_dir(file.parent)
+
+
+class Maildir(FolderMailbox):
+    """``new/`` then ``cur/``; a new version is written in ``tmp/``; a moved message keeps its
+    name and its subfolder."""
+
+    kind = "maildir"
+
+    def clean_up(self) -> None:
+        if (self.path / "tmp").is_dir():
+            remove_stale(self.path / "tmp", "*.spamkit-*", lambda name: int(name.rsplit("-", 1)[-1]))
+
+    def messages(self):
+        for sub in ("new", "cur"):
+            folder = self.path / sub
+            for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
+                if not name.startswith("."):
+                    yield folder / name
+
+    def replace(self, file: Path, new: bytes) -> None:
+        tmp = self.path / "tmp" / f"{file.name.split(':', 1)[0]}.spamkit-{os.getpid()}"
+        (self.path / "tmp").mkdir(exist_ok=True)
+        write_durable(tmp, new, like=file)
+        os.replace(tmp, file)
+
+    def move(self, file: Path, dest: Path) -> None:
+        target = dest / file.parent.name / file.name
+        if target.exists():
+            raise FilterError(f"{target} already exists; not overwriting a message")
+        os.rename(file, target)
+        fsync_dir(target.parent)
+
+
+class MHFolder(FolderMailbox):
+    """Numbered files in number order; MH programs lock ``.mh_sequences`` (a dot-lock and
+    ``fcntl``); a moved message takes the destination's next free number."""
+
+    kind = "mh"
+
+    def __init__(self, path: Path, destinations: dict):
+        super().__init__(path, destinations)
+        self.next_number: dict = {}                   # per destination, first read under the locks
+
+    @staticmethod
+    def numbers(folder: Path) -> list[int]:
+        return sorted(int(n) for n in os.listdir(folder) if n.isdigit())
+
+    def lock_more(self, locks: ExitStack, folder: Path, wait: float) -> None:
+        if (folder / ".mh_sequences").exists():
+            locks.enter_context(mbox_locks(folder / ".mh_sequences", wait))
+
+    def clean_up(self) -> None:
+        remove_stale(self.path, ".spamkit-tmp-*", lambda name: int(name.rsplit("-", 2)[-2]))
+
+    def messages(self):
+        for number in self.numbers(self.path):
+            yield self.path / str(number)
+
+    def replace(self, file: Path, new: bytes) -> None:
+        tmp = self.path / f".spamkit-tmp-{os.getpid()}-{file.name}"
+        write_durable(tmp, new, like=file)
+        os.replace(tmp, file)
+
+    def move(self, file: Path, dest: Path) -> None:
+        if dest not in self.next_number:
+            self.next_number[dest] = max(self.numbers(dest), default=0) + 1
+        while (dest / str(self.next_number[dest])).exists():
+            self.next_number[dest] += 1
+        os.rename(file, dest / str(self.next_number[dest]))
+        self.next_number[dest] += 1
+        fsync_dir(dest)
+
+
+#: the one-message-per-file formats by kind
+FOLDER_FORMATS = {"maildir": Maildir, "mh": MHFolder}

@@ -1,0 +1,306 @@
+"""A filter run over mailboxes: classify each message, tag it, move it, count what was done.
+
+How a run never loses a message is in the package docstring (:mod:`spamkit.mailfilter`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..durable import take_mode
+from ..errors import ConfigError
+from .failures import FilterError, describe
+from .locks import mbox_locks, spamkit_lock
+from .mailboxes import FOLDER_FORMATS, ensure_destination, mailbox_kind
+from .mbox import commit_mbox, ends_without_blank_line, iter_mbox_chunks, journal_path, owner_path, recover_mbox
+from .tags import VERDICTS, newline_of, recorded_verdict, tag
+
+
+@dataclass
+class FilterSummary:
+    """What a filter run did, per mailbox and in total."""
+
+    counts: dict = field(default_factory=lambda: {v: 0 for v in VERDICTS})
+    tagged: int = 0
+    moved: dict = field(default_factory=dict)
+    already_tagged: int = 0
+    messages: int = 0
+    recovered: list = field(default_factory=list)
+    interrupted: bool = False
+    dry_run: bool = False
+    seconds: float = 0.0
+    mailboxes: list = field(default_factory=list)
+    #: messages that could not be read or classified: {"message": ref, "error": why}; left as they were
+    failed: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"messages": self.messages, "verdicts": dict(self.counts), "tagged": self.tagged,
+                "failed": list(self.failed),
+                "moved": dict(self.moved), "already_tagged": self.already_tagged, "recovered": self.recovered,
+                "interrupted": self.interrupted, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
+                "messages_per_second": round(self.messages / self.seconds, 1) if self.seconds else None,
+                "mailboxes": self.mailboxes}
+
+
+class MailFilter:
+    """Runs a classifier over mailboxes.
+
+    Parameters
+    ----------
+    classify : callable
+        ``classify(raw: bytes) -> (verdict, p_spam)`` with verdict in :data:`VERDICTS`.
+    model_id : str
+        Written in the tags; messages tagged with the same id are not scored again.
+    tag : bool
+        Add the verdict header fields.
+    move : dict
+        Verdict -> destination mailbox path (``{"spam": "Junk", "unsure": "Review"}``).
+    dry_run : bool
+        Change nothing; count what would happen.
+    force : bool
+        Score messages already tagged by this model again.
+    wait : float
+        Seconds to wait for another run's lock before giving up.
+    progress : callable, optional
+        Called once per message.
+    on_message : callable, optional
+        ``on_message(ref, verdict, p_spam, tagged, moved_to)`` for each message (``--dry-run``
+        lists what would happen through it); ``ref`` is the file, or ``MBOX#n``.
+    """
+
+    def __init__(self, classify, model_id: str, tag: bool = False, move: dict | None = None,
+                 dry_run: bool = False, force: bool = False, wait: float = 30.0, progress=None, on_message=None):
+        self.classify = classify
+        self.model_id = model_id
+        self.tag = tag
+        self.move = {k: Path(v) for k, v in (move or {}).items() if v is not None}
+        unknown = set(self.move) - set(VERDICTS)
+        if unknown:
+            raise ConfigError(f"cannot move verdicts {sorted(unknown)}")
+        self.dry_run = dry_run
+        self.force = force
+        self.wait = wait
+        self.progress = progress
+        self.on_message = on_message
+        self.stop_requested = False
+        self.summary = FilterSummary(dry_run=dry_run)
+
+    # ------------------------------------------------------------- per message
+
+    def _judge(self, raw: bytes, ref) -> tuple[str, float, bool] | None:
+        """(verdict, p_spam, scored now?) -- a message tagged by this model keeps its verdict.
+
+        ``None`` when the classifier fails on this message: the failure is counted with the
+        message's name, and the caller leaves the message exactly as it is and goes on.
+        """
+        if not self.force:
+            recorded = recorded_verdict(raw, self.model_id)
+            if recorded is not None:
+                self.summary.already_tagged += 1
+                return recorded[0], recorded[1], False
+        try:
+            verdict, p = self.classify(raw)
+        except Exception as exc:                  # noqa: BLE001 - one message must not stop the run
+            self._fail(ref, f"{type(exc).__name__}: {exc}")
+            return None
+        return verdict, p, True
+
+    def _fail(self, ref, why: str) -> None:
+        self.summary.failed.append({"message": str(ref), "error": why[:300]})
+        if self.progress is not None:
+            self.progress()
+
+    def _judge_file(self, file) -> tuple[bytes, bytes, str, float] | None:
+        """(the message, the message as it should be written, its verdict, P(spam)) of one
+        Maildir/MH file; None if the file is gone (a mail client moved it meanwhile), cannot
+        be read, or cannot be classified (the last two are counted as failures)."""
+        try:
+            raw = file.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._fail(file, describe(exc, "cannot read the message"))
+            return None
+        judged = self._judge(raw, file)
+        if judged is None:
+            return None
+        verdict, p, scored = judged
+        return raw, self._new_bytes(raw, verdict, p, scored), verdict, p
+
+    def _new_bytes(self, raw: bytes, verdict: str, p: float, scored: bool) -> bytes:
+        if self.tag and scored:
+            return tag(raw, verdict, p, self.model_id)
+        return raw
+
+    def _count(self, verdict: str, changed: bool, moved_to: Path | None, ref=None, p: float = float("nan")):
+        if self.on_message is not None:
+            self.on_message(str(ref), verdict, p, changed, moved_to)
+        self.summary.messages += 1
+        self.summary.counts[verdict] += 1
+        if changed:
+            self.summary.tagged += 1
+        if moved_to is not None:
+            key = str(moved_to)
+            self.summary.moved[key] = self.summary.moved.get(key, 0) + 1
+        if self.progress is not None:
+            self.progress()
+
+    # ------------------------------------------------------------- entry point
+
+    def run(self, mailboxes) -> FilterSummary:
+        started = time.perf_counter()
+        for box in mailboxes:
+            if self.stop_requested:
+                break
+            path = Path(box)
+            kind = mailbox_kind(path)
+            for verdict, dest in self.move.items():
+                if dest.resolve() == path.resolve():
+                    raise ConfigError(f"{path}: the {verdict} destination is the mailbox being filtered")
+            before = self.summary.messages
+            if kind == "mbox":
+                self._filter_mbox(path)
+            else:
+                self._filter_folder(path, kind)
+            self.summary.mailboxes.append({"path": str(path), "format": kind,
+                                           "messages": self.summary.messages - before})
+        self.summary.interrupted = self.stop_requested
+        self.summary.seconds = time.perf_counter() - started
+        return self.summary
+
+    def _destinations(self, kind: str) -> dict:
+        if self.dry_run:
+            return dict(self.move)
+        return {v: ensure_destination(p, kind) for v, p in self.move.items()}
+
+    # ------------------------------------------------------------- Maildir and MH: one loop
+
+    def _filter_folder(self, path: Path, kind: str):
+        dests = self._destinations(kind)
+        box = FOLDER_FORMATS[kind](path, dests)
+        with ExitStack() as locks:
+            box.lock(locks, self.wait)
+            if not self.dry_run:
+                box.clean_up()
+            for file in box.messages():
+                if self.stop_requested:
+                    return
+                judged = self._judge_file(file)
+                if judged is None:
+                    continue                          # moved away by a mail client meanwhile, or failed
+                raw, new, verdict, p = judged
+                dest = dests.get(verdict)
+                if not self.dry_run:
+                    try:
+                        if new != raw:
+                            box.replace(file, new)
+                        if dest is not None:
+                            box.move(file, dest)
+                        box.sync(file)
+                    except OSError as exc:
+                        raise FilterError(describe(exc, str(file))) from None
+                self._count(verdict, new != raw, dest, file, p)
+
+    # ------------------------------------------------------------- mbox
+
+    def _filter_mbox(self, path: Path):
+        dests = self._destinations("mbox")
+        folders = sorted({path, *dests.values()}, key=str)
+        with ExitStack() as locks:
+            for box in folders:
+                if box.exists():
+                    locks.enter_context(spamkit_lock(Path(str(box) + ".spamkit.lock"), self.wait))
+            if not self.dry_run:
+                for box in folders:
+                    recovered = recover_mbox(box)
+                    if recovered:
+                        self.summary.recovered.append(recovered)
+            for box in folders:
+                if box.exists():
+                    locks.enter_context(mbox_locks(box, self.wait))
+            if self.dry_run:
+                for number, chunk in enumerate((c for c in iter_mbox_chunks(path) if c.envelope is not None), 1):
+                    if self.stop_requested:
+                        return
+                    judged = self._judge(chunk.message, f"{path}#{number}")
+                    if judged is None:
+                        continue
+                    verdict, p, scored = judged
+                    self._count(verdict, self.tag and scored, dests.get(verdict), f"{path}#{number}", p)
+                return
+            self._rewrite_mbox(path, dests)
+
+    def _rewrite_mbox(self, path: Path, dests: dict):
+        stamp = f"{os.getpid()}-{int(time.time() * 1e6)}"
+        tmp_of = {path: path.with_name(f".{path.name}.spamkit-new-{stamp}")}
+        for d in set(dests.values()):
+            tmp_of[d] = d.with_name(f".{d.name}.spamkit-new-{stamp}")
+        handles = {}
+        changed = False
+        try:
+            for box, tmp in tmp_of.items():
+                handles[box] = open(tmp, "xb")
+                take_mode(handles[box].fileno(), box)              # a 0444 or 0600 mbox keeps its mode
+                if box != path:                                    # destinations keep what they hold
+                    with open(box, "rb") as src:
+                        while block := src.read(1 << 20):
+                            handles[box].write(block)
+            need_separator = {d: ends_without_blank_line(d) for d in set(dests.values())}
+            out = handles[path]
+            number = 0
+            for chunk in iter_mbox_chunks(path):
+                if chunk.envelope is None or self.stop_requested:
+                    out.write(chunk.raw())                       # preamble, or the rest after Ctrl-C
+                    continue
+                number += 1
+                judged = self._judge(chunk.message, f"{path}#{number}")
+                if judged is None:
+                    out.write(chunk.raw())                       # left exactly as it was
+                    continue
+                verdict, p, scored = judged
+                new = self._new_bytes(chunk.message, verdict, p, scored)
+                dest = dests.get(verdict)
+                data = chunk.envelope + new + chunk.separator
+                if dest is None:
+                    out.write(data)
+                else:
+                    fh = handles[dest]
+                    if need_separator[dest]:
+                        fh.write(newline_of(chunk.envelope))
+                    if not chunk.separator:                   # the last message of the source
+                        data += newline_of(chunk.envelope)
+                    fh.write(data)
+                    need_separator[dest] = False
+                changed = changed or new != chunk.message or dest is not None
+                self._count(verdict, new != chunk.message, dest, f"{path}#{number}", p)
+            for fh in handles.values():
+                fh.flush()
+                os.fsync(fh.fileno())
+                fh.close()
+            if not changed:
+                for tmp in tmp_of.values():
+                    os.unlink(tmp)
+                return
+            commit_mbox(path, {str(box): str(tmp) for box, tmp in tmp_of.items()})
+        except BaseException as exc:
+            for fh in handles.values():
+                fh.close()
+            if journal_path(path).exists():
+                if not isinstance(exc, OSError):
+                    raise
+                # Past the commit point: the journal and the finished files complete the run later.
+                raise FilterError(f"{path}: {exc.strerror or exc} while committing; nothing is lost: the next run "
+                                  f"(or spamkit filter MODEL {path} --recover) completes it") from None
+            journal_tmp = journal_path(path).with_name(journal_path(path).name + ".tmp")
+            for tmp in [*tmp_of.values(), *(owner_path(t) for t in tmp_of.values()), journal_tmp]:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            if not isinstance(exc, OSError):
+                raise                                     # after removing this run's unfinished files
+            raise FilterError(describe(exc, str(path))) from None

@@ -1,0 +1,404 @@
+"""Exact nearest-neighbour search over sparse vectors: blocked, bounded memory, two threads.
+
+The search engine behind :mod:`spamkit.models.knn` (the classifier, its condensing, the
+regressor): :class:`NeighbourSearch` stores rows (L2-normalised once for cosine) and
+finds each query's k best rows, and :class:`CosineIndex` does it for cosine.
+
+Search is exact: queries and training rows are cut into blocks whose
+similarity matrix fits the memory budget; each block keeps its top k and the blocks'
+candidates are merged. Two threads share the query blocks.
+
+Cosine search (the default metric) splits the vocabulary in two (see
+:class:`CosineIndex`): the few terms found in a quarter or more of the stored rows, which
+make most of the work of a sparse product (a term in a fraction p of the queries and of
+the stored rows costs p² of all pairs), go through a dense BLAS product; the rest through
+a sparse product. The top k of a block is then found without sorting or partitioning the
+whole block: the maxima of column groups give a lower bound on each row's k-th score,
+only entries above that bound (minus a rigorous rounding margin) are candidates, and
+the candidates' similarities are recomputed in one fixed order, so scores, and therefore
+ties, do not depend on block sizes, threads or BLAS kernels.
+
+Neighbour order is fixed: higher similarity (or smaller distance) first, and among
+equal ones the lower training index first, whatever the block sizes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
+from sklearn.utils.validation import validate_data
+
+from ..errors import ConfigError, NotFittedError
+
+try:  # scikit-learn >= 1.7: sparse @ sparse straight into a dense array, about 3x scipy's speed
+    from sklearn.utils.sparsefuncs import sparse_matmul_to_dense as _sparse_dense_product
+except ImportError:  # pragma: no cover - older scikit-learn
+    _sparse_dense_product = None
+
+METRICS = ("cosine", "euclidean", "manhattan", "jaccard")
+WEIGHTS = ("uniform", "inverse", "softmax")
+#: default memory budget of one search, in bytes
+DEFAULT_MEMORY = 256 * 2 ** 20
+
+
+def _l2_rows(X: sp.csr_matrix) -> sp.csr_matrix:
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    X.data /= np.repeat(norms, np.diff(X.indptr))
+    return X
+
+
+def _binary(X: sp.csr_matrix) -> sp.csr_matrix:
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    X.data = (X.data != 0).astype(np.float64)
+    X.eliminate_zeros()
+    return X
+
+
+def parse_memory(value) -> int:
+    """Bytes from ``"256M"``, ``"2G"``, ``"64k"`` or a number.
+
+    >>> parse_memory("256M"), parse_memory("1.5G"), parse_memory(100000)
+    (268435456, 1610612736, 100000)
+    """
+    if isinstance(value, (int, np.integer)):
+        n = int(value)
+    else:
+        text = str(value).strip().upper().removesuffix("B")
+        units = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30}
+        try:
+            n = int(float(text[:-1]) * units[text[-1]]) if text and text[-1] in units else int(float(text))
+        except ValueError:
+            raise ConfigError(f"memory limit {value!r} is not a size like 256M or 2G") from None
+    if n < 2 ** 16:
+        raise ConfigError(f"memory limit {value!r} is too small (at least 64K)")
+    return n
+
+
+class CosineIndex:
+    """Unit rows stored for cosine search: frequent terms dense, the other terms sparse.
+
+    A sparse-by-sparse product costs one multiply-add per (query, stored row, shared
+    term); a term present in a fraction p of both sides costs p² of all pairs, so the
+    handful of terms in many messages make most of the work (on Enron and TREC, the
+    100 most frequent terms are about 80% of it). For those terms a dense matrix
+    product is far cheaper per multiply-add (BLAS, about 20x on the benchmark machine),
+    and it pays once p² exceeds about 1/20: terms in at least ``DENSE_SHARE`` (a quarter)
+    of the stored rows go dense, as many as a quarter of the memory budget allows.
+
+    ``candidates`` is the exact block search. With A the block's similarities from the
+    two products and S the same similarities recomputed for single pairs in one fixed
+    order (sparse part as the sparse product sums it, then the dense terms one by one),
+    ``|A - S| <= delta``: both are sums of at most F + 1 rounded products whose true sum
+    of magnitudes is at most ||q|| ||x|| <= 1 (Higham, *Accuracy and Stability of
+    Numerical Algorithms*, §3.1: error <= gamma_n * sum |q_i x_i|). If L is at most the
+    k-th largest A of a row, the k-th largest S is at least L - delta, so every entry of
+    the true top k (ties included) has A >= L - 2 delta. L is the k-th largest of the
+    maxima of k or more disjoint column groups (each group max is an entry, so at least
+    k entries reach it). Only those candidates are rescored and ordered.
+    """
+
+    DENSE_SHARE = 0.25
+    GROUP = 16
+
+    def __init__(self, X: sp.csr_matrix, memory: int, dense_cols: np.ndarray | None = None):
+        """``dense_cols`` imposes the split (a shard of a bigger index uses the whole index's)."""
+        n = X.shape[0]
+        if dense_cols is not None:
+            dense = np.asarray(dense_cols, dtype=np.int64)
+        else:
+            df = np.bincount(X.indices, minlength=X.shape[1])
+            dense = np.flatnonzero(df >= max(1.0, self.DENSE_SHARE * n))
+            max_cols = memory // (4 * 8 * max(n, 1))
+            if len(dense) > max_cols:                   # keep the most frequent that fit the budget
+                dense = np.sort(dense[np.argsort(-df[dense], kind="stable")[:max_cols]])
+        self.is_dense = np.zeros(X.shape[1], dtype=bool)
+        self.is_dense[dense] = True
+        self.dense_cols = dense
+        self.rare_T = self._drop(X, self.is_dense).T.tocsr()
+        self.dense_T = np.ascontiguousarray(X[:, dense].toarray().T)      # (F, n_stored)
+        # |A - S| <= 2 gamma_{F+1} + rounding of one sum; a factor 4 to spare
+        self.delta = (len(dense) + 8) * 2.0 ** -50
+
+    @staticmethod
+    def _drop(X: sp.csr_matrix, columns: np.ndarray) -> sp.csr_matrix:
+        keep = ~columns[X.indices]
+        indptr = np.concatenate([[0], np.cumsum(keep)])[X.indptr]      # kept entries before each row
+        return sp.csr_matrix((X.data[keep], X.indices[keep], indptr), shape=X.shape)
+
+    def split(self, Q: sp.csr_matrix):
+        """A block of unit query rows as (sparse rare part, dense frequent part transposed)."""
+        return self._drop(Q, self.is_dense), np.ascontiguousarray(Q[:, self.dense_cols].toarray().T)
+
+    def block(self, query, lo: int, hi: int, k: int, out=None):
+        """Exact top min(k, hi - lo) of the stored rows lo:hi for each query row.
+
+        Returns (scores, global indices), each row ordered by score descending, then index.
+        """
+        Qr, QdT = query
+        Xd = self.dense_T[:, lo:hi]
+        R = _sparse_dense_product(Qr, self.rare_T[:, lo:hi], out=out) if _sparse_dense_product is not None \
+            else (Qr @ self.rare_T[:, lo:hi]).toarray()
+        A = QdT.T @ Xd if len(self.dense_cols) else R.copy()
+        if len(self.dense_cols):
+            A += R
+        rows, cols = self._candidates(A, k)
+        s = R[rows, cols]                              # one fixed order: sparse part, then each dense term
+        for j in range(QdT.shape[0]):
+            s += QdT[j, rows] * Xd[j, cols]
+        return self._select(s, rows, cols + lo, A.shape[0], min(k, A.shape[1]))
+
+    def _candidates(self, A: np.ndarray, k: int):
+        b, m = A.shape
+        if k >= m:
+            return np.repeat(np.arange(b), m), np.tile(np.arange(m), b)
+        g = self.GROUP
+        n_groups = m // g
+        margin = 2 * self.delta
+        if n_groups < k:                             # too few groups for the bound: the k-th score itself
+            lower = np.partition(A, m - k, axis=1)[:, m - k] - margin
+            return np.nonzero(A >= lower[:, None])
+        # group j = columns j, j + n_groups, ...: an elementwise maximum of g contiguous slices
+        maxima = A[:, : n_groups * g].reshape(b, g, n_groups).max(axis=1)
+        lower = np.partition(maxima, n_groups - k, axis=1)[:, n_groups - k] - margin
+        gr, gj = np.nonzero(maxima >= lower[:, None])
+        rows = np.repeat(gr, g)
+        cols = (gj[:, None] + n_groups * np.arange(g)).ravel()
+        hit = A[rows, cols] >= lower[rows]
+        rows, cols = rows[hit], cols[hit]
+        if m > n_groups * g:                         # the columns left over after the groups
+            tr, tc = np.nonzero(A[:, n_groups * g:] >= lower[:, None])
+            rows = np.concatenate([rows, tr])
+            cols = np.concatenate([cols, tc + n_groups * g])
+        return rows, cols
+
+    @staticmethod
+    def _select(s, rows, cols, b: int, k: int):
+        """Per row: the k best candidates, higher score first, then lower index."""
+        order = np.lexsort((cols, -s, rows))
+        rows, cols, s = rows[order], cols[order], s[order]
+        start = np.searchsorted(rows, np.arange(b))
+        rank = np.arange(len(rows)) - start[rows]
+        keep = rank < k
+        return s[keep].reshape(b, k), cols[keep].reshape(b, k)
+
+
+class NeighbourSearch:
+    """Exact top-k search over stored rows, shared by the classifier and the regressor."""
+
+    def __init__(self, k=5, weights="uniform", metric="cosine", tau=0.1, epsilon=1e-6,
+                 memory_limit="256M", n_jobs=None):
+        self.k = k
+        self.weights = weights
+        self.metric = metric
+        self.tau = tau
+        self.epsilon = epsilon
+        self.memory_limit = memory_limit
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def check_search_params(self):
+        if self.metric not in METRICS:
+            raise ConfigError(f"unknown metric {self.metric!r}; choose one of {', '.join(METRICS)}")
+        if not isinstance(self.k, (int, np.integer)) or self.k < 1:
+            raise ConfigError(f"k must be a positive integer, got {self.k!r}")
+        if self.weights not in WEIGHTS:
+            raise ConfigError(f"unknown weights {self.weights!r}; choose one of {', '.join(WEIGHTS)}")
+        if not float(self.tau) > 0:
+            raise ConfigError(f"tau must be > 0, got {self.tau!r}")
+        if not float(self.epsilon) >= 0:
+            raise ConfigError(f"epsilon must be >= 0, got {self.epsilon!r}")
+        self.memory_bytes_ = parse_memory(self.memory_limit)
+
+    def _prepare(self, X) -> sp.csr_matrix:
+        """Rows as stored for the metric: unit length (cosine), 0/1 (jaccard), as given (Lp)."""
+        X = sp.csr_matrix(X, dtype=np.float64)
+        if self.metric == "cosine":
+            return _l2_rows(X)
+        if self.metric == "jaccard":
+            return _binary(X)
+        return X
+
+    def _store(self, X):
+        self.set_rows(self._prepare(X))
+
+    def set_rows(self, X: sp.csr_matrix):
+        """Keep prepared rows and build the search structure over them.
+
+        Cosine: a :class:`CosineIndex`; other metrics: the rows transposed, so products
+        ``Q @ X^T`` need no transposing per query.
+        """
+        X.sort_indices()
+        self.rows_ = X
+        # per-row quantities the metrics need: squared norms (euclidean), sizes (jaccard)
+        self._fit_sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        self.index_ = CosineIndex(X, self.memory_bytes_) if self.metric == "cosine" else X.T.tocsr()
+
+    # ------------------------------------------------------------------ scores
+
+    def _scores(self, Q: sp.csr_matrix, q_sq: np.ndarray, lo: int, hi: int, out=None) -> np.ndarray:
+        """Dense (n_queries, hi - lo) block of scores, higher = nearer (written into ``out`` if given)."""
+        XT = self.index_[:, lo:hi] if (lo, hi) != (0, self.rows_.shape[0]) else self.index_
+        if self.metric == "manhattan":
+            from sklearn.metrics.pairwise import manhattan_distances
+            return -manhattan_distances(Q, self.rows_[lo:hi])
+        if _sparse_dense_product is not None:
+            dots = _sparse_dense_product(Q, XT, out=out)
+        else:
+            dots = (Q @ XT).toarray()
+        if self.metric == "cosine":
+            return dots
+        if self.metric == "jaccard":
+            union = q_sq[:, None] + self._fit_sq[None, lo:hi] - dots
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(union > 0, dots / union, 1.0)   # two empty sets are identical
+        # euclidean: ||q - x||^2 = ||q||^2 + ||x||^2 - 2 q.x  (clipped: rounding can go below 0)
+        sq = np.maximum(q_sq[:, None] + self._fit_sq[None, lo:hi] - 2.0 * dots, 0.0)
+        return -np.sqrt(sq)
+
+    def _block_sizes(self, n_queries: int, n_train: int, k: int) -> tuple[int, int]:
+        """Rows of queries and of training data per block, from the memory budget.
+
+        A block of scores costs about three float64 copies (the product, derived scores,
+        comparisons): 24 bytes an entry, and each thread has its own block. Query blocks are
+        also kept small enough that every thread gets several: while one thread computes a
+        product (which holds the GIL), the other partitions its block (which releases it).
+        """
+        per_thread = self.memory_bytes_ // (24 * self._n_threads)
+        train_block = max(k, min(n_train, per_thread // 64))
+        query_block = max(1, min(n_queries, per_thread // max(train_block, 1)))
+        if self._n_threads > 1:
+            query_block = min(query_block, max(64, math.ceil(n_queries / (4 * self._n_threads))))
+        return query_block, train_block
+
+    @property
+    def _n_threads(self) -> int:
+        n = self.n_jobs if self.n_jobs not in (None, 0) else min(2, os.cpu_count() or 1)
+        return max(1, int(n if n > 0 else os.cpu_count() or 1))
+
+    @staticmethod
+    def _top_k(scores: np.ndarray, offset: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top k of each row of a block as (scores, global indices), exact with ties.
+
+        argpartition finds the k-th best value; rows where more entries equal it than fit
+        are resolved by the lower index, so the result does not depend on block sizes.
+        """
+        n = scores.shape[1]
+        if k >= n:
+            idx = np.broadcast_to(np.arange(n), scores.shape).copy()
+            return scores.copy(), idx + offset
+        part = np.argpartition(scores, n - k, axis=1)[:, n - k:]
+        top = np.take_along_axis(scores, part, axis=1)
+        kth = top.min(axis=1)
+        ambiguous = np.flatnonzero(np.count_nonzero(scores >= kth[:, None], axis=1) > k)
+        for r in ambiguous:                             # ties at the boundary: lowest index wins
+            cand = np.flatnonzero(scores[r] >= kth[r])
+            order = np.lexsort((cand, -scores[r, cand]))[:k]
+            part[r] = cand[order]
+            top[r] = scores[r, part[r]]
+        return top, part + offset
+
+    @staticmethod
+    def merge(a_s, a_i, b_s, b_i, k):
+        s = np.concatenate([a_s, b_s], axis=1)
+        i = np.concatenate([a_i, b_i], axis=1)
+        order = np.lexsort((i, -s), axis=1)[:, :k]
+        return np.take_along_axis(s, order, axis=1), np.take_along_axis(i, order, axis=1)
+
+    def _search_block(self, Q: sp.csr_matrix, k: int, train_block: int):
+        n_train = self.rows_.shape[0]
+        cosine = self.metric == "cosine"
+        if cosine:
+            query = self.index_.split(Q)
+        else:
+            q_sq = np.asarray(Q.multiply(Q).sum(axis=1)).ravel()
+        best_s = best_i = None
+        buffer = np.empty((Q.shape[0], min(train_block, n_train)))    # reused for every train block
+        for lo in range(0, n_train, train_block):
+            hi = min(n_train, lo + train_block)
+            out = buffer[:, : hi - lo] if hi - lo == buffer.shape[1] else None
+            if cosine:
+                s, i = self.index_.block(query, lo, hi, k, out)
+            else:
+                s, i = self._top_k(self._scores(Q, q_sq, lo, hi, out), lo, min(k, hi - lo))
+            if best_s is None:
+                best_s, best_i = s, i
+            else:
+                best_s, best_i = self.merge(best_s, best_i, s, i, k)
+        order = np.lexsort((best_i, -best_s), axis=1)      # final order: nearest first, then index
+        return np.take_along_axis(best_s, order, axis=1), np.take_along_axis(best_i, order, axis=1)
+
+    def search(self, X, k: int):
+        """(scores, indices) of the k nearest stored rows for every row of X."""
+        if not hasattr(self, "rows_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        n_train = self.rows_.shape[0]
+        if k > n_train:
+            raise ConfigError(f"k={k} is larger than the {n_train} stored training rows")
+        Q = self._prepare(self.check_query(X))
+        query_block, train_block = self._block_sizes(Q.shape[0], n_train, k)
+        starts = list(range(0, Q.shape[0], query_block))
+        jobs = [Q[a:a + query_block] for a in starts]
+        if self._n_threads > 1 and len(jobs) > 1:
+            # our threads share the query blocks; BLAS inside each stays on one thread
+            with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(self._n_threads) as pool:
+                parts = list(pool.map(lambda q: self._search_block(q, k, train_block), jobs))
+        else:
+            parts = [self._search_block(q, k, train_block) for q in jobs]
+        if not parts:
+            return np.zeros((0, k)), np.zeros((0, k), dtype=np.int64)
+        return np.vstack([p[0] for p in parts]), np.vstack([p[1] for p in parts])
+
+    def check_query(self, X):
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        return sp.csr_matrix(X)
+
+    # ------------------------------------------------------------------ weights
+
+    def _distances(self, scores: np.ndarray) -> np.ndarray:
+        """Scores back to distances: 1 - similarity (cosine, jaccard), or the Lp distance."""
+        return 1.0 - scores if self.metric in ("cosine", "jaccard") else -scores
+
+    def k_for_vote(self) -> int:
+        """k, or every stored row when fewer are stored (after condensing, say)."""
+        return min(int(self.k), self.rows_.shape[0])
+
+    def neighbour_weights(self, scores: np.ndarray) -> np.ndarray:
+        if self.weights == "uniform":
+            return np.ones_like(scores)
+        if self.weights == "softmax":
+            # w ∝ exp(similarity / tau); for Lp metrics the similarity is -distance.
+            z = scores / float(self.tau)
+            return np.exp(z - z.max(axis=1, keepdims=True))
+        dist = np.maximum(self._distances(scores), 0.0)
+        eps = float(self.epsilon)
+        if eps > 0:
+            return 1.0 / (dist + eps)
+        # epsilon = 0: 1/d, and a row with exact matches (d = 0) gives them all the weight,
+        # as scikit-learn's weights="distance" does.
+        with np.errstate(divide="ignore"):
+            w = 1.0 / dist
+        exact = dist == 0
+        rows = exact.any(axis=1)
+        w[rows] = exact[rows].astype(np.float64)
+        return w
+
+    def kneighbors(self, X, k: int | None = None):
+        """The k nearest stored rows of each row of X.
+
+        Returns ``(indices, measure)``, both (n_queries, k), nearest first: the similarity for
+        cosine and jaccard, the distance for euclidean and manhattan.
+        """
+        scores, idx = self.search(X, self.k if k is None else int(k))
+        measure = scores if self.metric in ("cosine", "jaccard") else -scores
+        return idx, measure
