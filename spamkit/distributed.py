@@ -170,7 +170,9 @@ class DaskEngine:
                                 status=self.status)(spam_filter, corpora, progress)
 
     def cross_validated_log_odds(self, spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None,
-                                 return_folds: bool = False):
+                                 return_folds: bool = False, status=None):
+        """``status`` is accepted for the local signature; the cluster reports partitions through
+        the engine's own ``status``."""
         return cv_on_cluster(self.cluster.client, self.partition_size, self.run, ship=self.ship,
                              status=self.status)(spam_filter, corpora, folds, seed, progress, return_folds)
 

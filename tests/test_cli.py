@@ -142,3 +142,62 @@ def test_train_with_character_ngrams(tmp_path):
     bad = CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "x.spamkit"), "--char-ngrams", "2"])
     assert bad.exit_code != 0 and "char_ngrams must be 0 (off) or 3 to 6" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_quiet_and_verbose_on_every_command():
+    """-q and -v are accepted by every command and by spamkit itself, with the same meaning."""
+    from spamkit.cli import COMMANDS
+    for name in COMMANDS:
+        for flag in ("-q", "-v", "--quiet", "--verbose"):
+            result = CliRunner().invoke(cli, [name, flag, "--help"])
+            assert result.exit_code == 0, (name, flag, result.output)
+    assert CliRunner().invoke(cli, ["-q", "corpus", str(SAMPLE)]).exit_code == 0
+
+
+def test_progress_by_verbosity():
+    import io
+    from spamkit.cli.progress import Progress, set_verbosity
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    try:
+        set_verbosity(-1)
+        quiet = Terminal()
+        with Progress("x", stream=quiet) as p:
+            p.step()
+            p.stage(1, 4, "fold 1 of 3")
+        assert quiet.getvalue() == ""
+        set_verbosity(0)
+        log = io.StringIO()                        # not a terminal: nothing by default
+        with Progress("x", stream=log) as p:
+            p.stage(1, 4, "fold 1 of 3")
+        assert log.getvalue() == ""
+        set_verbosity(1)                           # -v: lines even without a terminal
+        with Progress("x", stream=log) as p:
+            p.stage(1, 4, "fold 1 of 3")
+            p.stage(2, 4, "fold 2 of 3")
+        lines = log.getvalue().splitlines()
+        assert lines[0] == "x: fold 1 of 3 (1 of 4 steps)"
+        assert lines[1].startswith("x: fold 2 of 3 (2 of 4 steps, about 0:0") and lines[1].endswith(" left)")
+    finally:
+        set_verbosity(0)
+
+
+def test_cv_shows_its_folds_with_verbose():
+    result = CliRunner().invoke(cli, ["-v", "cv", str(SAMPLE), "--folds", "3"])
+    assert result.exit_code == 0, result.output
+    assert "fold 3 of 3 (3 of 4 steps" in result.stderr
+    quiet = CliRunner().invoke(cli, ["cv", str(SAMPLE), "--folds", "3", "-q"])
+    assert quiet.exit_code == 0 and "fold" not in quiet.stderr
+    assert quiet.stdout == CliRunner().invoke(cli, ["cv", str(SAMPLE), "--folds", "3"]).stdout
+
+
+def test_learn_verbose_lists_each_message(tmp_path):
+    model = tmp_path / "m.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(model)]).exit_code == 0
+    result = CliRunner().invoke(cli, ["learn", str(model), "--spam", str(SAMPLE / "spam"), "-v"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if "\t" in line]
+    assert len(lines) == len(list((SAMPLE / "spam").iterdir()))
+    assert all(line.split("\t")[1] in ("learned as spam", "already learned as spam") for line in lines)

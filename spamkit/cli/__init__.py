@@ -13,6 +13,7 @@ import click
 
 from .. import __version__
 from ..errors import SpamkitError
+from .progress import set_verbosity, verbosity_options
 from .status import ExitStatus
 
 
@@ -41,6 +42,10 @@ class SpamkitGroup(click.Group):
 
     Commands are loaded on first use (:data:`COMMANDS`).
     """
+
+    def parse_args(self, ctx, args):
+        set_verbosity(0)                       # each invocation starts from the default
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx):
         return sorted(set(self.commands) | set(COMMANDS))
@@ -72,6 +77,7 @@ class SpamkitGroup(click.Group):
 @click.group(cls=SpamkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="spamkit")
 @click.option("--traceback", is_flag=True, help="Show the full Python traceback on errors.")
+@verbosity_options
 def cli(traceback):
     """spamkit: train, evaluate and run text classifiers and spam filters.
 

@@ -10,10 +10,12 @@ from ..corpus import Corpus
 from ..report import render_classification, to_json_line
 from ..spamfilter import SpamFilter
 from . import cli
+from .progress import verbosity_options
 from .params import CostsParam, costs_or_none, spam_rate_option
 
 
 @cli.command("classify")
+@verbosity_options
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.argument("inputs", nargs=-1, type=click.Path(allow_dash=True))
 @click.option("--explain", "explain", type=click.IntRange(min=1), default=None, metavar="N",

@@ -8,10 +8,11 @@ from ..jobs.survey import survey_corpus
 from ..report import render_survey, to_json
 from . import cli
 from .params import corpus_options, open_corpora
-from .progress import Progress
+from .progress import Progress, verbosity_options
 
 
 @cli.command("corpus")
+@verbosity_options
 @corpus_options
 @click.option("--json", "as_json", is_flag=True, help="Print the survey as JSON.")
 @click.option("--no-parse", is_flag=True, help="Only read and count; do not parse the messages.")

@@ -15,10 +15,11 @@ from ..spamfilter import SpamFilter
 from . import cli
 from .params import (CostsParam, OutputPath, close_corpora, corpus_options, costs_or_none, engine_from_options,
                      engine_options, open_corpora, reading_corpora, running)
-from .progress import Progress
+from .progress import Progress, verbosity_options
 
 
 @cli.command("tune")
+@verbosity_options
 @corpus_options
 @click.option("--k", "ks", default="1,3,5,7,9,15,21,31", show_default=True, help="k values to try, comma-separated.")
 @click.option("--weights", "weightings", default="uniform,inverse", show_default=True,
@@ -43,6 +44,7 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
 
 
 @cli.command("threshold")
+@verbosity_options
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @corpus_options
 @click.option("--cost", "cost", type=CostsParam(), default=None,
@@ -69,7 +71,8 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
     if costs is not None:
         c_fp, c_fn = costs.binary_costs()
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("scoring") as progress:
-        is_spam, log_odds = cross_validated_log_odds(spam_filter, corpora, folds, seed, progress.step)
+        is_spam, log_odds = cross_validated_log_odds(spam_filter, corpora, folds, seed, progress.step,
+                                                     status=progress.stage)
     result = threshold_report(is_spam, log_odds, c_fp, c_fn, folds, seed)
     if save:
         spam_filter.threshold = result["chosen"]["p_spam"]
@@ -87,7 +90,8 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
     close_corpora(corpora_factory())               # check the corpora before the long run
     chosen = engine_from_options(engine, scheduler, partition_size, ship)
     with Progress("cross-validating") as progress, running(chosen, progress) as running_engine:
-        result = compare_configs(configs, corpora_factory, folds, seed, progress.step, engine=running_engine)
+        result = compare_configs(configs, corpora_factory, folds, seed, progress.step, engine=running_engine,
+                                 status=progress.stage)
     if chosen is not None:
         result["dask"] = chosen.run.as_dict()
     if report_path is not None:
@@ -100,6 +104,7 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
 
 
 @cli.command("cv")
+@verbosity_options
 @corpus_options
 @click.option("--config", "config", default="", metavar="KEY=VALUE,...",
               help="Settings on top of the best filter, e.g. model=multinomial,tokens=words,alpha=0.5.")
@@ -123,6 +128,7 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_j
 
 
 @cli.command("compare")
+@verbosity_options
 @corpus_options
 @click.option("--config", "configs", multiple=True, required=True, metavar="KEY=VALUE,...",
               help="A configuration (settings on top of the best filter); repeat for each. "

@@ -12,10 +12,11 @@ from ..spamfilter import SpamFilter
 from . import cli
 from .params import (CostsParam, OutputPath, corpus_options, costs_or_none, engine_from_options, engine_options,
                      reading_corpora, running, spam_rate_option)
-from .progress import Progress
+from .progress import Progress, verbosity_options
 
 
 @cli.command("evaluate")
+@verbosity_options
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @corpus_options
 @click.option("--cost", "cost", type=CostsParam(), default=None,

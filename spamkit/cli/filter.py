@@ -19,7 +19,7 @@ from ..report import to_json
 from ..server import MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterServer
 from . import cli
 from .params import CostsParam, OutputPath, SizeParam, close_corpora, costs_or_none, corpus_options, open_corpora, spam_rate_option
-from .progress import Progress
+from .progress import Progress, verbosity, verbosity_options
 from .status import ExitStatus
 
 PIPE_STATUS = {"spam": EXIT_SPAM, "ham": EXIT_HAM, "unsure": EXIT_UNSURE}
@@ -50,6 +50,7 @@ def _pipe(model, cost, spam_rate=None) -> int:
 
 
 @cli.command("filter")
+@verbosity_options
 # not exists=True: in pipe mode a missing filter file must still pass the message through
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.argument("mailboxes", nargs=-1, required=True)
@@ -62,7 +63,6 @@ def _pipe(model, cost, spam_rate=None) -> int:
 @click.option("--cost", type=CostsParam(), default=None,
               help="Decide with these costs instead of the filter's (e.g. fp=100,fn=10,unsure=2).")
 @click.option("--dry-run", is_flag=True, help="Change nothing; list what would happen to each message.")
-@click.option("--verbose", "-v", is_flag=True, help="List each message's verdict and what was done.")
 @click.option("--force", is_flag=True, help="Score messages already tagged by this filter again.")
 @click.option("--wait", type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="Seconds to wait for another run that holds a mailbox.")
@@ -73,7 +73,7 @@ def _pipe(model, cost, spam_rate=None) -> int:
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost, dry_run, force, wait,
-                   summary_file, recover, spam_rate, as_json, verbose):
+                   summary_file, recover, spam_rate, as_json):
     """Filter mailboxes (mbox, Maildir, MH) with a trained filter: tag and/or move spam.
 
     \b
@@ -115,7 +115,7 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
 
         runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
                             force=force, wait=wait, progress=progress.step,
-                            on_message=listing if (dry_run or verbose) and not as_json else None)
+                            on_message=listing if (dry_run or verbosity() > 0) and not as_json else None)
 
         def stop(signum, frame):
             runner.stop_requested = True          # finish the current message, then stop cleanly
@@ -171,6 +171,7 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
 
 
 @cli.command("learn")
+@verbosity_options
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @corpus_options
 @click.option("--forget", is_flag=True, help="Remove these messages' contribution instead (exactly for counts; "
@@ -195,8 +196,11 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_erro
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
         with Progress("learning") as progress:
+            def listing(source, what):
+                click.echo(f"{source}\t{what}")
             report = learn_messages(spam_filter, iter_corpora(corpora), forget=forget, on_error=on_error,
-                                    progress=progress.step)
+                                    progress=progress.step,
+                                    on_message=listing if verbosity() > 0 and not as_json else None)
     finally:
         close_corpora(corpora)
     spam_filter.save(model)
@@ -216,6 +220,7 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_erro
 
 
 @cli.command("serve")
+@verbosity_options
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.option("--socket", "socket_path", required=True, type=click.Path(dir_okay=False),
               help="Unix-domain socket to answer on (created with mode 0600).")

@@ -8,9 +8,11 @@ from ..errors import ModelFormatError
 from ..persist import read_manifest
 from ..report import render_info, to_json
 from . import cli
+from .progress import verbosity_options
 
 
 @cli.command("info")
+@verbosity_options
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the whole manifest as JSON.")
 def info_command(model, as_json):

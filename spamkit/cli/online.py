@@ -12,10 +12,11 @@ from ..jobs.online import online_filter
 from ..report import render_online, to_json
 from . import cli
 from .params import OutputPath, corpus_options, fisher_params, model_options, reading_corpora
-from .progress import Progress
+from .progress import Progress, verbosity_options
 
 
 @cli.command("online")
+@verbosity_options
 @corpus_options
 @click.option("-o", "--output", type=OutputPath(), default=None,
               help="Write the TREC results file here: 'id judgement score gold' per message.")

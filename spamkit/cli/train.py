@@ -16,10 +16,11 @@ from ..report import render_condensed, render_engine_run, render_train, render_t
 from . import cli
 from .params import (CostsParam, OutputPath, costs_or_none, corpus_options, engine_from_options, engine_options,
                      fisher_params, model_options, reading_corpora, running)
-from .progress import Progress
+from .progress import Progress, verbosity_options
 
 
 @cli.command("train")
+@verbosity_options
 @corpus_options
 @click.option("-o", "--output", required=True, type=OutputPath(),
               help="Filter file to write (e.g. model.spamkit).")

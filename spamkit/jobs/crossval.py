@@ -23,7 +23,7 @@ from ..config import filter_from_config
 
 
 def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0,
-                             progress=None, return_folds: bool = False):
+                             progress=None, return_folds: bool = False, status=None):
     """Out-of-fold log-odds of spam for every message of labelled ham/spam corpora.
 
     Each fold is scored by a filter built like ``spam_filter`` (same analyzer settings,
@@ -31,6 +31,8 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
     other folds, so a threshold chosen on these scores is chosen on data no filter saw.
     ``spam_filter`` need not be fitted: only its configuration is used. Returns
     ``(is_spam, log_odds)``, and the fold of each message with ``return_folds``.
+    ``status(done, total, text)`` hears the folds as they start (reading is step 0 of
+    ``folds + 1``).
     """
     from sklearn.base import clone
 
@@ -49,6 +51,8 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
     scores = np.zeros(len(y))
     config = spam_filter.vectorizer.get_config()
     for k in range(folds):
+        if status is not None:
+            status(k + 1, folds + 1, f"fold {k + 1} of {folds}")
         held = np.flatnonzero(fold_of == k)
         train = np.flatnonzero(fold_of != k)
         vectorizer = Vectorizer(**config)
@@ -71,7 +75,7 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
 
 
 def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 0, progress=None,
-                    engine=None) -> dict:
+                    engine=None, status=None) -> dict:
     """Cross-validate each configuration on the same stratified folds; measures per configuration.
 
     ``configs``: (name, settings) pairs; ``corpora_factory()`` opens the corpora afresh for each
@@ -79,16 +83,22 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
     so every configuration is scored on the same split, and per-fold AUC differences are paired.
     ``engine``: None cross-validates in this process (:func:`cross_validated_log_odds`); an engine
     with its ``cross_validated_log_odds`` (same signature and result; the Dask engine).
+    ``status(done, total, text)`` hears each configuration's folds as they start.
     """
     from ..evaluation import bootstrap_auc
     from ..metrics import roc_auc, roc_curve, trec_measures
     results = []
-    for name, settings in configs:
+    steps = len(configs) * (folds + 1)
+    for number, (name, settings) in enumerate(configs):
+        def config_status(done, total, text, number=number, name=name):
+            if status is not None:
+                status(number * (folds + 1) + done, steps,
+                       f"{name[:30]} ({number + 1} of {len(configs)}): {text}" if len(configs) > 1 else text)
         spam_filter = filter_from_config(settings)
         corpora = corpora_factory()
         try:
             cv = cross_validated_log_odds if engine is None else engine.cross_validated_log_odds
-            y, s, fold_of = cv(spam_filter, corpora, folds, seed, progress, return_folds=True)
+            y, s, fold_of = cv(spam_filter, corpora, folds, seed, progress, return_folds=True, status=config_status)
         finally:
             for c in corpora:
                 c.close()

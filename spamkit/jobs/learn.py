@@ -29,7 +29,7 @@ class LearnReport:
 
 
 def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_error: bool = False,
-                   progress=None) -> LearnReport:
+                   progress=None, on_message=None) -> LearnReport:
     """Add labelled messages to a trained filter's counts, or remove them (``forget``).
 
     Every learned message is remembered by :func:`~spamkit.message.message_key` (tagged or
@@ -38,12 +38,18 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
     what learning added (exactly for counts; a logistic-regression component takes a step
     back, which is approximate). ``on_error`` learns only messages the filter gets wrong now
     (train on error). Works for the counting models (fisher-nb, fisher, multinomial, bernoulli).
+    ``on_message(source, what)`` hears what was done with each message.
     """
     from ..message import message_key
     if not hasattr(spam_filter.model, "unlearn"):
         raise ConfigError(f"{type(spam_filter.model).__name__} cannot learn incrementally; retrain it with "
                           "spamkit train (learn works for fisher-nb, fisher, multinomial and bernoulli)")
     report = LearnReport()
+
+    def tell(msg, what: str) -> None:
+        if on_message is not None:
+            on_message(msg.source, what)
+
     known = {str(c) for c in spam_filter.classes_}
     for msg in messages:
         if progress is not None:
@@ -57,16 +63,20 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
         if forget:
             if previous is None:
                 report.not_learned_before += 1
+                tell(msg, "never learned: nothing to forget")
                 continue
             spam_filter.model.unlearn(X, np.asarray([previous]))
             del spam_filter.learned[key]
             report.forgotten[previous] += 1
+            tell(msg, f"forgotten (was learned as {previous})")
             continue
         if previous == label:
             report.already += 1
+            tell(msg, f"already learned as {label}")
             continue
         if on_error and previous is None and str(spam_filter.classes_[np.argmax(spam_filter.log_proba(X)[0])]) == label:
             report.correct_skipped += 1
+            tell(msg, f"already classified {label}: not learned")
             continue
         if previous is not None:
             spam_filter.model.unlearn(X, np.asarray([previous]))
@@ -75,4 +85,5 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
         spam_filter.saw(X)
         spam_filter.learned[key] = label
         report.learned[label] += 1
+        tell(msg, f"learned as {label}" + (f" (moved from {previous})" if previous is not None else ""))
     return report
