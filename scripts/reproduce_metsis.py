@@ -37,7 +37,7 @@ from spamkit.features import Vectorizer, information_gain
 from spamkit.message import parse_message
 from spamkit.metrics import roc_auc
 from spamkit.calibration import PlattScaling
-from spamkit.evaluation import cross_val_log_odds
+from spamkit.selection import out_of_fold_log_odds
 from spamkit.models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from spamkit.models.stack import BEST_STACK
 from spamkit.text import Analyzer
@@ -72,7 +72,7 @@ def run_spamkit(msgs, y, batch: int) -> dict:
                 s = lp[:, 1] - lp[:, 0]
             else:
                 lp = RobinsonFisher().fit(X[:start], y[:start]).predict_log_proba(X[start:stop])
-                calibration = PlattScaling().fit(cross_val_log_odds(RobinsonFisher(), X[:start], y[:start]),
+                calibration = PlattScaling().fit(out_of_fold_log_odds(RobinsonFisher(), X[:start], y[:start]),
                                                  y[:start])
                 log_ham, log_spam = calibration.log_proba(lp[:, 1] - lp[:, 0])
                 s = log_spam - log_ham

@@ -204,17 +204,17 @@ class SpamFilter:
 
     def fit_calibration(self, X, y):
         """Platt scaling on out-of-fold log-odds (5-fold stratified cross-validation of the model)."""
-        from .evaluation import cross_val_log_odds
+        from .selection import out_of_fold_log_odds
         if len(self.classes_) != 2:
             raise ConfigError(f"calibration needs two classes, the training data has {len(self.classes_)}")
         method = IsotonicCalibration if self.calibrate == "isotonic" else PlattScaling
-        return method().fit(cross_val_log_odds(self.model, X, y), y == self.classes_[1])
+        return method().fit(out_of_fold_log_odds(self.model, X, y), y == self.classes_[1])
 
     #: for kNN: None, "condense" (Hart) or "edit" (Wilson editing, then Hart)
     condense_mode = None
 
     def _tune_k(self, X, y):
-        from .evaluation import tune_knn
+        from .selection import tune_knn
         params = {p: getattr(self.model, p) for p in ("metric", "tau", "epsilon", "memory_limit", "n_jobs")}
         folds = int(min(5, np.unique(y, return_counts=True)[1].min()))
         result = tune_knn(X, y, folds=max(folds, 2), **params)

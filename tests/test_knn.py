@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from spamkit.cli import cli
 from spamkit.errors import ConfigError, NotFittedError
-from spamkit.evaluation import stratified_folds, tune_knn
+from spamkit.selection import stratified_folds, tune_knn
 from spamkit.models import KNNClassifier, KNNRegressor
 from spamkit.models.neighbours import parse_memory
 from spamkit.pipeline import SpamFilter, build_filter

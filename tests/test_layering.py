@@ -31,20 +31,22 @@ ALLOWED = {
     "metrics": {"errors", "labels"},
     # scores -> probabilities (Platt scaling), between the models and the decisions
     "calibration": {"errors"},
-    # the trained filter: stages in order, its calibration, decision layer and file; evaluation
+    # the trained filter: stages in order, its calibration, decision layer and file; selection
     # holds protocols over matrices (cross-validation, tuning) that it calls when it trains (kNN's
-    # --k auto, calibration), so the arrow is spamfilter -> evaluation, never back.
+    # --k auto, calibration), so the arrow is spamfilter -> selection, never back.
     "spamfilter": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision",
-                   "persist", "evaluation", "calibration"},
+                   "persist", "selection", "calibration"},
     # settings -> an untrained filter: the registry of names and the defaults
     "config": {"errors", "text", "features", "models", "calibration", "spamfilter"},
     # corpus-level jobs (train, evaluate, cross-validate, online, learn, survey)
     "jobs": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
-             "evaluation", "version", "spamfilter", "config"},
+             "evaluation", "selection", "version", "spamfilter", "config"},
     # the one-import facade for scripts: re-exports spamfilter, config and jobs
     "pipeline": {"spamfilter", "config", "jobs", "decision", "models"},
     "evaluation": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision",
-                   "metrics", "persist"},
+                   "metrics", "persist", "selection"},
+    # model selection over matrices (folds, out-of-fold scores, kNN tuning, thresholds)
+    "selection": {"errors", "models", "decision"},
     "persist": {"errors", "labels", "text", "features", "models", "decision", "version", "durable"},
     "report": {"errors", "labels"},
     "htmlreport": set(),
@@ -59,9 +61,9 @@ ALLOWED = {
     "launch": {"passthrough", "cli"},
     # the Dask engine: the pipeline's stages run on workers; the pipeline never imports it
     "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "spamfilter",
-                    "evaluation"},
+                    "selection"},
     # the CLI parses --cost into the decision module's CostMatrix itself
-    "cli": {"errors", "labels", "spamfilter", "config", "jobs", "decision", "evaluation", "persist", "corpus",
+    "cli": {"errors", "labels", "spamfilter", "config", "jobs", "decision", "evaluation", "selection", "persist", "corpus",
             "report", "version", "mailfilter", "server", "htmlreport", "distributed", "passthrough"},
     "__main__": {"launch"},
     "__init__": set(),
@@ -158,3 +160,18 @@ def test_the_private_name_check_can_fail(tmp_path):
     sample = tmp_path / "m.py"
     sample.write_text("from .features import _count\nx = model._restore\ny = self._ok\nz = super()._ok\n")
     assert private_reach_ins(sample) == ["import _count", "model._restore (line 2)"]
+
+
+def test_every_relative_import_resolves():
+    """Also the imports inside functions (loaded only when a path runs, e.g. on a Dask worker)."""
+    import importlib.util
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        package = ["spamkit", *path.relative_to(PACKAGE).parent.parts]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+                if importlib.util.find_spec(target) is None:
+                    missing.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {target}")
+    assert missing == []

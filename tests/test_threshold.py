@@ -11,7 +11,7 @@ from scipy.special import expit
 
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
-from spamkit.evaluation import threshold_report
+from spamkit.selection import threshold_report
 from spamkit.pipeline import SpamFilter, cross_validated_log_odds
 
 from conftest import SAMPLE

@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..config import METRICS, REPRESENTATIONS, parse_config
-from ..evaluation import threshold_report
+from ..selection import threshold_report
 from ..jobs.crossval import compare_configs, cross_validated_log_odds, tune_filter
 from ..report import render_comparison, render_engine_run, render_threshold, render_tuning, to_json
 from ..spamfilter import SpamFilter

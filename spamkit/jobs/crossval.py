@@ -36,7 +36,7 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
     """
     from sklearn.base import clone
 
-    from ..evaluation import stratified_folds
+    from ..selection import stratified_folds
     tokens, labels = [], []
     for msg in iter_corpora(corpora):
         if msg.label not in (HAM_NAME, SPAM_NAME):
@@ -134,7 +134,7 @@ def tune_filter(corpora, ks, weights, metric: str = "cosine", representation: st
     The vocabulary is learned from every message before the folds are cut; it uses no
     labels, so no class information leaks from the held-out folds.
     """
-    from ..evaluation import tune_knn
+    from ..selection import tune_knn
     f = SpamFilter(analyzer, Vectorizer(representation), KNNClassifier())
     labels = []
 
