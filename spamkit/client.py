@@ -17,10 +17,9 @@ import socket
 import struct
 import sys
 
-from .passthrough import EXIT_ERROR, guard
+from .passthrough import EXIT_ERROR, EXIT_REFUSED, guard
 
 #: reply status of a refused request (the payload is the reason); see spamkit.server
-EXIT_REFUSED = 4
 
 #: every length on the wire: 8-byte big-endian unsigned
 LENGTH = struct.Struct(">Q")

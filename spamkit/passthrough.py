@@ -24,9 +24,15 @@ from __future__ import annotations
 import signal
 import sys
 
-EXIT_SPAM, EXIT_HAM, EXIT_UNSURE, EXIT_ERROR = 0, 1, 2, 3
+#: the exit statuses of pipe mode (``spamkit filter MODEL -``, ``spamkit-pipe``), as bogofilter's:
+#: 0 spam, 1 ham, 2 unsure, 3 error; and 4, the resident filter refusing a message (too big,
+#: too busy: ``spamkit-pipe`` then passes it through untouched). The ``spamkit`` command's own
+#: statuses (success, error, usage, interrupted) are :class:`spamkit.cli.status.ExitStatus`.
+EXIT_SPAM, EXIT_HAM, EXIT_UNSURE, EXIT_ERROR, EXIT_REFUSED = 0, 1, 2, 3, 4
+#: a verdict's pipe-mode status
+VERDICT_STATUS = {"spam": EXIT_SPAM, "ham": EXIT_HAM, "unsure": EXIT_UNSURE}
 #: the statuses a successful pipe run may end with
-VERDICT_STATUSES = frozenset((EXIT_SPAM, EXIT_HAM, EXIT_UNSURE))
+VERDICT_STATUSES = frozenset(VERDICT_STATUS.values())
 #: signals that stop the work and pass the message through (SIGKILL cannot be caught)
 CAUGHT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGALRM", "SIGXCPU")
                        if hasattr(signal, name))

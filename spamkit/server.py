@@ -48,9 +48,9 @@ import sys
 import threading
 import time
 
-from .client import EXIT_REFUSED  # noqa: F401  (re-exported: the protocol's refusal status)
 from .client import LENGTH as _LENGTH
-from .mailfilter import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, tag
+from .mailfilter import tag
+from .passthrough import EXIT_ERROR, EXIT_REFUSED, VERDICT_STATUS
 
 #: largest message classified (bytes); a bigger one is refused and the client passes it on
 MAX_MESSAGE = 16 << 20
@@ -60,14 +60,13 @@ MEMORY_BUDGET = 64 << 20
 TIMEOUT = 30.0
 #: pending connections the kernel queues before refusing (capped by net.core.somaxconn)
 BACKLOG = 1024
-STATUS = {"spam": EXIT_SPAM, "ham": EXIT_HAM, "unsure": EXIT_UNSURE}
 
 
 def answer(classify, model_id: str, raw: bytes) -> tuple[int, bytes]:
     """(status, bytes to deliver) for one message; never raises, never loses the message."""
     try:
         verdict, p = classify(raw)
-        return STATUS[verdict], tag(raw, verdict, p, model_id)
+        return VERDICT_STATUS[verdict], tag(raw, verdict, p, model_id)
     except Exception as exc:                      # noqa: BLE001 -- a mail filter must pass mail on
         print(f"spamkit serve: {type(exc).__name__}: {exc}; message passed through", file=sys.stderr)
         return EXIT_ERROR, raw

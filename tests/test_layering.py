@@ -53,7 +53,7 @@ ALLOWED = {
     # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out
     "mailfilter": {"errors", "version", "message", "durable", "passthrough"},
     # the resident filter process (takes a classify function) and its standard-library-only client
-    "server": {"mailfilter", "client"},
+    "server": {"mailfilter", "client", "passthrough"},
     "client": {"passthrough"},
     # pipe mode's never-lose-a-message guard (standard library only)
     "passthrough": set(),

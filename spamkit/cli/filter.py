@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 
 from ..corpus import iter_corpora
-from ..mailfilter import EXIT_HAM, EXIT_SPAM, EXIT_UNSURE, MailFilter, model_id_of, recover_mbox, tag
-from ..passthrough import guard
+from ..mailfilter import MailFilter, model_id_of, recover_mbox, tag
+from ..passthrough import VERDICT_STATUS, guard
 from ..jobs.learn import learn_messages
 from ..spamfilter import SpamFilter
 from ..report import to_json
@@ -22,7 +22,6 @@ from .params import CostsParam, OutputPath, SizeParam, close_corpora, costs_or_n
 from .progress import Progress, verbosity, verbosity_options
 from .status import ExitStatus
 
-PIPE_STATUS = {"spam": EXIT_SPAM, "ham": EXIT_HAM, "unsure": EXIT_UNSURE}
 
 
 def _load(model, cost, spam_rate=None):
@@ -44,7 +43,7 @@ def _pipe(model, cost, spam_rate=None) -> int:
     def work(raw: bytes) -> tuple[int, bytes]:
         spam_filter = _load(model, cost, spam_rate)
         verdict, p = spam_filter.verdict(raw)
-        return PIPE_STATUS[verdict], tag(raw, verdict, p, model_id_of(model))
+        return VERDICT_STATUS[verdict], tag(raw, verdict, p, model_id_of(model))
 
     return guard(sys.stdin.buffer.read(), work, "spamkit filter", restore_signals=True)
 
