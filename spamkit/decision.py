@@ -10,6 +10,9 @@ so the decision for a message is the one with the lowest expected cost
 A decision may also be "unsure" (abstain): a folder a person reviews. With an abstention
 cost u below c_FP c_FN / (c_FP + c_FN), the rule is a band: ham below u / c_FN, spam
 above 1 - u / c_FP, unsure between.
+
+One concern over ~450 lines: from probabilities to decisions (costs, thresholds, the
+unsure band, the prior correction, threshold choice, the familiarity guard).
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ Building a matrix streams through the documents once: memory grows with the
 vocabulary and the non-zeros, not with the text. With ``hashing=N`` there is
 no vocabulary at all: a token's column is ``|murmurhash3_32(token, seed=0)| mod N``
 (scikit-learn's ``FeatureHasher``), for streams whose vocabulary does not fit.
+
+One concern over ~440 lines: the vectorizer (vocabulary or hashing, representations,
+selection by frequency or information gain, its saved state).
 """
 
 from __future__ import annotations

@@ -28,6 +28,9 @@ nesting below :data:`MAX_DEPTH` is not parsed; each leaf decodes at most
 :data:`MAX_PART_BYTES` encoded bytes; header fields and parameters are capped in
 :mod:`spamkit.mime`; HTML-to-text is linear (:mod:`spamkit.htmltext`). So the work is
 O(n · MAX_DEPTH) in the worst case and the memory a small multiple of n.
+
+One concern over ~500 lines: raw bytes to a decoded Message (header fields, RFC 2047,
+charsets, transfer encodings, text and HTML parts, attachments, defects counted).
 """
 
 from __future__ import annotations

@@ -35,6 +35,9 @@ analyzer's own (:data:`spamkit.text.tokenize.NAMED_PATTERNS`) unless the caller
 trusts the file (``trusted=True``, for one's own files). Files are written atomically
 (a temporary file in the same folder, flushed, fsynced, then renamed over the old
 one), so a crash while saving leaves the previous file intact.
+
+One concern over ~490 lines: the filter file, written atomically and read as hostile
+input (every size, shape, type and checksum checked before use).
 """
 
 from __future__ import annotations

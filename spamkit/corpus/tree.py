@@ -12,6 +12,9 @@ one at a time in any order. Memory stays flat (the temporary file costs disk,
 about the unpacked size, and is deleted on close); reading a layout in its
 natural order (Enron's arrival numbers, TREC's index order) does not depend on
 the order of the members inside the archive.
+
+One concern over ~440 lines: folders and tar/zip archives behind one tree interface,
+with bounded reads and the checks hostile archives need.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ Bernoulli model are folded into ``b_c`` so a sparse message costs only its
 non-zeros. Zero probabilities (possible only with ``alpha=0``) are handled
 exactly, never hidden by an epsilon: a row that hits one gets ``-inf`` for
 that class.
+
+One concern over ~440 lines: three event models sharing the log-space linear form, the
+exact handling of zero probabilities and the multinomial model's online split form.
 """
 
 from __future__ import annotations

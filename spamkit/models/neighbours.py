@@ -20,6 +20,9 @@ ties, do not depend on block sizes, threads or BLAS kernels.
 
 Neighbour order is fixed: higher similarity (or smaller distance) first, and among
 equal ones the lower training index first, whatever the block sizes.
+
+One concern over ~400 lines: exact blocked search (the cosine index, its candidate pruning
+and the block scheduling) only works as a whole.
 """
 
 from __future__ import annotations
