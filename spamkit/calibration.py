@@ -24,12 +24,11 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
 from .errors import ConfigError
+from .names import CALIBRATIONS  # noqa: F401  (the calibrations' names)
 
 #: scores are clipped to this magnitude before calibration (kNN's log-odds can be infinite)
 SCORE_LIMIT = 700.0
-#: how a filter's scores become probabilities: as the model gives them, Platt-scaled or
-#: isotonic-regressed on cross-validated log-odds
-CALIBRATIONS = ("none", "platt", "isotonic")
+
 
 
 class PlattScaling:

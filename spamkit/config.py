@@ -10,12 +10,11 @@ the functions that build a :class:`~spamkit.spamfilter.SpamFilter` from them:
 
 from __future__ import annotations
 
-from .calibration import CALIBRATIONS
 from .errors import ConfigError
-from .features import REPRESENTATIONS, SELECTIONS, Vectorizer
-from .models.neighbours import METRICS, WEIGHTS
-from .models.logistic import DEFAULT_RATE
-from .models.registry import MODEL_NAMES, make_model
+from .features import Vectorizer
+from .models.registry import make_model
+from .names import (CALIBRATIONS, DEFAULT_RATE, METRICS, MODEL_NAMES, REPRESENTATIONS, SELECTIONS, TOKENS,
+                    WEIGHTS)
 from .models.stack import BEST_STACK
 from .spamfilter import SpamFilter
 from .text import Analyzer
@@ -28,9 +27,6 @@ __all__ = ["MODELS", "TOKENS", "BEST", "STACK", "DEFAULT_RATE", "CALIBRATIONS", 
 MODELS = MODEL_NAMES
 
 
-#: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
-#: "words" (lower-cased words of the body and of a few header fields)
-TOKENS = ("mail", "words")
 
 
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (docs/results.md, "Beating bogofilter")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import OutputError
+
 
 def fsync_dir(path) -> None:
     """fsync a folder so that a rename in it is durable (some file systems cannot: ignored)."""
@@ -75,3 +77,15 @@ def glob_escape(name: str) -> str:
     'a[[]1][*].mbox'
     """
     return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def check_writable(path) -> None:
+    """Fail now, not after hours of training, if ``path`` cannot be written."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(f"cannot write {path}: folder {folder} does not exist")
+    if path.is_dir():
+        raise OutputError(f"cannot write {path}: it is a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write {path}: folder {folder} is not writable")

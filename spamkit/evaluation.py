@@ -25,6 +25,7 @@ from .models import FisherNBStack
 from .models.logistic import DEFAULT_RATE
 from .models.base import finite_log_odds
 from .models.registry import make_model
+from .names import ONLINE_MODELS, REGIMES
 from .selection import threshold_report
 
 
@@ -68,14 +69,8 @@ class OnlineResult:
                 "measures": self.measures, "settings": self.settings, "learning_curve": self.learning_curve}
 
 
-#: training regimes of online evaluation: learn every message, only the misclassified ones, or
-#: the misclassified ones and those scored within a margin of the threshold ("train on or near
-#: error", the thick threshold of Sculley & Wachman 2007)
-REGIMES = ("all", "error", "near-error")
 
 
-#: the models online evaluation learns one message at a time
-ONLINE_MODELS = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli")
 
 
 #: the stacked model's combiner is refitted online after every this many messages, on the

@@ -33,9 +33,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import ConfigError, NotFittedError
+from .names import REPRESENTATIONS, SELECTIONS
 
-REPRESENTATIONS = ("binary", "tf", "tfnorm", "tfidf")
-SELECTIONS = ("frequency", "ig")
 
 
 def columns_per_row(X, marked) -> np.ndarray:

@@ -16,38 +16,42 @@ PACKAGE = Path(spamkit.__file__).parent
 # stage -> spamkit stages it may import (its own stage is always allowed)
 ALLOWED = {
     "errors": set(),
+    # the names users choose from (models, tokens, representations, ...) and the default rate,
+    # standard library only, so that --help lists choices without importing the libraries
+    "names": set(),
+    # a filter file's manifest, read and checked (NumPy only: all spamkit info needs)
+    "manifest": {"errors", "version"},
     # fsync helpers shared by filter files and mailboxes (standard library only)
-    "durable": set(),
+    "durable": {"errors"},
     "labels": set(),
-    "corpus": {"errors", "labels"},
+    "corpus": {"errors", "labels", "names"},
     "htmltext": set(),
     # MIME structure from bytes (header blocks, parameters, multipart spans), for message
     "mime": set(),
     "message": {"errors", "htmltext", "mime"},
     "text": {"errors", "message"},
-    "features": {"errors"},
-    "models": {"errors", "labels"},
+    "features": {"errors", "names"},
+    "models": {"errors", "labels", "names"},
     "decision": {"errors", "labels"},
     "metrics": {"errors", "labels"},
     # scores -> probabilities (Platt scaling), between the models and the decisions
-    "calibration": {"errors"},
+    "calibration": {"errors", "names"},
     # the trained filter: stages in order, its calibration, decision layer and file; selection
     # holds protocols over matrices (cross-validation, tuning) that it calls when it trains (kNN's
     # --k auto, calibration), so the arrow is spamfilter -> selection, never back.
     "spamfilter": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision",
                    "persist", "selection", "calibration"},
     # settings -> an untrained filter: the registry of names and the defaults
-    "config": {"errors", "text", "features", "models", "calibration", "spamfilter"},
+    "config": {"calibration", "errors", "features", "models", "names", "spamfilter", "text"},
     # corpus-level jobs (train, evaluate, cross-validate, online, learn, survey)
     "jobs": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
              "evaluation", "selection", "version", "spamfilter", "config"},
     # the one-import facade for scripts: re-exports spamfilter, config and jobs
     "pipeline": {"spamfilter", "config", "jobs", "decision", "models"},
-    "evaluation": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision",
-                   "metrics", "persist", "selection"},
+    "evaluation": {"corpus", "decision", "errors", "features", "labels", "message", "metrics", "models", "names", "persist", "selection", "text"},
     # model selection over matrices (folds, out-of-fold scores, kNN tuning, thresholds)
     "selection": {"errors", "models", "decision"},
-    "persist": {"errors", "labels", "text", "features", "models", "decision", "version", "durable"},
+    "persist": {"decision", "durable", "errors", "features", "labels", "manifest", "models", "text", "version"},
     "report": {"errors", "labels"},
     "htmlreport": set(),
     # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out
@@ -63,8 +67,7 @@ ALLOWED = {
     "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "spamfilter",
                     "selection"},
     # the CLI parses --cost into the decision module's CostMatrix itself
-    "cli": {"errors", "labels", "spamfilter", "config", "jobs", "decision", "evaluation", "selection", "persist", "corpus",
-            "report", "version", "mailfilter", "server", "htmlreport", "distributed", "passthrough"},
+    "cli": {"config", "corpus", "decision", "distributed", "durable", "errors", "evaluation", "htmlreport", "jobs", "labels", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamfilter", "text", "version"},
     "__main__": {"launch"},
     "__init__": set(),
 }

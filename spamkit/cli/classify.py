@@ -8,7 +8,6 @@ import click
 
 from ..corpus import Corpus
 from ..report import render_classification, to_json_line
-from ..spamfilter import SpamFilter
 from . import cli
 from .progress import verbosity_options
 from .params import CostsParam, costs_or_none, spam_rate_option
@@ -35,6 +34,7 @@ def classify_command(model, inputs, explain, as_json, fmt, cost, spam_rate):
     cost, which may be 'unsure'. For filters with more than two classes the third column
     lists every class's probability.
     """
+    from ..spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))

@@ -7,11 +7,8 @@ import sys
 
 import click
 
-from ..config import METRICS, REPRESENTATIONS, parse_config
-from ..selection import threshold_report
-from ..jobs.crossval import compare_configs, cross_validated_log_odds, tune_filter
+from ..names import METRICS, REPRESENTATIONS
 from ..report import render_comparison, render_engine_run, render_threshold, render_tuning, to_json
-from ..spamfilter import SpamFilter
 from . import cli
 from .params import (CostsParam, OutputPath, close_corpora, corpus_options, costs_or_none, engine_from_options,
                      engine_options, open_corpora, reading_corpora, running)
@@ -32,6 +29,7 @@ from .progress import Progress, verbosity_options
 def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric, representation, folds, seed,
                  as_json):
     """Choose kNN's k and weighting by stratified cross-validation; print the error curve."""
+    from ..jobs.crossval import tune_filter
     try:
         k_values = [int(v) for v in ks.split(",") if v.strip()]
     except ValueError:
@@ -65,6 +63,9 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
     Example:
       spamkit threshold mine.spamkit --ham ~/Mail/INBOX --spam ~/Mail/Junk --cost fp=100,fn=10 --save
     """
+    from ..jobs.crossval import cross_validated_log_odds
+    from ..selection import threshold_report
+    from ..spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     costs = costs_or_none(cost) if cost is not None else spam_filter.costs
     c_fp, c_fn = 1.0, 1.0
@@ -84,6 +85,7 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
 
 def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as_json, report_path=None,
                 engine="local", scheduler="local", partition_size=500, ship=False):
+    from ..jobs.crossval import compare_configs
     def corpora_factory():
         return open_corpora(corpus, ham, spam, extra, fmt, classes)
 
@@ -123,6 +125,7 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_j
     Example:
       spamkit cv enron1.tar.gz --config model=multinomial,tokens=words --folds 10
     """
+    from ..config import parse_config
     _comparison(corpus, ham, spam, extra, fmt, classes, [(config or "best", parse_config(config))],
                 folds, seed, as_json, engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship)
 
@@ -148,6 +151,7 @@ def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed
       spamkit compare enron1.tar.gz --config best --config model=multinomial,tokens=words \\
           --config model=fisher,calibrate=platt
     """
+    from ..config import parse_config
     parsed = [(c, parse_config("" if c == "best" else c)) for c in configs]
     _comparison(corpus, ham, spam, extra, fmt, classes, parsed, folds, seed, as_json, report_path,
                 engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship)

@@ -6,9 +6,7 @@ import sys
 
 import click
 
-from ..jobs.evaluate import evaluate_filter
 from ..report import render_engine_run, render_evaluation, to_json
-from ..spamfilter import SpamFilter
 from . import cli
 from .params import (CostsParam, OutputPath, corpus_options, costs_or_none, engine_from_options, engine_options,
                      reading_corpora, running, spam_rate_option)
@@ -34,6 +32,8 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     of the AUC, a reliability diagram, cost against threshold, score histograms and the ten
     most costly mistakes with the tokens that decided them; --json then carries the same numbers.
     """
+    from ..jobs.evaluate import evaluate_filter
+    from ..spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))

@@ -13,8 +13,6 @@ import click
 from ..corpus import iter_corpora
 from ..mailfilter import MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import VERDICT_STATUS, guard
-from ..jobs.learn import learn_messages
-from ..spamfilter import SpamFilter
 from ..report import to_json
 from ..server import MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterServer
 from . import cli
@@ -25,6 +23,7 @@ from .status import ExitStatus
 
 
 def _load(model, cost, spam_rate=None):
+    from ..spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))
@@ -191,6 +190,8 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_erro
     moved to this one, and --forget takes back what learning added (exactly for the counting
     models; a logistic-regression component approximately). The filter file is replaced atomically.
     """
+    from ..jobs.learn import learn_messages
+    from ..spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:

@@ -6,9 +6,7 @@ import sys
 
 import click
 
-from ..config import make_analyzer, stack_for_rate
-from ..evaluation import ONLINE_MODELS, REGIMES
-from ..jobs.online import online_filter
+from ..names import ONLINE_MODELS, REGIMES
 from ..report import render_online, to_json
 from . import cli
 from .params import OutputPath, corpus_options, fisher_params, model_options, reading_corpora
@@ -56,6 +54,8 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
     Messages are taken in corpus order (TREC index order, Enron arrival order).
     Prints (1-ROCA)%, hm%, sm% and lam% and the throughput.
     """
+    from ..config import make_analyzer, stack_for_rate
+    from ..jobs.online import online_filter
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress:
         result = online_filter(corpora, analyzer=make_analyzer(tokens), model=model, alpha=alpha,
                                fisher=fisher_params(strength, prior, min_dev, max_clues), regime=regime,

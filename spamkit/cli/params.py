@@ -11,9 +11,8 @@ from pathlib import Path
 from ..corpus import FORMATS, Corpus
 from ..errors import ConfigError
 from ..labels import normalise_label
-from ..persist import check_writable
-from ..config import DEFAULT_RATE, TOKENS
-from ..decision import CostMatrix
+from ..durable import check_writable
+from ..names import DEFAULT_RATE, TOKENS
 from ..report import render_unreadable
 
 
@@ -78,6 +77,7 @@ class CostsParam(click.ParamType):
     name = "COSTS"
 
     def convert(self, value, param, ctx):
+        from ..decision import CostMatrix
         if isinstance(value, CostMatrix) or value == NO_COSTS:
             return value
         try:

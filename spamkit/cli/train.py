@@ -6,11 +6,8 @@ import sys
 
 import click
 
-from ..config import (CALIBRATIONS, METRICS, MODELS, REPRESENTATIONS, SNOWBALL_LANGUAGES, STEMMERS, WEIGHTS,
-                      build_filter, stack_for_rate)
-from ..corpus.split import SPLIT_METHODS
-from ..decision import CostMatrix
-from ..jobs.train import held_out_costs, train_filter
+from ..text.stem import SNOWBALL_LANGUAGES, STEMMERS
+from ..names import CALIBRATIONS, METRICS, MODEL_NAMES as MODELS, REPRESENTATIONS, SPLIT_METHODS, WEIGHTS
 from ..labels import HAM_NAME, SPAM_NAME
 from ..report import render_condensed, render_engine_run, render_train, render_tuning, to_json
 from . import cli
@@ -95,6 +92,9 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
       spamkit train enron1.tar.gz --model bernoulli --max-features 3000 --select ig -o e1.spamkit
       spamkit train --ham ~/Mail/INBOX --spam ~/Mail/Junk -o mine.spamkit
     """
+    from ..config import build_filter, stack_for_rate
+    from ..decision import CostMatrix
+    from ..jobs.train import held_out_costs, train_filter
     knn = {"k": _k_value(k), "weights": weights, "metric": metric, "tau": tau, "memory_limit": memory_limit}
     spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
                                max_features=max_features, select=select, hashing=hashing, stem=stem,

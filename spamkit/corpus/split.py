@@ -12,8 +12,8 @@ from collections import defaultdict
 import numpy as np
 
 from ..errors import ConfigError, CorpusError
+from ..names import SPLIT_METHODS
 
-SPLIT_METHODS = ("auto", "chrono", "order", "random")
 
 
 def holdout_ids(records, test_fraction: float, method: str = "auto", seed: int = 0) -> set[str]:

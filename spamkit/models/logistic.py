@@ -40,15 +40,12 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from ..errors import ConfigError
+from ..names import DEFAULT_RATE
 from .base import ProbabilisticClassifier, check_sample_weight
 from .robinson import presence, two_class_presence_tags
 
 #: scores are clipped to this magnitude (σ(±35) is within 1e-15 of 0 and 1)
 SCORE_LIMIT = 35.0
-#: spamkit's learning rate: in the stack, of 0.02 to 0.3, the smallest worst-case regret over
-#: trec07p-dev, CSDMC2010, Enron1-6 and SMS among the configurations that meet every goal
-#: against bogofilter (``scripts/ablation.py``; docs/results.md)
-DEFAULT_RATE = 0.2
 
 
 class OnlineLogistic(ProbabilisticClassifier):

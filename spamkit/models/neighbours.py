@@ -37,14 +37,13 @@ from threadpoolctl import threadpool_limits
 from sklearn.utils.validation import validate_data
 
 from ..errors import ConfigError, NotFittedError
+from ..names import METRICS, WEIGHTS
 
 try:  # scikit-learn >= 1.7: sparse @ sparse straight into a dense array, about 3x scipy's speed
     from sklearn.utils.sparsefuncs import sparse_matmul_to_dense as _sparse_dense_product
 except ImportError:  # pragma: no cover - older scikit-learn
     _sparse_dense_product = None
 
-METRICS = ("cosine", "euclidean", "manhattan", "jaccard")
-WEIGHTS = ("uniform", "inverse", "softmax")
 #: default memory budget of one search, in bytes
 DEFAULT_MEMORY = 256 * 2 ** 20
 

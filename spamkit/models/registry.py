@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .knn import KNNClassifier
-from .logistic import DEFAULT_RATE, OnlineLogistic
+from ..names import DEFAULT_RATE, MODEL_NAMES
+from .logistic import OnlineLogistic
 from .naive_bayes import BernoulliNB, MultinomialNB
 from .robinson import RobinsonFisher
 from .stack import BEST_STACK, FisherNBStack
 
-#: every model name, in the order the command line lists them
-MODEL_NAMES = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli", "knn")
 
 
 def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: dict | None = None,

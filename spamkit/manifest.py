@@ -1,0 +1,236 @@
+"""Reading a filter file's manifest: the zip, ``manifest.json`` and every field's type and size
+checked before anything else is read, so that ``spamkit info`` (and the loader,
+:mod:`spamkit.persist`) treat a filter file from elsewhere as the hostile input it may be.
+
+NumPy (for dtype names) and the standard library only: ``spamkit info`` needs no more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from pathlib import Path
+from zlib import error as zlib_error
+
+import numpy as np
+
+from . import __version__
+from .errors import ModelFormatError
+
+
+FORMAT = "spamkit-filter"
+
+
+FORMAT_VERSION = 1
+
+
+#: largest manifest read (uncompressed bytes); real ones are a few KB
+MAX_MANIFEST_BYTES = 16 << 20
+
+
+#: deepest nesting of JSON values in a manifest
+MAX_JSON_DEPTH = 32
+
+
+#: all members of a filter file together, uncompressed (bytes); SPAMKIT_MAX_FILTER_BYTES overrides
+MAX_FILTER_BYTES = 2 << 30
+
+
+#: longest line of a text member (a term, a message id), in bytes
+MAX_LINE_BYTES = 4096
+
+
+#: dtypes an array member may have: numbers, booleans and fixed-width text
+_ARRAY_KINDS = frozenset("fiubU")
+
+
+#: largest .npy header (magic, version, length and the header dict, padded)
+_NPY_HEADER_MAX = 4096
+
+
+def format_error(path: Path, problem: str):
+    raise ModelFormatError(f"{path}: {problem}")
+
+
+def max_filter_bytes() -> int:
+    """The cap on a filter file's uncompressed size: :data:`MAX_FILTER_BYTES` or ``SPAMKIT_MAX_FILTER_BYTES``."""
+    value = os.environ.get("SPAMKIT_MAX_FILTER_BYTES")
+    try:
+        return int(value) if value else MAX_FILTER_BYTES
+    except ValueError:
+        raise ModelFormatError(f"SPAMKIT_MAX_FILTER_BYTES={value!r} is not a number of bytes") from None
+
+
+def read_member(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = None) -> bytes:
+    """A member's bytes, at most ``limit`` (the zip reader stops at the declared size), checksummed."""
+    name = meta["file"]
+    try:
+        info = z.getinfo(name)
+    except KeyError:
+        format_error(path, f"member {name} is missing; the file is damaged")
+    if limit is not None and info.file_size > limit:
+        format_error(path, f"member {name} declares {info.file_size} bytes, more than the {limit} its manifest allows")
+    try:
+        with z.open(info) as fh:
+            data = fh.read(info.file_size + 1)
+    except NotImplementedError as exc:                  # unknown compression methods
+        format_error(path, f"member {name} uses an unsupported compression ({exc})")
+    except RuntimeError as exc:                         # encrypted members
+        format_error(path, f"member {name} cannot be read ({exc})")
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib_error) as exc:
+        format_error(path, f"member {name} is damaged ({exc})")
+    if len(data) > info.file_size:
+        format_error(path, f"member {name} is longer than the zip directory says; the file is damaged")
+    if hashlib.sha256(data).hexdigest() != meta["sha256"]:
+        format_error(path, f"member {name} fails its checksum; the file is damaged")
+    return data
+
+
+def read_manifest(path) -> dict:
+    """The manifest of a filter file (format, version and structure checked; no member read)."""
+    path = Path(path)
+    with open_zip(path) as z:
+        return check_manifest(z, path)
+
+
+def open_zip(path: Path) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path}: no such filter file") from None
+    except IsADirectoryError:
+        raise ModelFormatError(f"{path}: is a folder, not a filter file") from None
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise ModelFormatError(f"{path}: not a spamkit filter file, or truncated ({exc})") from None
+
+
+def _depth(value) -> int:
+    """Nesting depth of a JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(item, dict):
+            stack.extend((v, d + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, d + 1) for v in item)
+    return deepest
+
+
+def check_manifest(z: zipfile.ZipFile, path: Path) -> dict:
+    try:
+        info = z.getinfo("manifest.json")
+    except KeyError:
+        raise ModelFormatError(f"{path}: no manifest.json; not a spamkit filter file") from None
+    if info.file_size > MAX_MANIFEST_BYTES:
+        format_error(path, f"manifest.json declares {info.file_size} bytes; a manifest may have at most "
+                    f"{MAX_MANIFEST_BYTES} (MAX_MANIFEST_BYTES)")
+    try:
+        with z.open(info) as fh:
+            text = fh.read(MAX_MANIFEST_BYTES + 1)
+        if len(text) > MAX_MANIFEST_BYTES:
+            format_error(path, "manifest.json is longer than the zip directory says")
+        manifest = json.loads(text.decode("utf-8"))
+    except RecursionError:
+        raise ModelFormatError(f"{path}: manifest.json is nested too deeply") from None
+    except NotImplementedError as exc:
+        raise ModelFormatError(f"{path}: manifest.json uses an unsupported compression ({exc})") from None
+    except RuntimeError as exc:
+        raise ModelFormatError(f"{path}: manifest.json cannot be read ({exc})") from None
+    except (zipfile.BadZipFile, ValueError, UnicodeDecodeError, OSError, EOFError, zlib_error) as exc:
+        raise ModelFormatError(f"{path}: damaged manifest ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ModelFormatError(f"{path}: not a spamkit filter file (format {manifest.get('format')!r})"
+                               if isinstance(manifest, dict) else f"{path}: damaged manifest")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+        raise ModelFormatError(f"{path}: filter format version {version!r} is not supported by spamkit "
+                               f"{__version__} (reads version {FORMAT_VERSION}); upgrade spamkit "
+                               f"(the file was written by spamkit {manifest.get('spamkit_version')})")
+    if _depth(manifest) > MAX_JSON_DEPTH:
+        format_error(path, f"manifest.json is nested more than {MAX_JSON_DEPTH} deep")
+    _check_structure(manifest, path)
+    return manifest
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_structure(manifest: dict, path: Path) -> None:
+    """Types and shapes of the manifest's fields, before any member is read."""
+    def need(ok: bool, what: str):
+        if not ok:
+            format_error(path, f"damaged manifest: {what}")
+
+    arrays, model = manifest.get("arrays"), manifest.get("model")
+    need(isinstance(arrays, dict), "'arrays' is not a table")
+    for name, meta in arrays.items():
+        need(isinstance(meta, dict) and isinstance(meta.get("file"), str) and isinstance(meta.get("sha256"), str)
+             and isinstance(meta.get("dtype"), str) and isinstance(meta.get("shape"), list)
+             and len(meta["shape"]) <= 2 and all(_is_count(n) for n in meta["shape"]),
+             f"array {name!r} is not described by file, sha256, dtype and a shape of at most 2 sizes")
+        try:
+            dtype = np.dtype(meta["dtype"])
+        except (TypeError, ValueError):
+            dtype = None
+        need(dtype is not None and dtype.kind in _ARRAY_KINDS and dtype.itemsize <= 4096,
+             f"array {name!r} has dtype {meta['dtype']!r}; only numbers, booleans and text are allowed")
+    need(isinstance(model, dict) and isinstance(model.get("type"), str) and isinstance(model.get("params"), dict)
+         and isinstance(model.get("classes"), list) and 1 <= len(model["classes"]) <= 10_000
+         and all(isinstance(c, (str, int)) and not isinstance(c, bool) for c in model["classes"])
+         and _is_count(model.get("n_features")) and isinstance(model.get("texts", {}), dict),
+         "'model' lacks a type, parameters, a list of classes or a number of features")
+    need(len(set(map(str, model["classes"]))) == len(model["classes"]), "the classes repeat")
+    for name, meta in text_members(manifest).items():
+        need(isinstance(meta, dict) and isinstance(meta.get("file"), str) and isinstance(meta.get("sha256"), str)
+             and _is_count(meta.get("count")), f"text member {name!r} is not described by file, sha256 and count")
+    need(isinstance(manifest.get("analyzer"), dict) and isinstance(manifest.get("vectorizer"), dict),
+         "'analyzer' or 'vectorizer' is not a table")
+    for key in ("training", "extra"):
+        need(isinstance(manifest.get(key, {}), dict), f"'{key}' is not a table")
+    threshold = manifest.get("extra", {}).get("threshold")
+    if threshold:
+        p = threshold.get("p_spam") if isinstance(threshold, dict) else None
+        need(isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0,
+             f"the threshold {p!r} is not a probability")
+
+
+def text_members(manifest: dict) -> dict:
+    """The manifest's descriptions of its text members: the model's lists and the vocabulary
+    (absent in hashing mode)."""
+    texts = dict(manifest["model"].get("texts", {}))
+    if manifest.get("terms") is not None:
+        texts["terms"] = manifest["terms"]
+    return texts
+
+
+def expected_sizes(manifest: dict, path: Path) -> dict[str, int]:
+    """Largest uncompressed size of each member that the manifest's own shapes and counts allow."""
+    sizes = {}
+    for name, meta in manifest["arrays"].items():
+        n = 1
+        for dim in meta["shape"]:
+            n *= dim
+        sizes[meta["file"]] = n * np.dtype(meta["dtype"]).itemsize + _NPY_HEADER_MAX
+    for meta in text_members(manifest).values():
+        sizes[meta["file"]] = max(meta["count"], 1) * (MAX_LINE_BYTES + 1)
+    cap = max_filter_bytes()
+    total = sum(sizes.values())
+    if total > cap:
+        format_error(path, f"the manifest describes {total} bytes of data, more than the {cap} a filter file may hold "
+                    "(MAX_FILTER_BYTES; set SPAMKIT_MAX_FILTER_BYTES to allow a bigger filter you trust)")
+    return sizes
+
+
+def read_lines(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = None) -> list[str]:
+    try:
+        text = read_member(z, path, meta, limit).decode("utf-8")
+    except UnicodeDecodeError:
+        format_error(path, f"{meta['file']} is not UTF-8 text")
+    lines = text.split("\n") if text else []
+    if len(lines) != meta["count"]:
+        raise ModelFormatError(f"{path}: {meta['file']} has {len(lines)} lines, the manifest says {meta['count']}")
+    return lines
