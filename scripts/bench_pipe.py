@@ -7,7 +7,9 @@ maildrop or a Sieve ``execute`` would start it) and ``spamkit-pipe`` talking to 
 filter stays loaded) over real messages of trec07p-dev, next to
 ``bogofilter -T`` on the same messages with a word list trained on the same mail (bogofilter
 is installed with apt-get when missing, as in bench_bogofilter.py). Prints the median and
-90th percentile wall time per message and the ratio; no threshold is asserted anywhere.
+90th percentile wall time per message and the ratio, and the start-up alone of
+``spamkit --help``, ``spamkit train --help`` and ``spamkit info MODEL``; no threshold is
+asserted anywhere.
 
     python scripts/bench_pipe.py [--corpus ../shared/corpora/trec07p-dev/trec07p-dev.tar.gz] [--runs 30]
 """
@@ -45,6 +47,7 @@ def main():
     with Corpus(args.corpus) as corpus:
         msgs = list(corpus)
     train, test = msgs[:args.train], msgs[args.train:args.train + args.runs]
+    startup = []
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "best.spamkit"
         build_filter(**BEST).fit(train).save(model)
@@ -52,6 +55,10 @@ def main():
         spamkit = [sys.executable, "-m", "spamkit", "filter", str(model), "-"]
         ours = [timed(spamkit, m.raw) for m in test]
         rows = [("spamkit filter MODEL - (new process)", ours)]
+        # start-up alone: what every command pays before it does anything
+        for name, cmd in (("spamkit --help", ["--help"]), ("spamkit train --help", ["train", "--help"]),
+                          ("spamkit info MODEL", ["info", str(model)])):
+            startup.append((name, [timed([sys.executable, "-m", "spamkit", *cmd], b"") for _ in test]))
         sock = Path(tmp) / "spamkit.sock"
         server = start_serve(model, sock)
         try:
@@ -70,6 +77,9 @@ def main():
         times = sorted(times)
         p90 = times[int(0.9 * (len(times) - 1))]
         print(f"{name:<40} {1000 * statistics.median(times):>10.1f} {1000 * p90:>8.1f}")
+    for name, times in startup:
+        times = sorted(times)
+        print(f"{name:<40} {1000 * statistics.median(times):>10.1f} {1000 * times[int(0.9 * (len(times) - 1))]:>8.1f}")
     if len(rows) == 3:
         bogo = statistics.median(rows[2][1])
         for name, times in rows[:2]:

@@ -8,6 +8,7 @@ Owns the protocols; the measures come from :mod:`spamkit.metrics`, the models fr
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,8 +83,12 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
                     hashing: int = 2 ** 20, delay: int = 0, feedback_fraction: float = 1.0,
                     seed: int = 0, order: str = "corpus", progress=None, fisher: dict | None = None,
                     regime: str = "all", margin: float = 2.0, stack: dict | None = None,
-                    rate: float = DEFAULT_RATE, active: int | None = None, active_b: float = 1.0) -> OnlineResult:
+                    rate: float = DEFAULT_RATE, active: int | None = None, active_b: float = 1.0,
+                    tokenize=None) -> OnlineResult:
     """Classify each message in corpus order, then learn it (TREC spam-track protocol).
+
+    ``tokenize(messages)``: parse and tokenize elsewhere, ahead of the learning, which stays
+    in order (``(tokens, defect families)`` per message, in order; :class:`spamkit.engines.ProcessEngine`).
 
     Parameters
     ----------
@@ -140,11 +145,22 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     elif order != "corpus":
         raise ConfigError(f"order must be 'corpus' or 'date', got {order!r}")
 
-    def rows():
+    ahead: deque = deque()                 # messages drawn, waiting for their tokens
+
+    def labelled():
         for msg in messages:
             if msg.label not in (HAM_NAME, SPAM_NAME):
                 raise CorpusError(f"{msg.source}: online evaluation needs ham/spam labels, got {msg.label!r}")
-            yield msg.id, msg.label, vectorizer.transform([analyzer(parse_message(msg.raw, msg.kind))])
+            ahead.append(msg)
+            yield msg
+
+    token_lists = (tokenize(labelled()) if tokenize is not None
+                   else ((analyzer(parse_message(m.raw, m.kind)), ()) for m in labelled()))
+
+    def rows():
+        for tokens, _ in token_lists:
+            msg = ahead.popleft()
+            yield msg.id, msg.label, vectorizer.transform([tokens])
             if progress is not None:
                 progress(msg)
 

@@ -32,6 +32,25 @@ from .text import Analyzer
 __all__ = ["SpamFilter"]
 
 
+def parse_item(item) -> Message:
+    """A :class:`Message` from a LabelledMessage, raw bytes, text or a Message."""
+    if isinstance(item, Message):
+        return item
+    if isinstance(item, LabelledMessage):
+        return parse_message(item.raw, item.kind)
+    if isinstance(item, (bytes, bytearray)):
+        return parse_message(bytes(item))
+    if isinstance(item, str):
+        return parse_message(item.encode("utf-8"), kind="text")
+    raise ConfigError(f"cannot classify a {type(item).__name__}; pass messages as bytes, str or LabelledMessage")
+
+
+def defect_families(msg: Message) -> set:
+    """The kinds of parse fallback a message needed (``charset-unknown:x-foo`` counts as
+    ``charset-unknown``): what ``parse_fallbacks`` counts, one per kind per message."""
+    return {d.split(":", 1)[0] for d in msg.defects}
+
+
 class SpamFilter:
     """Analyzer + vectorizer + model: raw messages in, class probabilities out.
 
@@ -72,23 +91,25 @@ class SpamFilter:
 
     def parse(self, item) -> Message:
         """A :class:`Message` from a LabelledMessage, raw bytes, text or a Message."""
-        if isinstance(item, Message):
-            return item
-        if isinstance(item, LabelledMessage):
-            msg = parse_message(item.raw, item.kind)
-        elif isinstance(item, (bytes, bytearray)):
-            msg = parse_message(bytes(item))
-        elif isinstance(item, str):
-            msg = parse_message(item.encode("utf-8"), kind="text")
-        else:
-            raise ConfigError(f"cannot classify a {type(item).__name__}; pass messages as bytes, str or "
-                              "LabelledMessage")
+        msg = parse_item(item)
         if msg.defects:
-            self.parse_fallbacks.update({d.split(":", 1)[0] for d in msg.defects})
+            self.parse_fallbacks.update(defect_families(msg))
         return msg
 
     def tokens(self, item) -> list[str]:
         return self.analyzer(self.parse(item))
+
+    def tokenized(self, items, tokenize=None):
+        """The token lists of ``items``, in order. ``tokenize(items)`` may do it elsewhere (worker
+        processes: :class:`spamkit.engines.ProcessEngine`): it yields ``(tokens, defect families)``
+        per item, in order, and the families are counted here as :meth:`parse` counts them."""
+        if tokenize is None:
+            yield from map(self.tokens, items)
+            return
+        for tokens, families in tokenize(items):
+            if families:
+                self.parse_fallbacks.update(families)
+            yield tokens
 
     def transform(self, items):
         """The feature matrix of messages (unknown tokens ignored)."""
@@ -97,14 +118,17 @@ class SpamFilter:
 
     # ------------------------------------------------------------------ training
 
-    def fit(self, items, y=None, progress=None) -> "SpamFilter":
-        """Learn from messages in one streaming pass; labels from ``y`` or from each LabelledMessage."""
+    def fit(self, items, y=None, progress=None, tokenize=None) -> "SpamFilter":
+        """Learn from messages in one streaming pass; labels from ``y`` or from each LabelledMessage.
+
+        ``tokenize``: see :meth:`tokenized` (the same tokens in the same order, so the same filter).
+        """
         labels: list = []
         ids: list = []
         distinct: list = []
         explicit = list(y) if y is not None else None
 
-        def token_stream():
+        def labelled():
             for i, item in enumerate(items):
                 if explicit is not None:
                     label = explicit[i]
@@ -119,7 +143,10 @@ class SpamFilter:
                 ids.append(item.id if isinstance(item, LabelledMessage) else str(i))
                 if progress is not None:
                     progress(item)
-                tokens = self.tokens(item)
+                yield item
+
+        def token_stream():
+            for tokens in self.tokenized(labelled(), tokenize):
                 distinct.append(len(set(tokens)))
                 yield tokens
 

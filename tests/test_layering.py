@@ -46,6 +46,8 @@ ALLOWED = {
     # corpus-level jobs (train, evaluate, cross-validate, online, learn, survey)
     "jobs": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
              "evaluation", "selection", "version", "spamfilter", "config"},
+    # the local engine on several cores: worker processes parse and tokenize for the jobs
+    "engines": {"jobs", "spamfilter"},
     # the one-import facade for scripts: re-exports spamfilter, config and jobs
     "pipeline": {"spamfilter", "config", "jobs", "decision", "models"},
     "evaluation": {"corpus", "decision", "errors", "features", "labels", "message", "metrics", "models", "names", "persist", "selection", "text"},
@@ -67,7 +69,7 @@ ALLOWED = {
     "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "spamfilter",
                     "selection"},
     # the CLI parses --cost into the decision module's CostMatrix itself
-    "cli": {"config", "corpus", "decision", "distributed", "durable", "errors", "evaluation", "htmlreport", "jobs", "labels", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamfilter", "text", "version"},
+    "cli": {"config", "corpus", "decision", "distributed", "durable", "engines", "errors", "evaluation", "htmlreport", "jobs", "labels", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamfilter", "text", "version"},
     "__main__": {"launch"},
     "__init__": set(),
 }

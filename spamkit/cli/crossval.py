@@ -84,24 +84,24 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
 
 
 def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as_json, report_path=None,
-                engine="local", scheduler="local", partition_size=500, ship=False):
+                engine="local", scheduler="local", partition_size=500, ship=False, jobs=1):
     from ..jobs.crossval import compare_configs
     def corpora_factory():
         return open_corpora(corpus, ham, spam, extra, fmt, classes)
 
     close_corpora(corpora_factory())               # check the corpora before the long run
-    chosen = engine_from_options(engine, scheduler, partition_size, ship)
+    chosen = engine_from_options(engine, scheduler, partition_size, ship, jobs)
     with Progress("cross-validating") as progress, running(chosen, progress) as running_engine:
         result = compare_configs(configs, corpora_factory, folds, seed, progress.step, engine=running_engine,
                                  status=progress.stage)
-    if chosen is not None:
+    if getattr(chosen, "name", None) == "dask":
         result["dask"] = chosen.run.as_dict()
     if report_path is not None:
         from ..htmlreport import render_comparison_html
         with open(report_path, "w", encoding="utf-8") as fh:
             fh.write(render_comparison_html(result, " ".join(sys.argv)))
     click.echo(to_json(result) if as_json else render_comparison(result))
-    if chosen is not None and not as_json:
+    if getattr(chosen, "name", None) == "dask" and not as_json:
         click.echo(render_engine_run(result["dask"], scheduler, "cross-validated"))
 
 
@@ -115,7 +115,7 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
 @click.option("--json", "as_json", is_flag=True)
 @engine_options
 def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_json, engine, scheduler,
-               partition_size, ship):
+               partition_size, ship, jobs):
     """Cross-validate one filter configuration on labelled ham/spam corpora.
 
     Pooled out-of-fold AUC with a bootstrap interval, (1-ROCA)%, accuracy and recalls at
@@ -127,7 +127,7 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_j
     """
     from ..config import parse_config
     _comparison(corpus, ham, spam, extra, fmt, classes, [(config or "best", parse_config(config))],
-                folds, seed, as_json, engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship)
+                folds, seed, as_json, engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship, jobs=jobs)
 
 
 @cli.command("compare")
@@ -143,7 +143,7 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_j
 @click.option("--json", "as_json", is_flag=True)
 @engine_options
 def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, report_path, as_json, engine,
-                    scheduler, partition_size, ship):
+                    scheduler, partition_size, ship, jobs):
     """Cross-validate several configurations on the same folds, side by side.
 
     \b
@@ -154,4 +154,4 @@ def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed
     from ..config import parse_config
     parsed = [(c, parse_config("" if c == "best" else c)) for c in configs]
     _comparison(corpus, ham, spam, extra, fmt, classes, parsed, folds, seed, as_json, report_path,
-                engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship)
+                engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship, jobs=jobs)

@@ -25,7 +25,7 @@ from .progress import Progress, verbosity_options
 @click.option("--json", "as_json", is_flag=True, help="Print the measures as JSON.")
 @engine_options
 def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report_path, spam_rate, as_json,
-                     engine, scheduler, partition_size, ship):
+                     engine, scheduler, partition_size, ship, jobs):
     """Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures).
 
     --report adds ROC (linear and log FPR) and precision-recall curves, a bootstrap interval
@@ -38,12 +38,12 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))
     spam_filter.set_spam_rate(spam_rate)
-    chosen = engine_from_options(engine, scheduler, partition_size, ship)
+    chosen = engine_from_options(engine, scheduler, partition_size, ship, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, \
             Progress("evaluating") as progress, running(chosen, progress) as running_engine:
         result = evaluate_filter(spam_filter, corpora, progress.step, detail=report_path is not None,
                                  engine=running_engine)
-    if chosen is not None:
+    if getattr(chosen, "name", None) == "dask":
         result["dask"] = chosen.run.as_dict()
     if report_path is not None:
         from ..htmlreport import render_html
@@ -51,7 +51,7 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
         with open(report_path, "w", encoding="utf-8") as fh:
             fh.write(page)
     click.echo(to_json(result) if as_json else render_evaluation(result))
-    if chosen is not None and not as_json:
+    if getattr(chosen, "name", None) == "dask" and not as_json:
         click.echo(render_engine_run(result["dask"], scheduler, "scored"))
     if report_path is not None and not as_json:
         click.echo(f"report written to {report_path}")

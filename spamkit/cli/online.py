@@ -9,7 +9,8 @@ import click
 from ..names import ONLINE_MODELS, REGIMES
 from ..report import render_online, to_json
 from . import cli
-from .params import OutputPath, corpus_options, fisher_params, model_options, reading_corpora
+from .params import (OutputPath, corpus_options, engine_from_options, fisher_params, model_options, reading_corpora,
+                     running)
 from .progress import Progress, verbosity_options
 
 
@@ -45,10 +46,13 @@ from .progress import Progress, verbosity_options
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--order", type=click.Choice(["corpus", "date"]), default="corpus", show_default=True,
               help="Stream order: the corpus's own (TREC index, Enron arrival) or by message date.")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="0: every core",
+              help="Parse and tokenize ahead in this many worker processes (1: all in this process); the "
+                   "learning stays in order, so the results are the same.")
 @click.option("--json", "as_json", is_flag=True)
 def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                    max_clues, rate, alpha, regime, margin, hashing, delay, feedback_fraction, active, active_b,
-                   report_path, seed, order, as_json):
+                   report_path, seed, order, jobs, as_json):
     """Online evaluation as in the TREC spam track: classify each message, then learn it.
 
     Messages are taken in corpus order (TREC index order, Enron arrival order).
@@ -56,8 +60,10 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
     """
     from ..config import make_analyzer, stack_for_rate
     from ..jobs.online import online_filter
-    with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress:
-        result = online_filter(corpora, analyzer=make_analyzer(tokens), model=model, alpha=alpha,
+    chosen = engine_from_options("local", "local", 0, False, jobs)
+    with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress, \
+            running(chosen, progress) as engine:
+        result = online_filter(corpora, analyzer=make_analyzer(tokens), model=model, alpha=alpha, engine=engine,
                                fisher=fisher_params(strength, prior, min_dev, max_clues), regime=regime,
                                stack=stack_for_rate(rate), rate=rate,
                                margin=margin, hashing=hashing, delay=delay,

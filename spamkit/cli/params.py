@@ -175,6 +175,9 @@ def engine_options(fn):
                      help="--engine dask: a running 'dask scheduler', or a local cluster of N worker processes."),
         click.option("--partition-size", type=click.IntRange(min=1), default=500, show_default=True,
                      help="--engine dask: messages per task."),
+        click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="0: every core",
+                     help="Local engine: parse and tokenize in this many worker processes (1: all in this "
+                          "process). The results are the same whatever the number."),
         click.option("--ship", is_flag=True,
                      help="--engine dask: send the mail itself to the workers instead of file names (for "
                           "workers that do not see the corpus at the same path). TSV and CSV corpora are "
@@ -185,11 +188,14 @@ def engine_options(fn):
     return fn
 
 
-def engine_from_options(engine: str, scheduler: str, partition_size: int, ship: bool):
-    """The engine ``--engine`` names: None (this process) or a :class:`spamkit.distributed.DaskEngine`
+def engine_from_options(engine: str, scheduler: str, partition_size: int, ship: bool, jobs: int = 1):
+    """The engine the options name: None (this process), a :class:`spamkit.engines.ProcessEngine`
+    (``--jobs``: worker processes parse and tokenize) or a :class:`spamkit.distributed.DaskEngine`
     (not yet started: :func:`running` starts it)."""
     if engine != "dask":
-        return None
+        from ..engines import ProcessEngine, default_jobs
+        n = jobs or default_jobs()
+        return ProcessEngine(n) if n > 1 else None
     from ..distributed import DaskEngine
     return DaskEngine(scheduler, partition_size, ship)
 

@@ -78,7 +78,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                   max_clues, rate, calibrate, alpha, representation, min_df,
                   max_features, select, hashing, stem, language, stop_words, ngrams, char_ngrams, k, weights, metric, tau,
                   memory_limit, condense, cost, test_fraction, split, seed, as_json, engine, scheduler,
-                  partition_size, ship):
+                  partition_size, ship, jobs):
     """Train a filter on labelled corpora and write it to a filter file.
 
     The defaults are spamkit's best filter: Robinson/Fisher chi-square combining,
@@ -117,7 +117,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                   "test_fraction": test_fraction, "split": split, "seed": seed,
                   **({"knn": {**knn, "condense": condense}} if model == "knn" else {}),
                   "command": " ".join(sys.argv)}
-    chosen = engine_from_options(engine, scheduler, partition_size, ship)
+    chosen = engine_from_options(engine, scheduler, partition_size, ship, jobs)
     if chosen is not None:
         chosen.check(spam_filter)                            # before reading anything
         parameters.update(chosen.parameters())
@@ -138,7 +138,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
         extra_info["tuning"] = spam_filter.tuning.as_dict()
     if getattr(spam_filter, "condensed", None) is not None:
         extra_info["condensed"] = spam_filter.condensed
-    if chosen is not None:
+    if getattr(chosen, "name", None) == "dask":
         extra_info["dask"] = chosen.run.as_dict()
     if as_json:
         click.echo(to_json({**report.as_dict(), **extra_info}))
@@ -148,7 +148,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
     if "condensed" in extra_info:
         click.echo(render_condensed(extra_info["condensed"]))
     click.echo(render_train(report, output))
-    if chosen is not None:
+    if "dask" in extra_info:
         click.echo(render_engine_run(extra_info["dask"], scheduler, "trained on"))
 
 

@@ -23,7 +23,7 @@ from ..config import filter_from_config
 
 
 def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0,
-                             progress=None, return_folds: bool = False, status=None):
+                             progress=None, return_folds: bool = False, status=None, tokenize=None):
     """Out-of-fold log-odds of spam for every message of labelled ham/spam corpora.
 
     Each fold is scored by a filter built like ``spam_filter`` (same analyzer settings,
@@ -32,19 +32,23 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
     ``spam_filter`` need not be fitted: only its configuration is used. Returns
     ``(is_spam, log_odds)``, and the fold of each message with ``return_folds``.
     ``status(done, total, text)`` hears the folds as they start (reading is step 0 of
-    ``folds + 1``).
+    ``folds + 1``). ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
     """
     from sklearn.base import clone
 
     from ..selection import stratified_folds
-    tokens, labels = [], []
-    for msg in iter_corpora(corpora):
-        if msg.label not in (HAM_NAME, SPAM_NAME):
-            raise CorpusError(f"{msg.source}: threshold choice needs ham/spam labels, got {msg.label!r}")
-        labels.append(msg.label)
-        tokens.append(spam_filter.tokens(msg))
-        if progress is not None:
-            progress(msg)
+    labels = []
+
+    def labelled():
+        for msg in iter_corpora(corpora):
+            if msg.label not in (HAM_NAME, SPAM_NAME):
+                raise CorpusError(f"{msg.source}: threshold choice needs ham/spam labels, got {msg.label!r}")
+            labels.append(msg.label)
+            if progress is not None:
+                progress(msg)
+            yield msg
+
+    tokens = list(spam_filter.tokenized(labelled(), tokenize))
     y = np.asarray(labels)
     require_classes(Counter(labels), "the threshold corpus")
     fold_of = stratified_folds(y, folds, seed=seed)

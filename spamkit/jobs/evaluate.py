@@ -37,22 +37,27 @@ def evaluate_predictions(y_true, proba, classes, log_proba=None) -> dict:
     return multiclass_report(y_true, y_pred, classes)
 
 
-def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None):
+def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, tokenize=None):
     """Labels, sources, the model's log-probabilities of every message, ``rows_of(indices)`` and
     each message's familiarity (:meth:`SpamFilter.familiarity`).
 
     ``rows_of`` gives the feature rows of some of the messages (for explanations). The Dask
     engine's ``score`` (:class:`spamkit.distributed.DaskEngine`) returns the same.
+    ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
     """
-    labels, rows, ids = [], [], []
-    for msg in iter_corpora(corpora):
-        if msg.label is None:
-            raise CorpusError(f"{msg.source}: message has no class; evaluation needs labelled corpora")
-        labels.append(msg.label)
-        ids.append(msg.source)
-        rows.append(spam_filter.tokens(msg))
-        if progress is not None:
-            progress(msg)
+    labels, ids = [], []
+
+    def labelled():
+        for msg in iter_corpora(corpora):
+            if msg.label is None:
+                raise CorpusError(f"{msg.source}: message has no class; evaluation needs labelled corpora")
+            labels.append(msg.label)
+            ids.append(msg.source)
+            if progress is not None:
+                progress(msg)
+            yield msg
+
+    rows = list(spam_filter.tokenized(labelled(), tokenize))
     X = spam_filter.vectorizer.transform(rows)
     return (labels, ids, spam_filter.model.predict_log_proba(X), lambda indices: X[list(indices)],
             spam_filter.familiarity(rows, X))

@@ -6,8 +6,14 @@ from ..corpus import iter_corpora
 from ..text import Analyzer
 
 
-def online_filter(corpora, analyzer: Analyzer | None = None, progress=None, **settings):
-    """TREC-style online evaluation over corpora in their order (see :func:`spamkit.evaluation.online_evaluate`)."""
+def online_filter(corpora, analyzer: Analyzer | None = None, progress=None, engine=None, **settings):
+    """TREC-style online evaluation over corpora in their order (see :func:`spamkit.evaluation.online_evaluate`).
+
+    ``engine``: None parses and tokenizes here; an engine with a ``tokenizer``
+    (:class:`spamkit.engines.ProcessEngine`) does it ahead in worker processes, the same tokens
+    in the same order, so the same scores.
+    """
     from ..evaluation import online_evaluate
-    return online_evaluate(iter_corpora(corpora), analyzer if analyzer is not None else Analyzer(),
-                           progress=progress, **settings)
+    analyzer = analyzer if analyzer is not None else Analyzer()
+    tokenize = engine.tokenizer(analyzer) if engine is not None else None
+    return online_evaluate(iter_corpora(corpora), analyzer, progress=progress, tokenize=tokenize, **settings)

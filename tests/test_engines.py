@@ -1,0 +1,82 @@
+"""The local engine on several cores (spamkit.engines.ProcessEngine, ``--jobs N``): worker
+processes parse and tokenize, and every result equals the one-process result."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+from click.testing import CliRunner
+
+from spamkit.cli import cli
+from spamkit.corpus import Corpus
+from spamkit.engines import ProcessEngine
+from spamkit.errors import CorpusError
+from spamkit.pipeline import BEST, build_filter
+
+from conftest import SAMPLE
+
+
+def members(path) -> dict:
+    with zipfile.ZipFile(path) as z:
+        out = {name: z.read(name) for name in z.namelist() if name != "manifest.json"}
+        manifest = json.loads(z.read("manifest.json"))
+    out["parse_fallbacks"] = manifest["training"]["parse_fallbacks"]
+    out["per_class"] = manifest["training"]["per_class"]
+    return out
+
+
+def test_tokens_come_back_in_order_with_their_defects():
+    f = build_filter(**BEST)
+    with Corpus(SAMPLE) as corpus:
+        msgs = list(corpus)
+    with ProcessEngine(jobs=2, chunk=3) as engine:
+        remote = list(f.tokenized(msgs, engine.tokenizer(f.analyzer)))
+        remote_fallbacks = dict(f.parse_fallbacks)
+    f.parse_fallbacks.clear()
+    assert remote == [f.tokens(m) for m in msgs]
+    assert remote_fallbacks == dict(f.parse_fallbacks) and remote_fallbacks      # the sample has odd mail
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate", "cv", "online"])
+def test_jobs_give_the_same_results(command, tmp_path):
+    runner = CliRunner()
+    if command == "train":
+        outputs = []
+        for jobs in ("1", "2"):
+            out = tmp_path / f"j{jobs}.spamkit"
+            result = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(out), "--jobs", jobs, "--test-fraction", "0.3"])
+            assert result.exit_code == 0, result.output
+            outputs.append(members(out))
+        assert outputs[0] == outputs[1]
+        return
+    model = tmp_path / "m.spamkit"
+    assert runner.invoke(cli, ["train", str(SAMPLE), "-o", str(model), "--jobs", "1"]).exit_code == 0
+    args = {"evaluate": ["evaluate", str(model), str(SAMPLE)], "cv": ["cv", str(SAMPLE), "--folds", "3"],
+            "online": ["online", str(SAMPLE)]}[command]
+    results = []
+    for jobs in ("1", "2"):
+        trec = tmp_path / f"results{jobs}.txt"
+        result = runner.invoke(cli, [*args, "--jobs", jobs, "--json", *(["-o", str(trec)] if command == "online" else [])])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        for timing in ("seconds", "messages_per_second"):
+            data.pop(timing, None)
+        if command == "online":
+            data["scores"] = trec.read_text()                # every message's score, in order
+        results.append(data)
+    assert results[0] == results[1]
+
+
+def test_a_bad_message_fails_at_its_place():
+    f = build_filter(**BEST)
+    with Corpus(SAMPLE) as corpus:
+        msgs = list(corpus)
+
+    def items():
+        yield from msgs[:10]
+        raise CorpusError("bad.eml: unreadable")
+
+    with ProcessEngine(jobs=2, chunk=4) as engine, pytest.raises(CorpusError, match="bad.eml"):
+        engine.fit(f, items())
