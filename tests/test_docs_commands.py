@@ -28,6 +28,15 @@ def _words(part: str) -> list[str]:
     return words
 
 
+def _looks_like_a_command(words, names) -> bool:
+    """``spamkit`` followed by a command name, or by options of spamkit itself and then a command
+    name (or nothing): not a line of output that happens to start with the program's name."""
+    rest = list(words)
+    while rest and rest[0].startswith("-"):
+        rest.pop(0)
+    return bool(words) and (not rest or rest[0] in names or rest[0] == "...")
+
+
 def shown_commands():
     """(file, line, argv after 'spamkit') of each command in a code block or an inline code span.
 
@@ -50,12 +59,12 @@ def shown_commands():
                     if not part.startswith("spamkit "):
                         continue
                     words = _words(part)
-                    if strict or (words and (words[0] in names or words[0].startswith("-"))):
+                    if strict or _looks_like_a_command(words, names):
                         found.append((path.name, first_line + offset, words, False))
         prose = re.sub(r"```.*?```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
         for span in re.finditer(r"`(spamkit [^`]+)`", prose):
             words = _words(span.group(1))
-            if words and (words[0] in names or words[0].startswith("-")):
+            if _looks_like_a_command(words, names):
                 found.append((path.name, prose[:span.start()].count("\n") + 1, words, True))
     return found
 
@@ -80,6 +89,7 @@ def check_parses(words: list[str], in_prose: bool = False) -> None:
         if isinstance(param, click.Option):
             for name in param.opts + param.secondary_opts:
                 options[name] = param
+    options.update({"--help": None, "-h": None})
     rest = words[1:]
     i = 0
     while i < len(rest):
@@ -88,7 +98,7 @@ def check_parses(words: list[str], in_prose: bool = False) -> None:
             name, eq, value = word.partition("=")
             assert name in options, f"{words[0]} has no option {name}"
             param = options[name]
-            if not (param.is_flag or param.count):
+            if param is not None and not (param.is_flag or param.count):
                 if not eq:
                     i += 1
                     if i >= len(rest) and in_prose:
