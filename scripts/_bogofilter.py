@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -72,3 +73,14 @@ def start_serve(model, sock, *options):
             sys.exit("spamkit serve did not start")
         time.sleep(0.05)
     return server
+
+
+@contextlib.contextmanager
+def serving(model, sock, *options):
+    """``spamkit serve`` running for the length of a ``with`` block (:func:`start_serve`), then stopped."""
+    server = start_serve(model, sock, *options)
+    try:
+        yield server
+    finally:
+        server.terminate()
+        server.wait()

@@ -28,7 +28,7 @@ from spamkit.corpus import Corpus
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, start_serve, trained_wordlist  # noqa: E402
+from _bogofilter import ensure_bogofilter, serving, trained_wordlist  # noqa: E402
 from bench_bogofilter import DEFAULT_CORPUS  # noqa: E402
 
 
@@ -60,13 +60,9 @@ def main():
                           ("spamkit info MODEL", ["info", str(model)])):
             startup.append((name, [timed([sys.executable, "-m", "spamkit", *cmd], b"") for _ in test]))
         sock = Path(tmp) / "spamkit.sock"
-        server = start_serve(model, sock)
-        try:
+        with serving(model, sock):
             client = [sys.executable, "-m", "spamkit.client", "--socket", str(sock)]
             rows.append(("spamkit-pipe -> spamkit serve", [timed(client, m.raw) for m in test]))
-        finally:
-            server.terminate()
-            server.wait()
         exe = ensure_bogofilter(True)
         if exe:
             wordlist = trained_wordlist(exe, tmp, train)

@@ -33,7 +33,7 @@ from spamkit.corpus import Corpus
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, start_serve, trained_wordlist  # noqa: E402
+from _bogofilter import ensure_bogofilter, serving, trained_wordlist  # noqa: E402
 from bench_bogofilter import DEFAULT_CORPUS  # noqa: E402
 
 
@@ -113,9 +113,8 @@ def main():
         model = Path(tmp) / "best.spamkit"
         build_filter(**BEST).fit(train).save(model)
         sock = Path(tmp) / "spamkit.sock"
-        server = start_serve(model, sock, "--max-size", "4M",
-                             *(["--workers", args.workers] if args.workers is not None else []))
-        try:
+        with serving(model, sock, "--max-size", "4M",
+                     *(["--workers", args.workers] if args.workers is not None else [])) as server:
             def send(raw):
                 try:
                     status, out = ask(str(sock), raw, timeout=120)
@@ -141,9 +140,6 @@ def main():
                 refused = str(exc)
             refuse_ms = 1000 * (time.perf_counter() - t0)
             memory = peak_mb(server.pid), sum(peak_mb(c) for c in children(server.pid))
-        finally:
-            server.terminate()
-            server.wait()
         exe = ensure_bogofilter(True)
         if exe:
             wordlist = trained_wordlist(exe, tmp, train)

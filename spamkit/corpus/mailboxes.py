@@ -101,22 +101,25 @@ def iter_mbox(tree: Tree, rel: str, label: str | None, stats: ReadStats):
         yield flush()
 
 
+def _one_per_file(tree: Tree, paths, label: str | None, stats: ReadStats):
+    """The messages of files holding one message each (Maildir, MH), in the order given; an
+    unreadable file is counted and skipped (:func:`read_or_skip`)."""
+    for path in paths:
+        raw = read_or_skip(tree, path, stats)
+        if raw is None:
+            continue
+        msg = _message(tree, path, path, raw, label, tree.display(path))
+        stats.add(msg)
+        yield msg
+
+
 def iter_maildir(tree: Tree, rel: str, label: str | None, stats: ReadStats):
     """Yield the messages of Maildir ``rel``: ``new/`` then ``cur/``, each in name order."""
     for sub in ("new", "cur"):
         folder = join(rel, sub)
-        if not tree.is_dir(folder):
-            continue
-        for entry in tree.entries(folder):
-            if entry.is_dir or is_hidden(entry.name):
-                continue
-            path = join(folder, entry.name)
-            raw = read_or_skip(tree, path, stats)
-            if raw is None:
-                continue
-            msg = _message(tree, path, path, raw, label, tree.display(path))
-            stats.add(msg)
-            yield msg
+        if tree.is_dir(folder):
+            yield from _one_per_file(tree, (join(folder, e.name) for e in tree.entries(folder)
+                                            if not e.is_dir and not is_hidden(e.name)), label, stats)
 
 
 def iter_files(tree: Tree, rel: str, label: str | None, stats: ReadStats, kind: str = "rfc822"):
@@ -138,11 +141,4 @@ def iter_files(tree: Tree, rel: str, label: str | None, stats: ReadStats, kind: 
 def iter_mh(tree: Tree, rel: str, label: str | None, stats: ReadStats):
     """Yield the messages of MH folder ``rel`` in numeric order (sub-folders are other mailboxes)."""
     names = sorted((e.name for e in tree.entries(rel) if not e.is_dir and e.name.isdigit()), key=natural_key)
-    for name in names:
-        path = join(rel, name)
-        raw = read_or_skip(tree, path, stats)
-        if raw is None:
-            continue
-        msg = _message(tree, path, path, raw, label, tree.display(path))
-        stats.add(msg)
-        yield msg
+    yield from _one_per_file(tree, (join(rel, name) for name in names), label, stats)
