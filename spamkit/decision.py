@@ -31,11 +31,27 @@ UNSURE_NAME = "unsure"
 
 
 class Verdict(enum.IntEnum):
-    """What a mail filter does with a message."""
+    """What a mail filter does with a message: deliver it (ham), file it as spam, or leave it for
+    review (unsure). A decision of a cost matrix maps onto it with :meth:`of`; :attr:`label`
+    is the word the tags, the summaries and pipe mode use.
+
+    >>> Verdict.of("spam").label, Verdict.of("unsure").label, Verdict.of("newsletter").label
+    ('spam', 'unsure', 'ham')
+    """
 
     HAM = 0
     SPAM = 1
     UNSURE = 2
+
+    @classmethod
+    def of(cls, decision: str) -> "Verdict":
+        """The verdict of a decision: "spam" and "unsure" are themselves; any other class is
+        delivered like ham (a mail filter moves only spam and the unsure)."""
+        return {SPAM_NAME: cls.SPAM, UNSURE_NAME: cls.UNSURE}.get(str(decision), cls.HAM)
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
 
 
 def bayes_threshold(c_fp: float, c_fn: float, c_tp: float = 0.0, c_tn: float = 0.0) -> float:

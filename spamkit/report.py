@@ -209,7 +209,11 @@ def render_costs(c: dict) -> str:
     head = "  decisions under costs " + ", ".join(
         f"{d}|{cls}={v:g}" for d, row in zip(m["decisions"], m["costs"]) for cls, v in zip(m["classes"], row) if v)
     lines = [head]
-    if c.get("threshold") is not None:
+    if c.get("saved_threshold") is not None:
+        lines.append(f"    decided at the saved threshold on P(spam): {c['saved_threshold']:.4f} (spamkit threshold "
+                     "--save)" + (f"; the costs' Bayes threshold would be {c['threshold']:.4f}"
+                                  if c.get("threshold") is not None else ""))
+    elif c.get("threshold") is not None:
         lines.append(f"    Bayes threshold on P(spam): {c['threshold']:.4f}")
     for cls, row in c["decisions"].items():
         lines.append(f"    true {cls:<10} " + "  ".join(f"-> {d} {n}" for d, n in row.items()))

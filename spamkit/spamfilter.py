@@ -20,7 +20,7 @@ import numpy as np
 
 from .calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
 from .corpus import LabelledMessage, require_classes
-from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, prior_shift
+from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
 from .errors import ConfigError, CorpusError, ModelFormatError, NotFittedError
 from .features import Vectorizer, columns_per_row
 from .labels import HAM_NAME, SPAM_NAME
@@ -414,11 +414,7 @@ class SpamFilter:
         """``(verdict, P(spam))`` of one raw message for a mail filter: verdict is "spam",
         "ham" or "unsure" (the decision layer's "unsure" row), any other class counting as ham."""
         proba, familiarity = self.score([raw])
-        decision = str(self.decide(proba, familiarity)[0])
-        p_spam = float(proba[0, self.spam_column])
-        if decision in ("spam", "unsure"):
-            return decision, p_spam
-        return "ham", p_spam
+        return Verdict.of(self.decide(proba, familiarity)[0]).label, float(proba[0, self.spam_column])
 
     # ------------------------------------------------------------------ files
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -192,3 +193,49 @@ def test_output_paths_are_checked_before_any_work(tmp_path, args, monkeypatch):
     assert result.exit_code == 1, result.output
     assert f"folder {tmp_path / 'nope'} does not exist" in result.output
     assert "Traceback" not in result.output and not opened
+
+
+def three_class_tsv(tmp_path):
+    path = tmp_path / "three.tsv"
+    words = {"a": "apple banana cherry", "b": "car truck engine", "c": "song music guitar"}
+    path.write_text("".join(f"{c}\t{words[c]} {i}\n" for i in range(30) for c in "abc"))
+    return path
+
+
+def test_a_k_class_report_is_refused_before_any_work(tmp_path):
+    corpus = three_class_tsv(tmp_path)
+    model = tmp_path / "three.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(corpus), "--classes", "any", "--model", "multinomial",
+                                    "-o", str(model)]).exit_code == 0
+    empty = tmp_path / "empty"                   # reading it would fail with another message
+    empty.mkdir()
+    fails_clearly(["evaluate", model, empty, "--report", tmp_path / "r.html"],
+                  "--report draws the ROC and PR curves of P(spam)", "a, b, c")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_cv_on_more_classes_says_why(tmp_path):
+    fails_clearly(["cv", three_class_tsv(tmp_path), "--classes", "any", "--config", "model=multinomial"],
+                  "cross-validation needs two classes named ham and spam")
+
+
+def test_evaluate_reports_the_threshold_it_decides_at(tmp_path):
+    model = tmp_path / "m.spamkit"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["train", str(SAMPLE), "-o", str(model)]).exit_code == 0
+    saved = runner.invoke(cli, ["threshold", str(model), str(SAMPLE), "--cost", "fp=100,fn=10", "--save", "--json"])
+    assert saved.exit_code == 0, saved.output
+    p = json.loads(saved.stdout)["chosen"]["p_spam"]
+    text = runner.invoke(cli, ["evaluate", str(model), str(SAMPLE), "--cost", "fp=100,fn=10"]).output
+    assert f"decided at the saved threshold on P(spam): {p:.4f}" in text and "Bayes threshold would be 0.9091" in text
+    data = json.loads(runner.invoke(cli, ["evaluate", str(model), str(SAMPLE), "--cost", "fp=100,fn=10", "--json"]).stdout)
+    assert data["costs"]["saved_threshold"] == pytest.approx(p)
+
+
+def test_a_hold_out_without_a_class_is_refused_before_training(tmp_path):
+    corpus = tmp_path / "ordered.tsv"
+    corpus.write_text("".join(f"ham\tlunch meeting notes {i}\n" for i in range(40))
+                      + "".join(f"spam\tcheap pills now {i}\n" for i in range(20)))
+    fails_clearly(["train", corpus, "--test-fraction", "0.3", "--split", "order", "-o", tmp_path / "m.spamkit"],
+                  "leaves no ham to test on", "use --split random")
+    assert not (tmp_path / "m.spamkit").exists()

@@ -73,7 +73,7 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
         c_fp, c_fn = costs.binary_costs()
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("scoring") as progress:
         is_spam, log_odds = cross_validated_log_odds(spam_filter, corpora, folds, seed, progress.step,
-                                                     status=progress.stage)
+                                                     status=progress.stage, purpose="threshold choice")
     result = threshold_report(is_spam, log_odds, c_fp, c_fn, folds, seed)
     if save:
         spam_filter.threshold = result["chosen"]["p_spam"]

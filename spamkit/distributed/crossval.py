@@ -75,7 +75,7 @@ def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunRe
 
         def keep(msg):
             if msg.label not in (HAM_NAME, SPAM_NAME):
-                raise CorpusError(f"{msg.source}: threshold choice needs ham/spam labels, got {msg.label!r}")
+                raise CorpusError(f"{msg.source}: cross-validation needs two classes named ham and spam, got {msg.label!r}")
             labels.append(str(msg.label))
 
         with contextlib.ExitStack() as listing:

@@ -23,7 +23,8 @@ from ..config import filter_from_config
 
 
 def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0,
-                             progress=None, return_folds: bool = False, status=None, tokenize=None):
+                             progress=None, return_folds: bool = False, status=None, tokenize=None,
+                             purpose: str = "cross-validation"):
     """Out-of-fold log-odds of spam for every message of labelled ham/spam corpora.
 
     Each fold is scored by a filter built like ``spam_filter`` (same analyzer settings,
@@ -42,7 +43,8 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
     def labelled():
         for msg in iter_corpora(corpora):
             if msg.label not in (HAM_NAME, SPAM_NAME):
-                raise CorpusError(f"{msg.source}: threshold choice needs ham/spam labels, got {msg.label!r}")
+                raise CorpusError(f"{msg.source}: {purpose} needs two classes named ham and spam, got "
+                                  f"{msg.label!r} (more classes: spamkit evaluate on a held-out corpus)")
             labels.append(msg.label)
             if progress is not None:
                 progress(msg)

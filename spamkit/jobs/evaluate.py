@@ -124,6 +124,10 @@ def cost_report(labels, proba, spam_filter: SpamFilter, decisions=None) -> dict:
     for label, d in zip(map(str, labels), decisions):
         table[label][d] += 1
         total += cm.costs[cm.decisions.index(d), cm.classes.index(label)]
-    return {"matrix": cm.as_dict(), "decisions": table, "cost_per_message": total / max(len(labels), 1),
-            "threshold": cm.threshold() if cm.decisions == ["ham", "spam"] and cm.classes == ["ham", "spam"]
-            else None}
+    out = {"matrix": cm.as_dict(), "decisions": table, "cost_per_message": total / max(len(labels), 1),
+           "threshold": cm.threshold() if cm.decisions == ["ham", "spam"] and cm.classes == ["ham", "spam"]
+           else None}
+    if spam_filter.threshold is not None:
+        # decide() calls spam above the threshold `spamkit threshold --save` chose, not by the costs
+        out["saved_threshold"] = float(spam_filter.threshold)
+    return out

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import __version__
 from ..corpus import Corpus, Unread, iter_corpora
+from ..errors import CorpusError
 from ..corpus.split import holdout_ids
 from ..spamfilter import SpamFilter
 from .evaluate import cost_report, describe_corpora, evaluate_predictions
@@ -55,6 +56,26 @@ def _records(corpora):
     return [(m.id, m.label, m.date) for m in iter_corpora(corpora)]
 
 
+def check_split(records, test_ids: set, method: str, test_fraction: float) -> None:
+    """Refuse, before any training, a hold-out that leaves a class out of the training part or
+    out of the held-out part, saying why and what to do instead."""
+    train = Counter(str(label) for ident, label, _ in records if ident not in test_ids)
+    held = Counter(str(label) for ident, label, _ in records if ident in test_ids)
+    classes = sorted(set(train) | set(held))
+    missing_train = [c for c in classes if not train[c]]
+    missing_held = [c for c in classes if not held[c]]
+    if not (missing_train or missing_held):
+        return
+    how = {"chrono": f"the latest {test_fraction:.0%} of the messages by date",
+           "order": f"the last {test_fraction:.0%} of the messages in corpus order"}.get(
+        method, f"{test_fraction:.0%} of the messages")
+    where = (f"no {', '.join(missing_train)} to train on" if missing_train
+             else f"no {', '.join(missing_held)} to test on")
+    raise CorpusError(f"holding out {how} (--split {method}) leaves {where} (training part: "
+                      f"{dict(sorted(train.items()))}; held out: {dict(sorted(held.items()))}); use --split random "
+                      "(stratified: every class in both parts) or another --test-fraction")
+
+
 def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: float | None = None,
                  split: str = "auto", seed: int = 0, progress=None, parameters: dict | None = None,
                  engine=None) -> TrainReport:
@@ -70,6 +91,7 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
         test_ids = holdout_ids(records, test_fraction, split, seed)
         method = split if split != "auto" else ("chrono" if all(r[2] for r in records) else "random")
         split_info = {"method": method, "test_fraction": test_fraction, "seed": seed}
+        check_split(records, test_ids, method, test_fraction)
     held_out: list = []
     train_counts: Counter = Counter()
 
