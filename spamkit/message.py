@@ -72,6 +72,9 @@ _CHARSET_ALIASES = {
     "x-user-defined": "cp1252", "default": "cp1252", "iso-2022-jp": "iso2022_jp_ext",
 }
 
+#: EUC-KR's Hangul filler, which starts an 8-byte composed syllable
+_HANGUL_FILLER = b"\xa4\xd4"
+
 _ENCODED_WORD = re.compile(r"=\?([^?\s]+)\?([bBqQ])\?([^?\s]*)\?=")
 _SPACE_BETWEEN_WORDS = re.compile(r"(\?=)\s+(=\?)")
 _SURROGATE = re.compile("[\udc80-\udcff]")
@@ -185,6 +188,14 @@ def decode_bytes(data: bytes, charset: str | None, defects: list[str]) -> str:
         if name is None:
             defects.append(f"charset-unknown:{charset.strip()[:40].lower()}")
         else:
+            if name == "cp949" and _HANGUL_FILLER in data:
+                # EUC-KR writes a syllable outside KS X 1001 as the filler 0xA4D4 and three jamo
+                # (KS X 1001 annex 3); CP949 has a code for every syllable and reads those as
+                # four separate characters, so such text is decoded as EUC-KR proper.
+                try:
+                    return data.decode("euc_kr")
+                except UnicodeDecodeError:
+                    pass
             try:
                 return data.decode(name)
             except (UnicodeDecodeError, UnicodeError, LookupError):

@@ -194,6 +194,55 @@ def average_precision(y_true, scores) -> float:
     return float(-np.sum(np.diff(recall) * precision[:-1]))
 
 
+def one_vs_rest(y_true, proba, labels) -> dict:
+    """Ranking measures for any number of classes: each class against the rest, ranked by its
+    own column of ``proba`` (rows: messages, columns: ``labels``), and their averages.
+
+    Per class: ROC AUC and average precision (nan when the class, or every other class, is
+    absent). ``macro``: the plain mean over the classes present; ``weighted``: weighted by each
+    class's share of the messages (prevalence); ``micro``: one pooled ranking of every
+    (message, class) pair, relevant when the class is the message's own. The same definitions
+    as scikit-learn's ``roc_auc_score(..., multi_class="ovr")`` and ``average_precision_score``
+    on binarized labels (the tests compare).
+
+    By hand: class b's one positive (0.6) beats two of its three negatives (0.1, 0.2, not
+    0.65): AUC 2/3; class a's positives 0.8 and 0.3 against 0.3 and 0.2 win 3 pairs and tie
+    one: 3.5/4; class c wins all; the macro average is (0.875 + 2/3 + 1) / 3.
+
+    >>> r = one_vs_rest(["a", "b", "c", "a"], [[.8, .1, .1], [.3, .6, .1], [.2, .2, .6], [.3, .65, .05]],
+    ...                 ["a", "b", "c"])
+    >>> r["per_class"]["a"]["auc"], round(r["per_class"]["b"]["auc"], 4), round(r["macro"]["auc"], 6)
+    (0.875, 0.6667, 0.847222)
+    """
+    labels = [str(l) for l in labels]
+    y = np.asarray([str(v) for v in y_true])
+    P = np.asarray(proba, dtype=np.float64)
+    if P.ndim != 2 or P.shape != (len(y), len(labels)):
+        raise ConfigError(f"probabilities must have shape ({len(y)}, {len(labels)}), got {P.shape}")
+    per_class, aucs, aps, weights = {}, [], [], []
+    for k, label in enumerate(labels):
+        is_k = y == label
+        n_k = int(is_k.sum())
+        if 0 < n_k < len(y):
+            auc, ap = roc_auc(is_k, P[:, k]), average_precision(is_k, P[:, k])
+            aucs.append(auc)
+            aps.append(ap)
+            weights.append(n_k)
+        else:
+            auc = ap = float("nan")
+        per_class[label] = {"auc": float(auc), "average_precision": float(ap), "support": n_k}
+    onehot = (y[:, None] == np.asarray(labels)[None, :]).ravel()
+    pooled = P.ravel()
+    micro = ({"auc": float(roc_auc(onehot, pooled)), "average_precision": float(average_precision(onehot, pooled))}
+             if 0 < onehot.sum() < len(onehot) else {"auc": float("nan"), "average_precision": float("nan")})
+    nan = float("nan")
+    return {"per_class": per_class,
+            "macro": {"auc": float(np.mean(aucs)) if aucs else nan, "average_precision": float(np.mean(aps)) if aps else nan},
+            "weighted": {"auc": float(np.average(aucs, weights=weights)) if aucs else nan,
+                         "average_precision": float(np.average(aps, weights=weights)) if aps else nan},
+            "micro": micro}
+
+
 # ---------------------------------------------------------------------- single numbers
 
 def mcc(tp: int, fp: int, tn: int, fn: int) -> float:

@@ -60,6 +60,10 @@ def to_json_line(obj) -> str:
     return json.dumps(obj, sort_keys=True, default=str)
 
 
+def _num(x) -> str:
+    return "n/a" if x is None or x != x else f"{x:.4f}"
+
+
 def _pct(x) -> str:
     return "   n/a" if x != x else f"{100 * x:6.2f}%"
 
@@ -90,11 +94,30 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
                          f"99% of messages above {f['floor']:.0%}); {g['spam_to_unsure']} spam decisions became "
                          f"unsure ({g['unfamiliar']} messages unfamiliar, {g['drift']} more in a drifted stream)")
         return "\n".join(lines)
+    ovr = ev.get("one_vs_rest")
     lines = [f"{title}: {ev['n']} messages, accuracy {_pct(ev['accuracy'])}, macro F1 {_pct(ev['macro_f1'])}",
-             f"  {'class':<16} {'precision':>9} {'recall':>9} {'F1':>9} {'support':>8}"]
+             f"  {'class':<16} {'precision':>9} {'recall':>9} {'F1':>9} {'support':>8}"
+             + (f" {'ROC AUC':>8} {'avg prec':>8}" if ovr else "")]
     for label, s in ev["per_class"].items():
+        rank = ""
+        if ovr:
+            o = ovr["per_class"].get(label, {})
+            rank = f" {_num(o.get('auc')):>8} {_num(o.get('average_precision')):>8}"
         lines.append(f"  {label:<16} {_pct(s['precision']):>9} {_pct(s['recall']):>9} {_pct(s['f1']):>9} "
-                     f"{s['support']:>8}")
+                     f"{s['support']:>8}{rank}")
+    if ovr:
+        lines.append("  one-vs-rest     " + "   ".join(
+            f"{kind} AUC {_num(ovr[kind]['auc'])}, AP {_num(ovr[kind]['average_precision'])}"
+            for kind in ("macro", "weighted", "micro")))
+    if "confusion" in ev:
+        labels = ev.get("labels", list(ev["per_class"]))
+        width = max(8, *(len(l) + 1 for l in labels))
+        lines.append("  confusion (rows: true, columns: decided)")
+        lines.append("  " + " " * 16 + "".join(f"{l:>{width}}" for l in labels))
+        for label, row in zip(labels, ev["confusion"]):
+            lines.append(f"  {label:<16}" + "".join(f"{n:>{width}}" for n in row))
+    if "costs" in ev:
+        lines.append(render_costs(ev["costs"]))
     return "\n".join(lines)
 
 

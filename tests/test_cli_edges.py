@@ -239,3 +239,22 @@ def test_a_hold_out_without_a_class_is_refused_before_training(tmp_path):
     fails_clearly(["train", corpus, "--test-fraction", "0.3", "--split", "order", "-o", tmp_path / "m.spamkit"],
                   "leaves no ham to test on", "use --split random")
     assert not (tmp_path / "m.spamkit").exists()
+
+
+def test_k_class_evaluation_text_has_ranking_confusion_and_costs(tmp_path):
+    corpus = three_class_tsv(tmp_path)
+    model = tmp_path / "three.spamkit"
+    costs = tmp_path / "costs.csv"
+    costs.write_text("decision,a,b,c\na,0,1,5\nb,1,0,1\nc,5,1,0\nunsure,0.5,0.5,0.5\n")
+    assert CliRunner().invoke(cli, ["train", str(corpus), "--classes", "any", "--model", "multinomial",
+                                    "-o", str(model)]).exit_code == 0
+    result = CliRunner().invoke(cli, ["evaluate", str(model), str(corpus), "--classes", "any", "--cost", str(costs)])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "ROC AUC avg prec" in text and "one-vs-rest     macro AUC" in text
+    assert "confusion (rows: true, columns: decided)" in text
+    assert "decisions under costs" in text and "cost per message" in text
+    data = json.loads(CliRunner().invoke(cli, ["evaluate", str(model), str(corpus), "--classes", "any",
+                                               "--json"]).stdout)
+    assert set(data["one_vs_rest"]) == {"per_class", "macro", "weighted", "micro"}
+    assert set(data["one_vs_rest"]["per_class"]) == {"a", "b", "c"}

@@ -98,3 +98,31 @@ def test_learning_curve_windows_against_sklearn():
     assert curve[-1]["roca_pct"] < curve[0]["roca_pct"]       # it learned
     one_class = learning_curve([0] * 300 + [1] * 300, np.arange(600.0), window=200, points=3)
     assert one_class[0]["roca_pct"] is None and one_class[-1]["roca_pct"] is None
+
+
+def test_one_vs_rest_equals_scikit_learn():
+    from sklearn.metrics import average_precision_score, roc_auc_score
+    from sklearn.preprocessing import label_binarize
+    from spamkit.metrics import one_vs_rest
+    rng = np.random.default_rng(3)
+    labels = ["a", "b", "c", "d"]
+    y = rng.choice(labels, size=300, p=[0.4, 0.3, 0.2, 0.1])
+    raw = rng.random((300, 4)) + 0.8 * (y[:, None] == np.array(labels)[None, :])
+    proba = np.round(raw / raw.sum(axis=1, keepdims=True), 2)          # rounding makes ties
+    r = one_vs_rest(y, proba, labels)
+    Y = label_binarize(y, classes=labels)
+    for k, label in enumerate(labels):
+        assert r["per_class"][label]["auc"] == pytest.approx(roc_auc_score(Y[:, k], proba[:, k]), abs=1e-12)
+        assert r["per_class"][label]["average_precision"] == pytest.approx(
+            average_precision_score(Y[:, k], proba[:, k]), abs=1e-12)
+    for average in ("macro", "weighted", "micro"):
+        assert r[average]["auc"] == pytest.approx(roc_auc_score(Y, proba, average=average), abs=1e-12)
+        assert r[average]["average_precision"] == pytest.approx(
+            average_precision_score(Y, proba, average=average), abs=1e-12)
+
+
+def test_one_vs_rest_with_an_absent_class():
+    from spamkit.metrics import one_vs_rest
+    r = one_vs_rest(["a", "b", "a"], [[.7, .2, .1], [.2, .7, .1], [.6, .3, .1]], ["a", "b", "c"])
+    assert np.isnan(r["per_class"]["c"]["auc"]) and r["per_class"]["c"]["support"] == 0
+    assert r["macro"]["auc"] == 1.0                      # over the classes present

@@ -181,3 +181,12 @@ def test_generated_messages_give_back_their_text(tree, subject, crlf):
     assert m.subject == subject
     assert m.body.split() == " ".join(texts).split()
     assert not {d for d in m.defects if d.startswith(("mime", "no-header", "base64", "charset-mismatch"))}
+
+
+def test_euc_kr_composed_syllables():
+    """A syllable outside KS X 1001 is written in EUC-KR as the filler 0xA4D4 and three jamo
+    (KS X 1001 annex 3); CP949 (what 'euc-kr' labels usually mean in mail) has its own code."""
+    from spamkit.message import decode_bytes
+    for codec in ("euc_kr", "cp949"):
+        defects = []
+        assert decode_bytes("췺 한국어".encode(codec), "euc-kr", defects) == "췺 한국어" and not defects

@@ -7,7 +7,7 @@ import numpy as np
 from ..corpus import Corpus, iter_corpora
 from ..errors import CorpusError
 from ..labels import HAM_NAME, SPAM_NAME
-from ..metrics import binary_report, multiclass_report
+from ..metrics import binary_report, multiclass_report, one_vs_rest
 from ..spamfilter import SpamFilter
 
 
@@ -34,7 +34,9 @@ def evaluate_predictions(y_true, proba, classes, log_proba=None) -> dict:
             with np.errstate(invalid="ignore"):
                 scores = log_proba[:, s] - log_proba[:, 1 - s]
         return binary_report(y_true, y_pred, proba[:, s], SPAM_NAME, other, ranking=scores)
-    return multiclass_report(y_true, y_pred, classes)
+    report = multiclass_report(y_true, y_pred, classes)
+    report["one_vs_rest"] = one_vs_rest(y_true, proba, classes)
+    return report
 
 
 def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, tokenize=None):
