@@ -1,11 +1,12 @@
 """Classifiers: matrices in, class probabilities out. They never see text."""
 
 from .base import ProbabilisticClassifier
+from .categorical import CategoricalNB
 from .knn import KNNClassifier, KNNRegressor
 from .logistic import OnlineLogistic
 from .naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
 from .robinson import RobinsonFisher
 from .stack import FisherNBStack
 
-__all__ = ["ProbabilisticClassifier", "BernoulliNB", "MultinomialNB", "GaussianNB", "KNNClassifier",
+__all__ = ["ProbabilisticClassifier", "CategoricalNB", "BernoulliNB", "MultinomialNB", "GaussianNB", "KNNClassifier",
            "KNNRegressor", "RobinsonFisher", "FisherNBStack", "OnlineLogistic"]
