@@ -10,7 +10,7 @@ turns settings into filters).
 from __future__ import annotations
 
 #: every model name, in the order the command line lists them
-MODEL_NAMES = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli", "knn")
+MODEL_NAMES = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli", "complement", "knn")
 #: the models online evaluation learns one message at a time
 ONLINE_MODELS = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli")
 #: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or

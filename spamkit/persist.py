@@ -58,7 +58,8 @@ from .errors import ConfigError, ModelFormatError, OutputError
 from .manifest import (FORMAT, FORMAT_VERSION, check_manifest, expected_sizes, format_error, open_zip,  # noqa: F401
                        read_lines, read_manifest, read_member)  # (read_manifest: re-exported with the loader)
 from .features import Vectorizer
-from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic, RobinsonFisher
+from .models import (BernoulliNB, ComplementNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic,
+                     RobinsonFisher)
 from .text import Analyzer
 
 
@@ -71,6 +72,7 @@ MODEL_TYPES = {
     "fisher": (RobinsonFisher, ("strength", "prior", "min_dev", "max_clues")),
     "fisher-nb": (FisherNBStack, ("strength", "prior", "min_dev", "max_clues", "alpha", "folds", "logistic", "squash")),
     "logistic": (OnlineLogistic, ("rate", "epochs")),
+    "complement": (ComplementNB, ("alpha", "norm", "tf_transform", "length_norm")),
     "knn": (KNNClassifier, ("k", "weights", "metric", "tau", "epsilon", "memory_limit", "n_jobs")),
 }
 

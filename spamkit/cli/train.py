@@ -25,7 +25,8 @@ from .progress import Progress, verbosity_options
               help="fisher-nb: Robinson/Fisher, multinomial NB and online logistic regression stacked "
                    "(two classes; the best filter); fisher: Robinson/Fisher chi-square combining alone; "
                    "logistic: online logistic regression alone; multinomial or bernoulli Naive Bayes; "
-                   "knn: k nearest neighbours.")
+                   "complement: complement Naive Bayes (Rennie et al. 2003, weight-normalised; for unbalanced "
+                   "classes, any number); knn: k nearest neighbours.")
 @model_options
 @click.option("--calibrate", type=click.Choice(CALIBRATIONS), default=None,
               help="Map scores to probabilities fitted on 5-fold cross-validated scores of the training "

@@ -7,6 +7,7 @@ from ..errors import ConfigError
 from .knn import KNNClassifier
 from ..names import DEFAULT_RATE, MODEL_NAMES
 from .logistic import OnlineLogistic
+from .complement import ComplementNB
 from .naive_bayes import BernoulliNB, MultinomialNB
 from .robinson import RobinsonFisher
 from .stack import BEST_STACK, FisherNBStack
@@ -29,6 +30,8 @@ def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: di
         return MultinomialNB(alpha=alpha, fit_prior=fit_prior)
     if name == "bernoulli":
         return BernoulliNB(alpha=alpha, fit_prior=fit_prior)
+    if name == "complement":
+        return ComplementNB(alpha=alpha, norm=True)
     if name == "knn":
         return KNNClassifier(**knn)
     raise ConfigError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
