@@ -320,6 +320,8 @@ def render_threshold(r: dict, saved_in: str | None = None) -> str:
 
 def render_comparison(r: dict) -> str:
     """Configurations side by side, cross-validated on the same folds."""
+    if r["configs"] and "auc" not in r["configs"][0]:
+        return _render_k_class_comparison(r)
     lines = [f"{r['folds']}-fold stratified cross-validation (seed {r['seed']}), the same folds for every "
              "configuration; pooled out-of-fold scores, threshold P(spam) = 0.5",
              f"  {'configuration':<34} {'AUC':>7} {'95% interval':>17} {'(1-ROCA)%':>10} {'accuracy':>9} "
@@ -333,6 +335,27 @@ def render_comparison(r: dict) -> str:
         lines.append(f"  {c['name']} vs {r['configs'][0]['name']}: AUC per fold {v['auc_diff_mean']:+.4f} "
                      f"±{v['auc_diff_std']:.4f}, better in {v['folds_better']} of {r['folds']} folds, "
                      f"worse in {v['folds_worse']}")
+    return "\n".join(lines)
+
+
+def _render_k_class_comparison(r: dict) -> str:
+    first = r["configs"][0]
+    lines = [f"{r['folds']}-fold stratified cross-validation (seed {r['seed']}), the same folds for every "
+             f"configuration; {first['n']} messages of {len(first['classes'])} classes "
+             f"({', '.join(first['classes'])}); decisions: the most probable class",
+             f"  {'configuration':<34} {'accuracy':>9} {'macro F1':>9} {'log loss':>9} {'macro AUC':>10} "
+             f"{'micro AUC':>10} {'macro AP':>9}  {'accuracy per fold':>18}"]
+    for c in r["configs"]:
+        o = c["one_vs_rest"]
+        lines.append(f"  {c['name'][:34]:<34} {_pct(c['accuracy']):>9} {_pct(c['macro_f1']):>9} {c['log_loss']:>9.4f} "
+                     f"{_num(o['macro']['auc']):>10} {_num(o['micro']['auc']):>10} "
+                     f"{_num(o['macro']['average_precision']):>9}  "
+                     f"{100 * c['accuracy_fold_mean']:.2f}% ±{100 * c['accuracy_fold_std']:.2f}")
+    for c in r["configs"][1:]:
+        v = c["vs_first"]
+        lines.append(f"  {c['name']} vs {first['name']}: accuracy per fold {100 * v['accuracy_diff_mean']:+.2f} "
+                     f"±{100 * v['accuracy_diff_std']:.2f} points, better in {v['folds_better']} of {r['folds']} "
+                     f"folds, worse in {v['folds_worse']}")
     return "\n".join(lines)
 
 

@@ -214,9 +214,13 @@ def test_a_k_class_report_is_refused_before_any_work(tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
-def test_cv_on_more_classes_says_why(tmp_path):
-    fails_clearly(["cv", three_class_tsv(tmp_path), "--classes", "any", "--config", "model=multinomial"],
-                  "cross-validation needs two classes named ham and spam")
+def test_threshold_on_more_classes_says_why(tmp_path):
+    corpus = three_class_tsv(tmp_path)
+    model = tmp_path / "three.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(corpus), "--classes", "any", "--model", "multinomial",
+                                    "-o", str(model)]).exit_code == 0
+    fails_clearly(["threshold", model, corpus, "--classes", "any"],
+                  "threshold choice needs two classes named ham and spam")
 
 
 def test_evaluate_reports_the_threshold_it_decides_at(tmp_path):

@@ -68,3 +68,46 @@ def test_compare_report_matches_the_json(tmp_path):
         for part in key.split("."):
             node = node[int(part)] if part.isdigit() else node[part]
         assert json.loads(value.replace("&quot;", '"')) == pytest.approx(node), key
+
+
+def noisy_three_classes(tmp_path):
+    rng = np.random.default_rng(5)
+    vocab = {"a": "apple banana cherry grape", "b": "car truck engine wheel", "c": "song music guitar drum"}
+    shared = "the of and to in".split()
+    lines = []
+    for i in range(90):
+        c = "abc"[i % 3]
+        own = vocab[c].split()
+        words = [rng.choice(own) for _ in range(3)] + [rng.choice(vocab["abc"[(i + 1) % 3]].split())] + \
+                [rng.choice(shared) for _ in range(4)]
+        lines.append(f"{c}\t{' '.join(words)}\n")
+    path = tmp_path / "three.tsv"
+    path.write_text("".join(lines))
+    return path
+
+
+def test_compare_on_three_classes(tmp_path):
+    corpus = noisy_three_classes(tmp_path)
+    result = CliRunner().invoke(cli, ["compare", str(corpus), "--classes", "any", "--folds", "3", "--json",
+                                      "--config", "model=multinomial,tokens=words",
+                                      "--config", "model=complement,tokens=words"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    first = data["configs"][0]
+    assert first["classes"] == ["a", "b", "c"] and first["n"] == 90
+    confusion = np.array(first["confusion"])
+    assert first["accuracy"] == pytest.approx(np.trace(confusion) / confusion.sum())
+    assert sum(f["accuracy"] for f in first["per_fold"]) / 3 == pytest.approx(first["accuracy_fold_mean"])
+    assert set(first["one_vs_rest"]) == {"per_class", "macro", "weighted", "micro"}
+    assert data["configs"][1]["vs_first"]["measure"] == "accuracy"
+    text = CliRunner().invoke(cli, ["cv", str(corpus), "--classes", "any", "--folds", "3",
+                                    "--config", "model=multinomial,tokens=words"]).output
+    assert "90 messages of 3 classes (a, b, c)" in text and "macro AUC" in text
+
+
+def test_compare_report_on_three_classes_says_why(tmp_path):
+    corpus = noisy_three_classes(tmp_path)
+    result = CliRunner().invoke(cli, ["compare", str(corpus), "--classes", "any", "--folds", "3",
+                                      "--config", "model=multinomial", "--report", str(tmp_path / "r.html")])
+    assert result.exit_code == 1 and "overlays the ROC curves of two-class" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "r.html").exists()

@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from ..errors import ConfigError
+
 from ..names import METRICS, REPRESENTATIONS
 from ..report import render_comparison, render_engine_run, render_threshold, render_tuning, to_json
 from . import cli
@@ -96,6 +98,11 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
                                  status=progress.stage)
     if getattr(chosen, "name", None) == "dask":
         result["dask"] = chosen.run.as_dict()
+    if report_path is not None and result["configs"] and "roc" not in result["configs"][0]:
+        click.echo(to_json(result) if as_json else render_comparison(result))
+        raise ConfigError("--report overlays the ROC curves of two-class ham/spam filters; the table above "
+                          f"is the comparison of these {len(result['configs'][0]['classes'])} classes, and no "
+                          f"report was written to {report_path}")
     if report_path is not None:
         from ..htmlreport import render_comparison_html
         with open(report_path, "w", encoding="utf-8") as fh:

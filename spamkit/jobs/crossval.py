@@ -22,16 +22,16 @@ from ..text import Analyzer
 from ..config import filter_from_config
 
 
-def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0,
-                             progress=None, return_folds: bool = False, status=None, tokenize=None,
-                             purpose: str = "cross-validation"):
-    """Out-of-fold log-odds of spam for every message of labelled ham/spam corpora.
+def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0, progress=None,
+                              status=None, tokenize=None, purpose: str = "cross-validation", ham_spam: bool = False):
+    """Out-of-fold class log-probabilities of every message of labelled corpora, any number of
+    classes: ``(labels, classes, log_proba (n, K), fold of each message)``.
 
     Each fold is scored by a filter built like ``spam_filter`` (same analyzer settings,
     vectorizer settings, model parameters and calibration) but trained from scratch on the
-    other folds, so a threshold chosen on these scores is chosen on data no filter saw.
-    ``spam_filter`` need not be fitted: only its configuration is used. Returns
-    ``(is_spam, log_odds)``, and the fold of each message with ``return_folds``.
+    other folds (stratified: every class in every fold's training part), so anything chosen
+    on these scores is chosen on data no filter saw. ``spam_filter`` need not be fitted: only
+    its configuration is used. ``ham_spam`` refuses other labels (``purpose`` says what for).
     ``status(done, total, text)`` hears the folds as they start (reading is step 0 of
     ``folds + 1``). ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
     """
@@ -42,9 +42,10 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
 
     def labelled():
         for msg in iter_corpora(corpora):
-            if msg.label not in (HAM_NAME, SPAM_NAME):
+            if msg.label is None or (ham_spam and msg.label not in (HAM_NAME, SPAM_NAME)):
                 raise CorpusError(f"{msg.source}: {purpose} needs two classes named ham and spam, got "
-                                  f"{msg.label!r} (more classes: spamkit evaluate on a held-out corpus)")
+                                  f"{msg.label!r}" if ham_spam else
+                                  f"{msg.source}: message has no class; {purpose} needs labelled corpora")
             labels.append(msg.label)
             if progress is not None:
                 progress(msg)
@@ -52,9 +53,10 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
 
     tokens = list(spam_filter.tokenized(labelled(), tokenize))
     y = np.asarray(labels)
-    require_classes(Counter(labels), "the threshold corpus")
+    require_classes(Counter(labels), f"the {purpose} corpus")
+    classes = sorted(set(map(str, labels)))
     fold_of = stratified_folds(y, folds, seed=seed)
-    scores = np.zeros(len(y))
+    log_proba = np.full((len(y), len(classes)), -np.inf)
     config = spam_filter.vectorizer.get_config()
     for k in range(folds):
         if status is not None:
@@ -70,14 +72,44 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
         if f.calibrate != "none":
             f.calibration = f.fit_calibration(X, y[train])
         lp = f.log_proba(vectorizer.transform(tokens[i] for i in held))
-        s = list(f.classes_).index(SPAM_NAME)
-        with np.errstate(invalid="ignore"):
-            scores[held] = lp[:, s] - lp[:, 1 - s]
+        columns = [classes.index(str(c)) for c in f.classes_]       # a class absent from training stays -inf
+        log_proba[np.ix_(held, columns)] = lp
+    return y, classes, log_proba, fold_of
+
+
+def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0,
+                             progress=None, return_folds: bool = False, status=None, tokenize=None,
+                             purpose: str = "cross-validation"):
+    """Out-of-fold log-odds of spam for every message of labelled ham/spam corpora
+    (:func:`cross_validated_log_proba` for two classes): ``(is_spam, log_odds)``, and the fold of
+    each message with ``return_folds``."""
+    y, classes, lp, fold_of = cross_validated_log_proba(spam_filter, corpora, folds, seed, progress, status,
+                                                        tokenize, purpose, ham_spam=True)
+    s = classes.index(SPAM_NAME)
+    with np.errstate(invalid="ignore"):
+        scores = lp[:, s] - lp[:, 1 - s]
     # kNN's log-odds are infinite when every neighbour agrees: keep them finite and ordered
     scores = finite_log_odds(scores)
     if return_folds:
         return y == SPAM_NAME, scores, fold_of
     return y == SPAM_NAME, scores
+
+
+def k_class_measures(y, classes: list, log_proba: np.ndarray, fold_of: np.ndarray, folds: int) -> dict:
+    """Cross-validated measures of a K-class filter: accuracy, macro F1, log loss, the one-vs-rest
+    AUC and average precision (per class, macro, weighted, micro), and accuracy per fold."""
+    from ..metrics import multiclass_report, one_vs_rest
+    proba = np.exp(log_proba)
+    pred = np.asarray(classes, dtype=object)[np.argmax(log_proba, axis=1)]
+    truth = np.asarray([str(v) for v in y], dtype=object)
+    report = multiclass_report(truth, pred, classes)
+    own = log_proba[np.arange(len(truth)), [classes.index(v) for v in truth]]
+    per_fold = [{"accuracy": float(np.mean(pred[fold_of == k] == truth[fold_of == k]))} for k in range(folds)]
+    return {"n": int(len(truth)), "classes": classes, "accuracy": report["accuracy"], "macro_f1": report["macro_f1"],
+            "log_loss": float(-np.mean(np.maximum(own, np.log(1e-15)))) + 0.0, "per_class": report["per_class"],
+            "confusion": report["confusion"], "one_vs_rest": one_vs_rest(truth, proba, classes), "per_fold": per_fold,
+            "accuracy_fold_mean": float(np.mean([f["accuracy"] for f in per_fold])),
+            "accuracy_fold_std": float(np.std([f["accuracy"] for f in per_fold], ddof=1))}
 
 
 def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 0, progress=None,
@@ -103,8 +135,20 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
         spam_filter = filter_from_config(settings)
         corpora = corpora_factory()
         try:
-            cv = cross_validated_log_odds if engine is None else engine.cross_validated_log_odds
-            y, s, fold_of = cv(spam_filter, corpora, folds, seed, progress, return_folds=True, status=config_status)
+            if engine is None or hasattr(engine, "tokenizer"):      # this process (and its worker processes)
+                tokenize = engine.tokenizer(spam_filter.analyzer) if engine is not None else None
+                labels, classes, lp, fold_of = cross_validated_log_proba(
+                    spam_filter, corpora, folds, seed, progress, config_status, tokenize)
+                if classes != [HAM_NAME, SPAM_NAME]:
+                    results.append({"name": name, "settings": settings,
+                                    **k_class_measures(labels, classes, lp, fold_of, folds)})
+                    continue
+                y = labels == SPAM_NAME
+                with np.errstate(invalid="ignore"):
+                    s = finite_log_odds(lp[:, 1] - lp[:, 0])
+            else:                                                   # the Dask engine: ham and spam
+                y, s, fold_of = engine.cross_validated_log_odds(spam_filter, corpora, folds, seed, progress,
+                                                                return_folds=True, status=config_status)
         finally:
             for c in corpora:
                 c.close()
@@ -126,9 +170,11 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
             "accuracy_fold_mean": float(np.mean([f["accuracy"] for f in per_fold])),
             "accuracy_fold_std": float(np.std([f["accuracy"] for f in per_fold], ddof=1))})
     base = results[0]
+    measure = "auc" if "auc" in base else "accuracy"            # K classes: paired accuracy per fold
     for r in results[1:]:
-        diffs = [a["auc"] - b["auc"] for a, b in zip(r["per_fold"], base["per_fold"])]
-        r["vs_first"] = {"auc_diff_mean": float(np.mean(diffs)), "auc_diff_std": float(np.std(diffs, ddof=1)),
+        diffs = [a[measure] - b[measure] for a, b in zip(r["per_fold"], base["per_fold"])]
+        r["vs_first"] = {"measure": measure, f"{measure}_diff_mean": float(np.mean(diffs)),
+                         f"{measure}_diff_std": float(np.std(diffs, ddof=1)),
                          "folds_better": int(sum(d > 0 for d in diffs)), "folds_worse": int(sum(d < 0 for d in diffs))}
     return {"folds": folds, "seed": seed, "configs": results}
 
