@@ -8,14 +8,8 @@ import pytest
 
 from spamkit.models import CategoricalNB
 
-# Mitchell (1997), Table 3.2, the notes' example: outlook, temperature, humidity, wind -> play
-TENNIS = [("sunny", "hot", "high", "weak", "no"), ("sunny", "hot", "high", "strong", "no"),
-          ("overcast", "hot", "high", "weak", "yes"), ("rain", "mild", "high", "weak", "yes"),
-          ("rain", "cool", "normal", "weak", "yes"), ("rain", "cool", "normal", "strong", "no"),
-          ("overcast", "cool", "normal", "strong", "yes"), ("sunny", "mild", "high", "weak", "no"),
-          ("sunny", "cool", "normal", "weak", "yes"), ("rain", "mild", "normal", "weak", "yes"),
-          ("sunny", "mild", "normal", "strong", "yes"), ("overcast", "mild", "high", "strong", "yes"),
-          ("overcast", "hot", "normal", "weak", "yes"), ("rain", "mild", "high", "strong", "no")]
+from test_naive_bayes import TENNIS  # Mitchell (1997), Table 3.2, the notes' play-tennis data
+
 X = [row[:4] for row in TENNIS]
 y = [row[4] for row in TENNIS]
 QUERY = [("sunny", "cool", "high", "strong")]

@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from .base import ProbabilisticClassifier, check_alpha, check_sample_weight
+from .base import NaiveBayesParameters, ProbabilisticClassifier, check_alpha, check_sample_weight, class_log_prior
 
 
-class CategoricalNB(ProbabilisticClassifier):
+class CategoricalNB(NaiveBayesParameters, ProbabilisticClassifier):
     """Naive Bayes over categorical features, missing values allowed.
 
     Parameters
@@ -65,16 +65,10 @@ class CategoricalNB(ProbabilisticClassifier):
 
     _accept_sparse = False
 
-    def __init__(self, alpha=1.0, fit_prior=True, class_prior=None):
-        self.alpha = alpha
-        self.fit_prior = fit_prior
-        self.class_prior = class_prior
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True
         tags.input_tags.allow_nan = True
-        tags.classifier_tags.poor_score = True         # categories, not blobs of real numbers
         return tags
 
     # ------------------------------------------------------------- encoding
@@ -151,18 +145,7 @@ class CategoricalNB(ProbabilisticClassifier):
         return self
 
     def _update(self):
-        n_classes = len(self.classes_)
-        if self.class_prior is not None:
-            prior = np.asarray(self.class_prior, dtype=np.float64)
-            if prior.shape != (n_classes,) or np.any(prior < 0) or not np.isclose(prior.sum(), 1.0):
-                raise ConfigError(f"class_prior must be {n_classes} non-negative numbers summing to 1")
-            with np.errstate(divide="ignore"):
-                self.class_log_prior_ = np.log(prior)
-        elif self.fit_prior:
-            with np.errstate(divide="ignore"):
-                self.class_log_prior_ = np.log(self.class_count_) - np.log(self.class_count_.sum())
-        else:
-            self.class_log_prior_ = np.full(n_classes, -np.log(n_classes))
+        self.class_log_prior_ = class_log_prior(self.class_count_, self.fit_prior, self.class_prior)
         self.feature_log_prob_ = []
         for counts in self.category_count_:
             observed = counts.sum(axis=1, keepdims=True)             # N_{c,j}: rows with j known

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .base import check_alpha
+from .base import check_alpha, class_log_prior
 from .counting import CountingModel
 
 
@@ -95,8 +95,7 @@ class ComplementNB(CountingModel):
             self.feature_log_prob_ = logged / logged.sum(axis=1, keepdims=True)
         else:
             self.feature_log_prob_ = -logged
-        with np.errstate(divide="ignore"):
-            self.class_log_prior_ = np.log(self.class_count_) - np.log(self.class_count_.sum())
+        self.class_log_prior_ = class_log_prior(self.class_count_)
 
     def joint_log_likelihood(self, X) -> np.ndarray:
         """The complement score of each class, shape (n_docs, n_classes); higher is more likely."""

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from .base import ProbabilisticClassifier, check_alpha, check_sample_weight
+from .base import NaiveBayesParameters, ProbabilisticClassifier, check_alpha, check_sample_weight, class_log_prior
 from .counting import CountingModel
 
 
@@ -34,22 +34,9 @@ def _finite(a: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(a), a, 0.0)
 
 
-class _DiscreteNB(CountingModel):
+class _DiscreteNB(NaiveBayesParameters, CountingModel):
     """Shared priors and posteriors of the Bernoulli and multinomial models (their counting:
     :class:`~spamkit.models.counting.CountingModel`)."""
-
-    def __init__(self, alpha=1.0, fit_prior=True, class_prior=None):
-        self.alpha = alpha
-        self.fit_prior = fit_prior
-        self.class_prior = class_prior
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # scikit-learn's estimator suite checks accuracy > 0.83 on Gaussian blobs, which a
-        # count model cannot reach on shifted or binarized real values; scikit-learn tags its
-        # own discrete Naive Bayes estimators poor_score for the same reason.
-        tags.classifier_tags.poor_score = True
-        return tags
 
     # ------------------------------------------------------------- counting (spamkit.models.counting)
 
@@ -66,20 +53,8 @@ class _DiscreteNB(CountingModel):
         self._cache_transposes()
 
     def _update_class_log_prior(self):
-        n_classes = len(self.classes_)
-        if self.class_prior is not None:
-            prior = np.asarray(self.class_prior, dtype=np.float64)
-            if prior.shape != (n_classes,) or np.any(prior < 0) or not np.isclose(prior.sum(), 1.0):
-                raise ConfigError(f"class_prior must be {n_classes} non-negative numbers summing to 1, "
-                                  f"got {self.class_prior!r}")
-            with np.errstate(divide="ignore"):
-                self.class_log_prior_ = np.log(prior)
-        elif self.fit_prior:
-            # p(c) = N_c / N   (learned from the class frequencies)
-            with np.errstate(divide="ignore"):
-                self.class_log_prior_ = np.log(self.class_count_) - np.log(self.class_count_.sum())
-        else:
-            self.class_log_prior_ = np.full(n_classes, -np.log(n_classes))
+        # p(c) = N_c / N (learned from the class frequencies), or given, or uniform
+        self.class_log_prior_ = class_log_prior(self.class_count_, self.fit_prior, self.class_prior)
 
     def _update_linear_form(self):
         """Cache ``b_c`` and ``w_c`` of ``log p(x, c) = b_c + x . w_c`` and where they are -inf."""
