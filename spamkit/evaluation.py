@@ -347,3 +347,26 @@ def report_data(is_spam, log_odds, p_spam, decisions_spam, c_fp: float = 1.0, c_
                         **({"raw": {**probability_scores(y, p_raw), "reliability": reliability_bins(y, p_raw)}}
                            if p_raw is not None else {})},
     }
+
+
+def k_class_report_data(y_true, proba, classes, max_points: int = 500) -> dict:
+    """The curves of the K-class HTML report: for each class against the rest, and micro-averaged
+    over every (message, class) pair, the ROC curve and the precision-recall curve (at most
+    ``max_points`` points each; the AUC and average precision are in the result's
+    ``one_vs_rest``)."""
+    from .metrics import pr_curve, roc_curve
+    labels = [str(c) for c in classes]
+    y = np.asarray([str(v) for v in y_true])
+    P = np.asarray(proba, dtype=np.float64)
+
+    def curves(truth, scores):
+        fpr, tpr, _ = roc_curve(truth, scores)
+        precision, recall, _ = pr_curve(truth, scores)
+        keep = np.unique(np.linspace(0, len(fpr) - 1, min(len(fpr), max_points)).astype(int))
+        keep_pr = np.unique(np.linspace(0, len(recall) - 1, min(len(recall), max_points)).astype(int))
+        return {"roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist()},
+                "pr": {"precision": precision[keep_pr].tolist(), "recall": recall[keep_pr].tolist()}}
+
+    per_class = {label: curves(y == label, P[:, k]) for k, label in enumerate(labels) if 0 < np.sum(y == label) < len(y)}
+    onehot = (y[:, None] == np.asarray(labels)[None, :]).ravel()
+    return {"per_class": per_class, "micro": curves(onehot, P.ravel())}

@@ -97,8 +97,70 @@ def _plots(report: dict) -> dict:
             "histogram": _figure_png(histograms)}
 
 
+_STYLE = ("<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
+          "figure{display:inline-block;margin:.5em}code,pre{background:#f4f4f4;padding:.2em}</style>")
+
+
+def render_k_class_html(result: dict, command: str, configuration: dict) -> str:
+    """The report page of a filter with any number of classes: per-class measures, one-vs-rest
+    ROC and precision-recall curves (each class and the micro average), the confusion matrix."""
+    labels, ovr, curves = result["labels"], result["one_vs_rest"], result["report"]
+
+    def overlay(ax, kind):
+        for i, label in enumerate(labels):
+            if label in curves["per_class"]:
+                c = curves["per_class"][label][kind]
+                x, y = (c["fpr"], c["tpr"]) if kind == "roc" else (c["recall"], c["precision"])
+                measure = ovr["per_class"][label]["auc" if kind == "roc" else "average_precision"]
+                ax.step(x, y, where="post", color=f"C{i}", label=f"{label[:20]} ({measure:.4f})")
+        c = curves["micro"][kind]
+        x, y = (c["fpr"], c["tpr"]) if kind == "roc" else (c["recall"], c["precision"])
+        ax.step(x, y, where="post", color="k", linestyle="--",
+                label=f"micro average ({ovr['micro']['auc' if kind == 'roc' else 'average_precision']:.4f})")
+        ax.legend(fontsize=7)
+        ax.set(xlabel="false-positive rate" if kind == "roc" else "recall",
+               ylabel="true-positive rate" if kind == "roc" else "precision",
+               title="ROC, each class against the rest" if kind == "roc" else "precision-recall, each class against the rest")
+
+    plots = [_figure_png(lambda ax: overlay(ax, "roc")), _figure_png(lambda ax: overlay(ax, "pr"))]
+    head = "<tr><th>class</th><th>precision</th><th>recall</th><th>F1</th><th>support</th><th>ROC AUC</th><th>average precision</th></tr>"
+    rows = []
+    for label in labels:
+        s, o = result["per_class"][label], ovr["per_class"][label]
+        k, ok = f"per_class.{label}.", f"one_vs_rest.per_class.{label}."
+        rows.append(f"<tr><th>{html.escape(label)}</th><td>{_value(k + 'precision', s['precision'])}</td>"
+                    f"<td>{_value(k + 'recall', s['recall'])}</td><td>{_value(k + 'f1', s['f1'])}</td>"
+                    f"<td>{_value(k + 'support', s['support'], '{}')}</td><td>{_value(ok + 'auc', o['auc'])}</td>"
+                    f"<td>{_value(ok + 'average_precision', o['average_precision'])}</td></tr>")
+    averages = "".join(f"<tr><th>{kind}</th><td>{_value(f'one_vs_rest.{kind}.auc', ovr[kind]['auc'])}</td>"
+                       f"<td>{_value(f'one_vs_rest.{kind}.average_precision', ovr[kind]['average_precision'])}</td></tr>"
+                       for kind in ("macro", "weighted", "micro"))
+    confusion = ("<table><tr><th>true \\ decided</th>" + "".join(f"<th>{html.escape(l)}</th>" for l in labels) + "</tr>"
+                 + "".join(f"<tr><th>{html.escape(l)}</th>" + "".join(
+                     f"<td>{_value(f'confusion.{i}.{j}', n, '{}')}</td>" for j, n in enumerate(row)) + "</tr>"
+                     for i, (l, row) in enumerate(zip(labels, result["confusion"]))) + "</table>")
+    images = "".join(f'<figure><img alt="curves" src="data:image/png;base64,{png}"></figure>' for png in plots)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>spamkit evaluation</title>{_STYLE}</head><body>
+<h1>spamkit evaluation: {len(labels)} classes</h1>
+<p>{_value("n", result["n"], "{}")} messages; accuracy {_value("accuracy", result["accuracy"])}, macro F1
+{_value("macro_f1", result["macro_f1"])}.</p>
+<h2>Each class</h2><table>{head}{''.join(rows)}</table>
+<h2>Averages of the one-vs-rest measures</h2>
+<table><tr><th></th><th>ROC AUC</th><th>average precision</th></tr>{averages}</table>
+<h2>Confusion matrix</h2>{confusion}
+<h2>Curves</h2>{images}
+<h2>Configuration</h2><pre>{html.escape(command)}</pre>
+<pre>{html.escape(json.dumps(configuration, indent=2, sort_keys=True, default=str))}</pre>
+</body></html>
+"""
+
+
 def render_html(result: dict, command: str, configuration: dict) -> str:
     """The report page for an evaluation result with ``result["report"]``."""
+    if "spam_recall" not in result:
+        return render_k_class_html(result, command, configuration)
     r = result["report"]
     auc = r["auc"]
     plots = _plots(r)

@@ -202,18 +202,6 @@ def three_class_tsv(tmp_path):
     return path
 
 
-def test_a_k_class_report_is_refused_before_any_work(tmp_path):
-    corpus = three_class_tsv(tmp_path)
-    model = tmp_path / "three.spamkit"
-    assert CliRunner().invoke(cli, ["train", str(corpus), "--classes", "any", "--model", "multinomial",
-                                    "-o", str(model)]).exit_code == 0
-    empty = tmp_path / "empty"                   # reading it would fail with another message
-    empty.mkdir()
-    fails_clearly(["evaluate", model, empty, "--report", tmp_path / "r.html"],
-                  "--report draws the ROC and PR curves of P(spam)", "a, b, c")
-    assert not (tmp_path / "r.html").exists()
-
-
 def test_threshold_on_more_classes_says_why(tmp_path):
     corpus = three_class_tsv(tmp_path)
     model = tmp_path / "three.spamkit"

@@ -17,7 +17,7 @@ from conftest import SAMPLE
 def _lookup(result: dict, key: str):
     value = result
     for part in key.split("."):
-        value = value[part]
+        value = value[int(part)] if isinstance(value, list) else value[part]
     return value
 
 
@@ -68,3 +68,28 @@ def test_report_measures_the_effect_of_calibration(tmp_path):
     cal = json.loads(out.output)["report"]["calibration"]
     assert "raw" in cal and len(cal["raw"]["reliability"]) == 10
     assert 'data-key="report.calibration.raw.brier"' in page.read_text(encoding="utf-8")
+
+
+def test_k_class_report_matches_the_json(tmp_path):
+    """Three classes: per-class one-vs-rest ROC and PR curves (each class and the micro average),
+    the per-class table, the averages and the confusion matrix, every number from the JSON."""
+    from test_compare import noisy_three_classes
+    corpus = noisy_three_classes(tmp_path)
+    model = tmp_path / "three.spamkit"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["train", str(corpus), "--classes", "any", "--model", "multinomial", "--tokens", "words",
+                               "-o", str(model)]).exit_code == 0
+    page = tmp_path / "three.html"
+    out = runner.invoke(cli, ["evaluate", str(model), str(corpus), "--classes", "any", "--report", str(page), "--json"])
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.stdout)
+    text = page.read_text(encoding="utf-8")
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', text)
+    assert len(images) == 2 and all(base64.b64decode(png)[:8] == b"\x89PNG\r\n\x1a\n" for png in images)
+    shown = dict(re.findall(r'data-key="([^"]+)" data-value="([^"]+)"', text))
+    assert {"one_vs_rest.per_class.a.auc", "one_vs_rest.micro.average_precision", "confusion.2.2",
+            "per_class.b.f1"} <= set(shown)
+    for key, value in shown.items():
+        assert json.loads(value.replace("&quot;", '"')) == pytest.approx(_lookup(result, key)), key
+    curves = result["report"]
+    assert set(curves["per_class"]) == {"a", "b", "c"} and curves["micro"]["roc"]["tpr"][-1] == 1.0

@@ -6,7 +6,6 @@ import sys
 
 import click
 
-from ..errors import ConfigError
 
 from ..report import render_engine_run, render_evaluation, to_json
 from . import cli
@@ -37,10 +36,6 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     from ..jobs.evaluate import evaluate_filter
     from ..spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
-    filter_classes = sorted(str(c) for c in spam_filter.classes_)
-    if report_path is not None and filter_classes != ["ham", "spam"]:       # before any work
-        raise ConfigError(f"--report draws the ROC and PR curves of P(spam), for ham/spam filters; {model} has "
-                          f"the classes {', '.join(filter_classes)} (the text and --json output cover them)")
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))
     spam_filter.set_spam_rate(spam_rate)

@@ -93,7 +93,10 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
         result["familiarity"] = {"median": float(np.median(familiarity)), **spam_filter.guard.as_dict(),
                                  "guarded": dict(spam_filter.guard.counts)}
     result["corpora"] = describe_corpora(corpora)
-    if detail:
+    if detail and "spam_recall" not in result:               # K classes (or two not named ham/spam)
+        from ..evaluation import k_class_report_data
+        result["report"] = k_class_report_data(labels, proba, spam_filter.classes_)
+    elif detail:
         from ..evaluation import report_data
         s = spam_filter.spam_column
         with np.errstate(invalid="ignore"):
