@@ -149,6 +149,20 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     return w
 
 
+def unit_rows(X) -> sp.csr_matrix:
+    """A float copy of X with every row scaled to unit Euclidean length (all-zero rows stay zero):
+    cosine kNN's stored rows and complement NB's length normalisation.
+
+    >>> unit_rows(sp.csr_matrix([[3.0, 4.0], [0.0, 0.0]])).toarray().tolist()
+    [[0.6, 0.8], [0.0, 0.0]]
+    """
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    X.data /= np.repeat(norms, np.diff(X.indptr))
+    return X
+
+
 class NaiveBayesParameters:
     """The parameters every Naive Bayes model of spamkit takes (a mixin, before the base class):
     ``alpha`` (additive smoothing), ``fit_prior`` and ``class_prior`` (see :func:`class_log_prior`)."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .base import check_alpha, class_log_prior
+from .base import check_alpha, class_log_prior, unit_rows
 from .counting import CountingModel
 
 
@@ -80,11 +80,7 @@ class ComplementNB(CountingModel):
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
         if self.tf_transform:
             X.data = np.log1p(X.data)
-        if self.length_norm:
-            norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-            norms[norms == 0] = 1.0
-            X.data /= np.repeat(norms, np.diff(X.indptr))
-        return X
+        return unit_rows(X) if self.length_norm else X
 
     def counts_changed(self) -> None:
         alpha = check_alpha(self.alpha)

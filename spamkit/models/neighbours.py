@@ -38,6 +38,7 @@ from sklearn.utils.validation import validate_data
 
 from ..errors import ConfigError, NotFittedError
 from ..names import METRICS, WEIGHTS
+from .base import unit_rows
 
 try:  # scikit-learn >= 1.7: sparse @ sparse straight into a dense array, about 3x scipy's speed
     from sklearn.utils.sparsefuncs import sparse_matmul_to_dense as _sparse_dense_product
@@ -46,14 +47,6 @@ except ImportError:  # pragma: no cover - older scikit-learn
 
 #: default memory budget of one search, in bytes
 DEFAULT_MEMORY = 256 * 2 ** 20
-
-
-def _l2_rows(X: sp.csr_matrix) -> sp.csr_matrix:
-    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    norms[norms == 0] = 1.0
-    X.data /= np.repeat(norms, np.diff(X.indptr))
-    return X
 
 
 def _binary(X: sp.csr_matrix) -> sp.csr_matrix:
@@ -226,7 +219,7 @@ class NeighbourSearch:
         """Rows as stored for the metric: unit length (cosine), 0/1 (jaccard), as given (Lp)."""
         X = sp.csr_matrix(X, dtype=np.float64)
         if self.metric == "cosine":
-            return _l2_rows(X)
+            return unit_rows(X)
         if self.metric == "jaccard":
             return _binary(X)
         return X
