@@ -5,6 +5,12 @@ imports, option parsing, the filter — under :func:`spamkit.passthrough.guard`,
 neither a broken installation (numpy or scikit-learn failing to import), a bad option,
 nor anything the message or the filter file does can lose the message. Every other
 command goes straight to :mod:`spamkit.cli`.
+
+The plain form ``spamkit filter MODEL -`` (no options), what a delivery agent runs once per
+message, does not even load the command line: a filter that :mod:`spamkit.lean` scores
+(the default filter among them) is read and applied with the standard library alone, and
+any other filter goes through :mod:`spamkit.cli` as the options would. Same verdict, same
+tags, same exit status; ``tests/test_lean.py`` checks both routes on the same messages.
 """
 
 from __future__ import annotations
@@ -52,12 +58,29 @@ def _run_command_line(args: list[str], raw: bytes) -> tuple[int, bytes]:
         sys.stdin, sys.stdout = stdin, stdout
 
 
+def _lean_pipe(args: list[str], raw: bytes) -> tuple[int, bytes]:
+    """``spamkit filter MODEL -`` on ``raw`` through :mod:`spamkit.lean`, or the command line
+    when the filter needs the full path."""
+    from .lean import lean_filter
+    from .mailfilter.tags import model_id_of, tag
+    from .passthrough import VERDICT_STATUS
+
+    model = args[1]
+    lean = lean_filter(model)
+    if lean is None:
+        return _run_command_line(args, raw)
+    verdict, p = lean.verdict(raw)
+    return VERDICT_STATUS[verdict], tag(raw, verdict, p, model_id_of(model))
+
+
 def main(argv=None) -> int:
     """Console-script entry point."""
     args = sys.argv[1:] if argv is None else list(argv)
     if is_pipe_mode(args):
         raw = sys.stdin.buffer.read()
-        return guard(raw, lambda message: _run_command_line(args, message), "spamkit filter")
+        plain = len(args) == 3 and args[0] == "filter" and args[2] == "-" and not args[1].startswith("-")
+        run = _lean_pipe if plain else _run_command_line
+        return guard(raw, lambda message: run(args, message), "spamkit filter")
     from .cli import main as cli_main
 
     return cli_main(args)

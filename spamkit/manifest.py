@@ -1,8 +1,10 @@
 """Reading a filter file's manifest: the zip, ``manifest.json`` and every field's type and size
-checked before anything else is read, so that ``spamkit info`` (and the loader,
-:mod:`spamkit.persist`) treat a filter file from elsewhere as the hostile input it may be.
+checked before anything else is read, so that ``spamkit info`` (and the loaders,
+:mod:`spamkit.persist` and :mod:`spamkit.lean`) treat a filter file from elsewhere as the
+hostile input it may be.
 
-NumPy (for dtype names) and the standard library only: ``spamkit info`` needs no more.
+The standard library only (array dtypes are read from their NumPy names by
+:func:`dtype_of`): ``spamkit info`` and pipe mode need no more.
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ import json
 import os
 import zipfile
 from pathlib import Path
+import re
 from zlib import error as zlib_error
-
-import numpy as np
 
 from . import __version__
 from .errors import ModelFormatError
@@ -48,6 +49,35 @@ _ARRAY_KINDS = frozenset("fiubU")
 
 #: largest .npy header (magic, version, length and the header dict, padded)
 _NPY_HEADER_MAX = 4096
+
+
+#: a NumPy dtype as ``dtype.str`` writes it: byte order, kind, item size ("<f8", "|u1", "<U12")
+_DTYPE = re.compile(r"([<>|=]?)([a-zA-Z])(\d+)\Z")
+#: a NumPy dtype as ``str(dtype)`` names it (what filter files record): "float64", "uint8", "bool"
+_DTYPE_NAME = re.compile(r"(float|int|uint)(8|16|32|64)\Z")
+
+
+def dtype_of(text) -> tuple[str, int] | None:
+    """``(kind, item size in bytes)`` of a dtype of plain numbers, booleans or text, else None.
+
+    >>> dtype_of("float64"), dtype_of("bool"), dtype_of("<U3"), dtype_of("|u1"), dtype_of("object")
+    (('f', 8), ('b', 1), ('U', 12), ('u', 1), None)
+    """
+    if not isinstance(text, str):
+        return None
+    if text == "bool":
+        return "b", 1
+    m = _DTYPE_NAME.match(text)
+    if m is not None:
+        kind, size = {"float": "f", "int": "i", "uint": "u"}[m.group(1)], int(m.group(2)) // 8
+        return None if kind == "f" and size == 1 else (kind, size)
+    m = _DTYPE.match(text)
+    if m is None or m.group(2) not in _ARRAY_KINDS:
+        return None
+    kind, size = m.group(2), int(m.group(3))
+    if kind in "fiu" and size not in (1, 2, 4, 8) or kind == "f" and size == 1 or kind == "b" and size != 1:
+        return None
+    return kind, size * 4 if kind == "U" else size
 
 
 def format_error(path: Path, problem: str):
@@ -172,11 +202,8 @@ def _check_structure(manifest: dict, path: Path) -> None:
              and isinstance(meta.get("dtype"), str) and isinstance(meta.get("shape"), list)
              and len(meta["shape"]) <= 2 and all(_is_count(n) for n in meta["shape"]),
              f"array {name!r} is not described by file, sha256, dtype and a shape of at most 2 sizes")
-        try:
-            dtype = np.dtype(meta["dtype"])
-        except (TypeError, ValueError):
-            dtype = None
-        need(dtype is not None and dtype.kind in _ARRAY_KINDS and dtype.itemsize <= 4096,
+        dtype = dtype_of(meta["dtype"])
+        need(dtype is not None and dtype[1] <= 4096,
              f"array {name!r} has dtype {meta['dtype']!r}; only numbers, booleans and text are allowed")
     need(isinstance(model, dict) and isinstance(model.get("type"), str) and isinstance(model.get("params"), dict)
          and isinstance(model.get("classes"), list) and 1 <= len(model["classes"]) <= 10_000
@@ -214,7 +241,7 @@ def expected_sizes(manifest: dict, path: Path) -> dict[str, int]:
         n = 1
         for dim in meta["shape"]:
             n *= dim
-        sizes[meta["file"]] = n * np.dtype(meta["dtype"]).itemsize + _NPY_HEADER_MAX
+        sizes[meta["file"]] = n * dtype_of(meta["dtype"])[1] + _NPY_HEADER_MAX
     for meta in text_members(manifest).values():
         sizes[meta["file"]] = max(meta["count"], 1) * (MAX_LINE_BYTES + 1)
     cap = max_filter_bytes()

@@ -13,7 +13,10 @@ A filter file (``*.spamkit``) is a zip archive:
     a newline). Absent in hashing mode.
 ``arrays/<name>.npy``
     NumPy arrays (the model's counts, document frequencies, idf), read back with
-    ``allow_pickle=False``.
+    ``allow_pickle=False``. With a vocabulary, ``filter.term_hash`` and
+    ``filter.term_hash_column`` index it by a 64-bit key per term
+    (:func:`term_hash_index`), so that pipe mode (:mod:`spamkit.lean`) looks a message's
+    tokens up without reading ``terms.txt``; files without them still load everywhere.
 
 Loading a file therefore never runs code from it: JSON, text and ``.npy`` arrays of
 plain numbers only. A truncated or altered file fails its zip CRC or SHA-256 check;
@@ -58,6 +61,7 @@ from .errors import ConfigError, ModelFormatError, OutputError
 from .manifest import (FORMAT, FORMAT_VERSION, check_manifest, expected_sizes, format_error, open_zip,  # noqa: F401
                        read_lines, read_manifest, read_member)  # (read_manifest: re-exported with the loader)
 from .features import Vectorizer
+from .lean import term_hash
 from .models import (BernoulliNB, ComplementNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic,
                      RobinsonFisher)
 from .text import Analyzer
@@ -138,6 +142,22 @@ def atomic_write(path: Path, data_writer) -> None:
             os.unlink(tmp)
 
 
+def term_hash_index(terms: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The vocabulary's hash index for pipe mode (:func:`spamkit.lean.term_hash`): the terms'
+    64-bit keys sorted, and the column of each; None if two terms share a key.
+
+    >>> keys, columns = term_hash_index(["b", "a"])
+    >>> [int(k) for k in keys] == sorted(term_hash(t) for t in "ab"), sorted(columns.tolist())
+    (True, [0, 1])
+    """
+    keys = np.fromiter((term_hash(t) for t in terms), dtype=np.uint64, count=len(terms))
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
+        return None
+    return keys, order.astype(np.int64)
+
+
 def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, training: dict | None = None,
                 extra: dict | None = None, filter_arrays: dict | None = None) -> None:
     """Write a filter file (see the module docstring) atomically to ``path``.
@@ -183,6 +203,10 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
     terms_meta = None
     if vectorizer.terms_ is not None:
         terms_meta = add_lines("terms", vectorizer.terms_)
+        index = term_hash_index(vectorizer.terms_)
+        if index is not None:
+            add_array("filter.term_hash", index[0])
+            add_array("filter.term_hash_column", index[1])
     classes = [_jsonable(c) for c in model.classes_.tolist()]
     manifest = {
         "format": FORMAT,

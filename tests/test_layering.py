@@ -19,8 +19,10 @@ ALLOWED = {
     # the names users choose from (models, tokens, representations, ...) and the default rate,
     # standard library only, so that --help lists choices without importing the libraries
     "names": set(),
-    # a filter file's manifest, read and checked (NumPy only: all spamkit info needs)
+    # a filter file's manifest, read and checked (standard library only: all spamkit info needs)
     "manifest": {"errors", "version"},
+    # pipe mode's fast path: a counting filter's file read and one message scored, standard library only
+    "lean": {"errors", "manifest", "message", "text"},
     # fsync helpers shared by filter files and mailboxes (standard library only)
     "durable": {"errors"},
     "labels": set(),
@@ -53,7 +55,7 @@ ALLOWED = {
     "evaluation": {"corpus", "decision", "errors", "features", "labels", "message", "metrics", "models", "names", "persist", "selection", "text"},
     # model selection over matrices (folds, out-of-fold scores, kNN tuning, thresholds)
     "selection": {"errors", "models", "decision"},
-    "persist": {"decision", "durable", "errors", "features", "labels", "manifest", "models", "text", "version"},
+    "persist": {"decision", "durable", "errors", "features", "labels", "lean", "manifest", "models", "text", "version"},
     "report": {"errors", "labels"},
     "htmlreport": set(),
     # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out
@@ -64,12 +66,12 @@ ALLOWED = {
     # pipe mode's never-lose-a-message guard (standard library only)
     "passthrough": set(),
     # the console script: guards pipe mode before importing the command line
-    "launch": {"passthrough", "cli"},
+    "launch": {"passthrough", "cli", "lean", "mailfilter"},
     # the Dask engine: the pipeline's stages run on workers; the pipeline never imports it
     "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "spamfilter",
                     "selection"},
     # the CLI parses --cost into the decision module's CostMatrix itself
-    "cli": {"config", "corpus", "decision", "distributed", "durable", "engines", "errors", "evaluation", "htmlreport", "jobs", "labels", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamfilter", "text", "version"},
+    "cli": {"config", "corpus", "decision", "distributed", "durable", "engines", "errors", "evaluation", "htmlreport", "jobs", "labels", "lean", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamfilter", "text", "version"},
     "__main__": {"launch"},
     "__init__": set(),
 }

@@ -32,15 +32,34 @@ def _load(model, cost, spam_rate=None):
     return spam_filter
 
 
+def _load_lean(model, cost, spam_rate=None):
+    """The filter as a :class:`spamkit.lean.LeanFilter` (the standard library only), or None
+    when the file needs the full path."""
+    from ..lean import lean_filter
+    lean = lean_filter(model)
+    if lean is None:
+        return None
+    if cost is not None:
+        matrix = costs_or_none(cost)
+        if matrix is None:
+            lean.costs = None
+        else:
+            lean.set_costs(matrix.costs.tolist(), matrix.classes, matrix.decisions)
+    lean.set_spam_rate(spam_rate)
+    return lean
+
+
 def _pipe(model, cost, spam_rate=None) -> int:
     """One message from standard input to standard output, tagged; never lost, whatever happens.
 
     Whatever goes wrong after the message is read (the parser, the filter file, the
     model, memory, a signal) writes the message out unchanged with status 3
-    (:func:`spamkit.passthrough.guard`).
+    (:func:`spamkit.passthrough.guard`). Counting filters over a vocabulary (the default
+    filter among them) are scored by :mod:`spamkit.lean` without NumPy, SciPy or
+    scikit-learn, which is most of the start-up; the rest load in full.
     """
     def work(raw: bytes) -> tuple[int, bytes]:
-        spam_filter = _load(model, cost, spam_rate)
+        spam_filter = _load_lean(model, cost, spam_rate) or _load(model, cost, spam_rate)
         verdict, p = spam_filter.verdict(raw)
         return VERDICT_STATUS[verdict], tag(raw, verdict, p, model_id_of(model))
 

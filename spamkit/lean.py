@@ -1,0 +1,484 @@
+"""One message through a filter file with the standard library alone: pipe mode's fast path.
+
+A mail delivery agent starts ``spamkit filter MODEL -`` once per message, so what matters
+there is start-up: importing NumPy costs ~100 ms, SciPy's sparse matrices another ~130 ms and
+scikit-learn about a second, while scoring one message needs a few hundred table lookups.
+:class:`LeanFilter` reads the filter file and scores a message with ``math``, ``array`` and
+``zipfile`` only, for the filters that are counting tables over a vocabulary -- the default
+stack (:class:`~spamkit.models.stack.FisherNBStack`) and Robinson/Fisher
+(:class:`~spamkit.models.robinson.RobinsonFisher`) -- with the same decision layer as
+:class:`~spamkit.spamfilter.SpamFilter` (calibration, prior correction, saved threshold,
+costs with an unsure decision, the familiarity floor). Any other filter
+(:func:`lean_filter` returns None) takes the full path, which gives the same answer.
+
+It is a second implementation of formulas that live in the models, on purpose: the models
+work on whole sparse matrices with NumPy and SciPy, this works on one message's columns in
+plain Python. ``tests/test_lean.py`` holds them together: on messages of every shared mail
+corpus and for every configuration this module accepts, P(spam) agrees with
+:meth:`SpamFilter.verdict` to 1e-9 and the verdicts are the same.
+
+The file is checked as :func:`spamkit.persist.load_filter` checks it (it is hostile data):
+the manifest's structure, each member's size against what the manifest implies and its
+SHA-256, array types and shapes, counts finite and non-negative.
+
+Formulas: Robinson's f(w) and Fisher's chi-square combining (G. Robinson, "A statistical
+approach to the spam problem", Linux Journal 107, 2003); chi-square survival with even
+degrees of freedom as the finite Poisson sum Q(n, m) = e^-m Σ_{i<n} m^i / i! (Abramowitz &
+Stegun 26.4.21), in log space.
+"""
+
+from __future__ import annotations
+
+import array
+import ast
+import bisect
+import hashlib
+import math
+import os
+import sys
+from pathlib import Path
+
+from .errors import ConfigError, ModelFormatError
+from .manifest import check_manifest, dtype_of, expected_sizes, format_error, open_zip, read_lines, read_member
+from .message import parse_message
+
+#: the model types scored here (file names, as :func:`spamkit.persist.model_type_of` writes them)
+LEAN_MODELS = ("fisher-nb", "fisher")
+#: the clips of :mod:`spamkit.models` (base.LOG_ODDS_LIMIT, logistic.SCORE_LIMIT) and calibration.SCORE_LIMIT
+LOG_ODDS_LIMIT = 700.0
+LOGISTIC_LIMIT = 35.0
+CALIBRATION_LIMIT = 700.0
+_LOG2 = math.log(2.0)
+
+
+# ---------------------------------------------------------------- numbers
+
+def log_expit(z: float) -> float:
+    """log(1 / (1 + e^-z)) without overflow."""
+    return -math.log1p(math.exp(-z)) if z >= 0 else z - math.log1p(math.exp(z))
+
+
+def _clip(z: float, limit: float) -> float:
+    return -limit if z < -limit else limit if z > limit else z
+
+
+def finite_log_odds(z: float) -> float:
+    """NaN to 0, the rest clipped to ±:data:`LOG_ODDS_LIMIT` (``spamkit.models.base.finite_log_odds``)."""
+    return 0.0 if z != z else _clip(z, LOG_ODDS_LIMIT)
+
+
+def _log_sum_exp(terms: list[float]) -> float:
+    top = max(terms)
+    if top == -math.inf:
+        return top
+    return top + math.log(math.fsum(math.exp(t - top) for t in terms))
+
+
+def _log_term(i: int, log_m: float) -> float:
+    """log(m^i / i!); the i = 0 term is log 1 = 0 even for m = 0."""
+    return 0.0 if i == 0 else i * log_m - math.lgamma(i + 1.0)
+
+
+def log_gamma_q(n: int, m: float) -> float:
+    """log Q(n, m) = log P(χ²(2n) > 2m) = -m + log Σ_{i<n} m^i / i!  (n >= 1, m >= 0).
+
+    >>> log_gamma_q(1, 2000.0)
+    -2000.0
+    >>> round(math.exp(log_gamma_q(3, 2.0)), 12) == round(math.exp(-2) * (1 + 2 + 2), 12)
+    True
+    """
+    log_m = math.log(m) if m > 0 else -math.inf
+    return -m + _log_sum_exp([_log_term(i, log_m) for i in range(n)])
+
+
+def log_gamma_p(n: int, m: float) -> float:
+    """log P(n, m) = log(1 - Q(n, m)), exact where it is tiny (the tail Σ_{i>=n} e^-m m^i / i!).
+
+    >>> round(log_gamma_p(1, 1e-300), 4)          # 1 - e^-m ≈ m
+    -690.7755
+    """
+    if m <= 0:
+        return -math.inf
+    q = math.exp(log_gamma_q(n, m))
+    if q < 0.999:                                  # P > 0.001: log1p keeps every digit that matters
+        return math.log1p(-q)
+    # P is small, so m is well below n and the terms fall (ratio m / (i + 1) < 1): sum the tail
+    log_m, terms, i = math.log(m), [], n
+    while True:
+        t = _log_term(i, log_m)
+        terms.append(t)
+        i += 1
+        if t < terms[0] - 40.0 or i > n + 100_000:
+            break
+    return -m + _log_sum_exp(terms)
+
+
+def fisher_log_probabilities(log_f: float, log_1mf: float, n: int) -> tuple[float, float]:
+    """(log P(c0), log P(c1)) of Fisher combining over n clues with Σ ln f and Σ ln(1 - f)."""
+    if n == 0:
+        return -_LOG2, -_LOG2
+    m_h, m_s = -log_f, -log_1mf
+    log_c1 = _log_sum_exp([log_gamma_q(n, m_h), log_gamma_p(n, m_s)]) - _LOG2
+    log_c0 = _log_sum_exp([log_gamma_p(n, m_h), log_gamma_q(n, m_s)]) - _LOG2
+    return log_c0, log_c1
+
+
+def normalised(log_c0: float, log_c1: float) -> tuple[float, float]:
+    """Two log-likelihoods normalised to log-probabilities (``predict_log_proba``)."""
+    top = max(log_c0, log_c1)
+    if top in (math.inf, -math.inf) or top != top:
+        top = 0.0
+    norm = top + math.log(math.exp(log_c0 - top) + math.exp(log_c1 - top))
+    return log_c0 - norm, log_c1 - norm
+
+
+# ---------------------------------------------------------------- the file
+
+def term_hash(term: str) -> int:
+    """A term's 64-bit key in the file's hash index (``filter.term_hash``): BLAKE2b, 8 bytes.
+
+    Looking a message's few hundred tokens up in the sorted keys (binary search) spares pipe
+    mode reading and indexing the whole vocabulary (~30 ms for 90,000 terms). A token outside
+    the vocabulary whose key equals a term's would take that term's column: with V terms the
+    chance is V / 2^64 per token (5e-15 for V = 90,000), and :func:`spamkit.persist.save_filter`
+    writes no index for a vocabulary in which two terms share a key.
+
+    >>> term_hash("viagra") == term_hash("viagra") != term_hash("Viagra")
+    True
+    """
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+#: .npy type -> array typecode, for the arrays read here
+_TYPECODES = {"<f8": "d", "<u8": "Q", "<i8": "q"}
+
+
+def _npy_values(data: bytes, path: Path, name: str, meta: dict) -> array.array:
+    """The numbers of a ``.npy`` member of little-endian float64, uint64 or int64, as an ``array``."""
+    if data[:6] != b"\x93NUMPY" or len(data) < 10:
+        format_error(path, f"array {name} is not a .npy array")
+    major = data[6]
+    length_bytes = 2 if major == 1 else 4
+    length = int.from_bytes(data[8:8 + length_bytes], "little")
+    start = 8 + length_bytes + length
+    try:
+        header = ast.literal_eval(data[8 + length_bytes:start].decode("latin-1"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        format_error(path, f"array {name} has a damaged header")
+    shape = list(header.get("shape", ())) if isinstance(header, dict) else None
+    typecode = _TYPECODES.get(header.get("descr")) if isinstance(header, dict) else None
+    if typecode is None or header.get("fortran_order") is not False or shape != meta["shape"]:
+        format_error(path, f"array {name} has the wrong shape or type")
+    values = array.array(typecode)
+    if values.itemsize != 8 or (len(data) - start) % 8:
+        format_error(path, f"array {name} has the wrong shape or type")
+    values.frombytes(data[start:])
+    if len(values) != math.prod(shape):
+        format_error(path, f"array {name} has the wrong shape or type")
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values
+
+
+#: every byte below 0x80: what is left after deleting them is the bytes with the sign bit set
+_LOW_BYTES = bytes(range(0x80))
+
+
+def _any_negative(values: array.array) -> bool:
+    """Whether float64 ``values`` hold a number below 0, looking at the sign bits first (a
+    C-speed pass over the bytes; only when one is set are the numbers themselves compared)."""
+    raw = values.tobytes()
+    top = 7 if sys.byteorder == "little" else 0
+    return bool(raw[top::8].translate(None, _LOW_BYTES)) and min(values) < 0
+
+
+def _finite_sum(values, path: Path, name: str) -> float:
+    """The sum of float values, which is finite exactly when no value is a NaN or an infinity
+    (for counts and weights far below 1e308)."""
+    total = sum(values)
+    if not math.isfinite(total):
+        format_error(path, f"array {name} holds values that are not finite numbers")
+    return total
+
+
+class LeanFilter:
+    """A two-class counting filter read from its file, scoring one message at a time.
+
+    :func:`lean_filter` makes one (or says this file needs the full path); :meth:`verdict`
+    is :meth:`spamkit.spamfilter.SpamFilter.verdict`.
+    """
+
+    def __init__(self, path: Path, manifest: dict, arrays: dict, terms: list[str] | None, analyzer):
+        model = manifest["model"]
+        self.path = path
+        self.kind = model["type"]
+        self.params = model["params"]
+        self.classes = [str(c) for c in model["classes"]]
+        self.spam = self.classes.index("spam")
+        self.analyzer = analyzer
+        self.n_features = d = model["n_features"]
+        #: the vocabulary as a dict (without a hash index), else the index's (sorted keys, columns)
+        self.index = dict(zip(terms, range(d))) if terms is not None else None
+        self.hash_index = None if terms is not None else (arrays["filter.term_hash"],
+                                                          arrays["filter.term_hash_column"])
+        shapes = {"model.class_count_": [2], "model.feature_count_": [2, d]}
+        if self.kind == "fisher-nb":
+            with_logistic = bool(self.params.get("logistic"))
+            shapes["model.combiner_"] = [4 if with_logistic else 3]
+            if with_logistic:
+                shapes.update({"model.logistic_coef_": [d], "model.logistic_intercept_": [1]})
+        for name, shape in shapes.items():
+            if name not in arrays:
+                format_error(path, f"array {name} is missing")
+            if manifest["arrays"][name]["shape"] != shape:
+                format_error(path, f"array {name} has shape {manifest['arrays'][name]['shape']}; "
+                             f"{self.kind} with {d} features makes it {shape}")
+        self.class_count = arrays["model.class_count_"]
+        fc = arrays["model.feature_count_"]
+        self.counts = (fc[:d], fc[d:])                         # rows of class 0 and class 1
+        # integer-valued counts: these sums are exact whatever the order
+        self.totals = tuple(_finite_sum(row, path, "model.feature_count_") for row in self.counts)
+        _finite_sum(self.class_count, path, "model.class_count_")
+        for name in ("model.class_count_", "model.feature_count_"):
+            if _any_negative(arrays[name]):
+                format_error(path, f"array {name} holds negative counts")
+        if self.kind == "fisher-nb":
+            for name in ("model.combiner_", "model.logistic_coef_", "model.logistic_intercept_"):
+                if name in shapes:
+                    _finite_sum(arrays[name], path, name)
+            combiner = list(arrays["model.combiner_"])
+            self.coef, self.intercept = combiner[:-1], combiner[-1]
+            self.logistic = None
+            if with_logistic:
+                self.logistic = (arrays["model.logistic_coef_"], arrays["model.logistic_intercept_"][0])
+        extra = manifest.get("extra", {})
+        self.calibration = extra.get("calibration")
+        threshold = extra.get("threshold")
+        self.threshold = float(threshold["p_spam"]) if threshold else None
+        self.guard = extra.get("familiarity")
+        self.costs = None
+        decision = extra.get("decision")
+        if decision:
+            self.set_costs(decision["costs"], decision["classes"], decision["decisions"])
+        self.prior_shift = 0.0
+
+    # ------------------------------------------------------------- settings (as SpamFilter's)
+
+    def set_costs(self, costs, classes, decisions) -> None:
+        """Decide by minimum expected cost: ``costs[d][c]`` for decision d and true class c."""
+        classes = [str(c) for c in classes]
+        if sorted(classes) != sorted(self.classes) or len(classes) != len(self.classes):
+            raise ModelFormatError(f"{self.path}: the costs name classes {classes}, the model has {self.classes}")
+        order = [classes.index(c) for c in self.classes]
+        self.costs = ([[float(row[j]) for j in order] for row in costs], [str(d) for d in decisions])
+
+    def set_spam_rate(self, rate: float | None) -> None:
+        """The prior correction of :meth:`SpamFilter.set_spam_rate` (log-odds move by
+        logit(rate) - logit(training rate))."""
+        if rate is None:
+            self.prior_shift = 0.0
+            return
+        if self.kind == "fisher" and self.calibration is None:
+            raise ConfigError("an uncalibrated fisher filter ignores class priors, so its prior cannot be "
+                              "corrected; train it with --calibrate platt (or use fisher-nb)")
+        train = self.class_count[self.spam] / math.fsum(self.class_count)
+        for name, r in (("training", train), ("deployment", rate)):
+            if not 0.0 < r < 1.0:
+                raise ConfigError(f"the {name} spam rate must be strictly between 0 and 1, got {r}")
+        self.prior_shift = math.log(rate / (1 - rate)) - math.log(train / (1 - train))
+
+    # ------------------------------------------------------------- scoring
+
+    def columns(self, tokens: list[str]) -> list[int]:
+        """The distinct known columns of a token list, in column order."""
+        if self.index is not None:
+            index = self.index
+            cols = sorted({index[t] for t in tokens if t in index})
+        else:
+            keys, columns = self.hash_index
+            found = set()
+            for t in set(tokens):
+                h = term_hash(t)
+                i = bisect.bisect_left(keys, h)
+                if i < len(keys) and keys[i] == h:
+                    found.add(columns[i])
+            cols = sorted(found)
+            if cols and not (0 <= cols[0] and cols[-1] < self.n_features):
+                format_error(self.path, "the term index (filter.term_hash_column) points outside the vocabulary")
+        return cols
+
+    def fisher(self, cols: list[int]) -> tuple[float, float]:
+        """(log P(c0), log P(c1)) of Robinson/Fisher (``RobinsonFisher.joint_log_likelihood``)."""
+        p = self.params
+        s, x = float(p.get("strength", 0.45)), float(p.get("prior", 0.5))
+        min_dev, max_clues = float(p.get("min_dev", 0.1)), int(p.get("max_clues", 150))
+        n_ham, n_spam = self.class_count
+        ham_counts, spam_counts = self.counts
+        clues = []
+        for j in cols:
+            ham, spam = ham_counts[j], spam_counts[j]
+            b = spam / n_spam if n_spam > 0 else 0.0
+            g = ham / n_ham if n_ham > 0 else 0.0
+            prob = b / (b + g) if b + g > 0 else x
+            n = ham + spam
+            f = (s * x + n * prob) / (s + n) if s + n > 0 else x
+            dev = abs(f - 0.5)
+            if dev >= min_dev:
+                clues.append((-dev, j, f))
+        if max_clues and len(clues) > max_clues:
+            clues = sorted(clues)[:max_clues]            # strongest first, ties: lower column
+        log_f = log_1mf = 0.0
+        for _, _, f in clues:
+            f = min(max(f, 1e-300), 1 - 1e-16)
+            log_f += math.log(f)
+            log_1mf += math.log1p(-f)
+        return fisher_log_probabilities(log_f, log_1mf, len(clues))
+
+    def nb_log_odds(self, cols: list[int]) -> float:
+        """Multinomial NB on presence (``FisherNBStack._nb_log_odds``)."""
+        a, d = float(self.params.get("alpha", 1.0)), self.n_features
+        c0, c1 = self.class_count
+        total = c0 + c1
+        log_prior = [math.log(c) - math.log(total) if c > 0 else -math.inf for c in (c0, c1)]
+        den0, den1 = math.log(self.totals[0] + a * d), math.log(self.totals[1] + a * d)
+        ham_counts, spam_counts = self.counts
+        z = 0.0
+        for j in cols:
+            z += (math.log(spam_counts[j] + a) - den1) - (math.log(ham_counts[j] + a) - den0)
+        z += log_prior[1] - log_prior[0]
+        return finite_log_odds(z)
+
+    def log_proba(self, cols: list[int]) -> tuple[float, float]:
+        """log P(c0 | x), log P(c1 | x) of the model (``predict_log_proba``)."""
+        log_c0, log_c1 = self.fisher(cols)
+        if self.kind == "fisher":
+            return normalised(log_c0, log_c1)
+        components = [finite_log_odds(log_c1 - log_c0), self.nb_log_odds(cols)]
+        if self.logistic is not None:
+            coef, intercept = self.logistic
+            components.append(_clip(math.fsum(coef[j] for j in cols) + intercept, LOGISTIC_LIMIT))
+        z = 0.0
+        for weight, score in zip(self.coef, components):
+            score = _clip(score, LOG_ODDS_LIMIT)
+            if self.params.get("squash", "clip") == "slog":
+                score = math.copysign(math.log1p(abs(score)), score) if score else 0.0
+            z += weight * score
+        z += self.intercept
+        return normalised(log_expit(-z), log_expit(z))
+
+    def adjusted(self, lp: tuple[float, float]) -> tuple[float, float]:
+        """After the calibration and the prior correction (``SpamFilter.adjust_log_proba``)."""
+        cal = self.calibration
+        if cal is not None:
+            score = _clip(lp[1] - lp[0], CALIBRATION_LIMIT)
+            if cal["method"] == "platt":
+                u = float(cal["a"]) * score + float(cal["b"])
+                lp = (log_expit(-u), log_expit(u))
+            else:
+                xs, ps, eps = cal["x"], cal["p"], 1.0 / (int(cal["n"]) + 2)
+                p = min(max(_interp(score, xs, ps), eps), 1 - eps)
+                lp = (math.log1p(-p), math.log(p))
+        if self.prior_shift:
+            s = self.spam
+            z = lp[s] - lp[1 - s] + self.prior_shift
+            out = [0.0, 0.0]
+            out[s], out[1 - s] = log_expit(z), log_expit(-z)
+            lp = (out[0], out[1])
+        return lp
+
+    def decide(self, proba: tuple[float, float], familiarity: float) -> str:
+        """``SpamFilter.decide`` for one message (the guard sees only this message: no stream)."""
+        if self.threshold is not None:
+            return self.classes[self.spam] if proba[self.spam] > self.threshold else self.classes[1 - self.spam]
+        if self.costs is None:
+            return self.classes[0] if proba[0] >= proba[1] else self.classes[1]
+        rows, decisions = self.costs
+        expected = [proba[0] * row[0] + proba[1] * row[1] for row in rows]
+        decision = decisions[expected.index(min(expected))]
+        if self.guard is not None and "unsure" in decisions and decision == "spam" \
+                and familiarity < float(self.guard["floor"]):
+            decision = "unsure"
+        return decision
+
+    def verdict(self, raw: bytes) -> tuple[str, float]:
+        """``(verdict, P(spam))`` of one raw message: "spam", "ham" or "unsure"."""
+        tokens = self.analyzer(parse_message(raw))
+        cols = self.columns(tokens)
+        distinct = len(set(tokens))
+        familiarity = min(len(cols) / distinct, 1.0) if distinct else 1.0
+        lp = self.adjusted(self.log_proba(cols))
+        proba = (math.exp(lp[0]), math.exp(lp[1]))
+        decision = self.decide(proba, familiarity)
+        label = decision if decision in ("spam", "unsure") else "ham"
+        return label, proba[self.spam]
+
+
+def _interp(x: float, xs: list, ps: list) -> float:
+    """``numpy.interp`` for one point: linear between the table's points, flat beyond its ends."""
+    if x <= xs[0]:
+        return float(ps[0])
+    if x >= xs[-1]:
+        return float(ps[-1])
+    i = bisect.bisect_right(xs, x)
+    x0, x1, p0, p1 = xs[i - 1], xs[i], ps[i - 1], ps[i]
+    return float(p0) if x1 == x0 else float(p0 + (x - x0) * (p1 - p0) / (x1 - x0))
+
+
+#: the arrays of the file this module reads (the rest serve learning and explaining)
+_ARRAYS = ("model.class_count_", "model.feature_count_", "model.combiner_", "model.logistic_coef_",
+           "model.logistic_intercept_")
+#: the hash index of the vocabulary (see :func:`term_hash`), read instead of ``terms.txt`` when present
+_INDEX = {"filter.term_hash": "uint64", "filter.term_hash_column": "int64"}
+
+
+def _accepts(manifest: dict) -> bool:
+    """Whether this module scores the filter: a two-class counting model over a vocabulary."""
+    model, vectorizer = manifest["model"], manifest["vectorizer"]
+    classes = [str(c) for c in model["classes"]]
+    calibration = manifest.get("extra", {}).get("calibration")
+    return (model["type"] in LEAN_MODELS and len(classes) == 2 and "spam" in classes
+            and manifest.get("terms") is not None and vectorizer.get("hashing") is None
+            and not model.get("texts") and (calibration is None or calibration.get("method") in ("platt", "isotonic"))
+            and all(dtype_of(meta["dtype"]) == ("f", 8) for name, meta in manifest["arrays"].items()
+                    if name in _ARRAYS))
+
+
+def lean_filter(path, trusted: bool = False) -> LeanFilter | None:
+    """The filter file at ``path`` as a :class:`LeanFilter`, or None when it needs the full path
+    (or when the environment sets ``SPAMKIT_LEAN=0``).
+
+    Raises :class:`~spamkit.errors.ModelFormatError` for a damaged or hostile file, as
+    :func:`spamkit.persist.load_filter` does.
+    """
+    from .text import Analyzer
+    if os.environ.get("SPAMKIT_LEAN") == "0":            # the full path, for comparison or as an escape hatch
+        return None
+    path = Path(path)
+    with open_zip(path) as z:
+        manifest = check_manifest(z, path)
+        if not _accepts(manifest):
+            return None
+        sizes = expected_sizes(manifest, path)
+        d = manifest["model"]["n_features"]
+        described = manifest["arrays"]
+        indexed = all(name in described and described[name]["dtype"] == dtype and described[name]["shape"] == [d]
+                      for name, dtype in _INDEX.items())
+        wanted = _ARRAYS + (tuple(_INDEX) if indexed else ())
+        try:
+            arrays = {name: _npy_values(read_member(z, path, meta, sizes[meta["file"]]), path, name, meta)
+                      for name, meta in described.items() if name in wanted}
+            terms = None
+            if not indexed:
+                terms = read_lines(z, path, manifest["terms"], sizes[manifest["terms"]["file"]])
+                if len(terms) != d:
+                    format_error(path, f"model has {d} features, the vocabulary {len(terms)}; the file is inconsistent")
+            analyzer = Analyzer.from_config(manifest["analyzer"], trusted=trusted)
+            lean = LeanFilter(path, manifest, arrays, terms, analyzer)
+        except ModelFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, EOFError, OSError,
+                MemoryError, OverflowError, ConfigError) as exc:
+            raise ModelFormatError(f"{path}: damaged filter file ({type(exc).__name__}: {exc})") from None
+    if lean.index is not None and len(lean.index) != len(terms):
+        format_error(path, "the vocabulary (terms.txt) lists a term twice")
+    return lean

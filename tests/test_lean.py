@@ -1,0 +1,240 @@
+"""Pipe mode's lean path (spamkit.lean) against the full path (SpamFilter), on real mail.
+
+The lean path re-implements, in plain Python over one message's columns, what the models do
+with NumPy and SciPy over matrices. These tests hold the two together: for every
+configuration the lean path accepts and messages of every shared mail corpus, the verdict is
+the same and P(spam) agrees to 1e-9; the chi-square tails agree with SciPy's regularised
+gamma functions; the command runs without NumPy, SciPy or scikit-learn; a damaged file is
+refused and the message delivered unchanged.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spamkit import persist
+from spamkit.config import BEST, build_filter
+from spamkit.corpus import Corpus
+from spamkit.decision import CostMatrix
+from spamkit.errors import ModelFormatError
+from spamkit.lean import lean_filter, log_gamma_p, log_gamma_q, term_hash
+from spamkit.models import robinson
+from spamkit.passthrough import EXIT_ERROR, VERDICT_STATUSES
+from spamkit.spamfilter import SpamFilter
+
+from conftest import REPO, shared_corpus
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+PIPE = [sys.executable, "-m", "spamkit", "filter"]
+
+
+def first(relative: str, n: int, skip: int = 0) -> list:
+    with Corpus(shared_corpus(relative)) as corpus:
+        return list(itertools.islice(corpus, skip, skip + n))
+
+
+@pytest.fixture(scope="module")
+def mail():
+    trec = first("trec07p-dev/trec07p-dev.tar.gz", 900)
+    return {"train": trec[:600], "trec": trec[600:], "csdmc": first("csdmc2010/csdmc2010.tar.gz", 150),
+            "enron": first("enron-spam/enron2.tar.gz", 60) + first("enron-spam/enron2.tar.gz", 60, skip=4000),
+            "sms": first("sms-spam-collection/SMSSpamCollection", 100)}
+
+
+def _trained(mail, **options) -> SpamFilter:
+    return build_filter(**options).fit(mail["train"])
+
+
+CONFIGS = {
+    # spamkit's default filter: the stack with its logistic component, sign-log squashing
+    "best": lambda mail: _trained(mail, **BEST),
+    # the default decision: costs with an unsure decision, and the familiarity guard
+    "best, costs and guard": lambda mail: _trained(mail, **BEST).set_costs(CostMatrix.default()),
+    # Robinson/Fisher alone with bogofilter's parameters (all clues), Platt-calibrated, prior-corrected
+    "fisher, platt, spam rate": lambda mail: _trained(
+        mail, model="fisher", tokens="words", calibrate="platt",
+        fisher={"strength": 0.0178, "prior": 0.52, "min_dev": 0.375, "max_clues": 0}),
+    # the two-component stack, clipped, isotonic calibration
+    "stack, isotonic": lambda mail: _trained(mail, model="fisher-nb", tokens="mail", calibrate="isotonic",
+                                             stack={"logistic": 0.0, "squash": "clip"}),
+}
+
+
+def _agree(full: SpamFilter, path: Path, messages, spam_rate=None) -> list[str]:
+    lean = lean_filter(path)
+    assert lean is not None
+    lean.set_spam_rate(spam_rate)
+    verdicts = []
+    for m in messages:
+        if full.guard is not None:
+            full.guard.reset()                  # pipe mode: one message per process, no stream
+        expected, p_full = full.verdict(m.raw)
+        got, p_lean = lean.verdict(m.raw)
+        assert got == expected, (m.source, p_full, p_lean)
+        assert abs(p_lean - p_full) <= 1e-9, (m.source, p_full, p_lean)
+        verdicts.append(got)
+    return verdicts
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_the_lean_path_gives_the_full_paths_verdicts(mail, tmp_path, name):
+    full = CONFIGS[name](mail)
+    spam_rate = 0.3 if "spam rate" in name else None
+    full.set_spam_rate(spam_rate)
+    path = tmp_path / "f.spamkit"
+    full.save(path)
+    full = SpamFilter.load(path).set_spam_rate(spam_rate)
+    if "costs" in name:
+        full.set_costs(CostMatrix.default())
+        assert full.guard is not None
+    verdicts = []
+    for corpus in ("trec", "csdmc", "enron", "sms"):
+        verdicts += _agree(full, path, mail[corpus], spam_rate)
+    assert len(set(verdicts)) >= 2              # both kinds of answer were compared
+    if "costs" in name:
+        assert "unsure" in verdicts
+
+
+def test_a_saved_threshold_and_a_file_without_hash_index(mail, tmp_path, monkeypatch):
+    full = _trained(mail, **BEST)
+    full.threshold = 0.7
+    path = tmp_path / "old.spamkit"
+    monkeypatch.setattr(persist, "term_hash_index", lambda terms: None)   # as files before the index
+    full.save(path)
+    with zipfile.ZipFile(path) as z:
+        assert "arrays/filter.term_hash.npy" not in z.namelist()
+    lean = lean_filter(path)
+    assert lean.index is not None and lean.hash_index is None            # the vocabulary as a dict
+    _agree(SpamFilter.load(path), path, mail["trec"][:150] + mail["csdmc"][:50])
+
+
+def test_filters_the_lean_path_does_not_score_take_the_full_path(mail, tmp_path):
+    for options in ({"model": "multinomial"}, {"model": "knn"}, {**BEST, "hashing": 1 << 12}):
+        path = tmp_path / "other.spamkit"
+        _trained(mail, **options).save(path)
+        assert lean_filter(path) is None, options
+    path = tmp_path / "best.spamkit"
+    _trained(mail, **BEST).save(path)
+    assert lean_filter(path) is not None
+
+
+# ---------------------------------------------------------------- the chi-square tails
+
+def test_chi_square_tails_by_hand():
+    # Q(n, m) = e^-m Σ_{i<n} m^i / i!  (A&S 26.4.21): Q(1, m) = e^-m, Q(2, m) = e^-m (1 + m)
+    assert log_gamma_q(1, 3.0) == pytest.approx(-3.0, abs=1e-15)
+    assert log_gamma_q(2, 3.0) == pytest.approx(-3.0 + math.log(4.0), abs=1e-14)
+    assert log_gamma_q(3, 0.0) == 0.0                     # Q(n, 0) = 1
+    assert log_gamma_p(3, 0.0) == -math.inf
+    # P(2, m) = 1 - e^-m (1 + m) ≈ m^2 / 2 for tiny m
+    assert log_gamma_p(2, 1e-8) == pytest.approx(math.log(0.5e-16), rel=1e-9)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 50, 150, 1000])
+def test_chi_square_tails_match_scipy(n):
+    for m in (1e-300, 1e-5, 0.5, 1.0, n - 1.0, float(n), n + 1.0, 2.0 * n, 10.0 * n, 800.0, 5000.0):
+        if m <= 0:
+            continue
+        for ours, theirs in ((log_gamma_q(n, m), robinson.log_gamma_q(n, m)[0]),
+                             (log_gamma_p(n, m), robinson.log_gamma_p(n, m)[0])):
+            assert ours == pytest.approx(theirs, rel=1e-9, abs=1e-12), (n, m)
+
+
+# ---------------------------------------------------------------- the command
+
+def _heavy_after_pipe(model: Path, raw: bytes) -> list[str]:
+    code = ("import sys\nfrom spamkit.launch import main\nstatus = main(['filter', %r, '-'])\n"
+            "print('HEAVY', sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk') if m in sys.modules), "
+            "file=sys.stderr)\n" % str(model))
+    out = subprocess.run([sys.executable, "-c", code], input=raw, capture_output=True, env=ENV, timeout=120)
+    line = [x for x in out.stderr.decode().splitlines() if x.startswith("HEAVY ")][-1]
+    return eval(line[len("HEAVY "):])
+
+
+def test_pipe_mode_scores_the_default_filter_without_numpy(mail, tmp_path):
+    path = tmp_path / "best.spamkit"
+    _trained(mail, **BEST).save(path)
+    assert _heavy_after_pipe(path, mail["trec"][0].raw) == []
+    # the check can fail: a filter the lean path does not score loads in full
+    other = tmp_path / "nb.spamkit"
+    _trained(mail, model="multinomial").save(other)
+    assert "numpy" in _heavy_after_pipe(other, mail["trec"][0].raw)
+
+
+@pytest.mark.parametrize("model", ["best", "multinomial"])
+def test_both_routes_write_the_same_bytes_and_status(mail, tmp_path, model):
+    path = tmp_path / "f.spamkit"
+    _trained(mail, **(BEST if model == "best" else {"model": "multinomial"})).save(path)
+    statuses = set()
+    for m in mail["trec"][:6] + mail["csdmc"][:3]:
+        lean = subprocess.run(PIPE + [str(path), "-"], input=m.raw, capture_output=True, env=ENV, timeout=120)
+        full = subprocess.run(PIPE + [str(path), "-"], input=m.raw, capture_output=True,
+                              env={**ENV, "SPAMKIT_LEAN": "0"}, timeout=120)
+        assert lean.returncode in VERDICT_STATUSES and lean.stdout.endswith(m.raw)
+        assert (lean.returncode, lean.stdout) == (full.returncode, full.stdout), m.source
+        statuses.add(lean.returncode)
+    # with options the command line runs, and scores with the lean path too
+    m = mail["trec"][0]
+    opts = subprocess.run(PIPE + ["--cost", "fp=100,fn=10,unsure=2", str(path), "-"], input=m.raw,
+                          capture_output=True, env=ENV, timeout=120)
+    ref = subprocess.run(PIPE + ["--cost", "fp=100,fn=10,unsure=2", str(path), "-"], input=m.raw,
+                         capture_output=True, env={**ENV, "SPAMKIT_LEAN": "0"}, timeout=120)
+    assert (opts.returncode, opts.stdout) == (ref.returncode, ref.stdout)
+    assert len(statuses) >= 2
+
+
+# ---------------------------------------------------------------- damaged files
+
+@pytest.mark.parametrize("where", ["the message's column", "another column"])
+def test_a_negative_count_is_refused_and_the_message_delivered(mail, tmp_path, where):
+    f = _trained(mail, **BEST)
+    raw = mail["trec"][0].raw
+    used = {f.vectorizer.vocabulary_[t] for t in f.tokens(raw) if t in f.vectorizer.vocabulary_}
+    column = min(used) if where == "the message's column" else min(set(range(len(used) + 1)) - used)
+    f.model.feature_count_[1, column] = -1.0
+    path = tmp_path / "bad.spamkit"
+    f.save(path)
+    with pytest.raises(ModelFormatError, match="negative counts"):
+        lean_filter(path)
+    for env in (ENV, {**ENV, "SPAMKIT_LEAN": "0"}):
+        out = subprocess.run(PIPE + [str(path), "-"], input=raw, capture_output=True, env=env, timeout=120)
+        assert out.returncode == EXIT_ERROR and out.stdout == raw and b"negative counts" in out.stderr
+
+
+def test_a_damaged_or_inconsistent_file_is_refused(mail, tmp_path):
+    path = tmp_path / "f.spamkit"
+    _trained(mail, **BEST).save(path)
+    data = path.read_bytes()
+    (tmp_path / "cut.spamkit").write_bytes(data[:len(data) // 2])
+    with pytest.raises(ModelFormatError):
+        lean_filter(tmp_path / "cut.spamkit")
+    # an index that points outside the vocabulary
+    f = SpamFilter.load(path)
+    real = persist.term_hash_index
+
+    def shifted(terms):
+        keys, columns = real(terms)
+        return keys, columns + len(terms)
+    persist.term_hash_index = shifted
+    try:
+        f.save(tmp_path / "shifted.spamkit")
+    finally:
+        persist.term_hash_index = real
+    with pytest.raises(ModelFormatError, match="outside the vocabulary"):
+        lean_filter(tmp_path / "shifted.spamkit").verdict(mail["trec"][0].raw)
+
+
+def test_term_hash_index_is_sorted_and_complete():
+    terms = ["viagra", "Viagra", "money", "hdr:subject:hello", "ü"]
+    keys, columns = persist.term_hash_index(terms)
+    assert np.all(keys[1:] > keys[:-1])
+    assert [terms[c] for c in columns] == sorted(terms, key=term_hash)
