@@ -6,10 +6,13 @@ Shared by the filter files (:mod:`spamkit.persist`) and the mailbox writer
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import time
 from pathlib import Path
 
-from .errors import OutputError
+from .errors import ConfigError, OutputError
 
 
 def fsync_dir(path) -> None:
@@ -89,3 +92,28 @@ def check_writable(path) -> None:
         raise OutputError(f"cannot write {path}: it is a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputError(f"cannot write {path}: folder {folder} is not writable")
+
+
+@contextlib.contextmanager
+def filter_lock(path, wait: float = 60.0):
+    """Exclusive ``flock`` on the folder of the filter file ``path`` while it is read, changed
+    and written back (``spamkit learn``, a spamd ``TELL``), so that two learners never lose each
+    other's messages. Locking the folder, not a lock file, leaves nothing behind; the filter
+    file itself cannot carry the lock, since saving replaces it. Waits up to ``wait`` seconds,
+    then raises :class:`~spamkit.errors.ConfigError` naming the file."""
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ConfigError(f"{path}: another spamkit process is learning into this filter "
+                                      f"(waited {wait:g} s); try again when it has finished") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)

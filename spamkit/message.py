@@ -460,6 +460,8 @@ def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MA
     raw = bytes(raw)
     if kind == "auto":
         kind = detect_kind(raw)
+    if kind != "text":
+        raw = strip_markup(raw)            # spamkit's own verdicts are not evidence
     if kind == "text":
         return Message(body=decode_bytes(raw, None, []), kind="text", defects=tuple(defects), size=size)
     if kind == "enron":
@@ -502,14 +504,74 @@ def split_tags(raw: bytes) -> tuple[dict, bytes]:
         pos = m.end()
 
 
-def message_key(raw: bytes) -> bytes:
-    """A 16-byte identity of a message: SHA-256 of its bytes without spamkit's fields on top.
+#: the first field of the block ``spamkit serve --spamd`` writes into a header, SpamAssassin's way
+SPAMD_MARK = b"X-Spam-Checker-Version: spamkit"
+#: the fields of that block (lower-case names); fields of these names from elsewhere are kept
+#: under :data:`PREVIOUS` + the rest of their name
+SPAMD_FIELDS = (b"x-spam-checker-version", b"x-spam-flag", b"x-spam-level", b"x-spam-status",
+                b"x-spam-report", b"x-spam-probability", b"x-spamkit-model")
+PREVIOUS = b"X-Spam-Prev-"
+_EMPTY_LINE = re.compile(rb"(?:\A|(\n))\r?\n")
 
-    A message and the same message tagged by ``spamkit filter`` have the same key, so
-    ``spamkit learn`` recognises a message it has learned before, tagged or not.
+
+def header_end(raw: bytes) -> int:
+    """Where the header block ends: the start of the empty line after it (len(raw) if none).
+
+    >>> header_end(b"A: 1\\nB: 2\\n\\nbody"), header_end(b"A: 1\\r\\n\\r\\nbody"), header_end(b"\\nbody")
+    (10, 6, 0)
+    """
+    m = _EMPTY_LINE.search(raw)
+    if m is None:
+        return len(raw)
+    return m.start() + 1 if m.group(1) else 0
+
+
+def strip_markup(raw: bytes) -> bytes:
+    """``raw`` without what spamkit wrote into it: the fields ``spamkit filter`` puts on top
+    (:func:`split_tags`) and the block ``spamkit serve --spamd`` appends to the header, whose
+    renamed fields (``X-Spam-Prev-Status``, ...) get their names back.
+
+    A message therefore scores, learns and hashes the same before and after spamkit has seen
+    it: learning from a Junk folder filled through spamc must not learn spamkit's own verdict.
+
+    >>> processed = b"Subject: a\\nX-Spam-Prev-Status: No\\nX-Spam-Checker-Version: spamkit 1\\nX-Spam-Flag: YES\\n\\nb"
+    >>> strip_markup(processed)
+    b'Subject: a\\nX-Spam-Status: No\\n\\nb'
+    """
+    _, raw = split_tags(raw)
+    at = raw.find(SPAMD_MARK)
+    if at < 0 or (at > 0 and raw[at - 1:at] != b"\n"):
+        return raw
+    end = header_end(raw)
+    if at >= end:
+        return raw
+    kept, pos, ours = [], at, False
+    while pos < end:
+        nl = raw.find(b"\n", pos, end)
+        line_end = end if nl < 0 else nl + 1
+        line = raw[pos:line_end]
+        if line[:1] in (b" ", b"\t"):
+            if not ours:
+                kept.append(line)
+        else:
+            ours = line.split(b":", 1)[0].strip().lower() in SPAMD_FIELDS
+            if not ours:
+                kept.append(line)
+        pos = line_end
+    head = re.sub(rb"(?im)^" + re.escape(PREVIOUS), b"X-Spam-", raw[:at])
+    return head + b"".join(kept) + raw[end:]
+
+
+def message_key(raw: bytes) -> bytes:
+    """A 16-byte identity of a message: SHA-256 of its bytes without spamkit's fields
+    (:func:`strip_markup`).
+
+    A message and the same message tagged by ``spamkit filter`` or processed by ``spamkit
+    serve --spamd`` have the same key, so ``spamkit learn`` recognises a message it has
+    learned before, tagged or not.
 
     >>> message_key(b"X-Spam-Status: Yes\\nSubject: a\\n\\nb") == message_key(b"Subject: a\\n\\nb")
     True
     """
     import hashlib
-    return hashlib.sha256(split_tags(raw)[1]).digest()[:16]
+    return hashlib.sha256(strip_markup(raw)).digest()[:16]

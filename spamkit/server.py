@@ -1,10 +1,12 @@
-"""A resident filter process and its wire protocol, for fast pipe mode (the spamd/spamc design).
+"""The resident filter process (``spamkit serve``) and spamkit's own wire protocol.
 
-Starting Python and importing the numerical stack costs about a second per message, too
-slow to run once per delivered message. ``spamkit serve MODEL --socket PATH`` loads the
-filter once and answers on a Unix-domain socket; ``spamkit-pipe --socket PATH``
-(:mod:`spamkit.client`, standard library only) sends one message and writes the tagged
-message to standard output, with the exit status of ``spamkit filter MODEL -``.
+``spamkit serve MODEL --socket PATH`` loads the filter once and answers on a Unix-domain
+socket; ``spamkit-pipe --socket PATH`` (:mod:`spamkit.client`, standard library only) sends
+one message and writes the tagged message to standard output, with the exit status of
+``spamkit filter MODEL -``. The machinery here — loaded filters that reload when their file
+changes (:class:`FilterCache`), worker processes (:class:`Workers`), the limits on clients,
+bytes and time (:class:`Resident`) — is shared with SpamAssassin's protocol
+(:mod:`spamkit.spamd`, ``spamkit serve --spamd``).
 
 Protocol (all lengths 8-byte big-endian unsigned):
 
@@ -34,12 +36,20 @@ Built to hold under abuse (issue "Hostile inputs"):
 * **The socket.** Created with mode 0600 unless ``socket_mode`` says otherwise; only a
   stale socket of a process that is gone is ever removed from the path (a regular file
   there is refused).
+* **Connections.** At most ``max_clients`` are served at once (default
+  :data:`MAX_CLIENTS`); one more is refused at once with "server busy" (status 4) and the
+  client keeps its message.
+* **Reloading.** The filter file is checked (one ``stat``) before each message and
+  reloaded when it changed — ``spamkit learn`` replaces it atomically — and every filter
+  is reloaded after SIGHUP; messages in flight finish with the filter they started with.
 """
 
 from __future__ import annotations
 
+import collections
 import multiprocessing
 import os
+import queue
 import signal
 import socket
 import socketserver
@@ -60,16 +70,76 @@ MEMORY_BUDGET = 64 << 20
 TIMEOUT = 30.0
 #: pending connections the kernel queues before refusing (capped by net.core.somaxconn)
 BACKLOG = 1024
+#: connections served at once; more are answered "busy" at once (spamd's --max-children)
+MAX_CLIENTS = 256
+#: filter files kept loaded at once (per-user filters): the least recently used is dropped
+MAX_FILTERS = 64
 
 
-def answer(classify, model_id: str, raw: bytes) -> tuple[int, bytes]:
-    """(status, bytes to deliver) for one message; never raises, never loses the message."""
-    try:
-        verdict, p = classify(raw)
-        return VERDICT_STATUS[verdict], tag(raw, verdict, p, model_id)
-    except Exception as exc:                      # noqa: BLE001 -- a mail filter must pass mail on
-        print(f"spamkit serve: {type(exc).__name__}: {exc}; message passed through", file=sys.stderr)
-        return EXIT_ERROR, raw
+def log(text: str) -> None:
+    print(f"spamkit serve: {text}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- loaded filters
+
+class FilterCache:
+    """Filter files loaded once and reloaded when they change: after ``spamkit learn`` (the file
+    is replaced: new inode, size or time) or when :meth:`reload_all` is called (SIGHUP).
+
+    ``load(path)`` makes a filter. Requests in flight keep the filter they started with; a file
+    that fails to load keeps the previous filter in use (and says so once). At most
+    ``max_filters`` stay loaded, the least recently used dropped first. ``generation``, a shared
+    counter (``multiprocessing.Value``), makes :meth:`reload_all` reach worker processes too.
+    """
+
+    def __init__(self, load, max_filters: int = MAX_FILTERS, generation=None):
+        self.load = load
+        self.max_filters = max_filters
+        self.generation = generation if generation is not None else multiprocessing.Value("L", 0, lock=False)
+        self._filters: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._failed: dict = {}
+
+    def after_fork(self) -> None:
+        """In a new worker process: fresh locks (another thread may have held them at the fork)."""
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def signature(path: str) -> tuple:
+        st = os.stat(path)
+        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+    def reload_all(self) -> None:
+        """Reload every filter at its next use (SIGHUP)."""
+        self.generation.value += 1
+
+    def get(self, path):
+        """The filter of ``path``, loaded or reloaded as needed."""
+        path = str(path)
+        signature = (self.signature(path), self.generation.value)
+        with self._lock:
+            entry = self._filters.get(path)
+            if entry is not None and entry[0] == signature:
+                self._filters.move_to_end(path)
+                return entry[1]
+        try:
+            loaded = self.load(path)
+        except Exception as exc:                  # noqa: BLE001 -- keep serving with what we have
+            if entry is None:
+                raise
+            if self._failed.get(path) != signature:
+                self._failed[path] = signature
+                log(f"{path} changed but cannot be loaded ({type(exc).__name__}: {exc}); still using the "
+                    "filter loaded before")
+            return entry[1]
+        with self._lock:
+            self._filters[path] = (signature, loaded)
+            self._filters.move_to_end(path)
+            while len(self._filters) > self.max_filters:
+                self._filters.popitem(last=False)
+        if entry is not None:
+            log(f"reloaded {path}")
+        return loaded
 
 
 # ----------------------------------------------------------------------------- worker processes
@@ -77,16 +147,134 @@ def answer(classify, model_id: str, raw: bytes) -> tuple[int, bytes]:
 _WORKER: dict = {}                                # set in the parent before the workers fork
 
 
+def worker_state() -> dict:
+    """What the jobs of this process share: ``cache`` (a :class:`FilterCache`) and the settings
+    the server put there before the workers forked."""
+    return _WORKER
+
+
 def _worker_init() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the parent reloads (through the shared generation)
+    cache = _WORKER.get("cache")
+    if cache is not None:
+        cache.after_fork()
 
 
-def _worker_answer(raw: bytes) -> tuple[int, bytes]:
-    return answer(_WORKER["classify"], _WORKER["model_id"], raw)
+def _worker_loop(conn) -> None:
+    """A worker process: run the jobs that come down its pipe, one at a time, until it closes."""
+    _worker_init()
+    while True:
+        try:
+            job, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = ("ok", job(*args))
+        except Exception as exc:                  # noqa: BLE001 -- the parent decides what it means
+            reply = ("error", exc)
+        try:
+            conn.send(reply)
+        except Exception:                         # noqa: BLE001 -- an exception that does not pickle
+            conn.send(("error", RuntimeError(f"{type(reply[1]).__name__}: {reply[1]}")))
 
 
-class _Budget:
+class _Worker:
+    """One worker process and the parent's end of its pipe."""
+
+    def __init__(self, context):
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_worker_loop, args=(child,), daemon=True)
+        self.process.start()
+        child.close()
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+
+class Workers:
+    """Runs jobs (module-level functions) in ``n`` worker processes forked now, with what
+    :func:`worker_state` holds, or in the calling thread, one at a time, for ``n`` = 0.
+
+    Classification is CPU-bound Python, so processes use every core; they are forked before
+    any thread exists and share the loaded filters copy-on-write. Each worker has its own
+    pipe and takes one job at a time (an idle queue in the parent hands them out), so nothing
+    is shared between processes that a dying worker could leave locked: a worker that dies or
+    overruns ``timeout`` is killed and replaced, and the job raises (TimeoutError,
+    RuntimeError) while every other request goes on.
+    """
+
+    def __init__(self, n: int, state: dict, timeout: float):
+        _WORKER.clear()
+        _WORKER.update(state)
+        self.n, self.timeout = n, timeout
+        self._lock = threading.Lock()
+        self._context = multiprocessing.get_context("fork")
+        self._idle: queue.Queue = queue.Queue()
+        self._all: set = set()
+        for _ in range(n):
+            self._add()
+
+    def _add(self) -> None:
+        worker = _Worker(self._context)
+        with self._lock:
+            self._all.add(worker)
+        self._idle.put(worker)
+
+    def _replace(self, worker: _Worker) -> None:
+        worker.kill()
+        with self._lock:
+            self._all.discard(worker)
+        self._add()
+
+    def run(self, job, *args):
+        """``job(*args)``; raises TimeoutError after ``timeout`` s, or what the job raised."""
+        if self.n == 0:
+            with self._lock:
+                return job(*args)
+        deadline = time.monotonic() + self.timeout
+        try:
+            worker = self._idle.get(timeout=self.timeout)
+        except queue.Empty:
+            raise TimeoutError(f"every worker was busy for {self.timeout:g} s") from None
+        try:
+            worker.conn.send((job, args))
+            if not worker.conn.poll(max(deadline - time.monotonic(), 0.0)):
+                self._replace(worker)
+                raise TimeoutError(f"the filter took over {self.timeout:g} s")
+            status, value = worker.conn.recv()
+        except (EOFError, OSError):
+            self._replace(worker)
+            raise RuntimeError("a worker process died; it has been replaced") from None
+        self._idle.put(worker)
+        if status == "error":
+            raise value
+        return value
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._all = list(self._all), set()
+        for worker in workers:
+            worker.kill()
+
+
+def answer_job(model: str, raw: bytes) -> tuple[int, bytes]:
+    """(status, bytes to deliver) for one message of the spamkit protocol; never loses it."""
+    try:
+        spam_filter = _WORKER["cache"].get(model)
+        verdict, p = spam_filter.verdict(raw)
+        return VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id)
+    except Exception as exc:                      # noqa: BLE001 -- a mail filter must pass mail on
+        log(f"{type(exc).__name__}: {exc}; message passed through")
+        return EXIT_ERROR, raw
+
+
+# ----------------------------------------------------------------------------- connections
+
+class Budget:
     """Bytes of requests held at once: acquire before reading a request, release after replying."""
 
     def __init__(self, limit: int):
@@ -109,50 +297,113 @@ class _Budget:
             self._cond.notify_all()
 
 
-class _Deadline(Exception):
+class Deadline(Exception):
     """The client did not send its request in time, or went away."""
 
 
-def _read_exact(sock, n: int, deadline: float, keep: bool = True) -> bytes:
+def read_exact(sock, n: int, deadline: float, keep: bool = True) -> bytes:
     """Exactly ``n`` bytes before ``deadline`` (``keep=False``: read and drop them)."""
     chunks, got = [], 0
     while got < n:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise _Deadline("timed out")
+            raise Deadline("timed out")
         sock.settimeout(left)
         try:
             chunk = sock.recv(min(1 << 20, n - got))
         except (socket.timeout, OSError) as exc:
-            raise _Deadline(str(exc)) from None
+            raise Deadline(str(exc)) from None
         if not chunk:
-            raise _Deadline("the client closed the connection")
+            raise Deadline("the client closed the connection")
         got += len(chunk)
         if keep:
             chunks.append(chunk)
     return b"".join(chunks)
 
 
+def unix_socket_ready(path: str) -> None:
+    """Make ``path`` free for a new socket: only a stale socket of a process that is gone is
+    removed; a regular file, or a socket someone answers on, is refused (OSError)."""
+    if not os.path.lexists(path):
+        return
+    if not stat.S_ISSOCK(os.lstat(path).st_mode):
+        raise OSError(f"{path} exists and is not a socket; not replacing it (choose another socket path)")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        os.unlink(path)                            # stale socket of a process that is gone
+    else:
+        raise OSError(f"{path}: another server is already answering here")
+    finally:
+        probe.close()
+
+
+class Resident:
+    """What every protocol's server shares: the workers, the limits, the connection count.
+
+    Mixed into a ``socketserver`` server class with ``ThreadingMixIn`` (a thread per
+    connection: a client that sends nothing holds only its own thread). At most
+    ``max_clients`` connections are served at once; one more is handed to :meth:`busy`.
+    """
+
+    daemon_threads = True
+    request_queue_size = BACKLOG
+    allow_reuse_address = True
+
+    def setup_resident(self, workers: Workers, max_size: int, memory_budget: int, timeout: float,
+                       max_clients: int) -> None:
+        self.workers = workers
+        self.max_size = max_size
+        self.timeout = timeout
+        self.budget = Budget(max(memory_budget, max_size))
+        self.clients = threading.BoundedSemaphore(max_clients)
+
+    def process_request(self, request, client_address):
+        if not self.clients.acquire(blocking=False):
+            try:
+                self.busy(request)
+            finally:
+                self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.clients.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.clients.release()
+
+    def busy(self, request) -> None:
+        """Answer a connection over ``max_clients`` (the protocol's "try again later")."""
+
+
+# ----------------------------------------------------------------------------- the spamkit protocol
+
 class _Handler(socketserver.BaseRequestHandler):
     def handle(self):
         server: FilterServer = self.server
         deadline = time.monotonic() + server.timeout
         try:
-            (length,) = _LENGTH.unpack(_read_exact(self.request, _LENGTH.size, deadline))
+            (length,) = _LENGTH.unpack(read_exact(self.request, _LENGTH.size, deadline))
             if length > server.max_size:
-                _read_exact(self.request, length, deadline, keep=False)
+                read_exact(self.request, length, deadline, keep=False)
                 return self._reply(EXIT_REFUSED, f"message of {length} bytes is over the server's limit of "
                                                  f"{server.max_size} (spamkit serve --max-size)".encode())
             if not server.budget.acquire(length, deadline):
-                _read_exact(self.request, length, deadline, keep=False)
+                read_exact(self.request, length, deadline, keep=False)
                 return self._reply(EXIT_REFUSED, b"server busy: too many bytes in flight; try again")
             try:
-                raw = _read_exact(self.request, length, deadline)
+                raw = read_exact(self.request, length, deadline)
                 status, out = server.classify_one(raw)
                 self._reply(status, out)
             finally:
                 server.budget.release(length)
-        except _Deadline:
+        except Deadline:
             return                                 # the client still holds its message
 
     def _reply(self, status: int, payload: bytes) -> None:
@@ -163,39 +414,18 @@ class _Handler(socketserver.BaseRequestHandler):
             pass                                   # the client went away; it still holds its message
 
 
-class FilterServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    """A concurrent resident filter on a Unix-domain socket (see the module docstring)."""
+class FilterServer(Resident, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """spamkit's own protocol on a Unix-domain socket (see the module docstring), for
+    ``spamkit-pipe``; the filter file ``model`` is reloaded when it changes (the filters of the
+    workers' :class:`FilterCache` carry their ``model_id``)."""
 
-    daemon_threads = True
-    request_queue_size = BACKLOG
-
-    def __init__(self, path, classify, model_id: str, workers: int = 0, max_size: int = MAX_MESSAGE,
-                 memory_budget: int = MEMORY_BUDGET, timeout: float = TIMEOUT, socket_mode: int = 0o600):
-        self.classify = classify
-        self.model_id = model_id
-        self.max_size = max_size
-        self.timeout = timeout
-        self.budget = _Budget(max(memory_budget, max_size))
-        self._lock = threading.Lock()
-        self.pool = None
+    def __init__(self, path, model: str, workers: Workers, max_size: int = MAX_MESSAGE,
+                 memory_budget: int = MEMORY_BUDGET, timeout: float = TIMEOUT, socket_mode: int = 0o600,
+                 max_clients: int = MAX_CLIENTS):
+        self.model = str(model)
+        self.setup_resident(workers, max_size, memory_budget, timeout, max_clients)
         path = str(path)
-        if os.path.lexists(path):
-            if not stat.S_ISSOCK(os.lstat(path).st_mode):
-                raise OSError(f"{path} exists and is not a socket; not replacing it (choose another --socket)")
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(path)
-            except OSError:
-                os.unlink(path)                    # stale socket of a process that is gone
-            else:
-                probe.close()
-                raise OSError(f"{path}: another spamkit serve is already answering here")
-            finally:
-                probe.close()
-        if workers > 0:
-            # fork the workers now, before any thread exists; they inherit the loaded filter
-            _WORKER.update(classify=classify, model_id=model_id)
-            self.pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
+        unix_socket_ready(path)
         old = os.umask(0o777 & ~socket_mode)
         try:
             super().__init__(path, _Handler)
@@ -203,26 +433,27 @@ class FilterServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             os.umask(old)
         os.chmod(path, socket_mode)
 
+    def busy(self, request) -> None:
+        payload = b"server busy: too many clients at once; try again"
+        try:
+            request.settimeout(1.0)
+            request.sendall(bytes([EXIT_REFUSED]) + _LENGTH.pack(len(payload)) + payload)
+        except OSError:
+            pass
+
     def classify_one(self, raw: bytes) -> tuple[int, bytes]:
         """(status, bytes to deliver): in a worker process if there are any; the message on a timeout."""
-        if self.pool is None:
-            with self._lock:
-                return answer(self.classify, self.model_id, raw)
         try:
-            return self.pool.apply_async(_worker_answer, (raw,)).get(self.timeout)
-        except multiprocessing.TimeoutError:
-            print(f"spamkit serve: classifying took over {self.timeout:g} s; message passed through",
-                  file=sys.stderr)
+            return self.workers.run(answer_job, self.model, raw)
+        except TimeoutError as exc:
+            log(f"{exc}; message passed through")
             return EXIT_ERROR, raw
         except Exception as exc:                  # noqa: BLE001 -- a worker died: pass the mail on
-            print(f"spamkit serve: {type(exc).__name__}: {exc}; message passed through", file=sys.stderr)
+            log(f"{type(exc).__name__}: {exc}; message passed through")
             return EXIT_ERROR, raw
 
     def server_close(self):
         super().server_close()
-        if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
         try:
             os.unlink(self.server_address)
         except OSError:

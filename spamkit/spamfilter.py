@@ -410,6 +410,30 @@ class SpamFilter:
             decisions = self.guard.apply(decisions, familiarity)
         return decisions
 
+    def spam_threshold(self) -> float:
+        """The P(spam) above which :meth:`decide` says spam (before the familiarity guard): the saved
+        threshold, else where the cost matrix's cheapest decision turns to spam (the top of the
+        unsure band, or the Bayes threshold), else 1/2. Found by bisection on :meth:`decide`, so it
+        holds for any two-class decision layer.
+
+        >>> f = SpamFilter(); f.classes_ = np.array(["ham", "spam"])
+        >>> round(f.spam_threshold(), 9), round(f.set_costs(CostMatrix.default()).spam_threshold(), 9)
+        (0.5, 0.98)
+        """
+        s = self.spam_column
+        if self.threshold is not None:
+            return float(self.threshold)
+        low, high = 0.0, 1.0
+        for _ in range(50):
+            mid = (low + high) / 2
+            row = np.zeros((1, 2))
+            row[0, s], row[0, 1 - s] = mid, 1 - mid
+            if self.decide(row)[0] == SPAM_NAME:
+                high = mid
+            else:
+                low = mid
+        return high
+
     def verdict(self, raw: bytes) -> tuple[str, float]:
         """``(verdict, P(spam))`` of one raw message for a mail filter: verdict is "spam",
         "ham" or "unsure" (the decision layer's "unsure" row), any other class counting as ham."""

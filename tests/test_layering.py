@@ -62,6 +62,8 @@ ALLOWED = {
     "mailfilter": {"errors", "version", "message", "durable", "passthrough"},
     # the resident filter process (takes a classify function) and its standard-library-only client
     "server": {"mailfilter", "client", "passthrough"},
+    # SpamAssassin's spamd protocol on the server's machinery; TELL learns through the jobs
+    "spamd": {"mailfilter", "message", "server", "corpus", "durable", "jobs"},
     "client": {"passthrough"},
     # pipe mode's never-lose-a-message guard (standard library only)
     "passthrough": set(),
@@ -71,7 +73,7 @@ ALLOWED = {
     "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "spamfilter",
                     "selection"},
     # the CLI parses --cost into the decision module's CostMatrix itself
-    "cli": {"config", "corpus", "decision", "distributed", "durable", "engines", "errors", "evaluation", "htmlreport", "jobs", "labels", "lean", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamfilter", "text", "version"},
+    "cli": {"config", "corpus", "decision", "distributed", "durable", "engines", "errors", "evaluation", "htmlreport", "jobs", "labels", "lean", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamd", "spamfilter", "text", "version"},
     "__main__": {"launch"},
     "__init__": set(),
 }

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -14,7 +15,7 @@ from ..corpus import iter_corpora
 from ..mailfilter import MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import VERDICT_STATUS, guard
 from ..report import to_json
-from ..server import MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterServer
+from ..server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterCache, FilterServer, Workers
 from . import cli
 from .params import CostsParam, OutputPath, SizeParam, close_corpora, costs_or_none, corpus_options, open_corpora, spam_rate_option
 from .progress import Progress, verbosity, verbosity_options
@@ -209,20 +210,23 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_erro
     moved to this one, and --forget takes back what learning added (exactly for the counting
     models; a logistic-regression component approximately). The filter file is replaced atomically.
     """
+    from ..durable import filter_lock
     from ..jobs.learn import learn_messages
     from ..spamfilter import SpamFilter
-    spam_filter = SpamFilter.load(model)
     corpora = open_corpora(corpus, ham, spam, extra, fmt, classes)
     try:
-        with Progress("learning") as progress:
+        # read, learn and write back under the filter's lock: a spamd TELL or another learn waits
+        with filter_lock(model), Progress("learning") as progress:
+            spam_filter = SpamFilter.load(model)
+
             def listing(source, what):
                 click.echo(f"{source}\t{what}")
             report = learn_messages(spam_filter, iter_corpora(corpora), forget=forget, on_error=on_error,
                                     progress=progress.step,
                                     on_message=listing if verbosity() > 0 and not as_json else None)
+            spam_filter.save(model)
     finally:
         close_corpora(corpora)
-    spam_filter.save(model)
     result = report.as_dict()
     if as_json:
         click.echo(to_json(result))
@@ -241,55 +245,107 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, forget, on_erro
 @cli.command("serve")
 @verbosity_options
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
-@click.option("--socket", "socket_path", required=True, type=click.Path(dir_okay=False),
-              help="Unix-domain socket to answer on (created with mode 0600).")
+@click.option("--socket", "socket_path", type=click.Path(dir_okay=False), default=None,
+              help="Answer spamkit-pipe on this Unix-domain socket (created with mode 0600).")
+@click.option("--spamd", "spamd_address", default=None, metavar="HOST:PORT",
+              help="Answer SpamAssassin's spamc protocol on this TCP address (e.g. 127.0.0.1:783).")
+@click.option("--spamd-socket", type=click.Path(dir_okay=False), default=None,
+              help="Answer SpamAssassin's spamc protocol on this Unix-domain socket (spamc -U PATH).")
+@click.option("--user-models", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Per-user filters for spamd's User: field: DIR/USER.spamkit when it exists, else MODEL.")
+@click.option("--allow-tell", is_flag=True,
+              help="Let spamd clients teach the filters (spamc -L spam|ham|forget), as spamd --allow-tell.")
 @click.option("--cost", type=CostsParam(), default=None, help="Decide with these costs instead of the filter's.")
 @click.option("--workers", type=click.IntRange(min=0), default=None,
               help="Processes that classify (default: one per core; 0 classifies in the connection threads).")
 @click.option("--max-size", type=SizeParam(), default=str(MAX_MESSAGE >> 20) + "M", show_default=True,
-              help="Largest message classified; bigger ones are refused and spamkit-pipe passes them on untagged.")
+              help="Largest message classified; bigger ones are refused and the client passes them on untagged.")
 @click.option("--memory-budget", type=SizeParam(), default=str(MEMORY_BUDGET >> 20) + "M", show_default=True,
               help="Bytes of messages held at once, all clients together (more wait their turn).")
+@click.option("--max-clients", type=click.IntRange(min=1), default=MAX_CLIENTS, show_default=True,
+              help="Connections served at once; one more is told the server is busy (the client keeps the message).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=TIMEOUT, show_default=True,
               help="Seconds a client has to send its message, and the filter to classify it.")
 @click.option("--socket-mode", default="600", show_default=True, metavar="OCTAL",
-              help="Permissions of the socket (600: only its owner may ask; 660 lets the group ask too).")
+              help="Permissions of the Unix sockets (600: only its owner may ask; 660 lets the group ask too).")
 @spam_rate_option
-def serve_command(model, socket_path, cost, workers, max_size, memory_budget, timeout, socket_mode, spam_rate):
-    """Keep a filter loaded and answer spamkit-pipe on a socket (fast pipe mode).
+def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, allow_tell, cost, workers,
+                  max_size, memory_budget, max_clients, timeout, socket_mode, spam_rate):
+    """Keep a filter loaded and answer spamkit-pipe, or spamc as SpamAssassin's spamd would.
 
     \b
-    Example (procmail, maildrop or Sieve then run spamkit-pipe per message):
+    Examples:
       spamkit serve mine.spamkit --socket ~/.spamkit.sock &
       spamkit-pipe --socket ~/.spamkit.sock < message.eml > tagged.eml
+      spamkit serve mine.spamkit --spamd 127.0.0.1:783 --user-models /var/lib/spamkit --allow-tell &
+      spamc -d 127.0.0.1 -p 783 < message.eml > processed.eml     # any spamc integration
 
     Clients are served concurrently (a thread per connection, classification in worker
-    processes); a client that sends nothing holds only its own connection. Stop it with
-    Ctrl-C or SIGTERM; the socket file is removed.
+    processes); a client that sends nothing holds only its own connection. A filter file is
+    reloaded when it changes (after spamkit learn) and after SIGHUP, without dropping a
+    request. Stop it with Ctrl-C or SIGTERM; the sockets are removed. spamd has no
+    authentication: bind --spamd to loopback or a network you trust.
     """
+    from ..spamfilter import SpamFilter
+    from ..spamd import SpamdServer, SpamdUnixServer, parse_address
+    if not (socket_path or spamd_address or spamd_socket):
+        raise click.UsageError("nothing to answer on: give --socket, --spamd HOST:PORT or --spamd-socket PATH")
     try:
         mode = int(socket_mode, 8)
     except ValueError:
         raise click.BadParameter(f"{socket_mode!r} is not an octal mode like 600", param_hint="--socket-mode")
     if mode & ~0o777 or not mode & 0o600 == 0o600:
         raise click.BadParameter(f"{socket_mode!r}: the owner needs read and write (6xx)", param_hint="--socket-mode")
-    spam_filter = _load(model, cost, spam_rate)
-    spam_filter.verdict(b"Subject: warm-up\n\nwarm up")      # first call builds caches
-    workers = (os.cpu_count() or 1) if workers is None else workers
     try:
-        server = FilterServer(socket_path, spam_filter.verdict, model_id_of(model), workers=workers,
-                              max_size=max_size, memory_budget=memory_budget, timeout=timeout, socket_mode=mode)
+        address = parse_address(spamd_address) if spamd_address else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--spamd")
+    if user_models and not Path(user_models).is_dir():
+        raise click.BadParameter(f"{user_models}: no such folder", param_hint="--user-models")
+
+    def load(path):
+        spam_filter = _load(path, cost, spam_rate)
+        spam_filter.model_id = model_id_of(path)
+        spam_filter.verdict(b"Subject: warm-up\n\nwarm up")      # first call builds caches
+        if spam_filter.guard is not None:
+            spam_filter.guard.reset()
+        return spam_filter
+
+    cache = FilterCache(load)
+    cache.get(model)                                  # a bad filter file stops here, with its reason
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    pool = Workers(workers, {"cache": cache, "model": str(model), "user_models": user_models,
+                             "load_for_learning": SpamFilter.load}, timeout)
+    limits = {"max_size": max_size, "memory_budget": memory_budget, "timeout": timeout, "max_clients": max_clients}
+    servers = []
+    try:
+        if socket_path:
+            servers.append(FilterServer(socket_path, model, pool, socket_mode=mode, **limits))
+        if address:
+            servers.append(SpamdServer(address, pool, allow_tell=allow_tell, **limits))
+        if spamd_socket:
+            servers.append(SpamdUnixServer(spamd_socket, pool, allow_tell=allow_tell, socket_mode=mode, **limits))
     except OSError as exc:
+        for server in servers:
+            server.server_close()
+        pool.close()
         raise click.ClickException(str(exc)) from None
 
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-    click.echo(f"spamkit serve: {model} on {socket_path} ({workers or 'no'} worker processes)", err=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
+    signal.signal(signal.SIGHUP, lambda signum, frame: cache.reload_all())
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    where = ", ".join(filter(None, [socket_path and f"spamkit-pipe on {socket_path}",
+                                    address and f"spamd on {address[0]}:{address[1]}",
+                                    spamd_socket and f"spamd on {spamd_socket}"]))
+    click.echo(f"spamkit serve: {model} ({where}; {workers or 'no'} worker processes)", err=True)
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        while not stop.wait(0.5):
+            pass
     finally:
-        server.server_close()
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+        pool.close()
