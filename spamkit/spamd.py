@@ -209,7 +209,10 @@ def score_job(user: str | None, raw: bytes, explain: bool) -> dict:
     path = user_filter(user)
     spam_filter = worker_state()["cache"].get(path)
     verdict, p = spam_filter.verdict(raw)
-    out = {"verdict": verdict, "p": p, "threshold": spam_filter.spam_threshold(), "model_id": spam_filter.model_id}
+    threshold = getattr(spam_filter, "points_threshold", None)
+    if threshold is None:
+        threshold = spam_filter.spam_threshold()
+    out = {"verdict": verdict, "p": p, "threshold": threshold, "model_id": spam_filter.model_id}
     if explain:
         try:
             out["explain"] = spam_filter.explain(raw, n=8)

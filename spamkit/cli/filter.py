@@ -306,6 +306,7 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, 
     def load(path):
         spam_filter = _load(path, cost, spam_rate)
         spam_filter.model_id = model_id_of(path)
+        spam_filter.points_threshold = spam_filter.spam_threshold()   # spamd's 5.0 points, found once
         spam_filter.verdict(b"Subject: warm-up\n\nwarm up")      # first call builds caches
         if spam_filter.guard is not None:
             spam_filter.guard.reset()
