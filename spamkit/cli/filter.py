@@ -67,6 +67,37 @@ def _pipe(model, cost, spam_rate=None) -> int:
     return guard(sys.stdin.buffer.read(), work, "spamkit filter", restore_signals=True)
 
 
+def _run_imap(runner, addresses, password_command, ca_file, insecure):
+    """Run an ImapFilter over IMAP folders, one connection each; a lost connection is an error
+    that names the folder and says that nothing was lost."""
+    import imaplib
+
+    import imapclient
+
+    from ..mailfilter.failures import FilterError
+    from ..mailfilter.imap import ImapURL, connect, password
+    if insecure:
+        click.echo("warning: --insecure: the IMAP server's certificate is not checked; anyone on the way can "
+                   "read your password and mail", err=True)
+    for address in addresses:
+        url = ImapURL.parse(address)
+        client = connect(url, password(url, password_command), insecure=insecure, ca_file=ca_file)
+        try:
+            runner.run(client, url)
+        except (OSError, imaplib.IMAP4.abort, imaplib.IMAP4.error, imapclient.exceptions.IMAPClientError) as exc:
+            raise FilterError(f"{url}: the connection failed during the run ({type(exc).__name__}: {exc}); no "
+                              "message is lost: messages already judged keep their keywords and the rest were "
+                              "not touched; run again to continue") from None
+        finally:
+            try:
+                client.logout()
+            except Exception:                          # noqa: BLE001 -- the connection may be gone already
+                pass
+    for note in runner.notes:
+        click.echo(f"note: {note}", err=True)
+    return runner.summary
+
+
 @cli.command("filter")
 @verbosity_options
 # not exists=True: in pipe mode a missing filter file must still pass the message through
@@ -88,17 +119,29 @@ def _pipe(model, cost, spam_rate=None) -> int:
               help="Also write the run's summary here as JSON.")
 @click.option("--recover", is_flag=True,
               help="Only finish or undo interrupted runs on these mbox files, then stop.")
+@click.option("--password-command", default=None, metavar="COMMAND",
+              help="IMAP: a shell command that prints the password (else $SPAMKIT_IMAP_PASSWORD, else ~/.netrc).")
+@click.option("--ca-file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="IMAP: verify the server's certificate against this authority (PEM) instead of the system's.")
+@click.option("--insecure", is_flag=True, help="IMAP: do not verify the server's certificate (a warning is printed).")
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost, dry_run, force, wait,
-                   summary_file, recover, spam_rate, as_json):
-    """Filter mailboxes (mbox, Maildir, MH) with a trained filter: tag and/or move spam.
+                   summary_file, recover, password_command, ca_file, insecure, spam_rate, as_json):
+    """Filter mailboxes (mbox, Maildir, MH, or a folder on an IMAP server) with a trained filter:
+    tag and/or move spam.
 
     \b
     Examples:
       spamkit filter mine.spamkit ~/Mail/INBOX --tag --move-spam-to ~/Mail/Junk
       spamkit filter mine.spamkit ~/Maildir --move-spam-to ~/Maildir/.Junk --dry-run
+      spamkit filter mine.spamkit imaps://me@mail.example.org/INBOX --tag --move-spam-to Junk
       spamkit filter mine.spamkit - < message.eml > tagged.eml    # pipe mode, for procmail etc.
+
+    On IMAP the verdict is a keyword ($Junk, $NotJunk, $SpamkitUnsure, and $SpamkitP97 for
+    P(spam) 0.97), spam moves with the server's MOVE, messages are read without marking
+    them seen, and a message already judged (by spamkit or by you) is left alone. The
+    password comes from --password-command, $SPAMKIT_IMAP_PASSWORD or ~/.netrc.
 
     A message is never lost or duplicated: Maildir and MH changes are atomic renames; an
     mbox is rewritten to temporary files and committed through a journal, which the next
@@ -118,6 +161,10 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
             done = recover_mbox(Path(box))             # a missing mbox may still have a run's files
             click.echo(done or f"{box}: nothing to recover")
         return
+    from ..mailfilter.imap import is_imap_url
+    imap = [m for m in mailboxes if is_imap_url(m)]
+    if imap and len(imap) != len(mailboxes):
+        raise click.UsageError("IMAP folders and local mailboxes cannot be filtered in the same run")
     if not (do_tag or move_spam_to or move_unsure_to or dry_run):
         raise click.UsageError("nothing to do: give --tag, --move-spam-to, --move-unsure-to or --dry-run")
     spam_filter = _load(model, cost, spam_rate)
@@ -131,16 +178,21 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
             verb = "would " if dry_run else ""
             click.echo(f"{ref}\t{verdict}\t{p:.6f}\t{verb + ', '.join(actions) if actions else 'unchanged'}")
 
-        runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
-                            force=force, wait=wait, progress=progress.step,
-                            on_message=listing if (dry_run or verbosity() > 0) and not as_json else None)
+        on_message = listing if (dry_run or verbosity() > 0) and not as_json else None
+        if imap:
+            from ..mailfilter.imap import ImapFilter
+            runner = ImapFilter(spam_filter.verdict, tag=do_tag, move=move, dry_run=dry_run, force=force,
+                                progress=progress.step, on_message=on_message)
+        else:
+            runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
+                                force=force, wait=wait, progress=progress.step, on_message=on_message)
 
         def stop(signum, frame):
-            runner.stop_requested = True          # finish the current message, then stop cleanly
+            runner.stop_requested = True          # finish the current message (IMAP: batch), then stop cleanly
 
         previous = signal.signal(signal.SIGINT, stop)
         try:
-            summary = runner.run(mailboxes)
+            summary = _run_imap(runner, imap, password_command, ca_file, insecure) if imap else runner.run(mailboxes)
         finally:
             signal.signal(signal.SIGINT, previous)
     result = summary.as_dict()

@@ -1,0 +1,215 @@
+"""spamkit filter on IMAP folders, against a real Dovecot server (tests/dovecot.py).
+
+Messages are identified by an ``X-Test-Id`` field added when they are appended, and counted
+on the server's disk, so "exactly once" is checked on what the server really holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from spamkit.cli import cli
+from spamkit.config import BEST, build_filter
+from spamkit.corpus import Corpus
+from spamkit.mailfilter.imap import ImapFilter, ImapURL, connect
+from spamkit.spamfilter import SpamFilter
+
+from conftest import REPO, SAMPLE, shared_corpus
+from dovecot import Dovecot
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+_ID = re.compile(rb"^X-Test-Id: (\d+)\r?$", re.M)
+
+
+@pytest.fixture(scope="module")
+def dovecot():
+    server = Dovecot()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("imap") / "m.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(path)]).exit_code == 0
+    return path
+
+
+def sample_messages(n: int) -> list[bytes]:
+    files = sorted((SAMPLE / "spam").iterdir()) + sorted((SAMPLE / "ham").iterdir())
+    return [f.read_bytes() for f in itertools.islice(itertools.cycle(files), n)]
+
+
+def fill(dovecot, messages: list[bytes]) -> str:
+    """A new user whose INBOX holds ``messages``, each with ``X-Test-Id: i`` on top."""
+    user = dovecot.new_user()
+    client = dovecot.client(user)
+    try:
+        batch = [b"X-Test-Id: %d\r\n" % i + raw for i, raw in enumerate(messages)]
+        for i in range(0, len(batch), 100):
+            client.multiappend("INBOX", batch[i:i + 100])
+    finally:
+        client.logout()
+    return user
+
+
+def ids_on_disk(dovecot, user: str) -> dict[str, list[int]]:
+    """Folder -> test ids of the messages in it, read from the server's Maildir (while nothing
+    else runs: a file renamed meanwhile would be missed)."""
+    out = {}
+    for folder, files in dovecot.maildir_files(user).items():
+        out[folder] = sorted(int(_ID.search(f.read_bytes()).group(1)) for f in files)
+    return out
+
+
+def some_moved(dovecot, user: str) -> bool:
+    """Whether Junk has a message yet (polled while the filter runs)."""
+    return bool(dovecot.maildir_files(user).get("Junk"))
+
+
+def run_filter(dovecot, model, user, *options, env=None):
+    return CliRunner().invoke(cli, ["filter", str(model), dovecot.url(user), "--ca-file", str(dovecot.cert),
+                                    *options], env={"SPAMKIT_IMAP_PASSWORD": "secret", **(env or {})})
+
+
+def server_state(dovecot, user) -> dict:
+    """folder -> {test id: (flags, raw)} as the server reports them."""
+    client = dovecot.client(user)
+    state = {}
+    try:
+        for _, _, folder in client.list_folders():
+            client.select_folder(folder, readonly=True)
+            data = client.fetch(client.search("ALL"), ["FLAGS", "BODY.PEEK[]"])
+            state[folder] = {int(_ID.search(d[b"BODY[]"]).group(1)): (set(d[b"FLAGS"]), d[b"BODY[]"])
+                             for d in data.values()}
+    finally:
+        client.logout()
+    return state
+
+
+@pytest.mark.slow
+def test_a_thousand_real_messages_filtered_and_moved_exactly_once(dovecot, tmp_path):
+    with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as corpus:
+        msgs = list(itertools.islice(corpus, 2000))
+    model = tmp_path / "trec.spamkit"
+    build_filter(**BEST).fit(msgs[1000:]).save(model)
+    user = fill(dovecot, [m.raw for m in msgs[:1000]])
+    result = run_filter(dovecot, model, user, "--tag", "--move-spam-to", "Junk", "--json")
+    assert result.exit_code == 0, result.output
+    on_disk = ids_on_disk(dovecot, user)
+    assert sorted(on_disk["INBOX"] + on_disk["Junk"]) == list(range(1000))   # each exactly once
+    state = server_state(dovecot, user)
+    spam_filter = SpamFilter.load(model)
+    for folder, messages in state.items():
+        for i, (flags, raw) in messages.items():
+            verdict, p = spam_filter.verdict(raw)
+            assert (folder == "Junk") == (verdict == "spam"), i
+            assert {b"$Junk": "spam", b"$NotJunk": "ham", b"$SpamkitUnsure": "unsure"}[
+                next(f for f in flags if f in (b"$Junk", b"$NotJunk", b"$SpamkitUnsure"))] == verdict
+            assert f"$SpamkitP{min(int(p * 100), 99):02d}".encode() in flags
+            assert b"\\Seen" not in flags                               # read with BODY.PEEK
+    assert len(state["Junk"]) > 100 and len(state["INBOX"]) > 100
+    # a second run finds everything judged and changes nothing
+    again = run_filter(dovecot, model, user, "--tag", "--move-spam-to", "Junk", "--json")
+    assert again.exit_code == 0, again.output
+    assert f'"already_tagged": {len(on_disk["INBOX"])},' in again.output and '"messages": 0,' in again.output
+    assert ids_on_disk(dovecot, user) == on_disk
+
+
+@pytest.mark.slow
+def test_a_connection_cut_mid_run_loses_nothing_and_the_next_run_finishes(dovecot, model):
+    user = fill(dovecot, sample_messages(1500))
+    proc = subprocess.Popen([sys.executable, "-m", "spamkit", "filter", str(model), dovecot.url(user), "--tag",
+                             "--move-spam-to", "Junk", "--ca-file", str(dovecot.cert)],
+                            env={**ENV, "SPAMKIT_IMAP_PASSWORD": "secret"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not some_moved(dovecot, user):
+        time.sleep(0.02)
+    assert dovecot.kill_sessions(user) >= 1                             # the filter's own session
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err.decode()
+    assert b"no message is lost" in err and b"Traceback" not in err
+    on_disk = ids_on_disk(dovecot, user)
+    assert sorted(on_disk["INBOX"] + on_disk["Junk"]) == list(range(1500))
+    assert 0 < len(on_disk["Junk"])
+    result = run_filter(dovecot, model, user, "--tag", "--move-spam-to", "Junk")
+    assert result.exit_code == 0, result.output
+    on_disk = ids_on_disk(dovecot, user)
+    assert sorted(on_disk["INBOX"] + on_disk["Junk"]) == list(range(1500))
+    state = server_state(dovecot, user)
+    assert all(flags & {b"$Junk", b"$NotJunk", b"$SpamkitUnsure"} for m in state.values() for flags, _ in m.values())
+    assert all(b"$Junk" in flags for flags, _ in state["Junk"].values())
+
+
+def test_dry_run_changes_nothing_and_lists_each_message(dovecot, model):
+    user = fill(dovecot, sample_messages(20))
+    before = server_state(dovecot, user)
+    result = run_filter(dovecot, model, user, "--tag", "--move-spam-to", "Junk", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("would tag") == 20 and "would tag, move to Junk" in result.output
+    assert server_state(dovecot, user) == before
+
+
+@pytest.mark.parametrize("use_move", [True, False])
+def test_move_and_the_copy_expunge_path_give_the_same_folders(dovecot, model, use_move):
+    user = fill(dovecot, sample_messages(60))
+    spam_filter = SpamFilter.load(model)
+    url = ImapURL.parse(dovecot.url(user))
+    client = connect(url, "secret", ca_file=str(dovecot.cert))
+    try:
+        runner = ImapFilter(spam_filter.verdict, tag=True, move={"spam": "Junk"}, use_move=use_move, batch=7)
+        summary = runner.run(client, url)
+    finally:
+        client.logout()
+    on_disk = ids_on_disk(dovecot, user)
+    assert sorted(on_disk["INBOX"] + on_disk["Junk"]) == list(range(60))
+    assert summary.moved == {"Junk": len(on_disk["Junk"])} and summary.messages == 60
+    expected_spam = {i for i, raw in enumerate(sample_messages(60)) if spam_filter.verdict(raw)[0] == "spam"}
+    assert set(on_disk["Junk"]) == expected_spam
+
+
+def test_credentials_tls_and_clear_errors(dovecot, model, tmp_path):
+    user = fill(dovecot, sample_messages(4))
+    # STARTTLS on imap://
+    result = CliRunner().invoke(cli, ["filter", str(model), dovecot.url(user, starttls=True), "--tag",
+                                      "--ca-file", str(dovecot.cert)], env={"SPAMKIT_IMAP_PASSWORD": "secret"})
+    assert result.exit_code == 0, result.output
+    user2 = fill(dovecot, sample_messages(4))
+    # the password from a command, and from ~/.netrc
+    result = CliRunner().invoke(cli, ["filter", str(model), dovecot.url(user2), "--dry-run", "--ca-file",
+                                      str(dovecot.cert), "--password-command", "echo secret"],
+                                env={"SPAMKIT_IMAP_PASSWORD": None})
+    assert result.exit_code == 0, result.output
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".netrc").write_text(f"machine 127.0.0.1 login {user2} password secret\n")
+    (home / ".netrc").chmod(0o600)
+    result = CliRunner().invoke(cli, ["filter", str(model), dovecot.url(user2), "--dry-run", "--ca-file",
+                                      str(dovecot.cert)], env={"HOME": str(home), "SPAMKIT_IMAP_PASSWORD": None})
+    assert result.exit_code == 0, result.output
+    # no password anywhere, a wrong one, a password in the address, an unverifiable certificate
+    for args, env, says in (
+            ([dovecot.url(user2), "--ca-file", str(dovecot.cert)], {"HOME": str(tmp_path), "SPAMKIT_IMAP_PASSWORD": None},
+             "no password for"),
+            ([dovecot.url(user2), "--ca-file", str(dovecot.cert)], {"SPAMKIT_IMAP_PASSWORD": "wrong"}, "login refused"),
+            ([f"imaps://{user2}:secret@127.0.0.1:{dovecot.imaps_port}/INBOX"], {}, "never goes on the command line"),
+            ([dovecot.url(user2)], {"SPAMKIT_IMAP_PASSWORD": "secret", "SSL_CERT_FILE": os.devnull},
+             "certificate does not verify")):
+        result = CliRunner().invoke(cli, ["filter", str(model), *args, "--dry-run"], env=env)
+        assert result.exit_code == 1 and says in result.output, result.output
+        assert "Traceback" not in result.output
+    result = CliRunner().invoke(cli, ["filter", str(model), dovecot.url(user2), "--dry-run", "--insecure"],
+                                env={"SPAMKIT_IMAP_PASSWORD": "secret"})
+    assert result.exit_code == 0 and "--insecure" in result.output
+    # IMAP and local folders are not mixed
+    result = CliRunner().invoke(cli, ["filter", str(model), dovecot.url(user2), str(tmp_path), "--dry-run"])
+    assert result.exit_code == 2 and "same run" in result.output
