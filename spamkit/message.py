@@ -488,18 +488,33 @@ SPAMKIT_FIELDS = (b"x-spam-status", b"x-spam-probability", b"x-spamkit-version",
 _FIELD_LINE = re.compile(rb"([A-Za-z0-9-]+):[ \t]?([^\r\n]*)\r?\n")
 
 
+def envelope_end(raw: bytes) -> int:
+    """Length of an mbox envelope line (``From sender date``) at the top of ``raw``, else 0.
+
+    >>> envelope_end(b"From a@b Mon Jan  1\\nSubject: x\\n"), envelope_end(b"From: a@b\\n")
+    (20, 0)
+    """
+    if not raw.startswith(b"From "):
+        return 0
+    nl = raw.find(b"\n")
+    return len(raw) if nl < 0 else nl + 1
+
+
 def split_tags(raw: bytes) -> tuple[dict, bytes]:
-    """The spamkit fields at the top of ``raw`` (lower-case name -> value) and the rest.
+    """The spamkit fields at the top of ``raw`` (lower-case name -> value) and the rest; an
+    mbox envelope line (``From sender date``) stays first, the fields are those after it.
 
     >>> split_tags(b"X-Spam-Status: Yes, score=0.9\\nX-Spamkit-Model: m@1\\nSubject: hi\\n\\nbody")
     ({'x-spam-status': 'Yes, score=0.9', 'x-spamkit-model': 'm@1'}, b'Subject: hi\\n\\nbody')
+    >>> split_tags(b"From a@b Mon\\nX-Spam-Status: No\\nSubject: hi\\n\\nbody")[1]
+    b'From a@b Mon\\nSubject: hi\\n\\nbody'
     """
     fields: dict = {}
-    pos = 0
+    start = pos = envelope_end(raw)
     while True:
         m = _FIELD_LINE.match(raw, pos)
         if not m or m.group(1).lower() not in SPAMKIT_FIELDS:
-            return fields, raw[pos:]
+            return fields, raw[pos:] if start == 0 else raw[:start] + raw[pos:]
         fields[m.group(1).lower().decode("ascii")] = m.group(2).decode("utf-8", "replace")
         pos = m.end()
 

@@ -155,6 +155,40 @@ def test_pipe_mode_exit_status_and_pass_through(model, tmp_path):
     assert out.returncode == EXIT_ERROR and out.stdout == msgs[4]
 
 
+@pytest.mark.parametrize("route", ["lean", "full"])
+def test_pipe_mode_keeps_an_mbox_envelope_line_first(model, route):
+    # procmail hands a message over with its "From sender date" line; the fields go below it
+    raw = b"From someone@example.org  Mon Jan  1 00:00:00 2024\n" + next((SAMPLE / "spam").iterdir()).read_bytes()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    if route == "full":
+        env["SPAMKIT_LEAN"] = "0"
+    out = subprocess.run([sys.executable, "-m", "spamkit", "filter", str(model), "-"], input=raw,
+                         capture_output=True, env=env)
+    lines = out.stdout.split(b"\n")
+    assert lines[0] == raw.split(b"\n")[0] and lines[1].startswith(b"X-Spam-Status: ")
+    assert split_tags(out.stdout)[1] == raw                            # only the fields were added
+    again = subprocess.run([sys.executable, "-m", "spamkit", "filter", str(model), "-"], input=out.stdout,
+                           capture_output=True, env=env)
+    assert again.stdout == out.stdout                                  # re-tagging replaces, never doubles
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_new_folders_are_private_and_no_lock_file_stays_behind(kind, model, tmp_path):
+    inbox = tmp_path / "Maildir" if kind == "maildir" else tmp_path / f"inbox.{kind}"
+    junk = inbox / ".Junk" if kind == "maildir" else tmp_path / f"junk.{kind}"
+    build(kind, inbox, 30)
+    before = {p.name for p in tmp_path.rglob("*")}
+    result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag", "--move-spam-to", str(junk)])
+    assert result.exit_code == 0, result.output
+    left = {p.name for p in tmp_path.rglob("*")} - before
+    assert not [name for name in left if name.endswith(".lock") or "journal" in name], left
+    if kind != "mbox":
+        assert junk.stat().st_mode & 0o777 == 0o700
+    if kind == "maildir":
+        assert (junk / "maildirfolder").is_file()                        # a Maildir++ subfolder
+        assert all((junk / sub).stat().st_mode & 0o777 == 0o700 for sub in ("cur", "new", "tmp"))
+
+
 def test_a_second_run_waits_then_stops_clearly(model, tmp_path):
     inbox = tmp_path / "inbox"
     build("maildir", inbox, 5)

@@ -13,24 +13,47 @@ from .failures import FilterError, describe
 
 @contextmanager
 def spamkit_lock(lock_path: Path, wait: float):
-    """Exclusive ``fcntl`` lock on ``lock_path`` against other spamkit runs; waits up to ``wait`` s."""
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise FilterError(describe(exc, str(lock_path))) from None
-    try:
-        deadline = time.monotonic() + wait
-        while True:
+    """Exclusive ``fcntl`` lock on ``lock_path`` against other spamkit runs; waits up to ``wait`` s.
+
+    The lock file is removed when the run ends, so no lock file stays behind. Removing a file
+    others may be waiting on is safe because a holder checks, once it has the lock, that the
+    path still names the file it locked (else the lock is on a removed file: it tries again
+    on the new one), and the file is removed while still locked.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise FilterError(describe(exc, str(lock_path))) from None
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise FilterError(f"{lock_path}: another spamkit run is filtering this mailbox "
+                                          f"(waited {wait:g} s); try again when it has finished") from None
+                    time.sleep(0.05)
+            held = os.fstat(fd)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise FilterError(f"{lock_path}: another spamkit run is filtering this mailbox "
-                                      f"(waited {wait:g} s); try again when it has finished") from None
-                time.sleep(0.05)
+                now = os.stat(lock_path)
+            except FileNotFoundError:
+                now = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)                               # the previous holder removed it: lock the new one
+    try:
         yield
     finally:
+        try:
+            os.unlink(lock_path)
+        except OSError:
+            pass
         os.close(fd)
 
 

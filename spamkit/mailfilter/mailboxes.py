@@ -48,7 +48,12 @@ def mailbox_kind(path) -> str:
 
 
 def ensure_destination(path, kind: str) -> Path:
-    """Create a destination mailbox of ``kind`` if it does not exist; refuse another kind."""
+    """Create a destination mailbox of ``kind`` if it does not exist; refuse another kind.
+
+    New folders are private (mode 0700, as mail delivery agents make them). A new Maildir inside
+    another Maildir (Maildir++: ``~/Maildir/.Junk``) also gets the empty ``maildirfolder`` file
+    that Dovecot and Courier expect in a subfolder.
+    """
     p = Path(path)
     if p.is_dir() and not any(p.iterdir()):
         p.rmdir()                                     # an empty folder made for it: set it up as a mailbox
@@ -60,11 +65,16 @@ def ensure_destination(path, kind: str) -> Path:
         return p
     try:
         if kind == "maildir":
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.mkdir(mode=0o700)
             for sub in ("tmp", "new", "cur"):
-                (p / sub).mkdir(parents=True, exist_ok=True)
+                (p / sub).mkdir(mode=0o700)
+            if all((p.parent / sub).is_dir() for sub in ("cur", "new", "tmp")):
+                (p / "maildirfolder").touch(mode=0o600)
         elif kind == "mh":
-            p.mkdir(parents=True)
-            (p / ".mh_sequences").touch()
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.mkdir(mode=0o700)
+            (p / ".mh_sequences").touch(mode=0o600)
         else:
             p.parent.mkdir(parents=True, exist_ok=True)
             write_durable(p, b"")

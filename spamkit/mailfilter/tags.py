@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import ConfigError
-from ..message import PREVIOUS, SPAMD_FIELDS, header_end, split_tags, strip_markup
+from ..message import PREVIOUS, SPAMD_FIELDS, envelope_end, header_end, split_tags, strip_markup
 
 VERDICTS = ("spam", "ham", "unsure")
 STATUS_WORD = {"spam": "Yes", "ham": "No", "unsure": "Unsure"}
@@ -38,15 +38,19 @@ def tag_fields(verdict: str, p_spam: float, model_id: str) -> list[tuple[str, st
 
 
 def tag(raw: bytes, verdict: str, p_spam: float, model_id: str) -> bytes:
-    """``raw`` with spamkit's fields (old ones removed) prepended; the rest unchanged.
+    """``raw`` with spamkit's fields (old ones removed) prepended; the rest unchanged. An mbox
+    envelope line (``From sender date``, as procmail hands a message over) stays first.
 
     >>> tag(b"Subject: hi\\r\\n\\r\\nbody", "spam", 0.99, "m@1").split(b"\\r\\n")[0]
     b'X-Spam-Status: Yes, score=0.990000, model=m@1'
+    >>> tag(b"From a@b Mon\\nSubject: hi\\n\\nbody", "ham", 0.01, "m@1").split(b"\\n")[:2]
+    [b'From a@b Mon', b'X-Spam-Status: No, score=0.010000, model=m@1']
     """
     _, rest = split_tags(raw)
+    start = envelope_end(rest)
     nl = newline_of(rest)
     head = b"".join(f"{name}: {value}".encode("utf-8") + nl for name, value in tag_fields(verdict, p_spam, model_id))
-    return head + rest
+    return rest[:start] + head + rest[start:]
 
 
 def recorded_verdict(raw: bytes, model_id: str):
