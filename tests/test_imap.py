@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -213,3 +214,53 @@ def test_credentials_tls_and_clear_errors(dovecot, model, tmp_path):
     # IMAP and local folders are not mixed
     result = CliRunner().invoke(cli, ["filter", str(model), dovecot.url(user2), str(tmp_path), "--dry-run"])
     assert result.exit_code == 2 and "same run" in result.output
+
+
+def _append(dovecot, user, ident: int, raw: bytes) -> None:
+    client = dovecot.client(user)
+    try:
+        client.append("INBOX", b"X-Test-Id: %d\r\n" % ident + raw)
+    finally:
+        client.logout()
+
+
+def _wait_for(condition, seconds: float = 60.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return True
+        except (FileNotFoundError, AttributeError):
+            pass                                                        # a file renamed while we looked
+        time.sleep(0.1)
+    return False
+
+
+def test_watch_filters_new_mail_as_it_arrives_and_reconnects(dovecot, model):
+    spam_filter = SpamFilter.load(model)
+    spam = next(raw for raw in sample_messages(40) if spam_filter.verdict(raw)[0] == "spam")
+    user = fill(dovecot, sample_messages(6))
+    proc = subprocess.Popen([sys.executable, "-m", "spamkit", "filter", str(model), dovecot.url(user), "--tag",
+                             "--move-spam-to", "Junk", "--watch", "--ca-file", str(dovecot.cert), "--json"],
+                            env={**ENV, "SPAMKIT_IMAP_PASSWORD": "secret"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        def judged_first_pass():
+            state = server_state(dovecot, user)
+            return sum(len(m) for m in state.values()) == 6 and all(
+                flags & {b"$Junk", b"$NotJunk", b"$SpamkitUnsure"} for m in state.values() for flags, _ in m.values())
+        assert _wait_for(judged_first_pass)
+        _append(dovecot, user, 100, spam)                                 # IDLE tells the watcher
+        assert _wait_for(lambda: 100 in ids_on_disk(dovecot, user).get("Junk", []))
+        assert dovecot.kill_sessions(user) >= 1                           # the connection drops ...
+        time.sleep(0.5)
+        _append(dovecot, user, 101, spam)                                 # ... and comes back
+        assert _wait_for(lambda: 101 in ids_on_disk(dovecot, user).get("Junk", []))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert b"connecting again" in err and b"Traceback" not in err
+    on_disk = ids_on_disk(dovecot, user)
+    assert sorted(on_disk["INBOX"] + on_disk["Junk"]) == [0, 1, 2, 3, 4, 5, 100, 101]
+    assert '"messages": 8' in out.decode()

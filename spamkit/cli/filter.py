@@ -67,9 +67,9 @@ def _pipe(model, cost, spam_rate=None) -> int:
     return guard(sys.stdin.buffer.read(), work, "spamkit filter", restore_signals=True)
 
 
-def _run_imap(runner, addresses, password_command, ca_file, insecure):
+def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=False):
     """Run an ImapFilter over IMAP folders, one connection each; a lost connection is an error
-    that names the folder and says that nothing was lost."""
+    that names the folder and says that nothing was lost (with ``watch``: retried)."""
     import imaplib
 
     import imapclient
@@ -79,6 +79,14 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure):
     if insecure:
         click.echo("warning: --insecure: the IMAP server's certificate is not checked; anyone on the way can "
                    "read your password and mail", err=True)
+    if watch:
+        url = ImapURL.parse(addresses[0])
+        secret = password(url, password_command)
+        connect(url, secret, insecure=insecure, ca_file=ca_file).logout()   # wrong settings stop here, at once
+        click.echo(f"spamkit filter: watching {url} (Ctrl-C or SIGTERM stops)", err=True)
+        runner.watch(lambda: connect(url, secret, insecure=insecure, ca_file=ca_file), url,
+                     log=lambda text: click.echo(f"spamkit filter: {text}", err=True))
+        return runner.summary
     for address in addresses:
         url = ImapURL.parse(address)
         client = connect(url, password(url, password_command), insecure=insecure, ca_file=ca_file)
@@ -124,10 +132,13 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure):
 @click.option("--ca-file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="IMAP: verify the server's certificate against this authority (PEM) instead of the system's.")
 @click.option("--insecure", is_flag=True, help="IMAP: do not verify the server's certificate (a warning is printed).")
+@click.option("--watch", is_flag=True,
+              help="IMAP: then stay connected and filter new mail as it arrives (IDLE), until Ctrl-C or SIGTERM; "
+                   "a lost connection is retried with back-off.")
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost, dry_run, force, wait,
-                   summary_file, recover, password_command, ca_file, insecure, spam_rate, as_json):
+                   summary_file, recover, password_command, ca_file, insecure, watch, spam_rate, as_json):
     """Filter mailboxes (mbox, Maildir, MH, or a folder on an IMAP server) with a trained filter:
     tag and/or move spam.
 
@@ -165,6 +176,8 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
     imap = [m for m in mailboxes if is_imap_url(m)]
     if imap and len(imap) != len(mailboxes):
         raise click.UsageError("IMAP folders and local mailboxes cannot be filtered in the same run")
+    if watch and len(imap) != 1:
+        raise click.UsageError("--watch watches one IMAP folder (give one imaps://USER@HOST/FOLDER)")
     if not (do_tag or move_spam_to or move_unsure_to or dry_run):
         raise click.UsageError("nothing to do: give --tag, --move-spam-to, --move-unsure-to or --dry-run")
     spam_filter = _load(model, cost, spam_rate)
@@ -191,10 +204,14 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
             runner.stop_requested = True          # finish the current message (IMAP: batch), then stop cleanly
 
         previous = signal.signal(signal.SIGINT, stop)
+        previous_term = signal.signal(signal.SIGTERM, stop) if watch else None
         try:
-            summary = _run_imap(runner, imap, password_command, ca_file, insecure) if imap else runner.run(mailboxes)
+            summary = (_run_imap(runner, imap, password_command, ca_file, insecure, watch) if imap
+                       else runner.run(mailboxes))
         finally:
             signal.signal(signal.SIGINT, previous)
+            if previous_term is not None:
+                signal.signal(signal.SIGTERM, previous_term)
     result = summary.as_dict()
     if spam_filter.guard is not None:
         result["guarded"] = {k: v for k, v in spam_filter.guard.counts.items() if k != "messages"}

@@ -191,11 +191,19 @@ class ImapFilter:
         self.summary = FilterSummary(dry_run=dry_run)
         self.notes: list[str] = []
 
+    #: in a watch, the folder's UIDVALIDITY and the highest UID already looked at
+    seen: tuple[int, int] | None = None
+
     def run(self, client, url: ImapURL) -> FilterSummary:
+        """One pass over the folder: every message not judged yet (and, in a watch, newer than
+        the last pass)."""
         started = time.monotonic()
         where = str(url)
-        self.summary.mailboxes.append(where)
+        if where not in self.summary.mailboxes:
+            self.summary.mailboxes.append(where)
         info = client.select_folder(url.folder, readonly=self.dry_run)
+        validity = int(info.get(b"UIDVALIDITY", 0))
+        since = self.seen[1] if self.seen is not None and self.seen[0] == validity else 0
         if self.tag and not self.dry_run and b"\\*" not in info.get(b"PERMANENTFLAGS", ()):
             raise FilterError(f"{where}: the server does not keep keywords on this folder, so --tag cannot "
                               "record verdicts (move only, or ask the server's administrator)")
@@ -205,15 +213,20 @@ class ImapFilter:
             for folder in set(self.move.values()):
                 if folder != url.folder and not client.folder_exists(folder):
                     client.create_folder(folder)
-        everything = client.search("ALL")
+        newer = ["UID", f"{since + 1}:*"] if since else ["ALL"]
+        everything = [u for u in client.search(newer) if u > since]
         if self.force:
             todo = everything
         else:
-            criteria = []
+            criteria = list(newer)
             for keyword in KEYWORDS.values():
                 criteria += ["NOT", "KEYWORD", keyword]
-            todo = client.search(criteria)
+            todo = [u for u in client.search(criteria) if u > since]
             self.summary.already_tagged += len(everything) - len(todo)
+        if everything:
+            self.seen = (validity, max(everything))
+        elif self.seen is None or self.seen[0] != validity:
+            self.seen = (validity, since)
         for chunk in _batches(sorted(todo), self.batch):
             if self.stop_requested:
                 self.summary.interrupted = True
@@ -271,6 +284,58 @@ class ImapFilter:
                 client.add_flags(group, [DELETED], silent=True)
                 if uidplus:
                     client.uid_expunge(group)
+
+    def watch(self, connect_again, url: ImapURL, idle_seconds: float = 25 * 60, max_delay: float = 300.0,
+              log=None) -> FilterSummary:
+        """Filter the folder, then stay connected and filter each new message as it arrives
+        (IMAP IDLE, RFC 2177), until :attr:`stop_requested`. ``connect_again()`` gives a new
+        logged-in client; a lost connection is retried after 1, 2, 4 ... ``max_delay`` seconds.
+        IDLE is renewed every ``idle_seconds`` (servers drop an IDLE after 30 minutes)."""
+        import imaplib
+
+        import imapclient
+        lost = (OSError, imaplib.IMAP4.abort, imaplib.IMAP4.error, imapclient.exceptions.IMAPClientError, FilterError)
+        delay = 1.0
+        while not self.stop_requested:
+            client = None
+            try:
+                client = connect_again()
+                self.run(client, url)
+                delay = 1.0
+                while not self.stop_requested:
+                    client.idle()
+                    renew = time.monotonic() + idle_seconds
+                    news = []
+                    while not self.stop_requested and not news and time.monotonic() < renew:
+                        asked = time.monotonic()
+                        got = client.idle_check(timeout=1)
+                        news = [r for r in got if len(r) > 1 and r[1] in (b"EXISTS", b"RECENT")]
+                        if not got and time.monotonic() - asked < 0.5:
+                            # woken with nothing to read: imapclient reports a closed connection as no
+                            # news, so ask the server; a connection that is gone raises here
+                            client.idle_done()
+                            client.noop()
+                            client.idle()
+                    client.idle_done()
+                    if news and not self.stop_requested:
+                        self.run(client, url)
+            except lost as exc:
+                if self.stop_requested:
+                    break
+                if log is not None:
+                    log(f"{url}: {type(exc).__name__}: {exc}; connecting again in {delay:g} s")
+                wake = time.monotonic() + delay
+                while not self.stop_requested and time.monotonic() < wake:
+                    time.sleep(0.2)
+                delay = min(delay * 2, max_delay)
+            finally:
+                if client is not None:
+                    try:
+                        client.logout()
+                    except Exception:                             # noqa: BLE001 -- already gone
+                        pass
+        self.summary.interrupted = False
+        return self.summary
 
     def _failed(self, url, uid, why: str) -> None:
         self.summary.failed.append({"message": f"{url}#{uid}", "error": why[:300]})
