@@ -86,6 +86,8 @@ class SpamFilter:
         self.training: dict = {}
         #: message_key -> label of every message ``learn`` added (so none is learned twice)
         self.learned: dict = {}
+        #: IMAP folders ``learn`` read: ``USER@HOST:PORT/FOLDER`` -> [UIDVALIDITY, highest UID read]
+        self.imap_seen: dict = {}
 
     # ------------------------------------------------------------------ stages
 
@@ -451,6 +453,8 @@ class SpamFilter:
             extra["threshold"] = {"p_spam": float(self.threshold), **getattr(self, "threshold_info", {})}
         if self.guard is not None:
             extra["familiarity"] = self.guard.as_dict()
+        if self.imap_seen:
+            extra["imap_seen"] = {k: [int(v[0]), int(v[1])] for k, v in self.imap_seen.items()}
         # 16-byte digests as rows of uint8 (a bytes dtype would drop trailing zero bytes)
         keys = np.frombuffer(b"".join(sorted(self.learned)), dtype=np.uint8).reshape(-1, 16)
         labels = np.array([str(self.learned[k]) for k in sorted(self.learned)], dtype=str)
@@ -497,6 +501,12 @@ class SpamFilter:
                 f.guard = FamiliarityGuard.from_dict(familiar)
             except (KeyError, TypeError, ValueError, ConfigError) as exc:
                 raise ModelFormatError(f"{path}: damaged familiarity guard ({exc})") from None
+        seen = manifest.get("extra", {}).get("imap_seen") or {}
+        if not (isinstance(seen, dict) and all(isinstance(k, str) and isinstance(v, list) and len(v) == 2
+                                               and all(isinstance(x, int) and x >= 0 for x in v)
+                                               for k, v in seen.items())):
+            raise ModelFormatError(f"{path}: damaged list of IMAP folders learned from")
+        f.imap_seen = {k: list(v) for k, v in seen.items()}
         decision = manifest.get("extra", {}).get("decision")
         if decision:
             try:

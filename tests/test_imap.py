@@ -45,7 +45,9 @@ def model(tmp_path_factory):
 
 
 def sample_messages(n: int) -> list[bytes]:
-    files = sorted((SAMPLE / "spam").iterdir()) + sorted((SAMPLE / "ham").iterdir())
+    """``n`` messages of the sample corpus, spam and ham taking turns."""
+    pairs = zip(sorted((SAMPLE / "spam").iterdir()), sorted((SAMPLE / "ham").iterdir()))
+    files = [f for pair in pairs for f in pair]
     return [f.read_bytes() for f in itertools.islice(itertools.cycle(files), n)]
 
 
@@ -264,3 +266,56 @@ def test_watch_filters_new_mail_as_it_arrives_and_reconnects(dovecot, model):
     on_disk = ids_on_disk(dovecot, user)
     assert sorted(on_disk["INBOX"] + on_disk["Junk"]) == [0, 1, 2, 3, 4, 5, 100, 101]
     assert '"messages": 8' in out.decode()
+
+
+def test_learning_from_imap_folders_reads_each_message_once(dovecot, model, tmp_path):
+    path = tmp_path / "m.spamkit"
+    path.write_bytes(model.read_bytes())
+    user = fill(dovecot, sample_messages(12))
+    env = {"SPAMKIT_IMAP_PASSWORD": "secret"}
+    args = ["learn", str(path), "--spam", dovecot.url(user), "--ca-file", str(dovecot.cert), "--json"]
+    first = CliRunner().invoke(cli, args, env=env)
+    assert first.exit_code == 0, first.output
+    assert '"spam": 12' in first.output or '"already_learned"' in first.output
+    learned = SpamFilter.load(path)
+    key = next(iter(learned.imap_seen))
+    assert key.endswith("/INBOX") and learned.imap_seen[key][1] == 12     # UIDVALIDITY and the last UID read
+    again = CliRunner().invoke(cli, args, env=env)
+    assert again.exit_code == 0 and '"already_learned": 0' in again.output and '"learned": {}' in again.output
+    _append(dovecot, user, 99, sample_messages(13)[12])
+    third = CliRunner().invoke(cli, args, env=env)
+    assert third.exit_code == 0 and '"learned": {' in third.output and SpamFilter.load(path).imap_seen[key][1] == 13
+
+
+def test_corrections_learn_what_the_person_moved_in_and_out_of_junk(dovecot, model, tmp_path):
+    path = tmp_path / "m.spamkit"
+    path.write_bytes(model.read_bytes())
+    spam_filter = SpamFilter.load(path)
+    msgs = sample_messages(30)
+    user = fill(dovecot, msgs)
+    assert run_filter(dovecot, path, user, "--tag", "--move-spam-to", "Junk").exit_code == 0
+    client = dovecot.client(user)
+    try:                                    # the person corrects: one spam back out, two others into Junk
+        client.select_folder("Junk")
+        back = sorted(client.search("ALL"))[:1]
+        client.select_folder("INBOX")
+        into = sorted(client.search(["NOT", "KEYWORD", "$Junk"]))[:2]
+        assert len(back) == 1 and len(into) == 2
+        client.move(into, "Junk")
+        client.select_folder("Junk")
+        client.move(back, "INBOX")
+    finally:
+        client.logout()
+    args = ["learn", str(path), "--corrections", dovecot.url(user), "--junk", "Junk", "--ca-file", str(dovecot.cert),
+            "--json"]
+    result = CliRunner().invoke(cli, args, env={"SPAMKIT_IMAP_PASSWORD": "secret"})
+    assert result.exit_code == 0, result.output
+    assert '"corrections": {\n    "ham": 1,\n    "spam": 2\n  }' in result.output
+    after = SpamFilter.load(path)
+    assert sorted(after.learned.values()) == ["ham", "spam", "spam"]
+    state = server_state(dovecot, user)
+    assert all(b"$Junk" in flags for flags, _ in state["Junk"].values())        # keywords now say what was learned
+    assert not any(b"$Junk" in flags for flags, _ in state["INBOX"].values())
+    again = CliRunner().invoke(cli, args, env={"SPAMKIT_IMAP_PASSWORD": "secret"})
+    assert again.exit_code == 0 and '"ham": 0,\n    "spam": 0' in again.output
+    assert len(SpamFilter.load(path).learned) == 3 and spam_filter.learned == {}

@@ -58,8 +58,9 @@ ALLOWED = {
     "persist": {"decision", "durable", "errors", "features", "labels", "lean", "manifest", "models", "text", "version"},
     "report": {"errors", "labels"},
     "htmlreport": set(),
-    # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out
-    "mailfilter": {"errors", "version", "message", "durable", "passthrough"},
+    # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out; IMAP
+    # folders read for learning come out as the corpus stage's LabelledMessage
+    "mailfilter": {"errors", "version", "message", "durable", "passthrough", "corpus"},
     # the resident filter process (takes a classify function) and its standard-library-only client
     "server": {"mailfilter", "client", "passthrough"},
     # SpamAssassin's spamd protocol on the server's machinery; TELL learns through the jobs

@@ -88,13 +88,41 @@ class CostsParam(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+class MailboxParam(click.ParamType):
+    """A local mailbox that exists, or an ``imap://``/``imaps://`` folder (read by ``spamkit learn``)."""
+
+    name = "MAILBOX"
+
+    def convert(self, value, param, ctx):
+        if str(value).lower().startswith(("imap://", "imaps://")):
+            return value
+        return click.Path(exists=True).convert(value, param, ctx)
+
+
+def imap_options(func):
+    """``--password-command``, ``--ca-file``, ``--insecure``: how to reach IMAP folders."""
+    options = [
+        click.option("--password-command", default=None, metavar="COMMAND",
+                     help="IMAP: a shell command that prints the password (else $SPAMKIT_IMAP_PASSWORD, else "
+                          "~/.netrc)."),
+        click.option("--ca-file", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="IMAP: verify the server's certificate against this authority (PEM) instead of the "
+                          "system's."),
+        click.option("--insecure", is_flag=True,
+                     help="IMAP: do not verify the server's certificate (a warning is printed)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def corpus_options(func):
     """``CORPUS...`` plus ``--ham``, ``--spam``, ``--class``, ``--format``, ``--classes``."""
     options = [
         click.argument("corpus", nargs=-1, type=click.Path(exists=True, dir_okay=True, readable=True)),
-        click.option("--ham", "ham", multiple=True, type=click.Path(exists=True),
+        click.option("--ham", "ham", multiple=True, type=MailboxParam(),
                      help="A mailbox (mbox, Maildir, MH, .eml folder) whose messages are all ham. Repeatable."),
-        click.option("--spam", "spam", multiple=True, type=click.Path(exists=True),
+        click.option("--spam", "spam", multiple=True, type=MailboxParam(),
                      help="A mailbox whose messages are all spam. Repeatable."),
         click.option("--class", "extra", multiple=True, type=ClassPathParam(),
                      help="NAME=PATH: a mailbox whose messages all belong to class NAME. Repeatable."),
@@ -116,6 +144,10 @@ def open_corpora(corpus, ham, spam, extra, fmt, classes) -> list[Corpus]:
     specs += [(path, name) for name, path in extra]
     if not specs:
         raise click.UsageError("name at least one corpus (CORPUS, --ham, --spam or --class)")
+    for path, _ in specs:
+        if str(path).lower().startswith(("imap://", "imaps://")):
+            raise click.UsageError(f"{path}: IMAP folders are read by spamkit learn and spamkit filter; for this "
+                                   "command copy the mail to a local folder first")
     opened = []
     try:
         for path, label in specs:
