@@ -58,6 +58,21 @@ def _run_command_line(args: list[str], raw: bytes) -> tuple[int, bytes]:
         sys.stdin, sys.stdout = stdin, stdout
 
 
+def plain_pipe(args: list[str]) -> bool:
+    """``filter [--exit-zero] MODEL -``: the forms the lean path answers without the command line.
+
+    >>> plain_pipe(["filter", "m.spamkit", "-"]), plain_pipe(["filter", "--exit-zero", "m.spamkit", "-"])
+    (True, True)
+    >>> plain_pipe(["filter", "--cost", "fp=9,fn=1", "m.spamkit", "-"])
+    False
+    """
+    if len(args) < 3 or args[0] != "filter" or args[-1] != "-":
+        return False
+    middle = args[1:-1]
+    options = [a for a in middle if a.startswith("-")]
+    return len(middle) - len(options) == 1 and set(options) <= {"--exit-zero"} and len(options) == len(set(options))
+
+
 def _lean_pipe(args: list[str], raw: bytes) -> tuple[int, bytes]:
     """``spamkit filter MODEL -`` on ``raw`` through :mod:`spamkit.lean`, or the command line
     when the filter needs the full path."""
@@ -65,12 +80,13 @@ def _lean_pipe(args: list[str], raw: bytes) -> tuple[int, bytes]:
     from .mailfilter.tags import model_id_of, tag
     from .passthrough import VERDICT_STATUS
 
-    model = args[1]
+    model = next(a for a in args[1:-1] if not a.startswith("-"))
     lean = lean_filter(model)
     if lean is None:
         return _run_command_line(args, raw)
     verdict, p = lean.verdict(raw)
-    return VERDICT_STATUS[verdict], tag(raw, verdict, p, model_id_of(model))
+    status = 0 if "--exit-zero" in args else VERDICT_STATUS[verdict]
+    return status, tag(raw, verdict, p, model_id_of(model))
 
 
 def main(argv=None) -> int:
@@ -78,8 +94,7 @@ def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if is_pipe_mode(args):
         raw = sys.stdin.buffer.read()
-        plain = len(args) == 3 and args[0] == "filter" and args[2] == "-" and not args[1].startswith("-")
-        run = _lean_pipe if plain else _run_command_line
+        run = _lean_pipe if plain_pipe(args) else _run_command_line
         return guard(raw, lambda message: run(args, message), "spamkit filter")
     from .cli import main as cli_main
 

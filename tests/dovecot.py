@@ -52,9 +52,10 @@ class Dovecot:
         self.base = Path(tempfile.mkdtemp(prefix="spamkit-dovecot-"))
         os.chmod(self.base, 0o755)
         nobody = pwd.getpwnam("nobody")
-        for d in ("run", "state", "home"):
+        for d in ("run", "state", "home", "sieve", "sieve-bin"):
             (self.base / d).mkdir()
         os.chown(self.base / "home", nobody.pw_uid, nobody.pw_gid)
+        os.chown(self.base / "sieve", nobody.pw_uid, nobody.pw_gid)      # compiled scripts and their logs
         self.cert, key = self.base / "cert.pem", self.base / "key.pem"
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
                         "-out", str(self.cert), "-days", "2", "-subj", "/CN=localhost",
@@ -92,6 +93,17 @@ namespace inbox {{
   inbox = yes
   separator = /
 }}
+protocol lda {{
+  mail_plugins = sieve
+  postmaster_address = postmaster@localhost
+}}
+plugin {{
+  sieve = file:{self.base}/sieve/%u;active={self.base}/sieve/%u.sieve
+  sieve_before = {self.base}/sieve/before.sieve
+  sieve_plugins = sieve_extprograms
+  sieve_global_extensions = +vnd.dovecot.filter
+  sieve_filter_bin_dir = {self.base}/sieve-bin
+}}
 service imap-login {{
   chroot =
   inet_listener imap {{
@@ -122,6 +134,22 @@ service imap-login {{
         """A user nobody has used yet, password "secret" (made before the server started: Dovecot
         looks at a changed passwd-file at most once a second)."""
         return self._fresh.pop(0)
+
+    def sieve(self, script: str, programs: dict[str, str] | None = None) -> None:
+        """The administrator's Sieve script run before every user's own (``sieve_before``, where
+        ``vnd.dovecot.filter`` is allowed), and the filter programs (name -> shell script) it may call."""
+        for name, text in (programs or {}).items():
+            path = self.base / "sieve-bin" / name
+            path.write_text(text)
+            path.chmod(0o755)
+        (self.base / "sieve" / "before.sieve").write_text(script)
+        os.chmod(self.base / "sieve" / "before.sieve", 0o644)
+
+    def deliver(self, user: str, raw: bytes) -> subprocess.CompletedProcess:
+        """Deliver one message to ``user`` with dovecot-lda, which runs the user's Sieve script."""
+        lda = shutil.which("dovecot-lda") or "/usr/lib/dovecot/dovecot-lda"
+        return subprocess.run([lda, "-c", str(self.base / "dovecot.conf"), "-d", user, "-f", "sender@example.org"],
+                              input=raw, capture_output=True, timeout=120)
 
     def url(self, user: str, folder: str = "INBOX", starttls: bool = False) -> str:
         if starttls:

@@ -51,7 +51,7 @@ def _load_lean(model, cost, spam_rate=None):
     return lean
 
 
-def _pipe(model, cost, spam_rate=None) -> int:
+def _pipe(model, cost, spam_rate=None, exit_zero: bool = False) -> int:
     """One message from standard input to standard output, tagged; never lost, whatever happens.
 
     Whatever goes wrong after the message is read (the parser, the filter file, the
@@ -63,7 +63,7 @@ def _pipe(model, cost, spam_rate=None) -> int:
     def work(raw: bytes) -> tuple[int, bytes]:
         spam_filter = _load_lean(model, cost, spam_rate) or _load(model, cost, spam_rate)
         verdict, p = spam_filter.verdict(raw)
-        return VERDICT_STATUS[verdict], tag(raw, verdict, p, model_id_of(model))
+        return 0 if exit_zero else VERDICT_STATUS[verdict], tag(raw, verdict, p, model_id_of(model))
 
     return guard(sys.stdin.buffer.read(), work, "spamkit filter", restore_signals=True)
 
@@ -128,6 +128,9 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
               help="Also write the run's summary here as JSON.")
 @click.option("--recover", is_flag=True,
               help="Only finish or undo interrupted runs on these mbox files, then stop.")
+@click.option("--exit-zero", is_flag=True,
+              help="Pipe mode: exit 0 for spam, ham and unsure alike (3 stays an error), as bogofilter -e, for "
+                   "delivery agents that take any other status as a failure (procmail's w flag, Sieve filters).")
 @imap_options
 @click.option("--watch", is_flag=True,
               help="IMAP: then stay connected and filter new mail as it arrives (IDLE), until Ctrl-C or SIGTERM; "
@@ -135,7 +138,7 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost, dry_run, force, wait,
-                   summary_file, recover, password_command, ca_file, insecure, watch, spam_rate, as_json):
+                   summary_file, recover, exit_zero, password_command, ca_file, insecure, watch, spam_rate, as_json):
     """Filter mailboxes (mbox, Maildir, MH, or a folder on an IMAP server) with a trained filter: tag and/or move spam.
 
     \b
@@ -157,7 +160,7 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
     2 for unsure and 3 on an error (the message is then written out unchanged).
     """
     if mailboxes == ("-",):
-        sys.exit(_pipe(model, cost, spam_rate))
+        sys.exit(_pipe(model, cost, spam_rate, exit_zero))
     if "-" in mailboxes:
         raise click.UsageError("'-' (pipe mode) cannot be combined with mailboxes")
     if recover:
