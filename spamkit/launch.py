@@ -86,7 +86,7 @@ def _lean_pipe(args: list[str], raw: bytes) -> tuple[int, bytes]:
         return _run_command_line(args, raw)
     verdict, p = lean.verdict(raw)
     status = 0 if "--exit-zero" in args else VERDICT_STATUS[verdict]
-    return status, tag(raw, verdict, p, model_id_of(model))
+    return status, tag(raw, verdict, p, model_id_of(model), lean.spam_threshold())
 
 
 def main(argv=None) -> int:

@@ -400,6 +400,21 @@ class LeanFilter:
             decision = "unsure"
         return decision
 
+    def spam_threshold(self) -> float:
+        """The P(spam) above which :meth:`decide` says spam (``SpamFilter.spam_threshold``)."""
+        if self.threshold is not None:
+            return float(self.threshold)
+        low, high = 0.0, 1.0
+        for _ in range(50):
+            mid = (low + high) / 2
+            proba = [0.0, 0.0]
+            proba[self.spam], proba[1 - self.spam] = mid, 1 - mid
+            if self.decide((proba[0], proba[1]), 1.0) == "spam":
+                high = mid
+            else:
+                low = mid
+        return high
+
     def verdict(self, raw: bytes) -> tuple[str, float]:
         """``(verdict, P(spam))`` of one raw message: "spam", "ham" or "unsure"."""
         tokens = self.analyzer(parse_message(raw))

@@ -484,8 +484,13 @@ def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MA
 # --------------------------------------------------------------------------- spamkit's own fields
 
 #: the header fields ``spamkit filter`` prepends (lower-case names)
-SPAMKIT_FIELDS = (b"x-spam-status", b"x-spam-probability", b"x-spamkit-version", b"x-spamkit-model")
+SPAMKIT_FIELDS = (b"x-spam-status", b"x-spam-flag", b"x-spam-level", b"x-spam-probability", b"x-spamkit-version",
+                  b"x-spamkit-model")
+#: fields of these names further down a message (another filter's) are renamed X-Spam-Prev-* when
+#: spamkit tags it, so that a recipe matching ``^X-Spam-Status: Yes`` sees spamkit's verdict alone
+TAG_RENAMES = (b"x-spam-status", b"x-spam-flag", b"x-spam-level", b"x-spam-probability")
 _FIELD_LINE = re.compile(rb"([A-Za-z0-9-]+):[ \t]?([^\r\n]*)\r?\n")
+_RENAMED_BACK = re.compile(rb"(?im)^X-Spam-Prev-(Status|Flag|Level|Probability)(?=[ \t]*:)")
 
 
 def envelope_end(raw: bytes) -> int:
@@ -501,12 +506,15 @@ def envelope_end(raw: bytes) -> int:
 
 
 def split_tags(raw: bytes) -> tuple[dict, bytes]:
-    """The spamkit fields at the top of ``raw`` (lower-case name -> value) and the rest; an
-    mbox envelope line (``From sender date``) stays first, the fields are those after it.
+    """The spamkit fields at the top of ``raw`` (lower-case name -> value) and the message as
+    it was before ``spamkit filter`` tagged it: an mbox envelope line (``From sender date``)
+    stays first, and another filter's fields that tagging renamed (``X-Spam-Prev-Status``,
+    ...: :data:`TAG_RENAMES`) get their names back. The block is spamkit's only if it names
+    the filter (``X-Spamkit-Model``); another filter's ``X-Spam-Status`` on top is the message's.
 
     >>> split_tags(b"X-Spam-Status: Yes, score=0.9\\nX-Spamkit-Model: m@1\\nSubject: hi\\n\\nbody")
     ({'x-spam-status': 'Yes, score=0.9', 'x-spamkit-model': 'm@1'}, b'Subject: hi\\n\\nbody')
-    >>> split_tags(b"From a@b Mon\\nX-Spam-Status: No\\nSubject: hi\\n\\nbody")[1]
+    >>> split_tags(b"From a@b Mon\\nX-Spam-Status: No\\nX-Spamkit-Model: m@1\\nSubject: hi\\n\\nbody")[1]
     b'From a@b Mon\\nSubject: hi\\n\\nbody'
     """
     fields: dict = {}
@@ -514,9 +522,16 @@ def split_tags(raw: bytes) -> tuple[dict, bytes]:
     while True:
         m = _FIELD_LINE.match(raw, pos)
         if not m or m.group(1).lower() not in SPAMKIT_FIELDS:
-            return fields, raw[pos:] if start == 0 else raw[:start] + raw[pos:]
+            break
         fields[m.group(1).lower().decode("ascii")] = m.group(2).decode("utf-8", "replace")
         pos = m.end()
+    if "x-spamkit-model" not in fields:                # not spamkit's block: another filter's fields
+        return {}, raw
+    rest = raw[pos:] if start == 0 else raw[:start] + raw[pos:]
+    if b"-prev-" in rest[:header_end(rest)].lower():
+        end = header_end(rest)
+        rest = _RENAMED_BACK.sub(lambda m: b"X-Spam-" + m.group(1), rest[:end]) + rest[end:]
+    return fields, rest
 
 
 #: the first field of the block ``spamkit serve --spamd`` writes into a header, SpamAssassin's way
@@ -585,7 +600,7 @@ def message_key(raw: bytes) -> bytes:
     serve --spamd`` have the same key, so ``spamkit learn`` recognises a message it has
     learned before, tagged or not.
 
-    >>> message_key(b"X-Spam-Status: Yes\\nSubject: a\\n\\nb") == message_key(b"Subject: a\\n\\nb")
+    >>> message_key(b"X-Spam-Status: Yes\\nX-Spamkit-Model: m@1\\nSubject: a\\n\\nb") == message_key(b"Subject: a\\n\\nb")
     True
     """
     import hashlib

@@ -266,7 +266,8 @@ def answer_job(model: str, raw: bytes) -> tuple[int, bytes]:
     try:
         spam_filter = _WORKER["cache"].get(model)
         verdict, p = spam_filter.verdict(raw)
-        return VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id)
+        return VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id,
+                                            getattr(spam_filter, "points_threshold", 0.5))
     except Exception as exc:                      # noqa: BLE001 -- a mail filter must pass mail on
         log(f"{type(exc).__name__}: {exc}; message passed through")
         return EXIT_ERROR, raw

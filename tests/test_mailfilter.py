@@ -34,11 +34,24 @@ _TEST_ID = re.compile(rb"X-Test-Id: (\d+)")
 
 def test_tag_is_a_prefix_and_replaces_old_tags():
     raw = b"Subject: hi\r\nFrom: a@b\r\n\r\nbody\r\n"
-    once = tag(raw, "spam", 0.97, "m@1")
-    assert once.endswith(raw) and once.startswith(b"X-Spam-Status: Yes, score=0.970000, model=m@1\r\n")
-    twice = tag(once, "ham", 0.01, "m@2")
+    once = tag(raw, "spam", 0.97, "m@1", threshold=0.9)
+    # SpamAssassin's fields: P(spam) 0.97 with the spam threshold 0.9 at 5.0 points is 5 + 5 * 0.07 / 0.1 = 8.5
+    assert once.endswith(raw) and once.startswith(
+        b"X-Spam-Status: Yes, score=8.5 required=5.0 tests=SPAMKIT_SPAM,SPAMKIT_P95_99 p=0.970000 model=m@1\r\n"
+        b"X-Spam-Flag: YES\r\nX-Spam-Level: ********\r\nX-Spam-Probability: 0.970000\r\n")
+    twice = tag(once, "ham", 0.01, "m@2", threshold=0.9)
     assert twice.endswith(raw) and twice.count(b"X-Spam-Status") == 1 and b"m@1" not in twice
+    assert b"X-Spam-Flag" not in twice and b"X-Spam-Status: No, score=0.1 " in twice     # 5 * 0.01 / 0.9 = 0.06
     assert recorded_verdict(twice, "m@2") == ("ham", 0.01) and recorded_verdict(twice, "m@1") is None
+
+
+def test_another_filters_fields_are_renamed_not_doubled_and_come_back():
+    raw = b"From a@b  Mon Jan  1 00:00:00 2024\nSubject: x\nX-Spam-Status: No, score=-3.1\nX-Spam-Flag: NO\n\nbody\n"
+    tagged = tag(raw, "spam", 0.999, "m@1")
+    head = tagged.split(b"\n\n", 1)[0]
+    assert head.startswith(b"From a@b ") and head.count(b"\nX-Spam-Status:") == 1
+    assert b"X-Spam-Prev-Status: No, score=-3.1" in head and b"X-Spam-Prev-Flag: NO" in head
+    assert split_tags(tagged)[1] == raw and split_tags(tag(tagged, "ham", 0.1, "m@1"))[1] == raw
 
 
 @settings(max_examples=200, deadline=None)
@@ -47,9 +60,10 @@ def test_tag_is_a_prefix_and_replaces_old_tags():
 def test_tagging_any_bytes_keeps_them(raw, verdict, p):
     fields, rest = split_tags(raw)
     tagged = tag(raw, verdict, p, "model@abc")
-    assert tagged.endswith(rest)                       # everything but old spamkit fields, byte for byte
     again_fields, again_rest = split_tags(tagged)
-    assert again_rest == rest and again_fields["x-spamkit-model"] == "model@abc"
+    assert again_rest == rest and again_fields["x-spamkit-model"] == "model@abc"   # the message, byte for byte
+    if b"x-spam-" not in rest.lower():
+        assert tagged.endswith(rest)                   # nothing to rename: the tags are a pure prefix
 
 
 # ------------------------------------------------------------------ mailboxes

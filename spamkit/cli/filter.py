@@ -63,7 +63,8 @@ def _pipe(model, cost, spam_rate=None, exit_zero: bool = False) -> int:
     def work(raw: bytes) -> tuple[int, bytes]:
         spam_filter = _load_lean(model, cost, spam_rate) or _load(model, cost, spam_rate)
         verdict, p = spam_filter.verdict(raw)
-        return 0 if exit_zero else VERDICT_STATUS[verdict], tag(raw, verdict, p, model_id_of(model))
+        return (0 if exit_zero else VERDICT_STATUS[verdict],
+                tag(raw, verdict, p, model_id_of(model), spam_filter.spam_threshold()))
 
     return guard(sys.stdin.buffer.read(), work, "spamkit filter", restore_signals=True)
 
@@ -197,7 +198,8 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
                                 progress=progress.step, on_message=on_message)
         else:
             runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
-                                force=force, wait=wait, progress=progress.step, on_message=on_message)
+                                force=force, wait=wait, progress=progress.step, on_message=on_message,
+                                threshold=spam_filter.spam_threshold())
 
         def stop(signum, frame):
             runner.stop_requested = True          # finish the current message (IMAP: batch), then stop cleanly

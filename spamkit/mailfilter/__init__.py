@@ -10,12 +10,14 @@ chunks, and the journal), :mod:`~spamkit.mailfilter.run` (the run and its summar
 
 Tags
     The verdict is written as header fields *prepended* to the message, the way trace
-    fields (``Received:``) are added: ``X-Spam-Status: Yes|No|Unsure, score=0.997,
-    model=NAME@HASH``, ``X-Spam-Probability``, ``X-Spamkit-Version`` and
-    ``X-Spamkit-Model``. Everything after them is the original message, byte for byte
-    (headers, body, line endings, even a message with no header section at all), so
-    "nothing changed but the tags" is a prefix check. Re-tagging removes the old spamkit
-    fields at the top first. A message whose ``X-Spamkit-Model`` names the same filter
+    fields (``Received:``) are added, SpamAssassin's way: ``X-Spam-Status: Yes|No|Unsure,
+    score=7.5 required=5.0 tests=... p=0.997 model=NAME@HASH``, ``X-Spam-Flag: YES`` (spam),
+    ``X-Spam-Level``, ``X-Spam-Probability``, ``X-Spamkit-Version`` and ``X-Spamkit-Model``
+    (:mod:`~spamkit.mailfilter.tags`). Everything after them is the original message, byte
+    for byte (headers, body, line endings, even a message with no header section at all),
+    except another filter's fields of those names, renamed ``X-Spam-Prev-...``;
+    :func:`~spamkit.message.split_tags` undoes both. Re-tagging removes the old spamkit
+    fields at the top first; an mbox envelope line stays first. A message whose ``X-Spamkit-Model`` names the same filter
     file (its SHA-256) is not scored again unless forced: its recorded verdict is used.
 
 Never losing a message

@@ -70,10 +70,14 @@ class MailFilter:
     on_message : callable, optional
         ``on_message(ref, verdict, p_spam, tagged, moved_to)`` for each message (``--dry-run``
         lists what would happen through it); ``ref`` is the file, or ``MBOX#n``.
+    threshold : float
+        The filter's spam threshold on P(spam), which the tags' points put at 5.0
+        (:func:`~spamkit.mailfilter.tags.points`).
     """
 
     def __init__(self, classify, model_id: str, tag: bool = False, move: dict | None = None,
-                 dry_run: bool = False, force: bool = False, wait: float = 30.0, progress=None, on_message=None):
+                 dry_run: bool = False, force: bool = False, wait: float = 30.0, progress=None, on_message=None,
+                 threshold: float = 0.5):
         self.classify = classify
         self.model_id = model_id
         self.tag = tag
@@ -86,6 +90,7 @@ class MailFilter:
         self.wait = wait
         self.progress = progress
         self.on_message = on_message
+        self.threshold = threshold
         self.stop_requested = False
         self.summary = FilterSummary(dry_run=dry_run)
 
@@ -133,7 +138,7 @@ class MailFilter:
 
     def _new_bytes(self, raw: bytes, verdict: str, p: float, scored: bool) -> bytes:
         if self.tag and scored:
-            return tag(raw, verdict, p, self.model_id)
+            return tag(raw, verdict, p, self.model_id, self.threshold)
         return raw
 
     def _count(self, verdict: str, changed: bool, moved_to: Path | None, ref=None, p: float = float("nan")):

@@ -1,9 +1,14 @@
 """The verdict tags: header fields prepended to a message, and reading them back.
 
-``X-Spam-Status: Yes|No|Unsure, score=0.997, model=NAME@HASH``, ``X-Spam-Probability``,
-``X-Spamkit-Version`` and ``X-Spamkit-Model``, written above the original message, which
-follows byte for byte. Taking them off again (to find a message's key whatever its tags)
-is :func:`spamkit.message.split_tags`, one stage earlier, since learning needs it too.
+Written SpamAssassin's way, so that recipes and mail clients made for it read them:
+``X-Spam-Status: Yes|No|Unsure, score=7.5 required=5.0 tests=SPAMKIT_SPAM,SPAMKIT_P99_100
+p=0.999616 model=NAME@HASH`` (score: P(spam) as points, :func:`points`; "Unsure" is spamkit's
+third answer), ``X-Spam-Flag: YES`` for spam, ``X-Spam-Level: *******``, then
+``X-Spam-Probability``, ``X-Spamkit-Version`` and ``X-Spamkit-Model``. They go above the
+message (below an mbox ``From`` line); fields of those names further down — another filter's
+verdict — are renamed ``X-Spam-Prev-Status`` etc., never doubled. Taking the tags off again
+(to find a message's key whatever its tags) is :func:`spamkit.message.split_tags`, one stage
+earlier, since learning needs it too; it renames those fields back.
 """
 
 from __future__ import annotations
@@ -27,29 +32,53 @@ def newline_of(raw: bytes) -> bytes:
     return b"\r\n" if end > 0 and raw[end - 1:end] == b"\r" else b"\n"
 
 
-def tag_fields(verdict: str, p_spam: float, model_id: str) -> list[tuple[str, str]]:
-    """The header fields of a verdict, in the order they are written."""
+def tag_fields(verdict: str, p_spam: float, model_id: str, threshold: float = 0.5) -> list[tuple[str, str]]:
+    """The header fields of a verdict, in the order they are written (``threshold``: the
+    filter's spam threshold on P(spam), which :func:`points` places at 5.0)."""
     if verdict not in VERDICTS:
         raise ConfigError(f"unknown verdict {verdict!r}")
-    return [("X-Spam-Status", f"{STATUS_WORD[verdict]}, score={p_spam:.6f}, model={model_id}"),
-            ("X-Spam-Probability", f"{p_spam:.6f}"),
-            ("X-Spamkit-Version", __version__),
-            ("X-Spamkit-Model", model_id)]
+    score = points(verdict, p_spam, threshold)
+    fields = [("X-Spam-Status", f"{STATUS_WORD[verdict]}, score={score:.1f} required={REQUIRED_POINTS:.1f} "
+                                f"tests={','.join(rule_names(verdict, p_spam))} p={p_spam:.6f} model={model_id}")]
+    if verdict == "spam":
+        fields.append(("X-Spam-Flag", "YES"))
+    fields += [("X-Spam-Level", "*" * int(score)),
+               ("X-Spam-Probability", f"{p_spam:.6f}"),
+               ("X-Spamkit-Version", __version__),
+               ("X-Spamkit-Model", model_id)]
+    return fields
 
 
-def tag(raw: bytes, verdict: str, p_spam: float, model_id: str) -> bytes:
-    """``raw`` with spamkit's fields (old ones removed) prepended; the rest unchanged. An mbox
-    envelope line (``From sender date``, as procmail hands a message over) stays first.
+_TAG_RENAMES = re.compile(rb"(?im)^(X-Spam-(?:Status|Flag|Level|Probability))(?=[ \t]*:)")
 
-    >>> tag(b"Subject: hi\\r\\n\\r\\nbody", "spam", 0.99, "m@1").split(b"\\r\\n")[0]
-    b'X-Spam-Status: Yes, score=0.990000, model=m@1'
+
+def tag(raw: bytes, verdict: str, p_spam: float, model_id: str, threshold: float = 0.5) -> bytes:
+    """``raw`` with spamkit's fields (old ones removed) prepended, another filter's fields of
+    the same names renamed ``X-Spam-Prev-...``; the rest unchanged. An mbox envelope line
+    (``From sender date``, as procmail hands a message over) stays first.
+
+    >>> print(tag(b"Subject: hi\\nX-Spam-Status: No, score=-2\\n\\nbody", "spam", 0.99, "m@1", 0.9).decode())
+    X-Spam-Status: Yes, score=9.5 required=5.0 tests=SPAMKIT_SPAM,SPAMKIT_P99_100 p=0.990000 model=m@1
+    X-Spam-Flag: YES
+    X-Spam-Level: *********
+    X-Spam-Probability: 0.990000
+    X-Spamkit-Version: 0.1.0
+    X-Spamkit-Model: m@1
+    Subject: hi
+    X-Spam-Prev-Status: No, score=-2
+    <BLANKLINE>
+    body
     >>> tag(b"From a@b Mon\\nSubject: hi\\n\\nbody", "ham", 0.01, "m@1").split(b"\\n")[:2]
-    [b'From a@b Mon', b'X-Spam-Status: No, score=0.010000, model=m@1']
+    [b'From a@b Mon', b'X-Spam-Status: No, score=0.1 required=5.0 tests=SPAMKIT_HAM,SPAMKIT_P01_05 p=0.010000 model=m@1']
     """
     _, rest = split_tags(raw)
+    end = header_end(rest)
+    if b"x-spam-" in rest[:end].lower():
+        rest = _TAG_RENAMES.sub(lambda m: PREVIOUS + m.group(1)[len(b"X-Spam-"):], rest[:end]) + rest[end:]
     start = envelope_end(rest)
     nl = newline_of(rest)
-    head = b"".join(f"{name}: {value}".encode("utf-8") + nl for name, value in tag_fields(verdict, p_spam, model_id))
+    head = b"".join(f"{name}: {value}".encode("utf-8") + nl
+                    for name, value in tag_fields(verdict, p_spam, model_id, threshold))
     return rest[:start] + head + rest[start:]
 
 
