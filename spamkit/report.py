@@ -78,6 +78,7 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
             f"  ham recall      {_pct(ev['ham_recall'])}   ({ev['fp']} of {ev['tn'] + ev['fp']} ham misfiled)",
             f"  spam precision  {_pct(ev['spam_precision'])}",
             f"  F1 (spam)       {_pct(ev['f1'])}",
+            f"  Jaccard (spam)  {_pct(ev['jaccard'])}   TP / (TP + FP + FN)",
             f"  ROC AUC         {ev['auc']:.4f}" if ev["auc"] == ev["auc"] else "  ROC AUC            n/a",
             f"  confusion       ham->ham {ev['tn']}  ham->spam {ev['fp']}  spam->ham {ev['fn']}  spam->spam {ev['tp']}",
             f"  MCC             {ev['mcc']:.4f}",

@@ -126,3 +126,20 @@ def test_one_vs_rest_with_an_absent_class():
     r = one_vs_rest(["a", "b", "a"], [[.7, .2, .1], [.2, .7, .1], [.6, .3, .1]], ["a", "b", "c"])
     assert np.isnan(r["per_class"]["c"]["auc"]) and r["per_class"]["c"]["support"] == 0
     assert r["macro"]["auc"] == 1.0                      # over the classes present
+
+
+def test_jaccard_score_matches_scikit_learn():
+    from sklearn.metrics import jaccard_score
+
+    from spamkit.metrics import binary_report, confusion_matrix, per_class_scores
+    rng = np.random.default_rng(7)
+    labels = ["ham", "spam", "news"]
+    y_true = rng.choice(labels, 300)
+    y_pred = np.where(rng.random(300) < 0.7, y_true, rng.choice(labels, 300))
+    ours = per_class_scores(confusion_matrix(y_true, y_pred, labels), labels)
+    theirs = jaccard_score(y_true, y_pred, labels=labels, average=None)
+    np.testing.assert_allclose([ours[c]["jaccard"] for c in labels], theirs, rtol=1e-12)
+    two = np.where(y_true == "spam", "spam", "ham"), np.where(y_pred == "spam", "spam", "ham")
+    report = binary_report(*two, p_spam=(two[1] == "spam").astype(float))
+    assert report["jaccard"] == pytest.approx(jaccard_score(*two, pos_label="spam"), rel=1e-12)
+    assert report["jaccard"] == pytest.approx(report["tp"] / (report["tp"] + report["fp"] + report["fn"]))
