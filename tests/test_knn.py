@@ -293,3 +293,23 @@ def test_cli_knn(tmp_path):
     assert result.exit_code == 0 and "best: k=" in result.output
     result = runner.invoke(cli, ["train", str(SAMPLE), "--model", "knn", "--k", "zero", "-o", str(model)])
     assert result.exit_code == 2 and "positive integer or 'auto'" in result.output
+
+
+def test_asking_for_knn_gives_the_best_measured_knn(tmp_path):
+    # scripts/knn_defaults.py: words, TF-IDF, k = 15, softmax has the best worst-case AUC on the mail corpora
+    from spamkit.config import KNN_BEST, filter_from_config, parse_config
+    from spamkit.manifest import read_manifest
+    model = tmp_path / "knn.spamkit"
+    result = CliRunner().invoke(cli, ["train", str(SAMPLE), "--model", "knn", "-o", str(model)])
+    assert result.exit_code == 0, result.output
+    manifest = read_manifest(model)
+    params = manifest["model"]["params"]
+    assert (params["k"], params["weights"], params["tau"]) == (15, "softmax", 0.1) == tuple(KNN_BEST.values())
+    assert manifest["vectorizer"]["representation"] == "tfidf"
+    assert manifest["analyzer"]["headers"] != ["*"]                   # words, not the mail tokens
+    f = filter_from_config(parse_config("model=knn"))
+    assert (f.model.k, f.model.weights, f.vectorizer.representation) == (15, "softmax", "tfidf")
+    assert f.analyzer.get_config()["headers"] == manifest["analyzer"]["headers"]
+    # what the user names still wins
+    g = filter_from_config(parse_config("model=knn,k=3,tokens=mail,representation=tf"))
+    assert (g.model.k, g.vectorizer.representation, g.analyzer.get_config()["headers"]) == (3, "tf", ["*"])

@@ -63,7 +63,7 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
     chosen = engine_from_options("local", "local", 0, False, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress, \
             running(chosen, progress) as engine:
-        result = online_filter(corpora, analyzer=make_analyzer(tokens), model=model, alpha=alpha, engine=engine,
+        result = online_filter(corpora, analyzer=make_analyzer(tokens or "mail"), model=model, alpha=alpha, engine=engine,
                                fisher=fisher_params(strength, prior, min_dev, max_clues), regime=regime,
                                stack=stack_for_rate(rate), rate=rate,
                                margin=margin, hashing=hashing, delay=delay,

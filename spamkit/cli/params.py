@@ -162,8 +162,9 @@ def open_corpora(corpus, ham, spam, extra, fmt, classes) -> list[Corpus]:
 def model_options(func):
     """``--tokens`` and the Robinson/Fisher parameters, shared by ``train`` and ``online``."""
     options = [
-        click.option("--tokens", type=click.Choice(TOKENS), default="mail", show_default=True,
-                     help="mail: every header field as its own token space, case kept, header names, "
+        click.option("--tokens", type=click.Choice(TOKENS), default=None,
+                     help="[default: mail; words for --model knn] "
+                          "mail: every header field as its own token space, case kept, header names, "
                           "Received addresses, URL pieces, digit-run shapes; words: lower-cased words of "
                           "the body and a few header fields."),
         click.option("--strength", type=click.FloatRange(min=0.0), default=0.45, show_default=True,

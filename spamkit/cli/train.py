@@ -53,9 +53,9 @@ from .progress import Progress, verbosity_options
 @click.option("--char-ngrams", type=click.IntRange(0, 6), default=0, show_default=True, metavar="N",
               help="Also use the character N-grams (3-6) of the first 3,000 characters of each body; 0: off. "
                    "Best on short texts (SMS: 99.10% accuracy at 4), worse on mail.")
-@click.option("--k", "k", default="5", show_default=True, metavar="N|auto",
+@click.option("--k", "k", default="15", show_default=True, metavar="N|auto",
               help="kNN: neighbours that vote; 'auto' picks k and --weights by 5-fold cross-validation.")
-@click.option("--weights", type=click.Choice(WEIGHTS), default="uniform", show_default=True,
+@click.option("--weights", type=click.Choice(WEIGHTS), default="softmax", show_default=True,
               help="kNN: uniform votes, inverse distance, or softmax of similarity.")
 @click.option("--metric", type=click.Choice(METRICS), default="cosine", show_default=True, help="kNN similarity.")
 @click.option("--tau", type=click.FloatRange(min=0, min_open=True), default=0.1, show_default=True,
@@ -93,7 +93,8 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
       spamkit train enron1.tar.gz --model bernoulli --max-features 3000 --select ig -o e1.spamkit
       spamkit train --ham ~/Mail/INBOX --spam ~/Mail/Junk -o mine.spamkit
     """
-    from ..config import build_filter, stack_for_rate
+    from ..config import MODEL_DEFAULTS, build_filter, stack_for_rate
+    tokens = tokens or MODEL_DEFAULTS.get(model, {}).get("tokens", "mail")
     from ..decision import CostMatrix
     from ..jobs.train import held_out_costs, train_filter
     knn = {"k": _k_value(k), "weights": weights, "metric": metric, "tau": tau, "memory_limit": memory_limit}
