@@ -1,5 +1,11 @@
 """One self-contained HTML evaluation report: plots embedded as PNG, numbers from the JSON result.
 
+Made for a person reading it in a browser: what was evaluated (filter, corpora, date,
+configuration) in one line at the top, the filter's manifest folded away, plots drawn at
+twice their displayed resolution (sharp when zoomed) with alt text that says what each shows,
+a viewport for small screens, and nothing wider than the window (long tokens and paths wrap).
+``tests/test_htmlreport.py`` renders the pages in headless Chromium and checks them.
+
 Renders, computes nothing: every number shown comes from the evaluation result dict
 (:func:`spamkit.jobs.evaluate.evaluate_filter` with ``detail=True``), which ``--json`` prints
 as well, and each is written into an element with a ``data-key`` attribute naming its
@@ -17,19 +23,79 @@ import io
 import json
 
 
-def _figure_png(draw) -> str:
+#: displayed size of a plot, in CSS pixels; it is drawn at twice that (sharp on high-density screens and zoomed)
+_PLOT_SIZE = (520, 380)
+
+
+def _figure(draw) -> str:
+    """A plot as ``<figure>`` with a PNG at 2x resolution and alt text from its title and axes."""
     import matplotlib
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(5.2, 3.8), dpi=100)
+    width, height = _PLOT_SIZE
+    fig, ax = plt.subplots(figsize=(width / 100, height / 100), dpi=200)
     try:
         draw(ax)
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
+        alt = f"{ax.get_title()}: {ax.get_ylabel()} against {ax.get_xlabel()}"
+        legend = ax.get_legend()
+        if legend is not None:
+            alt += "; one curve each for " + ", ".join(t.get_text() for t in legend.get_texts())
     finally:
         plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return (f'<figure><img alt="{html.escape(alt)}" width="{width}" height="{height}" '
+            f'src="data:image/png;base64,{data}"></figure>')
+
+
+_STYLE = ("<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+          "table{border-collapse:collapse;margin:1em 0;max-width:100%}"
+          "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;overflow-wrap:anywhere}"
+          "figure{display:inline-block;margin:.5em;max-width:100%}img{max-width:100%;height:auto}"
+          "code,pre{background:#f4f4f4;padding:.2em;white-space:pre-wrap;overflow-wrap:anywhere}"
+          "p.what{background:#eef3f8;padding:.5em;overflow-wrap:anywhere}details{margin:1em 0}"
+          "summary{cursor:pointer;font-weight:bold}</style>")
+
+
+def _page(title: str, what: str, body: str, folded: list[tuple[str, str]]) -> str:
+    """The page around a report: ``what`` (what was evaluated, one line) on top, ``folded``
+    ((summary, text) pairs: the command, the filter's manifest) closed at the bottom."""
+    details = "".join(f"<details><summary>{html.escape(name)}</summary><pre>{html.escape(text)}</pre></details>"
+                      for name, text in folded)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>{_STYLE}</head><body>
+<h1>{html.escape(title)}</h1>
+<p class="what">{what}</p>
+{body}
+<h2>Configuration</h2>{details}
+</body></html>
+"""
+
+
+def _what(command: str, configuration: dict | None = None, corpora=None) -> str:
+    """One line: the filter, the corpora, the date, the filter's configuration."""
+    import datetime as dt
+    parts = []
+    configuration = configuration or {}
+    manifest = configuration.get("manifest") or {}
+    if configuration.get("model"):
+        model = manifest.get("model", {})
+        kind = model.get("type", "")
+        classes = ", ".join(map(str, model.get("classes", [])))
+        parts.append(f"filter <code>{html.escape(str(configuration['model']))}</code>"
+                     + (f" ({html.escape(kind)}; classes {html.escape(classes)})" if kind else ""))
+    if corpora:
+        parts.append("corpora " + ", ".join(
+            f"<code>{html.escape(str(c.get('path', c)))}</code>" + (
+                f" ({', '.join(f'{html.escape(str(k))} {v}' for k, v in c['per_class'].items())})"
+                if isinstance(c, dict) and c.get("per_class") else "") for c in corpora))
+    parts.append(dt.datetime.now().strftime("%Y-%m-%d %H:%M"))
+    parts.append(f"command <code>{html.escape(command)}</code>")
+    return "Evaluated: " + "; ".join(parts) + "."
 
 
 def _value(key: str, value, fmt: str = "{:.4f}") -> str:
@@ -92,14 +158,9 @@ def _plots(report: dict) -> dict:
         ax.legend()
         ax.set(xlabel="log-odds of spam (clipped to ±40)", ylabel="messages", title="scores per class")
 
-    return {"roc": _figure_png(roc_linear), "roc_log": _figure_png(roc_log), "pr": _figure_png(precision_recall),
-            "reliability": _figure_png(reliability), "cost": _figure_png(cost_curve),
-            "histogram": _figure_png(histograms)}
-
-
-_STYLE = ("<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
-          "figure{display:inline-block;margin:.5em}code,pre{background:#f4f4f4;padding:.2em}</style>")
+    return {"roc": _figure(roc_linear), "roc_log": _figure(roc_log), "pr": _figure(precision_recall),
+            "reliability": _figure(reliability), "cost": _figure(cost_curve),
+            "histogram": _figure(histograms)}
 
 
 def render_k_class_html(result: dict, command: str, configuration: dict) -> str:
@@ -123,7 +184,7 @@ def render_k_class_html(result: dict, command: str, configuration: dict) -> str:
                ylabel="true-positive rate" if kind == "roc" else "precision",
                title="ROC, each class against the rest" if kind == "roc" else "precision-recall, each class against the rest")
 
-    plots = [_figure_png(lambda ax: overlay(ax, "roc")), _figure_png(lambda ax: overlay(ax, "pr"))]
+    plots = [_figure(lambda ax: overlay(ax, "roc")), _figure(lambda ax: overlay(ax, "pr"))]
     head = "<tr><th>class</th><th>precision</th><th>recall</th><th>F1</th><th>support</th><th>ROC AUC</th><th>average precision</th></tr>"
     rows = []
     for label in labels:
@@ -140,21 +201,16 @@ def render_k_class_html(result: dict, command: str, configuration: dict) -> str:
                  + "".join(f"<tr><th>{html.escape(l)}</th>" + "".join(
                      f"<td>{_value(f'confusion.{i}.{j}', n, '{}')}</td>" for j, n in enumerate(row)) + "</tr>"
                      for i, (l, row) in enumerate(zip(labels, result["confusion"]))) + "</table>")
-    images = "".join(f'<figure><img alt="curves" src="data:image/png;base64,{png}"></figure>' for png in plots)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>spamkit evaluation</title>{_STYLE}</head><body>
-<h1>spamkit evaluation: {len(labels)} classes</h1>
-<p>{_value("n", result["n"], "{}")} messages; accuracy {_value("accuracy", result["accuracy"])}, macro F1
+    body = f"""<p>{_value("n", result["n"], "{}")} messages; accuracy {_value("accuracy", result["accuracy"])}, macro F1
 {_value("macro_f1", result["macro_f1"])}.</p>
 <h2>Each class</h2><table>{head}{''.join(rows)}</table>
 <h2>Averages of the one-vs-rest measures</h2>
 <table><tr><th></th><th>ROC AUC</th><th>average precision</th></tr>{averages}</table>
 <h2>Confusion matrix</h2>{confusion}
-<h2>Curves</h2>{images}
-<h2>Configuration</h2><pre>{html.escape(command)}</pre>
-<pre>{html.escape(json.dumps(configuration, indent=2, sort_keys=True, default=str))}</pre>
-</body></html>
-"""
+<h2>Curves</h2>{''.join(plots)}"""
+    return _page(f"spamkit evaluation: {len(labels)} classes", _what(command, configuration, result.get("corpora")),
+                 body, [("command", command), ("the filter's manifest and settings",
+                                               json.dumps(configuration, indent=2, sort_keys=True, default=str))])
 
 
 def render_html(result: dict, command: str, configuration: dict) -> str:
@@ -207,25 +263,16 @@ def render_html(result: dict, command: str, configuration: dict) -> str:
             why = ", ".join(f"{html.escape(t)} {v:+.2f}" for t, v in (exp.get("towards", []) + exp.get("against", []))[:6])
         mistakes.append(f"<tr><td>{html.escape(m['id'])}</td><td>{html.escape(m['label'])}</td>"
                         f"<td>{m['p_spam']:.6f}</td><td>{why}</td></tr>")
-    images = "".join(f'<figure><img alt="{name}" src="data:image/png;base64,{png}"></figure>'
-                     for name, png in plots.items())
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>spamkit evaluation</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
-table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}
-figure{{display:inline-block;margin:.5em}}code,pre{{background:#f4f4f4;padding:.2em}}</style></head><body>
-<h1>spamkit evaluation</h1>
-<h2>Measures</h2>
+    body = f"""<h2>Measures</h2>
 <table>{''.join(f'<tr><th>{k}</th><td>{v}</td></tr>' for k, v in rows)}</table>
 <h2>Confusion matrix at the operating point</h2>{confusion}
-<h2>Curves</h2>{images}
+<h2>Curves</h2>{''.join(plots.values())}
 <h2>The ten most costly mistakes</h2>
 <table><tr><th>message</th><th>true class</th><th>P(spam)</th><th>tokens that decided it (share of log-odds)</th></tr>
-{''.join(mistakes) or '<tr><td colspan="4">none</td></tr>'}</table>
-<h2>Configuration</h2><pre>{html.escape(command)}</pre>
-<pre>{html.escape(json.dumps(configuration, indent=2, sort_keys=True, default=str))}</pre>
-</body></html>
-"""
+{''.join(mistakes) or '<tr><td colspan="4">none</td></tr>'}</table>"""
+    return _page("spamkit evaluation", _what(command, configuration, result.get("corpora")), body,
+                 [("command", command), ("the filter's manifest and settings",
+                                         json.dumps(configuration, indent=2, sort_keys=True, default=str))])
 
 
 def render_comparison_html(result: dict, command: str) -> str:
@@ -243,7 +290,7 @@ def render_comparison_html(result: dict, command: str) -> str:
         ax.set(xlabel="false-positive rate" + (" (log scale)" if log else ""), ylabel="true-positive rate",
                title="ROC, pooled out-of-fold scores")
 
-    plots = [_figure_png(lambda ax: roc(ax, False)), _figure_png(lambda ax: roc(ax, True))]
+    plots = [_figure(lambda ax: roc(ax, False)), _figure(lambda ax: roc(ax, True))]
     head = ("<tr><th>configuration</th><th>AUC</th><th>95% interval</th><th>(1-ROCA)%</th><th>accuracy</th>"
             "<th>spam recall</th><th>ham recall</th><th>lam%</th><th>AUC per fold (mean ± sd)</th></tr>")
     rows = []
@@ -259,18 +306,10 @@ def render_comparison_html(result: dict, command: str) -> str:
         f"<li>{html.escape(c['name'])} vs {html.escape(configs[0]['name'])}: AUC per fold "
         f"{_value(f'configs.{i}.vs_first.auc_diff_mean', c['vs_first']['auc_diff_mean'], '{:+.4f}')}, better in "
         f"{c['vs_first']['folds_better']} of {result['folds']} folds</li>" for i, c in enumerate(configs) if i)
-    images = "".join(f'<figure><img alt="roc" src="data:image/png;base64,{png}"></figure>' for png in plots)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>spamkit comparison</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
-table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}
-figure{{display:inline-block;margin:.5em}}pre{{background:#f4f4f4;padding:.2em}}</style></head><body>
-<h1>spamkit comparison</h1>
-<p>{result['folds']}-fold stratified cross-validation (seed {result['seed']}), the same folds for every
+    body = f"""<p>{result['folds']}-fold stratified cross-validation (seed {result['seed']}), the same folds for every
 configuration; pooled out-of-fold scores; recalls at P(spam) = 0.5.</p>
-<table>{head}{''.join(rows)}</table><ul>{paired}</ul>{images}
-<h2>Command</h2><pre>{html.escape(command)}</pre></body></html>
-"""
+<table>{head}{''.join(rows)}</table><ul>{paired}</ul>{''.join(plots)}"""
+    return _page("spamkit comparison", _what(command, None, result.get("corpora")), body, [("command", command)])
 
 
 def render_online_html(result: dict, command: str) -> str:
@@ -292,7 +331,7 @@ def render_online_html(result: dict, command: str) -> str:
         ax.set(xlim=(1e-5, 1), xlabel="ham misfiled (false-positive rate, log scale)",
                ylabel="spam caught (true-positive rate)", title=f"ROC, (1-ROCA)% {m['roca_pct']:.4f}")
 
-    plots = [_figure_png(learning), _figure_png(roc_log)]
+    plots = [_figure(learning), _figure(roc_log)]
     rows = [("messages classified / learned", _value("n", result["n"], "{}") + " / "
              + _value("n_learned", result["n_learned"], "{}")),
             ("(1-ROCA)%", _value("measures.roca_pct", m["roca_pct"])),
@@ -316,19 +355,10 @@ def render_online_html(result: dict, command: str) -> str:
     points = "".join(f"<tr><td>{p['start']}–{p['end']}</td><td>{p['ham']}</td><td>{p['spam']}</td><td>"
                      + (_value(f"learning_curve.{i}.roca_pct", p["roca_pct"]) if p["roca_pct"] is not None else "n/a")
                      + "</td></tr>" for i, p in enumerate(curve))
-    images = "".join(f'<figure><img alt="plot" src="data:image/png;base64,{png}"></figure>' for png in plots)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>spamkit online evaluation</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
-table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}
-figure{{display:inline-block;margin:.5em}}pre{{background:#f4f4f4;padding:.2em}}</style></head><body>
-<h1>spamkit online evaluation</h1>
-<p>The TREC spam-track protocol: each message classified in order, then learned.</p>
+    body = f"""<p>The TREC spam-track protocol: each message classified in order, then learned.</p>
 <table>{''.join(f'<tr><th>{k}</th><td>{v}</td></tr>' for k, v in rows)}</table>
-<h2>Curves</h2>{images}
+<h2>Curves</h2>{''.join(plots)}
 <h2>Learning curve</h2>
-<table><tr><th>messages</th><th>ham</th><th>spam</th><th>(1-ROCA)%</th></tr>{points}</table>
-<h2>Configuration</h2><pre>{html.escape(command)}</pre>
-<pre>{html.escape(json.dumps(st, indent=2, sort_keys=True, default=str))}</pre>
-</body></html>
-"""
+<table><tr><th>messages</th><th>ham</th><th>spam</th><th>(1-ROCA)%</th></tr>{points}</table>"""
+    return _page("spamkit online evaluation", _what(command, None, result.get("corpora")), body,
+                 [("command", command), ("settings", json.dumps(st, indent=2, sort_keys=True, default=str))])

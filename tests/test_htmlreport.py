@@ -93,3 +93,86 @@ def test_k_class_report_matches_the_json(tmp_path):
         assert json.loads(value.replace("&quot;", '"')) == pytest.approx(_lookup(result, key)), key
     curves = result["report"]
     assert set(curves["per_class"]) == {"a", "b", "c"} and curves["micro"]["roc"]["tpr"][-1] == 1.0
+
+
+# ------------------------------------------------------------------ as a person sees it
+
+def _chromium() -> str:
+    import os
+    import shutil
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        reason = "Chromium is not installed (apt-get install chromium)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path
+
+
+def _browse(page, *args) -> str:
+    import subprocess
+    out = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                          "--window-size=1280,900", *args, page.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """A report of each kind: evaluate (ham/spam and three classes), compare, online."""
+    from test_compare import noisy_three_classes
+    tmp = tmp_path_factory.mktemp("pages")
+    runner = CliRunner()
+    model, three = tmp / "m.spamkit", tmp / "three.spamkit"
+    corpus = noisy_three_classes(tmp)
+    assert runner.invoke(cli, ["train", str(SAMPLE), "-o", str(model)]).exit_code == 0
+    assert runner.invoke(cli, ["train", str(corpus), "--classes", "any", "--model", "multinomial", "-o",
+                               str(three)]).exit_code == 0
+    commands = {"evaluate": ["evaluate", str(model), str(SAMPLE)],
+                "three classes": ["evaluate", str(three), str(corpus), "--classes", "any"],
+                "compare": ["compare", str(SAMPLE), "--config", "best", "--config", "model=multinomial", "--folds", "3"],
+                "online": ["online", str(SAMPLE)]}
+    out = {}
+    for name, args in commands.items():
+        page = tmp / f"{name.replace(' ', '-')}.html"
+        result = runner.invoke(cli, [*args, "--report", str(page)])
+        assert result.exit_code == 0, (name, result.output)
+        out[name] = page
+    return out
+
+
+@pytest.mark.parametrize("kind", ["evaluate", "three classes", "compare", "online"])
+def test_the_report_reads_well_in_a_browser(pages, kind, tmp_path):
+    import struct
+
+    import numpy as np
+    from matplotlib.image import imread
+    page = pages[kind]
+    text = page.read_text(encoding="utf-8")
+    # what a person needs before scrolling, and what only some want, folded away
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+    what = re.search(r'<p class="what">(.*?)</p>', text, re.S).group(1)
+    assert what.startswith("Evaluated:") and "command" in what and re.search(r"\d{4}-\d\d-\d\d", what)
+    if kind in ("evaluate", "three classes"):
+        assert "filter <code>" in what and "corpora <code>" in what
+        assert "<details><summary>the filter&#x27;s manifest and settings</summary>" in text
+    # plots twice as sharp as they are shown, each with alt text that says what it shows
+    images = re.findall(r'<img alt="([^"]+)" width="(\d+)" height="(\d+)" src="data:image/png;base64,([^"]+)"', text)
+    assert images
+    for alt, width, _, data in images:
+        assert " against " in alt and len(alt) > 30, alt
+        png_width = struct.unpack(">I", base64.b64decode(data)[16:20])[0]
+        assert png_width == 2 * int(width)
+    # in Chromium at 1280 px: nothing wider than the window, and the page is not blank
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</body>", "<script>document.body.setAttribute('data-widths', "
+                                  "document.documentElement.scrollWidth + ' ' + window.innerWidth)</script></body>"))
+    scroll, inner = map(int, re.search(r'data-widths="(\d+) (\d+)"', _browse(probe, "--dump-dom")).groups())
+    assert inner == 1280 and scroll <= inner, (scroll, inner)
+    shot = tmp_path / "shot.png"
+    _browse(page, f"--screenshot={shot}")
+    pixels = imread(shot)[..., :3]
+    assert pixels.shape[:2] == (900, 1280)
+    dark = (pixels.mean(axis=2) < 0.5).mean()
+    assert pixels.std() > 0.05 and 0.005 < dark < 0.5, (pixels.std(), dark)      # text on a light page
