@@ -93,9 +93,10 @@ def stack_for_rate(rate: float) -> dict:
 CONFIG_KEYS = {"model": str, "tokens": str, "alpha": float, "representation": str, "min_df": int,
                "max_features": int, "select": str, "hashing": int, "stem": str, "stop_words": str,
                "ngrams": int, "calibrate": str, "strength": float, "prior": float, "min_dev": float,
-               "max_clues": int, "k": int, "weights": str, "metric": str, "rate": float, "char_ngrams": int}
+               "max_clues": int, "k": int, "weights": str, "metric": str, "p": float, "rate": float,
+               "char_ngrams": int}
 _FISHER_KEYS = ("strength", "prior", "min_dev", "max_clues")
-_KNN_KEYS = ("k", "weights", "metric")
+_KNN_KEYS = ("k", "weights", "metric", "p")
 
 
 def parse_config(text: str) -> dict:

@@ -24,7 +24,7 @@ SELECTIONS = ("frequency", "ig")
 #: isotonic-regressed on cross-validated log-odds
 CALIBRATIONS = ("none", "platt", "isotonic")
 #: kNN similarity and vote weighting
-METRICS = ("cosine", "euclidean", "manhattan", "jaccard")
+METRICS = ("cosine", "euclidean", "manhattan", "minkowski", "chebyshev", "hamming", "jaccard")
 WEIGHTS = ("uniform", "inverse", "softmax")
 #: training regimes of online evaluation: learn every message, only the misclassified ones, or
 #: the misclassified ones and those scored within a margin of the threshold ("train on or near

@@ -234,7 +234,9 @@ def test_contract_and_errors():
         two.kneighbors([[1, 0]])
     assert two.predict_proba([[1, 0]]).tolist() == [[0.5, 0.5]]      # fewer rows than k: all vote
     with pytest.raises(ConfigError, match="unknown metric"):
-        KNNClassifier(metric="hamming").fit([[1, 0]], [0])
+        KNNClassifier(metric="mahalanobis").fit([[1, 0]], [0])     # (hamming is one of the metrics now)
+    with pytest.raises(ConfigError, match="p .the Minkowski exponent. must be"):
+        KNNClassifier(metric="minkowski", p=0.5).fit([[1, 0]], [0])
 
 
 @parametrize_with_checks([KNNClassifier(k=3), KNNRegressor(k=3)])
@@ -313,3 +315,50 @@ def test_asking_for_knn_gives_the_best_measured_knn(tmp_path):
     # what the user names still wins
     g = filter_from_config(parse_config("model=knn,k=3,tokens=mail,representation=tf"))
     assert (g.model.k, g.vectorizer.representation, g.analyzer.get_config()["headers"]) == (3, "tf", ["*"])
+
+
+# ------------------------------------------------------------------ the notes' other distances
+
+def test_minkowski_chebyshev_and_hamming_by_hand():
+    # two stored points x1 = (0, 0, 0), x2 = (2, 1, 1) and the query q = (3, 1, 0), by hand:
+    #   L1:    |q - x2| = 1 + 0 + 1 = 2,          |q - x1| = 3 + 1 + 0 = 4
+    #   L3:    (1 + 0 + 1)^(1/3) = 1.2599,        (27 + 1 + 0)^(1/3) = 3.0366
+    #   L-inf: max(1, 0, 1) = 1,                  max(3, 1, 0) = 3
+    X = [[0.0, 0.0, 0.0], [2.0, 1.0, 1.0]]
+    q = [[3.0, 1.0, 0.0]]
+    for metric, p, expected in (("minkowski", 3.0, [1.2599, 3.0366]), ("chebyshev", 2.0, [1.0, 3.0]),
+                                ("minkowski", float("inf"), [1.0, 3.0]), ("minkowski", 1.0, [2.0, 4.0])):
+        knn = KNNClassifier(k=2, metric=metric, p=p).fit(X, ["a", "b"])
+        idx, dist = knn.kneighbors(q)
+        assert idx.tolist() == [[1, 0]] and dist.round(4).tolist() == [expected], (metric, p)
+    # Hamming on presence (the notes' count of positions that differ): {a,b} vs {b,c} differ in a and c
+    knn = KNNClassifier(k=1, metric="hamming").fit([[1, 1, 0, 0], [0, 0, 0, 1]], ["x", "y"])
+    idx, dist = knn.kneighbors([[0, 3, 1, 0]])
+    assert idx.tolist() == [[0]] and dist.tolist() == [[2.0]]
+
+
+@pytest.mark.parametrize("metric,p", [("minkowski", 3.0), ("minkowski", 1.5), ("chebyshev", 2.0), ("hamming", 2.0)])
+def test_the_other_distances_match_scikit_learn(metric, p):
+    rng = np.random.default_rng(3)
+    X = sp.random(120, 30, density=0.2, random_state=4, format="csr") * 5
+    Q = sp.random(40, 30, density=0.2, random_state=5, format="csr") * 5
+    y = rng.choice(["a", "b", "c"], 120)
+    ours = KNNClassifier(k=4, metric=metric, p=p).fit(X, y)
+    if metric == "hamming":                         # scikit-learn's hamming is the share of positions
+        theirs = KNeighborsClassifier(4, metric="hamming", algorithm="brute").fit((X != 0).toarray(), y)
+        d_ours = ours.kneighbors(Q)[1] / 30
+        d_theirs = theirs.kneighbors((Q != 0).toarray())[0]
+    else:
+        theirs = KNeighborsClassifier(4, metric=metric, p=p, algorithm="brute").fit(X.toarray(), y)
+        d_ours, d_theirs = ours.kneighbors(Q)[1], theirs.kneighbors(Q.toarray())[0]
+    np.testing.assert_allclose(d_ours, d_theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_minkowski_p_travels_through_the_filter_file(tmp_path):
+    from spamkit.manifest import read_manifest
+    model = tmp_path / "m3.spamkit"
+    result = CliRunner().invoke(cli, ["train", str(SAMPLE), "--model", "knn", "--metric", "minkowski", "--p", "3",
+                                      "-o", str(model)])
+    assert result.exit_code == 0, result.output
+    assert read_manifest(model)["model"]["params"]["p"] == 3.0
+    assert CliRunner().invoke(cli, ["evaluate", str(model), str(SAMPLE)]).exit_code == 0

@@ -37,7 +37,7 @@ def sharded_kneighbors(client, knn, X, n_shards: int, k: int | None = None):
     if k > n:
         raise ConfigError(f"k={k} is larger than the {n} stored training rows")
     Q = knn.check_query(X)                   # each shard prepares it, as a single search does
-    params = {name: getattr(knn, name) for name in ("k", "weights", "metric", "tau", "epsilon", "memory_limit")}
+    params = {name: getattr(knn, name) for name in ("k", "weights", "metric", "tau", "epsilon", "memory_limit", "p")}
     dense_cols = knn.index_.dense_cols if knn.metric == "cosine" else None
     bounds = np.linspace(0, n, max(1, min(n_shards, n)) + 1).astype(np.int64)
     # the queries travel with each task (not scattered): a task re-run after a lost worker has all it needs

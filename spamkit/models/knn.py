@@ -37,8 +37,15 @@ class KNNClassifier(NeighbourSearch, ProbabilisticClassifier):
         uniform: one vote each; inverse: ``1 / (distance + epsilon)`` (cosine distance is
         ``1 - similarity``); softmax: ``exp(similarity / tau)`` (for Lp metrics, similarity
         is ``-distance``).
-    metric : {"cosine", "euclidean", "manhattan", "jaccard"}
-        jaccard works on presence (non-zero = 1).
+    metric : {"cosine", "euclidean", "manhattan", "minkowski", "chebyshev", "hamming", "jaccard"}
+        The notes' distances: cosine similarity; the Lp norms ``(Σ |x_j - x'_j|^p)^(1/p)``
+        (euclidean p = 2, manhattan p = 1, minkowski any ``p`` >= 1, chebyshev p = ∞:
+        ``max_j |x_j - x'_j|``); hamming: the number of features present in one row and not
+        the other; jaccard: ``|x ∩ x'| / |x ∪ x'|`` (hamming and jaccard work on presence,
+        non-zero = 1). Minkowski with p other than 1 and 2, and chebyshev, are computed
+        densely over the columns a block of rows uses: exact, but slower on big vocabularies.
+    p : float, default 2
+        The exponent of ``metric="minkowski"`` (>= 1; ``float("inf")`` is Chebyshev's).
     tau : float, default 0.1
         Softmax temperature.
     epsilon : float, default 1e-6

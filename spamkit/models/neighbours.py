@@ -188,7 +188,7 @@ class NeighbourSearch:
     """Exact top-k search over stored rows, shared by the classifier and the regressor."""
 
     def __init__(self, k=5, weights="uniform", metric="cosine", tau=0.1, epsilon=1e-6,
-                 memory_limit="256M", n_jobs=None):
+                 memory_limit="256M", n_jobs=None, p=2.0):
         self.k = k
         self.weights = weights
         self.metric = metric
@@ -196,6 +196,7 @@ class NeighbourSearch:
         self.epsilon = epsilon
         self.memory_limit = memory_limit
         self.n_jobs = n_jobs
+        self.p = p
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -213,16 +214,27 @@ class NeighbourSearch:
             raise ConfigError(f"tau must be > 0, got {self.tau!r}")
         if not float(self.epsilon) >= 0:
             raise ConfigError(f"epsilon must be >= 0, got {self.epsilon!r}")
+        try:
+            p = float(self.p)
+        except (TypeError, ValueError):
+            p = float("nan")
+        if not p >= 1:
+            raise ConfigError(f"p (the Minkowski exponent) must be a number >= 1 or inf, got {self.p!r}")
         self.memory_bytes_ = parse_memory(self.memory_limit)
 
     def _prepare(self, X) -> sp.csr_matrix:
-        """Rows as stored for the metric: unit length (cosine), 0/1 (jaccard), as given (Lp)."""
+        """Rows as stored for the metric: unit length (cosine), 0/1 (jaccard, hamming), as given (Lp)."""
         X = sp.csr_matrix(X, dtype=np.float64)
         if self.metric == "cosine":
             return unit_rows(X)
-        if self.metric == "jaccard":
+        if self.metric in ("jaccard", "hamming"):
             return _binary(X)
         return X
+
+    def _lp(self) -> float | None:
+        """The exponent of an Lp metric (inf for Chebyshev), None for the others."""
+        return {"euclidean": 2.0, "manhattan": 1.0, "chebyshev": math.inf,
+                "minkowski": float(self.p)}.get(self.metric)
 
     def _store(self, X):
         self.set_rows(self._prepare(X))
@@ -244,9 +256,21 @@ class NeighbourSearch:
     def _scores(self, Q: sp.csr_matrix, q_sq: np.ndarray, lo: int, hi: int, out=None) -> np.ndarray:
         """Dense (n_queries, hi - lo) block of scores, higher = nearer (written into ``out`` if given)."""
         XT = self.index_[:, lo:hi] if (lo, hi) != (0, self.rows_.shape[0]) else self.index_
-        if self.metric == "manhattan":
+        p = self._lp()
+        if p == 1.0:
             from sklearn.metrics.pairwise import manhattan_distances
             return -manhattan_distances(Q, self.rows_[lo:hi])
+        if p is not None and p != 2.0:
+            # any other p, and p = inf (Chebyshev): no product form, so the block is made dense
+            # over the columns its rows use (the others add |0 - 0| = 0) and measured exactly
+            from scipy.spatial.distance import cdist
+            X = self.rows_[lo:hi]
+            cols = np.union1d(Q.indices, X.indices)
+            if not len(cols):
+                return np.zeros((Q.shape[0], hi - lo))
+            kind = ("chebyshev",) if math.isinf(p) else ("minkowski",)
+            extra = {} if math.isinf(p) else {"p": p}
+            return -cdist(Q[:, cols].toarray(), X[:, cols].toarray(), *kind, **extra)
         if _sparse_dense_product is not None:
             dots = _sparse_dense_product(Q, XT, out=out)
         else:
@@ -257,6 +281,9 @@ class NeighbourSearch:
             union = q_sq[:, None] + self._fit_sq[None, lo:hi] - dots
             with np.errstate(invalid="ignore", divide="ignore"):
                 return np.where(union > 0, dots / union, 1.0)   # two empty sets are identical
+        if self.metric == "hamming":
+            # 0/1 rows: the features present in one and not the other, |q| + |x| - 2 |q ∩ x|
+            return -(q_sq[:, None] + self._fit_sq[None, lo:hi] - 2.0 * dots)
         # euclidean: ||q - x||^2 = ||q||^2 + ||x||^2 - 2 q.x  (clipped: rounding can go below 0)
         sq = np.maximum(q_sq[:, None] + self._fit_sq[None, lo:hi] - 2.0 * dots, 0.0)
         return -np.sqrt(sq)
