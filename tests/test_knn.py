@@ -199,6 +199,18 @@ def test_memory_limit_bounds_blocks():
 # ------------------------------------------------------------------ condensing
 
 
+@pytest.mark.parametrize("metric,p", [("minkowski", 3.0), ("chebyshev", 2.0), ("hamming", 2.0), ("manhattan", 2.0)])
+def test_condensing_with_the_other_distances(metric, p):
+    rng = np.random.default_rng(6)
+    X = (rng.random((80, 12)) < np.where(np.arange(80)[:, None] < 40, 0.2, 0.7)) * rng.integers(1, 4, (80, 12))
+    y = np.repeat([0, 1], 40)
+    full = KNNClassifier(k=1, metric=metric, p=p).fit(X, y)
+    condensed = KNNClassifier(k=1, metric=metric, p=p).fit(X, y)
+    info = condensed.condense()
+    assert info["n_after"] < info["n_before"]
+    np.testing.assert_array_equal(condensed.predict(X), full.predict(X))
+
+
 def test_condensed_set_classifies_training_as_full_set():
     rng = np.random.default_rng(5)
     X = np.vstack([rng.normal(0, 1, (60, 2)), rng.normal(3, 1, (60, 2))]) + 10

@@ -170,9 +170,9 @@ class KNNClassifier(NeighbourSearch, ProbabilisticClassifier):
                     s = np.where(union > 0, dots / union, 1.0)
             elif self.metric == "euclidean":
                 s = -np.sqrt(np.maximum(sq + sq[p] - 2 * dots, 0.0))
-            else:
-                from sklearn.metrics.pairwise import manhattan_distances
-                s = -manhattan_distances(X, col).ravel()
+            else:                                   # the other distances: the search's own scores
+                q_sq = np.asarray(col.multiply(col).sum(axis=1)).ravel()
+                s = self._scores(col, q_sq, 0, self.rows_.shape[0])[0][keep]
             better = (s > best_score) | ((s == best_score) & (p < best_proto))
             best_score[better] = s[better]
             best_proto[better] = p
