@@ -77,7 +77,8 @@ MODEL_TYPES = {
     "fisher-nb": (FisherNBStack, ("strength", "prior", "min_dev", "max_clues", "alpha", "folds", "logistic", "squash")),
     "logistic": (OnlineLogistic, ("rate", "epochs")),
     "complement": (ComplementNB, ("alpha", "norm", "tf_transform", "length_norm")),
-    "knn": (KNNClassifier, ("k", "weights", "metric", "tau", "epsilon", "memory_limit", "n_jobs", "p")),
+    "knn": (KNNClassifier, ("k", "weights", "metric", "tau", "epsilon", "memory_limit", "n_jobs", "p",
+                            "standardize")),
 }
 
 

@@ -14,6 +14,7 @@ from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from spamkit.cli import cli
+from spamkit.corpus import Corpus
 from spamkit.errors import ConfigError, NotFittedError
 from spamkit.selection import stratified_folds, tune_knn
 from spamkit.models import KNNClassifier, KNNRegressor
@@ -374,3 +375,49 @@ def test_minkowski_p_travels_through_the_filter_file(tmp_path):
     assert result.exit_code == 0, result.output
     assert read_manifest(model)["model"]["params"]["p"] == 3.0
     assert CliRunner().invoke(cli, ["evaluate", str(model), str(SAMPLE)]).exit_code == 0
+
+
+def test_the_weighted_distance_and_standardising_by_hand():
+    # stored a = (1, 0), b = (0, 2); query q = (0, 0). Unweighted Euclidean: a at 1, b at 2.
+    # Weights w = (9, 1): a at sqrt(9 * 1) = 3, b at sqrt(1 * 4) = 2, so b is now nearest;
+    # Manhattan 9 and 2; Chebyshev max(9 * 1) = 9 and 2.
+    X, y, q = [[1.0, 0.0], [0.0, 2.0]], ["a", "b"], [[0.0, 0.0]]
+    for metric, expected in (("euclidean", [2.0, 3.0]), ("manhattan", [2.0, 9.0]), ("chebyshev", [2.0, 9.0])):
+        idx, dist = KNNClassifier(k=2, metric=metric, feature_weights=[9.0, 1.0]).fit(X, y).kneighbors(q)
+        assert idx.tolist() == [[1, 0]] and dist.round(12).tolist() == [expected], metric
+    # weighted Hamming: {f0, f1} against {f1, f2} differ in f0 and f2: 1 + 3 with w = (1, 5, 3)
+    knn = KNNClassifier(k=1, metric="hamming", feature_weights=[1.0, 5.0, 3.0]).fit([[1, 1, 0]], ["x"])
+    assert knn.kneighbors([[0, 1, 1]])[1].round(12).tolist() == [[4.0]]
+    # standardising: columns (0, 2, 0, 2) and (0, 0, 10, 10) have standard deviations 1 and 5, so
+    # q = (0, 4) becomes (0, 0.8): (0, 0) at 0.8, (0, 10) -> (0, 2) at 1.2 (unscaled, (2, 0) was second)
+    X = [[0.0, 0.0], [2.0, 0.0], [0.0, 10.0], [2.0, 10.0]]
+    plain = KNNClassifier(k=2, metric="euclidean").fit(X, list("abcd")).kneighbors([[0.0, 4.0]])
+    scaled = KNNClassifier(k=2, metric="euclidean", standardize=True).fit(X, list("abcd")).kneighbors([[0.0, 4.0]])
+    assert plain[0].tolist() == [[0, 1]] and scaled[0].tolist() == [[0, 2]]
+    assert scaled[1].round(12).tolist() == [[0.8, 1.2]]
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0])
+def test_weighted_minkowski_matches_scikit_learn(p):
+    rng = np.random.default_rng(8)
+    X, Q = rng.normal(size=(60, 5)), rng.normal(size=(20, 5))
+    w = rng.random(5) * 3
+    y = rng.choice(["a", "b"], 60)
+    ours = KNNClassifier(k=5, metric="minkowski", p=p, feature_weights=w).fit(X, y)
+    theirs = KNeighborsClassifier(5, metric="minkowski", p=p, metric_params={"w": w}, algorithm="brute").fit(X, y)
+    np.testing.assert_allclose(ours.kneighbors(Q)[1], theirs.kneighbors(Q)[0], rtol=1e-10, atol=1e-12)
+
+
+def test_standardised_knn_survives_its_filter_file(tmp_path):
+    f = build_filter(model="knn", knn={"metric": "euclidean", "standardize": True})
+    with Corpus(SAMPLE) as corpus:
+        msgs = list(corpus)
+    f.fit(msgs[::2])
+    assert f.model.scale_ is not None
+    path = tmp_path / "std.spamkit"
+    f.save(path)
+    g = SpamFilter.load(path)
+    np.testing.assert_array_equal(g.model.scale_, f.model.scale_)
+    np.testing.assert_allclose(g.p_spam(msgs[1::2]), f.p_spam(msgs[1::2]), rtol=1e-12)
+    with pytest.raises(ConfigError, match="jaccard"):
+        KNNClassifier(metric="jaccard", standardize=True).fit([[1, 0]], [0])

@@ -62,6 +62,9 @@ from .progress import Progress, verbosity_options
                    "hamming or jaccard (on presence).")
 @click.option("--p", "p", type=click.FloatRange(min=1.0), default=2.0, show_default=True,
               help="kNN: the exponent of --metric minkowski (inf: Chebyshev).")
+@click.option("--standardize", is_flag=True,
+              help="kNN: divide each feature by its standard deviation over the training messages before "
+                   "measuring distances.")
 @click.option("--tau", type=click.FloatRange(min=0, min_open=True), default=0.1, show_default=True,
               help="kNN: softmax temperature.")
 @click.option("--memory-limit", default="256M", show_default=True,
@@ -81,7 +84,7 @@ from .progress import Progress, verbosity_options
 @engine_options
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                   max_clues, rate, calibrate, alpha, representation, min_df,
-                  max_features, select, hashing, stem, language, stop_words, ngrams, char_ngrams, k, weights, metric, p, tau,
+                  max_features, select, hashing, stem, language, stop_words, ngrams, char_ngrams, k, weights, metric, p, standardize, tau,
                   memory_limit, condense, cost, test_fraction, split, seed, as_json, engine, scheduler,
                   partition_size, ship, jobs):
     """Train a filter on labelled corpora and write it to a filter file.
@@ -101,7 +104,8 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
     tokens = tokens or MODEL_DEFAULTS.get(model, {}).get("tokens", "mail")
     from ..decision import CostMatrix
     from ..jobs.train import held_out_costs, train_filter
-    knn = {"k": _k_value(k), "weights": weights, "metric": metric, "tau": tau, "memory_limit": memory_limit, "p": p}
+    knn = {"k": _k_value(k), "weights": weights, "metric": metric, "tau": tau, "memory_limit": memory_limit, "p": p,
+           "standardize": standardize}
     spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
                                max_features=max_features, select=select, hashing=hashing, stem=stem,
                                language=language, stop_words=stop_words, ngrams=ngrams,

@@ -9,12 +9,14 @@ import scipy.sparse as sp
 from ..errors import ConfigError
 
 
-def _shard_search(rows: sp.csr_matrix, dense_cols: np.ndarray, params: dict, Q: sp.csr_matrix, k: int, offset: int):
+def _shard_search(rows: sp.csr_matrix, dense_cols: np.ndarray, params: dict, Q: sp.csr_matrix, k: int, offset: int,
+                  scale=None):
     """Top k of one shard of stored (already prepared) rows, as global indices."""
     from ..models.knn import KNNClassifier
     from ..models.neighbours import CosineIndex
     knn = KNNClassifier(**params, n_jobs=1)
     knn.check_search_params()
+    knn.scale_ = scale
     knn.classes_ = np.array([0])
     knn.y_codes_ = np.zeros(rows.shape[0], dtype=np.int64)
     knn.n_features_in_ = rows.shape[1]
@@ -41,7 +43,8 @@ def sharded_kneighbors(client, knn, X, n_shards: int, k: int | None = None):
     dense_cols = knn.index_.dense_cols if knn.metric == "cosine" else None
     bounds = np.linspace(0, n, max(1, min(n_shards, n)) + 1).astype(np.int64)
     # the queries travel with each task (not scattered): a task re-run after a lost worker has all it needs
-    futures = [client.submit(_shard_search, knn.rows_[lo:hi], dense_cols, params, Q, k, int(lo), pure=False)
+    scale = getattr(knn, "scale_", None)
+    futures = [client.submit(_shard_search, knn.rows_[lo:hi], dense_cols, params, Q, k, int(lo), scale, pure=False)
                for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
     parts = client.gather(futures)
     best_s, best_i = parts[0]

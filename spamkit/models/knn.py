@@ -46,6 +46,11 @@ class KNNClassifier(NeighbourSearch, ProbabilisticClassifier):
         densely over the columns a block of rows uses: exact, but slower on big vocabularies.
     p : float, default 2
         The exponent of ``metric="minkowski"`` (>= 1; ``float("inf")`` is Chebyshev's).
+    feature_weights : array of one non-negative number per feature, optional
+        The notes' weighted distance: ``(Σ_j w_j |x_j - x'_j|^p)^(1/p)`` (and ``Σ_j w_j [x_j != x'_j]``
+        for hamming; cosine compares the weighted vectors).
+    standardize : bool, default False
+        Divide each feature by its standard deviation over the training rows before measuring.
     tau : float, default 0.1
         Softmax temperature.
     epsilon : float, default 1e-6
@@ -203,6 +208,8 @@ class KNNClassifier(NeighbourSearch, ProbabilisticClassifier):
         X = self.rows_
         arrays = {"X_data": X.data, "X_indices": X.indices.astype(np.int64), "X_indptr": X.indptr.astype(np.int64),
                   "X_shape": np.asarray(X.shape, dtype=np.int64), "y": self.y_codes_.astype(np.int64)}
+        if getattr(self, "scale_", None) is not None:
+            arrays["scale_"] = self.scale_
         texts = {"ids": [str(i) for i in self.ids_]} if self.ids_ is not None else {}
         return arrays, texts
 
@@ -218,6 +225,12 @@ class KNNClassifier(NeighbourSearch, ProbabilisticClassifier):
         if y.shape != (shape[0],) or (len(y) and (y.min() < 0 or y.max() >= len(self.classes_))):
             raise ValueError("stored class codes do not match the stored rows and classes")
         self.y_codes_ = y
+        self.scale_ = None
+        if "scale_" in arrays:
+            scale = np.asarray(arrays["scale_"], dtype=np.float64)
+            if scale.shape != (n_features,) or not np.all(np.isfinite(scale)) or np.any(scale < 0):
+                raise ValueError("the column factors (scale_) are damaged")
+            self.scale_ = scale
         self.set_rows(X)
         ids = texts.get("ids")
         self.ids_ = np.asarray(ids, dtype=object) if ids is not None else None
@@ -227,8 +240,12 @@ class KNNClassifier(NeighbourSearch, ProbabilisticClassifier):
 
     def _fit_X_original(self):
         # The stored rows are already prepared for the metric; preparing them again is a no-op
-        # for cosine (unit rows) and jaccard (0/1 rows), and leaves Lp rows as they are.
-        return self.rows_
+        # for cosine (unit rows) and jaccard (0/1 rows), and leaves Lp rows as they are -- once
+        # the column factors are taken back out (zero-weight columns stay 0 either way).
+        if getattr(self, "scale_", None) is None:
+            return self.rows_
+        inverse = np.divide(1.0, self.scale_, out=np.zeros_like(self.scale_), where=self.scale_ > 0)
+        return sp.csr_matrix(self.rows_ @ sp.diags(inverse))
 
 
 class KNNRegressor(NeighbourSearch, RegressorMixin, BaseEstimator):

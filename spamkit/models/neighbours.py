@@ -188,7 +188,7 @@ class NeighbourSearch:
     """Exact top-k search over stored rows, shared by the classifier and the regressor."""
 
     def __init__(self, k=5, weights="uniform", metric="cosine", tau=0.1, epsilon=1e-6,
-                 memory_limit="256M", n_jobs=None, p=2.0):
+                 memory_limit="256M", n_jobs=None, p=2.0, feature_weights=None, standardize=False):
         self.k = k
         self.weights = weights
         self.metric = metric
@@ -197,6 +197,8 @@ class NeighbourSearch:
         self.memory_limit = memory_limit
         self.n_jobs = n_jobs
         self.p = p
+        self.feature_weights = feature_weights
+        self.standardize = standardize
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -220,16 +222,58 @@ class NeighbourSearch:
             p = float("nan")
         if not p >= 1:
             raise ConfigError(f"p (the Minkowski exponent) must be a number >= 1 or inf, got {self.p!r}")
+        if self.metric == "jaccard" and (self.feature_weights is not None or self.standardize):
+            raise ConfigError("jaccard compares sets of present features: feature weights and standardising do not apply")
+        if self.metric == "hamming" and self.standardize:
+            raise ConfigError("hamming counts features present in one row and not the other: standardising does "
+                              "not apply (feature weights do)")
+        if self.feature_weights is not None:
+            w = np.asarray(self.feature_weights, dtype=np.float64)
+            if w.ndim != 1 or not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise ConfigError("feature_weights must be one finite, non-negative number per feature")
         self.memory_bytes_ = parse_memory(self.memory_limit)
 
     def _prepare(self, X) -> sp.csr_matrix:
-        """Rows as stored for the metric: unit length (cosine), 0/1 (jaccard, hamming), as given (Lp)."""
+        """Rows as stored for the metric: unit length (cosine), 0/1 (jaccard, hamming), as given (Lp);
+        each column multiplied by :attr:`scale_` first (feature weights, standardising)."""
         X = sp.csr_matrix(X, dtype=np.float64)
+        if self.metric in ("jaccard", "hamming"):
+            X = _binary(X)
+        scale = getattr(self, "scale_", None)
+        if scale is not None:
+            X = sp.csr_matrix(X @ sp.diags(scale))
         if self.metric == "cosine":
             return unit_rows(X)
-        if self.metric in ("jaccard", "hamming"):
-            return _binary(X)
         return X
+
+    def fit_scale(self, X) -> None:
+        """The column factors the distance uses (``scale_``; None: all 1), from the training rows.
+
+        The notes' weighted distance ``(Σ_j w_j |x_j - x'_j|^p)^(1/p)`` is the plain Lp distance
+        of columns multiplied by ``w_j^(1/p)`` (by ``w_j`` for p = ∞; by ``sqrt(w_j)`` for the
+        Hamming count ``Σ_j w_j [x_j != x'_j]``, which is computed from products of 0/1 rows);
+        standardising divides column j by its standard deviation over the training rows (zeros
+        included; a constant column is left alone), so that no feature dominates by its scale.
+        Centring would change nothing: an Lp distance does not move with a shift.
+        """
+        self.scale_ = None
+        if self.feature_weights is None and not self.standardize:
+            return
+        d = X.shape[1]
+        scale = np.ones(d)
+        if self.feature_weights is not None:
+            w = np.asarray(self.feature_weights, dtype=np.float64)
+            if w.shape != (d,):
+                raise ConfigError(f"{len(w)} feature weights for {d} features")
+            p = 2.0 if self.metric == "hamming" else (self._lp() or 1.0)
+            scale *= w if math.isinf(p) else w ** (1.0 / p)
+        if self.standardize:
+            X = sp.csr_matrix(X, dtype=np.float64)
+            mean = np.asarray(X.mean(axis=0)).ravel()
+            sd = np.sqrt(np.maximum(np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean ** 2, 0.0))
+            varies = sd > 0
+            scale[varies] /= sd[varies]
+        self.scale_ = scale
 
     def _lp(self) -> float | None:
         """The exponent of an Lp metric (inf for Chebyshev), None for the others."""
@@ -237,6 +281,7 @@ class NeighbourSearch:
                 "minkowski": float(self.p)}.get(self.metric)
 
     def _store(self, X):
+        self.fit_scale(sp.csr_matrix(X, dtype=np.float64))
         self.set_rows(self._prepare(X))
 
     def set_rows(self, X: sp.csr_matrix):
