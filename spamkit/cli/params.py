@@ -88,15 +88,28 @@ class CostsParam(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-class MailboxParam(click.ParamType):
-    """A local mailbox that exists, or an ``imap://``/``imaps://`` folder (read by ``spamkit learn``)."""
+class CorpusPath(click.ParamType):
+    """A corpus that exists: a file, a folder, or ``ARCHIVE!FOLDER`` inside an archive."""
+
+    name = "PATH"
+
+    def convert(self, value, param, ctx):
+        from ..corpus.tree import split_member
+        if split_member(value) is not None:
+            return value
+        return click.Path(exists=True, dir_okay=True, readable=True).convert(value, param, ctx)
+
+
+class MailboxParam(CorpusPath):
+    """A local mailbox that exists (or ``ARCHIVE!FOLDER``), or an ``imap://``/``imaps://`` folder
+    (read by ``spamkit learn``)."""
 
     name = "MAILBOX"
 
     def convert(self, value, param, ctx):
         if str(value).lower().startswith(("imap://", "imaps://")):
             return value
-        return click.Path(exists=True).convert(value, param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def imap_options(func):
@@ -119,7 +132,7 @@ def imap_options(func):
 def corpus_options(func):
     """``CORPUS...`` plus ``--ham``, ``--spam``, ``--class``, ``--format``, ``--classes``."""
     options = [
-        click.argument("corpus", nargs=-1, type=click.Path(exists=True, dir_okay=True, readable=True)),
+        click.argument("corpus", nargs=-1, type=CorpusPath()),
         click.option("--ham", "ham", multiple=True, type=MailboxParam(),
                      help="A mailbox (mbox, Maildir, MH, .eml folder) whose messages are all ham. Repeatable."),
         click.option("--spam", "spam", multiple=True, type=MailboxParam(),

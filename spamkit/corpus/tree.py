@@ -429,12 +429,41 @@ class ListingTree(Tree):
         self.inner.close()
 
 
+#: separates an archive from a folder or file inside it: ``20news-bydate.tar.gz!20news-bydate-train``
+MEMBER_SEPARATOR = "!"
+
+
+def split_member(path) -> tuple[Path, str] | None:
+    """``(archive, member)`` for ``ARCHIVE!MEMBER`` when ARCHIVE is an existing archive file, else None.
+
+    >>> split_member("corpus.tar.gz!train/ham") is None      # (no such archive here)
+    True
+    """
+    text = str(path)
+    head, sep, member = text.partition(MEMBER_SEPARATOR)
+    if not sep or not member or not os.path.isfile(head) or archive_kind(Path(head)) is None:
+        return None
+    return Path(head), member.strip("/")
+
+
 def open_tree(path: str | os.PathLike) -> tuple[Tree, str]:
     """Open ``path`` as a tree; returns ``(tree, rel)`` where ``rel`` addresses ``path`` in it.
 
     A folder is its own tree (``rel == ""``); an archive is a tree of its
-    members; any other file is addressed inside the tree of its folder.
+    members, and ``ARCHIVE!FOLDER`` (or ``ARCHIVE!FILE``) addresses one folder or file inside
+    it, read straight from the archive (20 Newsgroups' ``…tar.gz!20news-bydate-train``); any
+    other file is addressed inside the tree of its folder.
     """
+    inside = split_member(path)
+    if inside is not None:
+        archive, member = inside
+        if not os.access(archive, os.R_OK):
+            raise CorpusError(f"{archive}: permission denied")
+        tree = ArchiveTree(archive)
+        if tree.kind_of(member) is None:
+            tree.close()
+            raise CorpusError(f"{path}: the archive has no folder or file {member!r}")
+        return tree, member
     path = Path(path)
     if not path.exists():
         raise CorpusError(f"{path}: no such file or folder")
