@@ -94,6 +94,20 @@ def check_writable(path) -> None:
         raise OutputError(f"cannot write {path}: folder {folder} is not writable")
 
 
+def flock_within(fd: int, wait: float, poll: float, busy) -> None:
+    """Take an exclusive ``flock`` on ``fd``, trying every ``poll`` seconds for up to ``wait``;
+    then ``busy()`` (which raises the caller's error)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                busy()
+            time.sleep(poll)
+
+
 @contextlib.contextmanager
 def filter_lock(path, wait: float = 60.0):
     """Exclusive ``flock`` on the folder of the filter file ``path`` while it is read, changed
@@ -103,17 +117,12 @@ def filter_lock(path, wait: float = 60.0):
     then raises :class:`~spamkit.errors.ConfigError` naming the file."""
     folder = os.path.dirname(os.path.abspath(path)) or "."
     fd = os.open(folder, os.O_RDONLY)
+
+    def busy():
+        raise ConfigError(f"{path}: another spamkit process is learning into this filter "
+                          f"(waited {wait:g} s); try again when it has finished")
     try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ConfigError(f"{path}: another spamkit process is learning into this filter "
-                                      f"(waited {wait:g} s); try again when it has finished") from None
-                time.sleep(0.02)
+        flock_within(fd, wait, 0.02, busy)
         yield
     finally:
         os.close(fd)

@@ -383,6 +383,29 @@ class Resident:
         """Answer a connection over ``max_clients`` (the protocol's "try again later")."""
 
 
+class PrivateUnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """A threaded server on a Unix-domain socket created with ``socket_mode`` (umask set while it
+    is made, so it is never more open, even for an instant) after :func:`unix_socket_ready`;
+    the socket file is removed when the server closes."""
+
+    def __init__(self, path, handler, socket_mode: int):
+        path = str(path)
+        unix_socket_ready(path)
+        old = os.umask(0o777 & ~socket_mode)
+        try:
+            super().__init__(path, handler)
+        finally:
+            os.umask(old)
+        os.chmod(path, socket_mode)
+
+    def server_close(self):
+        super().server_close()
+        try:
+            os.unlink(self.server_address)
+        except OSError:
+            pass
+
+
 # ----------------------------------------------------------------------------- the spamkit protocol
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -415,7 +438,7 @@ class _Handler(socketserver.BaseRequestHandler):
             pass                                   # the client went away; it still holds its message
 
 
-class FilterServer(Resident, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class FilterServer(Resident, PrivateUnixServer):
     """spamkit's own protocol on a Unix-domain socket (see the module docstring), for
     ``spamkit-pipe``; the filter file ``model`` is reloaded when it changes (the filters of the
     workers' :class:`FilterCache` carry their ``model_id``)."""
@@ -425,14 +448,7 @@ class FilterServer(Resident, socketserver.ThreadingMixIn, socketserver.UnixStrea
                  max_clients: int = MAX_CLIENTS):
         self.model = str(model)
         self.setup_resident(workers, max_size, memory_budget, timeout, max_clients)
-        path = str(path)
-        unix_socket_ready(path)
-        old = os.umask(0o777 & ~socket_mode)
-        try:
-            super().__init__(path, _Handler)
-        finally:
-            os.umask(old)
-        os.chmod(path, socket_mode)
+        super().__init__(path, _Handler, socket_mode)
 
     def busy(self, request) -> None:
         payload = b"server busy: too many clients at once; try again"
@@ -452,10 +468,3 @@ class FilterServer(Resident, socketserver.ThreadingMixIn, socketserver.UnixStrea
         except Exception as exc:                  # noqa: BLE001 -- a worker died: pass the mail on
             log(f"{type(exc).__name__}: {exc}; message passed through")
             return EXIT_ERROR, raw
-
-    def server_close(self):
-        super().server_close()
-        try:
-            os.unlink(self.server_address)
-        except OSError:
-            pass

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 from .mailfilter.tags import add_spamassassin_fields, points, rule_names, spamassassin_fields, REQUIRED_POINTS
 from .message import header_end
-from .server import Deadline, Resident, log, unix_socket_ready, worker_state
+from .server import Deadline, PrivateUnixServer, Resident, log, worker_state
 
 #: spamd's exit codes (sysexits.h) used in answers
 EX_OK, EX_USAGE, EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL, EX_PROTOCOL, EX_NOPERM = (
@@ -392,28 +392,14 @@ class SpamdServer(_Spamd, socketserver.ThreadingMixIn, socketserver.TCPServer):
         super().__init__(address, SpamdHandler)
 
 
-class SpamdUnixServer(_Spamd, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class SpamdUnixServer(_Spamd, PrivateUnixServer):
     """spamd's protocol on a Unix-domain socket (``spamc -U PATH``)."""
 
     def __init__(self, path, workers, *, max_size: int, memory_budget: int, timeout: float, max_clients: int,
                  allow_tell: bool = False, socket_mode: int = 0o600):
         self.setup_resident(workers, max_size, memory_budget, timeout, max_clients)
         self.setup_spamd(allow_tell)
-        path = str(path)
-        unix_socket_ready(path)
-        old = os.umask(0o777 & ~socket_mode)
-        try:
-            super().__init__(path, SpamdHandler)
-        finally:
-            os.umask(old)
-        os.chmod(path, socket_mode)
-
-    def server_close(self):
-        super().server_close()
-        try:
-            os.unlink(self.server_address)
-        except OSError:
-            pass
+        super().__init__(path, SpamdHandler, socket_mode)
 
 
 def parse_address(text: str) -> tuple[str, int]:

@@ -9,6 +9,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..durable import flock_within
 from .failures import FilterError, describe
 
 @contextmanager
@@ -21,21 +22,17 @@ def spamkit_lock(lock_path: Path, wait: float):
     on the new one), and the file is removed while still locked.
     """
     deadline = time.monotonic() + wait
+
+    def busy():
+        raise FilterError(f"{lock_path}: another spamkit run is filtering this mailbox "
+                          f"(waited {wait:g} s); try again when it has finished")
     while True:
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise FilterError(describe(exc, str(lock_path))) from None
         try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise FilterError(f"{lock_path}: another spamkit run is filtering this mailbox "
-                                          f"(waited {wait:g} s); try again when it has finished") from None
-                    time.sleep(0.05)
+            flock_within(fd, max(deadline - time.monotonic(), 0.0), 0.05, busy)
             held = os.fstat(fd)
             try:
                 now = os.stat(lock_path)
