@@ -52,6 +52,8 @@ def make_analyzer(tokens: str = "words", **settings) -> Analyzer:
         return Analyzer.mail(**settings)
     if tokens == "words":
         return Analyzer(**settings)
+    if tokens == "bogofilter":
+        return Analyzer(lexer="bogofilter", **settings)
     raise ConfigError(f"unknown token scheme {tokens!r}; choose one of {', '.join(TOKENS)}")
 
 

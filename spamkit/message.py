@@ -39,7 +39,7 @@ import binascii
 import codecs
 import quopri
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .htmltext import html_to_text
 from .mime import Part, parse_part, split_multipart
@@ -121,6 +121,9 @@ class Message:
         How the input was read: ``rfc822``, ``enron`` or ``text``.
     size : int
         Length of the raw input in bytes.
+    raw : bytes
+        The input as parsed (after spamkit's own tag fields were taken out): what a lexer
+        that works on raw mail reads (``Analyzer(lexer="bogofilter")``). Not compared, not shown.
     """
 
     headers: tuple = ()
@@ -132,6 +135,7 @@ class Message:
     defects: tuple = ()
     kind: str = "text"
     size: int = 0
+    raw: bytes = field(default=b"", repr=False, compare=False)
 
     def header(self, name: str, default: str = "") -> str:
         """The first value of header ``name`` (case-insensitive), or ``default``."""
@@ -260,7 +264,7 @@ def decode_header_value(value: str, defects: list[str]) -> str:
 
 # --------------------------------------------------------------------------- MIME
 
-def _payload_bytes(raw: bytes, part: Part, defects: list[str], max_part_bytes: int) -> bytes:
+def payload_bytes(raw: bytes, part: Part, defects: list[str], max_part_bytes: int) -> bytes:
     """The decoded content of a leaf part, its encoded form cut at ``max_part_bytes``."""
     data = raw[part.start:min(part.end, part.start + max_part_bytes)]
     if part.end - part.start > max_part_bytes:
@@ -368,12 +372,12 @@ class _Walker:
         disposition = (part.get("content-disposition") or "").split(";", 1)[0].strip().lower()
         is_text = ctype.startswith("text/") and ctype not in ("text/x-vcard", "text/calendar")
         if filename or disposition == "attachment" or not is_text:
-            size = (len(_payload_bytes(self.raw, part, [], self.max_part_bytes)) if not is_text
+            size = (len(payload_bytes(self.raw, part, [], self.max_part_bytes)) if not is_text
                     else part.end - part.start)
             self.attachments.append(Attachment(filename, ctype, size))
             if not is_text:
                 return
-        data = _payload_bytes(self.raw, part, self.defects, self.max_part_bytes)
+        data = payload_bytes(self.raw, part, self.defects, self.max_part_bytes)
         charset = _param(part, "charset", "content-type", self.defects) or None
         text = decode_bytes(data, charset, self.defects)
         if ctype == "text/html":
@@ -463,12 +467,13 @@ def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MA
     if kind != "text":
         raw = strip_markup(raw)            # spamkit's own verdicts are not evidence
     if kind == "text":
-        return Message(body=decode_bytes(raw, None, []), kind="text", defects=tuple(defects), size=size)
+        return Message(body=decode_bytes(raw, None, []), kind="text", defects=tuple(defects), size=size, raw=raw)
     if kind == "enron":
         subject_bytes, body = _split_enron(raw)
         subject = decode_bytes(subject_bytes, None, []).strip()
         return Message(headers=(("subject", subject),) if subject_bytes else (), subject=subject,
-                       body=decode_bytes(body, None, []), kind="enron", defects=tuple(defects), size=size)
+                       body=decode_bytes(body, None, []), kind="enron", defects=tuple(defects), size=size,
+                       raw=raw)
     root = parse_part(raw, 0, len(raw), envelope=True)
     headers = [(name.strip().lower(), decode_header_value(value, defects)) for name, value in root.headers]
     walker = _Walker(raw, max_part_bytes)
@@ -478,7 +483,7 @@ def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MA
     return Message(headers=tuple(headers), subject=subject, body="\n".join(walker.texts),
                    urls=tuple(walker.urls), html_tags=tuple(walker.tags),
                    attachments=tuple(walker.attachments), defects=tuple(defects),
-                   kind="rfc822", size=size)
+                   kind="rfc822", size=size, raw=raw)
 
 
 # --------------------------------------------------------------------------- spamkit's own fields

@@ -14,8 +14,9 @@ MODEL_NAMES = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli", "c
 #: the models online evaluation learns one message at a time
 ONLINE_MODELS = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli")
 #: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
-#: "words" (lower-cased words of the body and of a few header fields)
-TOKENS = ("mail", "words")
+#: "words" (lower-cased words of the body and of a few header fields) or "bogofilter" (bogofilter
+#: 1.2's lexer on the raw message: spamkit.text.bogolex)
+TOKENS = ("mail", "words", "bogofilter")
 #: feature values: presence, counts, counts over the row's length, TF-IDF
 REPRESENTATIONS = ("binary", "tf", "tfnorm", "tfidf")
 #: how max_features chooses columns: corpus frequency or information gain

@@ -168,7 +168,8 @@ def render_info(manifest: dict, path: str) -> str:
     m, v, a, t = manifest["model"], manifest["vectorizer"], manifest["analyzer"], manifest.get("training", {})
     params = ", ".join(f"{k}={val}" for k, val in m["params"].items())
     vec = ", ".join(f"{k}={val}" for k, val in v.items() if val is not None)
-    ana = ", ".join(f"{k}={val}" for k, val in a.items() if k not in ("stop_word_list", "token_pattern"))
+    ana = (", ".join(f"{k}={val}" for k, val in a.items() if k not in ("stop_word_list", "token_pattern"))
+           if a.get("lexer", "spamkit") != "bogofilter" else "bogofilter 1.2's lexer on the raw message")
     lines = [f"{path}",
              f"  format      {manifest['format']} v{manifest['format_version']} "
              f"(written by spamkit {manifest['spamkit_version']} on {manifest['created']})",
@@ -204,11 +205,24 @@ def render_info(manifest: dict, path: str) -> str:
         lines.append(f"  trained on  {t.get('n_messages')} messages ({per_class})")
         for c in t.get("corpora", []):
             lines.append(f"              {c['path']} ({c['format']}, {c['container']})")
+        if t.get("imported"):
+            p = t["imported"].get("parameters", {})
+            lines.append(f"  imported    {t['imported'].get('tokens')} tokens from a bogofilter word list; "
+                         + ", ".join(f"{k}={v:g}" for k, v in p.items()))
         if t.get("held_out_evaluation"):
             ev = t["held_out_evaluation"]
             extra = f", AUC {ev['auc']:.4f}" if "auc" in ev else ""
             lines.append(f"  held out    {ev['n']} messages: accuracy {_pct(ev['accuracy']).strip()}{extra}")
     return "\n".join(lines)
+
+
+def render_import(imported: dict, output: str) -> str:
+    """What ``spamkit import-wordlist`` prints after saving a filter."""
+    p = imported["parameters"]
+    return (f"imported {imported['tokens']} tokens from {imported['from']}\n"
+            f"bogofilter parameters: robs {p['robs']:g}, robx {p['robx']:g}, min_dev {p['min_dev']:g}; "
+            f"ham below {p['ham_cutoff']:g}, spam from {p['spam_cutoff']:g}, unsure between\n"
+            f"filter written to {output}")
 
 
 def render_tuning(result) -> str:

@@ -31,7 +31,7 @@ ALLOWED = {
     # MIME structure from bytes (header blocks, parameters, multipart spans), for message
     "mime": set(),
     "message": {"errors", "htmltext", "mime"},
-    "text": {"errors", "message"},
+    "text": {"errors", "message", "mime"},
     "features": {"errors", "names"},
     "models": {"errors", "labels", "names"},
     "decision": {"errors", "labels"},
@@ -50,6 +50,8 @@ ALLOWED = {
              "evaluation", "selection", "version", "spamfilter", "config"},
     # the local engine on several cores: worker processes parse and tokenize for the jobs
     "engines": {"jobs", "spamfilter"},
+    # bogofilter word lists in and out: counts -> a filter (spamkit.wordlist)
+    "wordlist": {"decision", "errors", "features", "labels", "models", "spamfilter", "text"},
     # the one-import facade for scripts: re-exports spamfilter, config and jobs
     "pipeline": {"spamfilter", "config", "jobs", "decision", "models"},
     "evaluation": {"corpus", "decision", "errors", "features", "labels", "message", "metrics", "models", "names", "persist", "selection", "text"},
@@ -74,7 +76,7 @@ ALLOWED = {
     "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "spamfilter",
                     "selection"},
     # the CLI parses --cost into the decision module's CostMatrix itself
-    "cli": {"config", "corpus", "decision", "distributed", "durable", "engines", "errors", "evaluation", "htmlreport", "jobs", "labels", "lean", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamd", "spamfilter", "text", "version"},
+    "cli": {"config", "corpus", "decision", "distributed", "durable", "engines", "errors", "evaluation", "htmlreport", "jobs", "labels", "lean", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamd", "spamfilter", "text", "version", "wordlist"},
     "__main__": {"launch"},
     "__init__": set(),
 }

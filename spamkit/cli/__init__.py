@@ -27,6 +27,8 @@ COMMANDS = {
     "cv": ("crossval", "Cross-validate one filter configuration on labelled ham/spam corpora."),
     "evaluate": ("evaluate", "Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures)."),
     "filter": ("filter", "Filter mailboxes (mbox, Maildir, MH, or a folder on an IMAP server) with a trained filter: tag and/or move spam."),
+    "export-wordlist": ("wordlist", "Write a filter's token counts as a bogofilter word list (bogoutil -l reads it)."),
+    "import-wordlist": ("wordlist", "Make a filter from a bogofilter word list (the text bogoutil -d writes)."),
     "info": ("info", "Describe a filter file: model, classes, features, analyzer, training corpus."),
     "learn": ("filter", "Teach a trained filter from corrected folders, like sa-learn or bogofilter -s/-n."),
     "online": ("online", "Online evaluation as in the TREC spam track: classify each message, then learn it."),

@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import ConfigError
 from ..message import Message, parse_message
+from .bogolex import bogofilter_tokens
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
 from .tokenize import (NAMED_PATTERNS, WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, find_urls, is_number,
@@ -56,6 +57,8 @@ __all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
 DEFAULT_HEADERS = ("subject", "from", "reply-to", "to", "cc", "sender", "x-mailer", "user-agent",
                    "content-type")
 NUMBER_MODES = ("keep", "drop", "collapse")
+#: how a message is cut into tokens: spamkit's analyzer, or bogofilter's lexer (spamkit.text.bogolex)
+LEXERS = ("spamkit", "bogofilter")
 #: ``headers=ALL_HEADERS`` tokenizes every header field
 ALL_HEADERS = ("*",)
 _IPV4 = re.compile(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])")
@@ -144,6 +147,10 @@ class Analyzer:
         and read each run of white space as one space.
     char_window : int
         How many characters of the body the character n-grams look at.
+    lexer : {"spamkit", "bogofilter"}
+        ``"bogofilter"``: bogofilter 1.2's tokens from the raw message
+        (:mod:`spamkit.text.bogolex`), so that a filter can carry counts imported from a
+        bogofilter word list (``spamkit import-wordlist``); every other setting is then unused.
 
     Examples
     --------
@@ -174,6 +181,7 @@ class Analyzer:
     digit_shapes: bool = False
     char_ngrams: int = 0
     char_window: int = 3000
+    lexer: str = "spamkit"
     _stop_list: frozenset = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
@@ -186,6 +194,8 @@ class Analyzer:
             raise ConfigError(f"ngram_max must be 1 to 5, got {self.ngram_max!r}")
         if not (isinstance(self.char_ngrams, int) and (self.char_ngrams == 0 or 3 <= self.char_ngrams <= 6)):
             raise ConfigError(f"char_ngrams must be 0 (off) or 3 to 6, got {self.char_ngrams!r}")
+        if self.lexer not in LEXERS:
+            raise ConfigError(f"lexer must be one of {', '.join(LEXERS)}, got {self.lexer!r}")
         if not (isinstance(self.char_window, int) and self.char_window >= 1):
             raise ConfigError(f"char_window must be a positive number of characters, got {self.char_window!r}")
         try:
@@ -319,6 +329,9 @@ class Analyzer:
 
     def __call__(self, doc) -> list[str]:
         """Tokens of a :class:`~spamkit.message.Message`, a ``str`` of plain text, or raw ``bytes``."""
+        if self.lexer == "bogofilter":
+            return bogofilter_tokens(doc.raw if isinstance(doc, Message) else
+                                     doc.encode("utf-8", "surrogatepass") if isinstance(doc, str) else bytes(doc))
         if isinstance(doc, (bytes, bytearray)):
             doc = parse_message(bytes(doc))
         if isinstance(doc, str):
