@@ -49,7 +49,14 @@ def test_bad_configuration_is_a_clear_error():
     out = CliRunner().invoke(cli, ["cv", str(SAMPLE), "--config", "alpha=lots"])
     assert out.exit_code == 1 and "needs a float" in out.output
     assert isinstance(filter_from_config({"model": "knn", "k": 3}).model.k, int)
-    assert build_filter(model="multinomial").model.alpha == 1.0
+    # each model's own default smoothing, and what a user gives wins
+    assert build_filter(model="multinomial").model.alpha == 0.01
+    assert build_filter(model="multinomial", alpha=1.0).model.alpha == 1.0
+    assert build_filter(model="fisher-nb").model.alpha == 1.0
+    assert filter_from_config({"model": "bernoulli"}).vectorizer.min_df == 2
+    assert filter_from_config({"model": "complement", "weight_norm": True}).model.norm is True
+    with pytest.raises(ConfigError, match="needs true or false"):
+        parse_config("model=complement,length_norm=maybe")
 
 
 def test_compare_report_matches_the_json(tmp_path):

@@ -74,6 +74,15 @@ def test_command_line_and_filter_file(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["evaluation"]["accuracy"] > 0.85
     info = json.loads(CliRunner().invoke(cli, ["info", str(model), "--json"]).stdout)
-    assert info["model"]["type"] == "complement" and info["model"]["params"]["norm"] is True
+    # the model's own defaults (spamkit.config.MODEL_DEFAULTS, chosen by scripts/model_defaults.py)
+    assert info["model"]["type"] == "complement"
+    assert info["model"]["params"] == {"alpha": 0.1, "norm": False, "tf_transform": True, "length_norm": True}
+    # ... each of which the options override
+    again = tmp_path / "wcnb.spamkit"
+    result = CliRunner().invoke(cli, ["train", str(SAMPLE), "--model", "complement", "--weight-norm", "--no-tf-log",
+                                      "--no-length-norm", "--alpha", "1", "-o", str(again)])
+    assert result.exit_code == 0, result.output
+    params = json.loads(CliRunner().invoke(cli, ["info", str(again), "--json"]).stdout)["model"]["params"]
+    assert params == {"alpha": 1.0, "norm": True, "tf_transform": False, "length_norm": False}
     explained = CliRunner().invoke(cli, ["classify", str(model), str(SAMPLE / "spam"), "--explain", "3", "--json"])
     assert explained.exit_code == 0 and "towards" in explained.stdout

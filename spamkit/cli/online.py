@@ -24,8 +24,9 @@ from .progress import Progress, verbosity_options
               help="fisher-nb: the stacked best filter, its combiner refitted every 100 messages on the "
                    "scores it gave before learning them; logistic: online logistic regression alone.")
 @model_options
-@click.option("--alpha", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
-              help="Naive Bayes: additive smoothing.")
+@click.option("--alpha", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="Naive Bayes: additive smoothing. [default: as for spamkit train: 0.01 for multinomial, 0.1 "
+                   "for bernoulli, 1 otherwise]")
 @click.option("--regime", type=click.Choice(REGIMES), default="all", show_default=True,
               help="Learn every message, only mistakes, or mistakes and near misses (|log-odds| < --margin).")
 @click.option("--margin", type=click.FloatRange(min=0.0), default=2.0, show_default=True,
@@ -58,8 +59,9 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
     Messages are taken in corpus order (TREC index order, Enron arrival order).
     Prints (1-ROCA)%, hm%, sm% and lam% and the throughput.
     """
-    from ..config import make_analyzer, stack_for_rate
+    from ..config import make_analyzer, model_default, stack_for_rate
     from ..jobs.online import online_filter
+    alpha = model_default(model, "alpha", alpha, 1.0)
     chosen = engine_from_options("local", "local", 0, False, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress, \
             running(chosen, progress) as engine:

@@ -32,12 +32,19 @@ from .progress import Progress, verbosity_options
               help="Map scores to probabilities fitted on 5-fold cross-validated scores of the training "
                    "data: platt (a sigmoid) or isotonic (any monotone map). Default: platt for fisher, "
                    "none otherwise (fisher-nb is calibrated by its combiner).")
-@click.option("--alpha", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
-              help="Additive smoothing (1 = Laplace).")
+@click.option("--alpha", type=click.FloatRange(min=0.0), default=None,
+              help="Additive smoothing (1 = Laplace). [default: 0.01 for multinomial, 0.1 for bernoulli and "
+                   "complement, 1 otherwise: each model's best on every corpus, scripts/model_defaults.py]")
 @click.option("--representation", type=click.Choice(REPRESENTATIONS), default=None,
               help="Features: binary, tf (counts), tfnorm, tfidf. Default: tf for multinomial, binary for bernoulli.")
-@click.option("--min-df", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Keep tokens found in at least this many training messages.")
+@click.option("--min-df", type=click.IntRange(min=1), default=None,
+              help="Keep tokens found in at least this many training messages. [default: 2 for bernoulli, 1 otherwise]")
+@click.option("--tf-log/--no-tf-log", "tf_transform", default=None,
+              help="complement: count each word log(1 + count) times (Rennie et al. 2003). [default: on]")
+@click.option("--length-norm/--no-length-norm", default=None,
+              help="complement: scale each message's counts to unit length. [default: on]")
+@click.option("--weight-norm/--no-weight-norm", default=None,
+              help="complement: normalise each class's weights (Rennie et al.'s WCNB). [default: off]")
 @click.option("--max-features", type=click.IntRange(min=1), default=None,
               help="Keep at most this many tokens (chosen by --select).")
 @click.option("--select", type=click.Choice(["frequency", "ig"]), default="frequency", show_default=True,
@@ -83,7 +90,7 @@ from .progress import Progress, verbosity_options
 @click.option("--json", "as_json", is_flag=True, help="Print the training report as JSON.")
 @engine_options
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
-                  max_clues, rate, calibrate, alpha, representation, min_df,
+                  max_clues, rate, calibrate, alpha, representation, min_df, tf_transform, length_norm, weight_norm,
                   max_features, select, hashing, stem, language, stop_words, ngrams, char_ngrams, k, weights, metric, p, standardize, tau,
                   memory_limit, condense, cost, test_fraction, split, seed, as_json, engine, scheduler,
                   partition_size, ship, jobs):
@@ -100,8 +107,9 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
       spamkit train enron1.tar.gz --model bernoulli --max-features 3000 --select ig -o e1.spamkit
       spamkit train --ham ~/Mail/INBOX --spam ~/Mail/Junk -o mine.spamkit
     """
-    from ..config import MODEL_DEFAULTS, build_filter, stack_for_rate
+    from ..config import MODEL_DEFAULTS, build_filter, model_default, stack_for_rate
     tokens = tokens or MODEL_DEFAULTS.get(model, {}).get("tokens", "mail")
+    alpha, min_df = model_default(model, "alpha", alpha, 1.0), model_default(model, "min_df", min_df, 1)
     from ..decision import CostMatrix
     from ..jobs.train import held_out_costs, train_filter
     knn = {"k": _k_value(k), "weights": weights, "metric": metric, "tau": tau, "memory_limit": memory_limit, "p": p,
@@ -113,7 +121,8 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                                fisher=(fisher_params(strength, prior, min_dev, max_clues)
                                        if model in ("fisher", "fisher-nb") else None),
                                calibrate=calibrate or ("platt" if model == "fisher" else "none"),
-                               stack=stack_for_rate(rate), rate=rate)
+                               stack=stack_for_rate(rate), rate=rate, tf_transform=tf_transform,
+                               length_norm=length_norm, weight_norm=weight_norm)
     if model == "knn" and condense != "none":
         spam_filter.condense_mode = "edit" if condense == "edit" else "condense"
     parameters = {"model": model, "tokens": tokens, "calibrate": spam_filter.calibrate,
@@ -124,6 +133,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                   "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
                   "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
                   **({"char_ngrams": char_ngrams} if char_ngrams else {}),
+                  **({"complement": spam_filter.model.get_params()} if model == "complement" else {}),
                   "test_fraction": test_fraction, "split": split, "seed": seed,
                   **({"knn": {**knn, "condense": condense}} if model == "knn" else {}),
                   "command": " ".join(sys.argv)}

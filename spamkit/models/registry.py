@@ -15,11 +15,12 @@ from .stack import BEST_STACK, FisherNBStack
 
 
 def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: dict | None = None,
-               stack: dict | None = None, rate: float = DEFAULT_RATE, **knn):
+               stack: dict | None = None, rate: float = DEFAULT_RATE, complement: dict | None = None, **knn):
     """A fresh estimator by name; ``knn`` takes KNNClassifier's parameters (k, weights, metric, ...),
     ``fisher`` RobinsonFisher's (strength, prior, min_dev, max_clues), ``stack`` FisherNBStack's
     own (logistic, squash; default :data:`~spamkit.models.stack.BEST_STACK`), ``rate``
-    OnlineLogistic's learning rate."""
+    OnlineLogistic's learning rate, ``complement`` ComplementNB's document transforms and weight
+    normalisation (tf_transform, length_norm, norm; default: weight-normalised counts)."""
     if name == "fisher":
         return RobinsonFisher(**(fisher or {}))
     if name == "fisher-nb":
@@ -31,7 +32,7 @@ def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: di
     if name == "bernoulli":
         return BernoulliNB(alpha=alpha, fit_prior=fit_prior)
     if name == "complement":
-        return ComplementNB(alpha=alpha, norm=True)
+        return ComplementNB(alpha=alpha, **({"norm": True} if complement is None else complement))
     if name == "knn":
         return KNNClassifier(**knn)
     raise ConfigError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
