@@ -18,6 +18,7 @@ the realised cost per message against the threshold, and log-odds histograms per
 from __future__ import annotations
 
 import base64
+import re
 import html
 import io
 import json
@@ -27,8 +28,27 @@ import json
 _PLOT_SIZE = (520, 380)
 
 
-def _figure(draw) -> str:
-    """A plot as ``<figure>`` with a PNG at 2x resolution and alt text from its title and axes."""
+_SPAM_WORD = re.compile(r"\bspam\b")
+_HAM_WORD = re.compile(r"\bham\b")
+
+
+def class_words(positive: str = "spam", negative: str = "ham"):
+    """A function that says "spam" and "ham" as the two classes of an evaluation are called.
+
+    >>> class_words("email", "sms")("ham called spam; P(spam)")
+    'sms called email; P(email)'
+    """
+    if (positive, negative) == ("spam", "ham"):
+        return lambda text: text
+    return lambda text: _HAM_WORD.sub(lambda m: negative, _SPAM_WORD.sub(lambda m: "\0SPAM\0", text)).replace(
+        "\0SPAM\0", positive)
+
+
+def _figure(draw, say=None) -> str:
+    """A plot as ``<figure>`` with a PNG at 2x resolution and alt text from its title and axes.
+
+    ``say`` rewrites the words of titles, axes and legends (the class names of a two-class
+    evaluation whose classes are not spam and ham: :func:`class_words`)."""
     import matplotlib
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -36,6 +56,11 @@ def _figure(draw) -> str:
     fig, ax = plt.subplots(figsize=(width / 100, height / 100), dpi=200)
     try:
         draw(ax)
+        if say is not None:
+            ax.set(title=say(ax.get_title()), xlabel=say(ax.get_xlabel()), ylabel=say(ax.get_ylabel()))
+            legend = ax.get_legend()
+            for text in legend.get_texts() if legend is not None else ():
+                text.set_text(say(text.get_text()))
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
@@ -103,7 +128,7 @@ def _value(key: str, value, fmt: str = "{:.4f}") -> str:
     return f'<span data-key="{html.escape(key)}" data-value="{html.escape(json.dumps(value))}">{text}</span>'
 
 
-def _plots(report: dict) -> dict:
+def _plots(report: dict, say=None) -> dict:
     roc, pr, rel, hist, thr = report["roc"], report["pr"], report["reliability"], report["histogram"], report["threshold"]
 
     def roc_linear(ax):
@@ -158,9 +183,9 @@ def _plots(report: dict) -> dict:
         ax.legend()
         ax.set(xlabel="log-odds of spam (clipped to ±40)", ylabel="messages", title="scores per class")
 
-    return {"roc": _figure(roc_linear), "roc_log": _figure(roc_log), "pr": _figure(precision_recall),
-            "reliability": _figure(reliability), "cost": _figure(cost_curve),
-            "histogram": _figure(histograms)}
+    return {"roc": _figure(roc_linear, say), "roc_log": _figure(roc_log, say), "pr": _figure(precision_recall, say),
+            "reliability": _figure(reliability, say), "cost": _figure(cost_curve, say),
+            "histogram": _figure(histograms, say)}
 
 
 def render_k_class_html(result: dict, command: str, configuration: dict) -> str:
@@ -213,13 +238,87 @@ def render_k_class_html(result: dict, command: str, configuration: dict) -> str:
                                                json.dumps(configuration, indent=2, sort_keys=True, default=str))])
 
 
+def _overlaid_rocs(curves: list, title: str) -> list:
+    """Two figures (linear and log false-positive rate) of ROC curves ``(name, {"fpr", "tpr"}, auc)``
+    overlaid, one colour per configuration."""
+    def roc(ax, log):
+        for i, (name, curve, auc) in enumerate(curves):
+            fpr = [max(x, 1e-5) for x in curve["fpr"]] if log else curve["fpr"]
+            ax.step(fpr, curve["tpr"], where="post", label=f"{name[:40]} ({auc:.4f})", color=f"C{i}")
+        if log:
+            ax.set_xscale("log")
+            ax.set_xlim(1e-5, 1)
+        ax.legend(fontsize=7)
+        ax.set(xlabel="false-positive rate" + (" (log scale)" if log else ""), ylabel="true-positive rate",
+               title=title)
+
+    return [_figure(lambda ax: roc(ax, False)), _figure(lambda ax: roc(ax, True))]
+
+
+def _comparison_costs(configs: list) -> str:
+    """``compare --cost``: realised and expected cost per message of each configuration."""
+    if not any("costs" in c for c in configs):
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(c['name'])}</td>"
+        f"<td>{_value(f'configs.{i}.costs.cost_per_message', c['costs']['cost_per_message'])}</td>"
+        f"<td>{_value(f'configs.{i}.costs.expected_cost_per_message', c['costs']['expected_cost_per_message'])}</td>"
+        f"<td>{html.escape('; '.join(f'true {cls}: ' + ', '.join(f'{d} {n}' for d, n in row.items()) for cls, row in c['costs']['decisions'].items()))}</td></tr>"
+        for i, c in enumerate(configs) if "costs" in c)
+    return ("<h2>Decided by the costs</h2><table><tr><th>configuration</th><th>cost per message</th>"
+            f"<th>expected</th><th>decisions</th></tr>{rows}</table>")
+
+
+def render_k_class_comparison_html(result: dict, command: str) -> str:
+    """``spamkit compare --report`` for K classes: the measures of each configuration side by side,
+    paired accuracy differences per fold, and the micro-averaged one-vs-rest ROC curves overlaid."""
+    configs = result["configs"]
+    classes = configs[0]["classes"]
+
+    plots = _overlaid_rocs([(c["name"], c["micro_roc"], c["one_vs_rest"]["micro"]["auc"]) for c in configs],
+                           "micro-averaged one-vs-rest ROC, out-of-fold")
+    head = ("<tr><th>configuration</th><th>accuracy</th><th>macro F1</th><th>log loss</th><th>macro AUC</th>"
+            "<th>weighted AUC</th><th>micro AUC</th><th>macro AP</th><th>accuracy per fold (mean ± sd)</th></tr>")
+    rows = []
+    for i, c in enumerate(configs):
+        k = f"configs.{i}."
+        o = c["one_vs_rest"]
+        rows.append(f"<tr><td>{html.escape(c['name'])}</td><td>{_value(k + 'accuracy', c['accuracy'])}</td>"
+                    f"<td>{_value(k + 'macro_f1', c['macro_f1'])}</td><td>{_value(k + 'log_loss', c['log_loss'])}</td>"
+                    f"<td>{_value(k + 'one_vs_rest.macro.auc', o['macro']['auc'])}</td>"
+                    f"<td>{_value(k + 'one_vs_rest.weighted.auc', o['weighted']['auc'])}</td>"
+                    f"<td>{_value(k + 'one_vs_rest.micro.auc', o['micro']['auc'])}</td>"
+                    f"<td>{_value(k + 'one_vs_rest.macro.average_precision', o['macro']['average_precision'])}</td>"
+                    f"<td>{_value(k + 'accuracy_fold_mean', c['accuracy_fold_mean'])} ± "
+                    f"{_value(k + 'accuracy_fold_std', c['accuracy_fold_std'])}</td></tr>")
+    per_class = ("<tr><th>class</th>" + "".join(f"<th>{html.escape(c['name'][:30])}: recall / AUC</th>"
+                                                 for c in configs) + "</tr>"
+                 + "".join(f"<tr><th>{html.escape(label)}</th>" + "".join(
+                     f"<td>{_value(f'configs.{i}.per_class.{label}.recall', c['per_class'][label]['recall'])} / "
+                     f"{_value(f'configs.{i}.one_vs_rest.per_class.{label}.auc', c['one_vs_rest']['per_class'][label]['auc'])}</td>"
+                     for i, c in enumerate(configs)) + "</tr>" for label in classes))
+    paired = "".join(
+        f"<li>{html.escape(c['name'])} vs {html.escape(configs[0]['name'])}: accuracy per fold "
+        f"{_value(f'configs.{i}.vs_first.accuracy_diff_mean', c['vs_first']['accuracy_diff_mean'], '{:+.4f}')}, "
+        f"better in {c['vs_first']['folds_better']} of {result['folds']} folds</li>"
+        for i, c in enumerate(configs) if i)
+    body = f"""<p>{result['folds']}-fold stratified cross-validation (seed {result['seed']}), the same folds for every
+configuration; {len(classes)} classes ({html.escape(', '.join(classes))}); decisions at the most probable class.</p>
+<table>{head}{''.join(rows)}</table><ul>{paired}</ul>
+<h2>Each class</h2><table>{per_class}</table>{_comparison_costs(configs)}
+<h2>Curves</h2>{''.join(plots)}"""
+    return _page(f"spamkit comparison: {len(classes)} classes", _what(command, None, result.get("corpora")), body,
+                 [("command", command)])
+
+
 def render_html(result: dict, command: str, configuration: dict) -> str:
     """The report page for an evaluation result with ``result["report"]``."""
     if "spam_recall" not in result:
         return render_k_class_html(result, command, configuration)
+    say = class_words(result.get("positive", "spam"), result.get("negative", "ham"))
     r = result["report"]
     auc = r["auc"]
-    plots = _plots(r)
+    plots = _plots(r, say)
     rows = [("messages", _value("n", result["n"], "{}")),
             ("accuracy", _value("accuracy", result["accuracy"])),
             ("spam recall", _value("spam_recall", result["spam_recall"])),
@@ -250,10 +349,10 @@ def render_html(result: dict, command: str, configuration: dict) -> str:
                                                       "{:.6g}") + ", cost per message "
              + _value("report.threshold.chosen.cost", r["threshold"]["chosen"]["cost"])
              + " (chosen on these messages: descriptive, not a test result)")]
-    confusion = (f"<table class='cm'><tr><th></th><th>called ham</th><th>called spam</th></tr>"
-                 f"<tr><th>ham</th><td>{_value('tn', result['tn'], '{}')}</td><td>{_value('fp', result['fp'], '{}')}</td></tr>"
-                 f"<tr><th>spam</th><td>{_value('fn', result['fn'], '{}')}</td><td>{_value('tp', result['tp'], '{}')}</td></tr>"
-                 "</table>")
+    confusion = say(f"<table class='cm'><tr><th></th><th>called ham</th><th>called spam</th></tr>"
+                    f"<tr><th>ham</th><td>{_value('tn', result['tn'], '{}')}</td><td>{_value('fp', result['fp'], '{}')}</td></tr>"
+                    f"<tr><th>spam</th><td>{_value('fn', result['fn'], '{}')}</td><td>{_value('tp', result['tp'], '{}')}</td></tr>"
+                    "</table>")
     mistakes = []
     for m in r["mistakes"]:
         exp = m["explanation"]
@@ -264,11 +363,11 @@ def render_html(result: dict, command: str, configuration: dict) -> str:
         mistakes.append(f"<tr><td>{html.escape(m['id'])}</td><td>{html.escape(m['label'])}</td>"
                         f"<td>{m['p_spam']:.6f}</td><td>{why}</td></tr>")
     body = f"""<h2>Measures</h2>
-<table>{''.join(f'<tr><th>{k}</th><td>{v}</td></tr>' for k, v in rows)}</table>
+<table>{''.join(f'<tr><th>{say(k)}</th><td>{v}</td></tr>' for k, v in rows)}</table>
 <h2>Confusion matrix at the operating point</h2>{confusion}
 <h2>Curves</h2>{''.join(plots.values())}
 <h2>The ten most costly mistakes</h2>
-<table><tr><th>message</th><th>true class</th><th>P(spam)</th><th>tokens that decided it (share of log-odds)</th></tr>
+<table><tr><th>message</th><th>true class</th><th>{say("P(spam)")}</th><th>tokens that decided it (share of log-odds)</th></tr>
 {''.join(mistakes) or '<tr><td colspan="4">none</td></tr>'}</table>"""
     return _page("spamkit evaluation", _what(command, configuration, result.get("corpora")), body,
                  [("command", command), ("the filter's manifest and settings",
@@ -278,19 +377,10 @@ def render_html(result: dict, command: str, configuration: dict) -> str:
 def render_comparison_html(result: dict, command: str) -> str:
     """Configurations side by side (``spamkit compare --report``): overlaid ROC curves and the table."""
     configs = result["configs"]
+    if configs and "roc" not in configs[0]:
+        return render_k_class_comparison_html(result, command)
 
-    def roc(ax, log):
-        for i, c in enumerate(configs):
-            fpr = [max(x, 1e-5) for x in c["roc"]["fpr"]] if log else c["roc"]["fpr"]
-            ax.step(fpr, c["roc"]["tpr"], where="post", label=f"{c['name'][:40]} ({c['auc']:.4f})", color=f"C{i}")
-        if log:
-            ax.set_xscale("log")
-            ax.set_xlim(1e-5, 1)
-        ax.legend(fontsize=7)
-        ax.set(xlabel="false-positive rate" + (" (log scale)" if log else ""), ylabel="true-positive rate",
-               title="ROC, pooled out-of-fold scores")
-
-    plots = [_figure(lambda ax: roc(ax, False)), _figure(lambda ax: roc(ax, True))]
+    plots = _overlaid_rocs([(c["name"], c["roc"], c["auc"]) for c in configs], "ROC, pooled out-of-fold scores")
     head = ("<tr><th>configuration</th><th>AUC</th><th>95% interval</th><th>(1-ROCA)%</th><th>accuracy</th>"
             "<th>spam recall</th><th>ham recall</th><th>lam%</th><th>AUC per fold (mean ± sd)</th></tr>")
     rows = []
@@ -308,7 +398,7 @@ def render_comparison_html(result: dict, command: str) -> str:
         f"{c['vs_first']['folds_better']} of {result['folds']} folds</li>" for i, c in enumerate(configs) if i)
     body = f"""<p>{result['folds']}-fold stratified cross-validation (seed {result['seed']}), the same folds for every
 configuration; pooled out-of-fold scores; recalls at P(spam) = 0.5.</p>
-<table>{head}{''.join(rows)}</table><ul>{paired}</ul>{''.join(plots)}"""
+<table>{head}{''.join(rows)}</table><ul>{paired}</ul>{_comparison_costs(configs)}{''.join(plots)}"""
     return _page("spamkit comparison", _what(command, None, result.get("corpora")), body, [("command", command)])
 
 

@@ -95,6 +95,10 @@ def roc_auc(y_true, scores) -> float:
 def binary_report(y_true, y_pred, p_spam, positive="spam", negative="ham", ranking=None) -> dict:
     """The two-class measures at one operating point, plus the AUC of ``ranking`` (default ``p_spam``).
 
+    ``positive`` is the class the ROC and precision-recall measures are about ("spam" for a
+    spam filter; ``spamkit evaluate --positive``); the ``spam_*`` / ``ham_*`` keys then mean
+    the positive and the negative class, whose names the report carries.
+
     The TREC hm% / sm% / lam% in it are taken at P(spam) > 0.5, the operating point of
     ``y_pred`` when it is the most probable class. ``ranking``, any increasing function of
     P(spam) such as the log-odds, ranks messages whose probability rounds to 0 or 1 (a long
@@ -106,6 +110,7 @@ def binary_report(y_true, y_pred, p_spam, positive="spam", negative="ham", ranki
     n = tn + fp + fn + tp
     scores = per_class_scores(C, labels)
     return {
+        "positive": str(positive), "negative": str(negative),
         "n": n, "tp": tp, "fp": fp, "tn": tn, "fn": fn,
         "accuracy": _ratio(tp + tn, n),
         "spam_recall": _ratio(tp, tp + fn),

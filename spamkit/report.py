@@ -71,18 +71,21 @@ def _pct(x) -> str:
 def render_evaluation(ev: dict, title: str = "evaluation") -> str:
     """Two-class or multi-class measures as a small table."""
     if "spam_recall" in ev:
+        pos, neg = ev.get("positive", "spam"), ev.get("negative", "ham")
+        w = max(len(pos), len(neg), 4) + 11
         lines = [
-            f"{title}: {ev['n']} messages",
-            f"  accuracy        {_pct(ev['accuracy'])}",
-            f"  spam recall     {_pct(ev['spam_recall'])}   ({ev['tp']} of {ev['tp'] + ev['fn']} spam caught)",
-            f"  ham recall      {_pct(ev['ham_recall'])}   ({ev['fp']} of {ev['tn'] + ev['fp']} ham misfiled)",
-            f"  spam precision  {_pct(ev['spam_precision'])}",
-            f"  F1 (spam)       {_pct(ev['f1'])}",
-            f"  Jaccard (spam)  {_pct(ev['jaccard'])}   TP / (TP + FP + FN)",
-            f"  ROC AUC         {ev['auc']:.4f}" if ev["auc"] == ev["auc"] else "  ROC AUC            n/a",
-            f"  confusion       ham->ham {ev['tn']}  ham->spam {ev['fp']}  spam->ham {ev['fn']}  spam->spam {ev['tp']}",
-            f"  MCC             {ev['mcc']:.4f}",
-            f"  TREC            (1-ROCA)% {100 * (1 - ev['auc']):.3f}  hm% {ev['hm_pct']:.2f}  "
+            f"{title}: {ev['n']} messages" + (f" (positive class: {pos})" if pos != "spam" else ""),
+            f"  {'accuracy':<{w}} {_pct(ev['accuracy'])}",
+            f"  {pos + ' recall':<{w}} {_pct(ev['spam_recall'])}   ({ev['tp']} of {ev['tp'] + ev['fn']} {pos} caught)",
+            f"  {neg + ' recall':<{w}} {_pct(ev['ham_recall'])}   ({ev['fp']} of {ev['tn'] + ev['fp']} {neg} misfiled)",
+            f"  {pos + ' precision':<{w}} {_pct(ev['spam_precision'])}",
+            f"  {'F1 (' + pos + ')':<{w}} {_pct(ev['f1'])}",
+            f"  {'Jaccard (' + pos + ')':<{w}} {_pct(ev['jaccard'])}   TP / (TP + FP + FN)",
+            f"  {'ROC AUC':<{w}} {ev['auc']:.4f}" if ev["auc"] == ev["auc"] else f"  {'ROC AUC':<{w}}    n/a",
+            f"  {'confusion':<{w}} {neg}->{neg} {ev['tn']}  {neg}->{pos} {ev['fp']}  {pos}->{neg} {ev['fn']}  "
+            f"{pos}->{pos} {ev['tp']}",
+            f"  {'MCC':<{w}} {ev['mcc']:.4f}",
+            f"  {'TREC':<{w}} (1-ROCA)% {100 * (1 - ev['auc']):.3f}  hm% {ev['hm_pct']:.2f}  "
             f"sm% {ev['sm_pct']:.2f}  lam% {ev['lam_pct']:.2f}",
             *caught_lines(ev, indent="                  "),
         ]
@@ -262,11 +265,23 @@ def render_costs(c: dict) -> str:
 def caught_lines(m: dict, indent: str = "  ") -> list[str]:
     """The spam caught at ham-misfiled rates of 0.1% and 0.01% (ROC read-off), when measured."""
     lines = []
+    pos, neg = m.get("positive", "spam"), m.get("negative", "ham")
     for rate, value in (m.get("spam_caught_pct_at_hm") or {}).items():
         per = int(rate.split("/")[1])
-        shown = f"{value:.2f}%" if value is not None else f"not measurable (fewer than {per:,} ham)"
-        lines.append(f"{indent}spam caught at {100 / per:g}% ham misfiled: {shown}")
+        shown = f"{value:.2f}%" if value is not None else f"not measurable (fewer than {per:,} {neg})"
+        lines.append(f"{indent}{pos} caught at {100 / per:g}% {neg} misfiled: {shown}")
     return lines
+
+
+def render_online_classes(r: dict) -> str:
+    """An online run over any number of classes: the K-class measures and the learning curve."""
+    lines = [render_evaluation(r["measures"], f"online, {len(r['classes'])} classes, classified before learning")]
+    lines.append(f"  log loss        {r['measures']['log_loss']:.4f}")
+    lines.append("  learning curve  accuracy over a sliding window: " + ", ".join(
+        f"{p['end']}: {_pct(p['accuracy']).strip()}" for p in r["learning_curve"]))
+    if r.get("messages_per_second"):
+        lines.append(f"  throughput      {r['messages_per_second']:.0f} messages/s")
+    return "\n".join(lines)
 
 
 def render_online(r: dict, output: str | None) -> str:
@@ -350,7 +365,25 @@ def render_comparison(r: dict) -> str:
         lines.append(f"  {c['name']} vs {r['configs'][0]['name']}: AUC per fold {v['auc_diff_mean']:+.4f} "
                      f"±{v['auc_diff_std']:.4f}, better in {v['folds_better']} of {r['folds']} folds, "
                      f"worse in {v['folds_worse']}")
-    return "\n".join(lines)
+    return "\n".join(lines + _comparison_cost_lines(r))
+
+
+def _comparison_cost_lines(r: dict) -> list[str]:
+    """The ``--cost`` results of ``cv`` / ``compare``: realised and expected cost per message, decisions."""
+    lines = []
+    for c in r["configs"]:
+        costs = c.get("costs")
+        if costs is None:
+            continue
+        if not lines:
+            m = costs["matrix"]
+            lines.append("  decided by the costs " + ", ".join(
+                f"{d}|{cls}={v:g}" for d, row in zip(m["decisions"], m["costs"]) for cls, v in zip(m["classes"], row) if v))
+        lines.append(f"  {c['name'][:34]:<34} cost per message {costs['cost_per_message']:.4f} (expected "
+                     f"{costs['expected_cost_per_message']:.4f}); " + "; ".join(
+                         f"true {cls}: " + " ".join(f"{d} {n}" for d, n in row.items())
+                         for cls, row in costs["decisions"].items()))
+    return lines
 
 
 def _render_k_class_comparison(r: dict) -> str:
@@ -371,7 +404,7 @@ def _render_k_class_comparison(r: dict) -> str:
         lines.append(f"  {c['name']} vs {first['name']}: accuracy per fold {100 * v['accuracy_diff_mean']:+.2f} "
                      f"±{100 * v['accuracy_diff_std']:.2f} points, better in {v['folds_better']} of {r['folds']} "
                      f"folds, worse in {v['folds_worse']}")
-    return "\n".join(lines)
+    return "\n".join(lines + _comparison_cost_lines(r))
 
 
 def render_classification(record: dict) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -112,9 +113,61 @@ def test_compare_on_three_classes(tmp_path):
     assert "90 messages of 3 classes (a, b, c)" in text and "macro AUC" in text
 
 
-def test_compare_report_on_three_classes_says_why(tmp_path):
+def test_compare_report_on_three_classes_matches_the_json(tmp_path):
     corpus = noisy_three_classes(tmp_path)
-    result = CliRunner().invoke(cli, ["compare", str(corpus), "--classes", "any", "--folds", "3",
-                                      "--config", "model=multinomial", "--report", str(tmp_path / "r.html")])
-    assert result.exit_code == 1 and "overlays the ROC curves of two-class" in result.output
-    assert "Traceback" not in result.output and not (tmp_path / "r.html").exists()
+    page = tmp_path / "r.html"
+    result = CliRunner().invoke(cli, ["compare", str(corpus), "--classes", "any", "--folds", "3", "--json",
+                                      "--config", "model=multinomial,tokens=words",
+                                      "--config", "model=complement,tokens=words", "--report", str(page)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    text = page.read_text(encoding="utf-8")
+    assert "3 classes (a, b, c)" in text and "micro-averaged one-vs-rest ROC" in text
+    assert len(re.findall(r'src="data:image/png;base64,', text)) == 2
+    shown = re.findall(r'data-key="([^"]+)" data-value="([^"]+)"', text)
+    assert len(shown) >= 2 * 8 + 2 * 3 * 2
+    for key, value in shown:
+        node = data
+        for part in key.split("."):
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        assert json.loads(value.replace("&quot;", '"')) == pytest.approx(node), key
+    # the curve is the pooled one-vs-rest ranking: its area is the micro AUC (scikit-learn's trapezoids)
+    first = data["configs"][0]
+    roc = first["micro_roc"]
+    area = float(np.trapezoid(roc["tpr"], roc["fpr"]))
+    assert area == pytest.approx(first["one_vs_rest"]["micro"]["auc"], abs=2e-3)
+
+def test_k_class_costs_in_compare_against_the_out_of_fold_probabilities(tmp_path):
+    from spamkit.jobs.crossval import cross_validated_log_proba
+    corpus = noisy_three_classes(tmp_path)
+    table = tmp_path / "costs.csv"
+    # calling a "c" message "b" is dear; abstaining costs 0.4 whatever the class
+    table.write_text("decision,a,b,c\na,0,1,1\nb,1,0,6\nc,1,1,0\nunsure,0.4,0.4,0.4\n")
+    out = CliRunner().invoke(cli, ["compare", str(corpus), "--classes", "any", "--folds", "3", "--json",
+                                   "--config", "model=multinomial,tokens=words", "--cost", str(table)])
+    assert out.exit_code == 0, out.output
+    costs = json.loads(out.stdout)["configs"][0]["costs"]
+    # the same out-of-fold probabilities by the Python API, decided by hand with numpy
+    with Corpus(corpus, classes=None) as c:
+        labels, classes, lp, _ = cross_validated_log_proba(filter_from_config({"model": "multinomial",
+                                                                              "tokens": "words"}), [c], 3, 0)
+    matrix = np.array([[0, 1, 1], [1, 0, 6], [1, 1, 0], [0.4, 0.4, 0.4]])      # rows a, b, c, unsure
+    expected = np.exp(lp) @ matrix.T
+    chosen = expected.argmin(axis=1)
+    truth = np.array([classes.index(str(v)) for v in labels])
+    names = ["a", "b", "c", "unsure"]
+    for j, cls in enumerate(classes):
+        assert costs["decisions"][cls] == {d: int(np.sum((truth == j) & (chosen == i))) for i, d in enumerate(names)}
+    assert costs["cost_per_message"] == pytest.approx(matrix[chosen, truth].mean(), abs=1e-12)
+    assert costs["expected_cost_per_message"] == pytest.approx(expected[np.arange(len(chosen)), chosen].mean(),
+                                                               abs=1e-12)
+    assert sum(costs["decisions"]["c"].values()) == 30 and costs["decisions"]["c"]["b"] == 0
+    text = CliRunner().invoke(cli, ["cv", str(corpus), "--classes", "any", "--folds", "3",
+                                    "--config", "model=multinomial,tokens=words", "--cost", str(table)]).output
+    assert "decided by the costs" in text and f"cost per message {costs['cost_per_message']:.4f}" in text
+    page = tmp_path / "r.html"
+    out = CliRunner().invoke(cli, ["compare", str(corpus), "--classes", "any", "--folds", "3", "--report", str(page),
+                                   "--config", "model=multinomial,tokens=words", "--cost", str(table)])
+    assert out.exit_code == 0, out.output
+    assert f'data-key="configs.0.costs.cost_per_message" data-value="{costs["cost_per_message"]}"' in \
+        page.read_text(encoding="utf-8")

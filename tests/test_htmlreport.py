@@ -120,7 +120,7 @@ def _browse(page, *args) -> str:
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    """A report of each kind: evaluate (ham/spam and three classes), compare, online."""
+    """A report of each kind: evaluate (ham/spam and three classes), compare (both), online."""
     from test_compare import noisy_three_classes
     tmp = tmp_path_factory.mktemp("pages")
     runner = CliRunner()
@@ -132,6 +132,8 @@ def pages(tmp_path_factory):
     commands = {"evaluate": ["evaluate", str(model), str(SAMPLE)],
                 "three classes": ["evaluate", str(three), str(corpus), "--classes", "any"],
                 "compare": ["compare", str(SAMPLE), "--config", "best", "--config", "model=multinomial", "--folds", "3"],
+                "compare three classes": ["compare", str(corpus), "--classes", "any", "--folds", "3",
+                                          "--config", "model=multinomial", "--config", "model=complement"],
                 "online": ["online", str(SAMPLE)]}
     out = {}
     for name, args in commands.items():
@@ -142,7 +144,7 @@ def pages(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("kind", ["evaluate", "three classes", "compare", "online"])
+@pytest.mark.parametrize("kind", ["evaluate", "three classes", "compare", "compare three classes", "online"])
 def test_the_report_reads_well_in_a_browser(pages, kind, tmp_path):
     import struct
 

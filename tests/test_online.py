@@ -145,3 +145,80 @@ def test_online_html_report_matches_the_json(tmp_path):
     assert float(found["learning_curve.9.roca_pct"]) == data["learning_curve"][9]["roca_pct"]
     assert float(found["measures.default_decision.ham_misfiled"]) == data["measures"]["default_decision"]["ham_misfiled"]
     assert data["settings"]["rate"] == 0.2 and data["report"]["roc"]["fpr"][0] == 0.0
+
+
+# --------------------------------------------------------------------------- any number of classes
+
+def _three_class_stream(tmp_path):
+    from test_compare import noisy_three_classes
+    return noisy_three_classes(tmp_path)
+
+
+@pytest.mark.parametrize("model", ["multinomial", "bernoulli", "complement"])
+def test_k_class_online_against_scikit_learn_learning_one_message_at_a_time(tmp_path, model):
+    import sklearn.naive_bayes as sk
+    from sklearn.metrics import roc_auc_score
+
+    from spamkit.evaluation import online_evaluate_classes
+    path = _three_class_stream(tmp_path)
+    with Corpus(path, classes=None) as corpus:
+        msgs = list(corpus)
+    analyzer = Analyzer()
+    result = online_evaluate_classes(msgs, analyzer, model=model, alpha=1.0, hashing=2 ** 12,
+                                     complement={"norm": False}, keep_proba=True)
+    # the same stream through scikit-learn: classify with what was learned, then partial_fit
+    vec = Vectorizer.hashed(2 ** 12, "binary" if model == "bernoulli" else "tf")
+    classes = sorted({m.label for m in msgs})
+    est = {"multinomial": sk.MultinomialNB, "bernoulli": sk.BernoulliNB, "complement": sk.ComplementNB}[model](alpha=1.0)
+    proba, seen = [], set()
+    for m in msgs:
+        x = vec.transform([analyzer(parse_message(m.raw, m.kind))])
+        if not seen:
+            proba.append(np.full(3, 1 / 3))
+        else:
+            with np.errstate(divide="ignore"):
+                jll = est._joint_log_likelihood(x)[0]
+            jll = np.where([c in seen for c in classes], jll, -np.inf)
+            proba.append(np.exp(jll - np.logaddexp.reduce(jll[np.isfinite(jll)])))
+        est.partial_fit(x, [m.label], classes=classes)
+        seen.add(m.label)
+    proba = np.array(proba)
+    truth = np.array([m.label for m in msgs])
+    measures = result["measures"]
+    assert result["classes"] == classes and result["n"] == 90
+    # the same probabilities (not bit for bit: a three-way tie may then break either way)
+    np.testing.assert_allclose(result["proba"], proba, rtol=0, atol=1e-9)
+    pred = np.array(classes)[result["proba"].argmax(axis=1)]
+    assert measures["accuracy"] == pytest.approx(np.mean(pred == truth), abs=1e-12)
+    assert measures["one_vs_rest"]["macro"]["auc"] == pytest.approx(
+        roc_auc_score(truth, proba, multi_class="ovr", labels=classes), abs=1e-9)
+
+
+def test_k_class_online_learning_curve_and_first_message_by_hand(tmp_path):
+    from spamkit.evaluation import online_evaluate_classes
+    from spamkit.corpus import LabelledMessage
+    # a stream of 4: before anything is learned every class gets 1/3 (the first, "a", wins the tie);
+    # message 2 ("b") is scored by a model that knows only "a": called "a"; message 3 ("a"): right;
+    # message 4 ("c", never seen): wrong
+    words = {"a": "apple", "b": "engine", "c": "guitar"}
+    msgs = [LabelledMessage(raw=words[c].encode(), label=c, source=f"m{i}", kind="text", id=str(i))
+            for i, c in enumerate("abac")]
+    out = online_evaluate_classes(msgs, Analyzer(), model="multinomial", alpha=1.0, hashing=64, points=2)
+    assert out["measures"]["confusion"] == [[2, 0, 0], [1, 0, 0], [1, 0, 0]]
+    assert out["learning_curve"] == [{"start": 0, "end": 2, "accuracy": 0.5}, {"start": 0, "end": 4, "accuracy": 0.5}]
+
+
+def test_k_class_online_on_the_command_line(tmp_path):
+    path = _three_class_stream(tmp_path)
+    result = CliRunner().invoke(cli, ["online", str(path), "--classes", "any", "--json"])
+    assert result.exit_code == 0, result.output
+    import json
+    data = json.loads(result.stdout)
+    assert data["settings"]["model"] == "multinomial" and data["settings"]["alpha"] == 0.01   # its defaults
+    assert set(data["measures"]["one_vs_rest"]) == {"per_class", "macro", "weighted", "micro"}
+    text = CliRunner().invoke(cli, ["online", str(path), "--classes", "any", "--model", "complement"]).output
+    assert "online, 3 classes" in text and "learning curve" in text
+    bad = CliRunner().invoke(cli, ["online", str(path), "--classes", "any", "--delay", "5"])
+    assert bad.exit_code == 2 and "--delay" in bad.output and "ham/spam streams" in bad.output
+    bad = CliRunner().invoke(cli, ["online", str(path), "--classes", "any", "--model", "fisher"])
+    assert bad.exit_code == 2 and "learns with multinomial, complement, bernoulli" in bad.output

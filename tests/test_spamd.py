@@ -252,7 +252,9 @@ def test_reload_after_spamkit_learn_and_sighup_drops_no_request(model, tmp_path)
 
 
 def test_limits_size_idle_clients_and_busy(model, tmp_path):
-    server = Server(model, "--workers", "1", "--max-size", "20K", "--max-clients", "3", "--timeout", "5")
+    # the idle clients must outlive the spamc call between them: a 10 s timeout (5 s failed once on a
+    # loaded machine, where that call took longer and the first two idle clients were already cut off)
+    server = Server(model, "--workers", "1", "--max-size", "20K", "--max-clients", "3", "--timeout", "10")
     try:
         big = sample("ham", 1)[0] + b"\n" + b"x" * 40_000
         out = server.spamc("-s", "1000000", data=big)
@@ -265,7 +267,7 @@ def test_limits_size_idle_clients_and_busy(model, tmp_path):
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as extra:
             extra.sendall(b"PING SPAMC/1.5\r\n\r\n")
             assert b" 75 " in extra.recv(200)                             # EX_TEMPFAIL: busy, try again
-        time.sleep(5.5)                                                  # the idle ones are cut off
+        time.sleep(10.5)                                                 # the idle ones are cut off
         assert server.spamc("-c", data=raw).returncode == 1
         for s in idle:
             s.close()

@@ -7,7 +7,6 @@ import sys
 
 import click
 
-from ..errors import ConfigError
 
 from ..names import METRICS, REPRESENTATIONS
 from ..report import render_comparison, render_engine_run, render_threshold, render_tuning, to_json
@@ -86,7 +85,7 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
 
 
 def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as_json, report_path=None,
-                engine="local", scheduler="local", partition_size=500, ship=False, jobs=1):
+                engine="local", scheduler="local", partition_size=500, ship=False, jobs=1, cost=None):
     from ..jobs.crossval import compare_configs
     def corpora_factory():
         return open_corpora(corpus, ham, spam, extra, fmt, classes)
@@ -95,14 +94,9 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
     chosen = engine_from_options(engine, scheduler, partition_size, ship, jobs)
     with Progress("cross-validating") as progress, running(chosen, progress) as running_engine:
         result = compare_configs(configs, corpora_factory, folds, seed, progress.step, engine=running_engine,
-                                 status=progress.stage)
+                                 status=progress.stage, costs=costs_or_none(cost) if cost is not None else None)
     if getattr(chosen, "name", None) == "dask":
         result["dask"] = chosen.run.as_dict()
-    if report_path is not None and result["configs"] and "roc" not in result["configs"][0]:
-        click.echo(to_json(result) if as_json else render_comparison(result))
-        raise ConfigError("--report overlays the ROC curves of two-class ham/spam filters; the table above "
-                          f"is the comparison of these {len(result['configs'][0]['classes'])} classes, and no "
-                          f"report was written to {report_path}")
     if report_path is not None:
         from ..htmlreport import render_comparison_html
         with open(report_path, "w", encoding="utf-8") as fh:
@@ -119,9 +113,12 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
               help="Settings on top of the best filter, e.g. model=multinomial,tokens=words,alpha=0.5.")
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--cost", "cost", type=CostsParam(), default=None,
+              help="Also decide the out-of-fold probabilities by these costs and report the realised and expected "
+                   "cost per message: fp=100,fn=10[,unsure=2], or a cost-table file for any number of classes.")
 @click.option("--json", "as_json", is_flag=True)
 @engine_options
-def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_json, engine, scheduler,
+def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, cost, as_json, engine, scheduler,
                partition_size, ship, jobs):
     """Cross-validate one filter configuration on labelled ham/spam corpora.
 
@@ -134,7 +131,8 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_j
     """
     from ..config import parse_config
     _comparison(corpus, ham, spam, extra, fmt, classes, [(config or "best", parse_config(config))],
-                folds, seed, as_json, engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship, jobs=jobs)
+                folds, seed, as_json, engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship, jobs=jobs,
+                cost=cost)
 
 
 @cli.command("compare")
@@ -147,9 +145,12 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, as_j
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--report", "report_path", type=OutputPath(), default=None,
               help="Also write an HTML page with overlaid ROC curves (linear and log FPR) and the table.")
+@click.option("--cost", "cost", type=CostsParam(), default=None,
+              help="Also decide each configuration's out-of-fold probabilities by these costs (any number of "
+                   "classes) and report the realised and expected cost per message.")
 @click.option("--json", "as_json", is_flag=True)
 @engine_options
-def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, report_path, as_json, engine,
+def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, report_path, cost, as_json, engine,
                     scheduler, partition_size, ship, jobs):
     """Cross-validate several configurations on the same folds, side by side.
 
@@ -161,4 +162,4 @@ def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed
     from ..config import parse_config
     parsed = [(c, parse_config("" if c == "best" else c)) for c in configs]
     _comparison(corpus, ham, spam, extra, fmt, classes, parsed, folds, seed, as_json, report_path,
-                engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship, jobs=jobs)
+                engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship, jobs=jobs, cost=cost)

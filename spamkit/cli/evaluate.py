@@ -22,10 +22,13 @@ from .progress import Progress, verbosity_options
               help="Also report decisions and cost per message under these costs.")
 @click.option("--report", "report_path", type=OutputPath(), default=None,
               help="Write a self-contained HTML report with plots (ham/spam filters).")
+@click.option("--positive", default=None, metavar="CLASS",
+              help="Two classes: the class ROC, precision-recall and recall are about. [default: spam when it "
+                   "is a class, else the rarer class]")
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the measures as JSON.")
 @engine_options
-def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report_path, spam_rate, as_json,
+def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report_path, positive, spam_rate, as_json,
                      engine, scheduler, partition_size, ship, jobs):
     """Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures).
 
@@ -39,11 +42,14 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))
     spam_filter.set_spam_rate(spam_rate)
+    if positive is not None:
+        from ..jobs.evaluate import positive_class
+        positive_class(spam_filter.classes_, [], positive)           # a wrong name stops here, before reading
     chosen = engine_from_options(engine, scheduler, partition_size, ship, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, \
             Progress("evaluating") as progress, running(chosen, progress) as running_engine:
         result = evaluate_filter(spam_filter, corpora, progress.step, detail=report_path is not None,
-                                 engine=running_engine)
+                                 engine=running_engine, positive=positive)
     if getattr(chosen, "name", None) == "dask":
         result["dask"] = chosen.run.as_dict()
     if report_path is not None:

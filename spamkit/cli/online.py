@@ -19,10 +19,11 @@ from .progress import Progress, verbosity_options
 @corpus_options
 @click.option("-o", "--output", type=OutputPath(), default=None,
               help="Write the TREC results file here: 'id judgement score gold' per message.")
-@click.option("--model", type=click.Choice(ONLINE_MODELS),
-              default="fisher-nb", show_default=True,
+@click.option("--model", type=click.Choice(ONLINE_MODELS + ("complement",)), default=None,
               help="fisher-nb: the stacked best filter, its combiner refitted every 100 messages on the "
-                   "scores it gave before learning them; logistic: online logistic regression alone.")
+                   "scores it gave before learning them; logistic: online logistic regression alone. "
+                   "[default: fisher-nb; multinomial for more than two classes, where multinomial, complement "
+                   "and bernoulli learn]")
 @model_options
 @click.option("--alpha", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="Naive Bayes: additive smoothing. [default: as for spamkit train: 0.01 for multinomial, 0.1 "
@@ -61,6 +62,15 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
     """
     from ..config import make_analyzer, model_default, stack_for_rate
     from ..jobs.online import online_filter
+    if classes != "ham,spam" or extra:
+        return _online_classes(corpus, ham, spam, extra, fmt, classes, output, model or "multinomial", tokens, alpha,
+                               hashing, report_path, jobs, as_json,
+                               {"--regime": regime != "all", "--delay": delay != 0, "--feedback-fraction":
+                                feedback_fraction != 1.0, "--active": active is not None, "--order": order != "corpus"})
+    model = model or "fisher-nb"
+    if model == "complement":
+        raise click.BadParameter("complement NB learns online for more than two classes (--classes any); for ham "
+                                 "and spam use multinomial or fisher-nb", param_hint="--model")
     alpha = model_default(model, "alpha", alpha, 1.0)
     chosen = engine_from_options("local", "local", 0, False, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress, \
@@ -82,3 +92,29 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
     click.echo(to_json(data) if as_json else render_online(data, output))
     if report_path is not None and not as_json:
         click.echo(f"report written to {report_path}")
+
+
+def _online_classes(corpus, ham, spam, extra, fmt, classes, output, model, tokens, alpha, hashing, report_path, jobs,
+                    as_json, unsupported: dict) -> None:
+    """``spamkit online --classes any`` (or class folders): classify-then-learn for any number of classes."""
+    from ..config import COMPLEMENT_KEYS, make_analyzer, model_default
+    from ..evaluation import ONLINE_K_MODELS
+    from ..jobs.online import online_filter_classes
+    from ..report import render_online_classes
+    if model not in ONLINE_K_MODELS:
+        raise click.BadParameter(f"{model} separates ham from spam; online evaluation of any number of classes "
+                                 f"learns with {', '.join(ONLINE_K_MODELS)}", param_hint="--model")
+    asked = [name for name, given in unsupported.items() if given]
+    if output or report_path or asked:
+        what = ", ".join(asked + (["-o"] if output else []) + (["--report"] if report_path else []))
+        raise click.UsageError(f"{what}: the TREC spam-track settings and outputs are for ham/spam streams; with "
+                               "--classes the run learns every message at once and prints (or --json) its measures")
+    complement = ({COMPLEMENT_KEYS[k]: bool(model_default(model, k, None, False)) for k in COMPLEMENT_KEYS}
+                  if model == "complement" else None)
+    chosen = engine_from_options("local", "local", 0, False, jobs)
+    with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress, \
+            running(chosen, progress) as engine:
+        result = online_filter_classes(corpora, analyzer=make_analyzer(tokens or "mail"), model=model,
+                                       alpha=model_default(model, "alpha", alpha, 1.0), hashing=hashing,
+                                       complement=complement, engine=engine, progress=progress.step)
+    click.echo(to_json(result) if as_json else render_online_classes(result))

@@ -97,15 +97,20 @@ def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, s
 
 def k_class_measures(y, classes: list, log_proba: np.ndarray, fold_of: np.ndarray, folds: int) -> dict:
     """Cross-validated measures of a K-class filter: accuracy, macro F1, log loss, the one-vs-rest
-    AUC and average precision (per class, macro, weighted, micro), and accuracy per fold."""
-    from ..metrics import multiclass_report, one_vs_rest
+    AUC and average precision (per class, macro, weighted, micro), accuracy per fold, and the
+    micro-averaged ROC curve (every message's score for every class in one ranking, true for its
+    own class; at most 2,000 points) that ``compare --report`` overlays."""
+    from ..metrics import multiclass_report, one_vs_rest, roc_curve
     proba = np.exp(log_proba)
     pred = np.asarray(classes, dtype=object)[np.argmax(log_proba, axis=1)]
     truth = np.asarray([str(v) for v in y], dtype=object)
     report = multiclass_report(truth, pred, classes)
     own = log_proba[np.arange(len(truth)), [classes.index(v) for v in truth]]
     per_fold = [{"accuracy": float(np.mean(pred[fold_of == k] == truth[fold_of == k]))} for k in range(folds)]
-    return {"n": int(len(truth)), "classes": classes, "accuracy": report["accuracy"], "macro_f1": report["macro_f1"],
+    onehot = (truth[:, None] == np.asarray(classes, dtype=object)[None, :]).ravel()
+    fpr, tpr, _ = roc_curve(onehot, proba.ravel())
+    keep = np.unique(np.linspace(0, len(fpr) - 1, min(len(fpr), 2000)).astype(int))
+    return {"n": int(len(truth)), "classes": classes, "micro_roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist()}, "accuracy": report["accuracy"], "macro_f1": report["macro_f1"],
             "log_loss": float(-np.mean(np.maximum(own, np.log(1e-15)))) + 0.0, "per_class": report["per_class"],
             "confusion": report["confusion"], "one_vs_rest": one_vs_rest(truth, proba, classes), "per_fold": per_fold,
             "accuracy_fold_mean": float(np.mean([f["accuracy"] for f in per_fold])),
@@ -113,7 +118,7 @@ def k_class_measures(y, classes: list, log_proba: np.ndarray, fold_of: np.ndarra
 
 
 def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 0, progress=None,
-                    engine=None, status=None) -> dict:
+                    engine=None, status=None, costs=None) -> dict:
     """Cross-validate each configuration on the same stratified folds; measures per configuration.
 
     ``configs``: (name, settings) pairs; ``corpora_factory()`` opens the corpora afresh for each
@@ -121,7 +126,10 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
     so every configuration is scored on the same split, and per-fold AUC differences are paired.
     ``engine``: None cross-validates in this process (:func:`cross_validated_log_odds`); an engine
     with its ``cross_validated_log_odds`` (same signature and result; the Dask engine).
-    ``status(done, total, text)`` hears each configuration's folds as they start.
+    ``status(done, total, text)`` hears each configuration's folds as they start. ``costs`` (a
+    :class:`~spamkit.decision.CostMatrix` over the corpus's classes, any number): each
+    configuration's out-of-fold probabilities are also decided by these costs, with the realised
+    and the expected cost per message (:meth:`~spamkit.decision.CostMatrix.outcome`).
     """
     from ..evaluation import bootstrap_auc
     from ..metrics import roc_auc, roc_curve, trec_measures
@@ -142,6 +150,8 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
                 if classes != [HAM_NAME, SPAM_NAME]:
                     results.append({"name": name, "settings": settings,
                                     **k_class_measures(labels, classes, lp, fold_of, folds)})
+                    if costs is not None:
+                        results[-1]["costs"] = costs.align(classes).outcome(labels, np.exp(lp))
                     continue
                 y = labels == SPAM_NAME
                 with np.errstate(invalid="ignore"):
@@ -169,6 +179,11 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
             "auc_fold_std": float(np.std([f["auc"] for f in per_fold], ddof=1)),
             "accuracy_fold_mean": float(np.mean([f["accuracy"] for f in per_fold])),
             "accuracy_fold_std": float(np.std([f["accuracy"] for f in per_fold], ddof=1))})
+        if costs is not None:
+            from scipy.special import expit
+            p_spam = expit(s)
+            results[-1]["costs"] = costs.align([HAM_NAME, SPAM_NAME]).outcome(
+                np.where(y, SPAM_NAME, HAM_NAME), np.column_stack([1.0 - p_spam, p_spam]))
     base = results[0]
     measure = "auc" if "auc" in base else "accuracy"            # K classes: paired accuracy per fold
     for r in results[1:]:

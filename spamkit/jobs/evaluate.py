@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..corpus import Corpus, iter_corpora
-from ..errors import CorpusError
+from ..errors import ConfigError, CorpusError
 from ..labels import HAM_NAME, SPAM_NAME
 from ..metrics import binary_report, multiclass_report, one_vs_rest
 from ..spamfilter import SpamFilter
@@ -17,23 +17,52 @@ def describe_corpora(corpora) -> list:
              "skipped": dict(c.stats.skipped), "unreadable": list(c.stats.unreadable)} for c in corpora]
 
 
-def evaluate_predictions(y_true, proba, classes, log_proba=None) -> dict:
+def positive_class(classes, y_true, positive: str | None = None) -> str:
+    """The class two-class ROC and precision-recall measures are about: ``positive`` if given,
+    else "spam" when it is one of the two, else the rarer class in ``y_true`` (the later name
+    in sorted order on a tie).
+
+    >>> positive_class(["ham", "spam"], []), positive_class(["email", "sms"], ["sms", "email", "email"])
+    ('spam', 'sms')
+    """
+    classes = [str(c) for c in classes]
+    if positive is not None:
+        if str(positive) not in classes:
+            raise ConfigError(f"--positive {positive}: not a class of this filter ({', '.join(classes)})")
+        if len(classes) != 2:
+            raise ConfigError(f"--positive names the class of a two-class evaluation; this filter has "
+                              f"{len(classes)} classes, and each gets its own one-vs-rest ROC and PR curves")
+        return str(positive)
+    if SPAM_NAME in classes:
+        return SPAM_NAME
+    counts = {c: 0 for c in classes}
+    for v in y_true:
+        if str(v) in counts:
+            counts[str(v)] += 1
+    return min(sorted(classes, reverse=True), key=lambda c: counts[c])
+
+
+def evaluate_predictions(y_true, proba, classes, log_proba=None, positive: str | None = None) -> dict:
     """Measures at the most probable class (threshold 0.5 for two classes) and the AUC.
 
     With ``log_proba`` the AUC ranks by the log-odds, which stay distinct where P(spam)
-    rounds to 0 or 1.
+    rounds to 0 or 1. Two classes are measured as positive against negative
+    (:func:`positive_class`); more get per-class and one-vs-rest measures.
     """
     classes = [str(c) for c in classes]
     y_true = [str(v) for v in y_true]
     y_pred = [classes[i] for i in np.argmax(proba, axis=1)]
-    if len(classes) == 2 and SPAM_NAME in classes:
-        s = classes.index(SPAM_NAME)
+    if len(classes) == 2:
+        positive = positive_class(classes, y_true, positive)
+        s = classes.index(positive)
         other = classes[1 - s]
         scores = None
         if log_proba is not None:
             with np.errstate(invalid="ignore"):
                 scores = log_proba[:, s] - log_proba[:, 1 - s]
-        return binary_report(y_true, y_pred, proba[:, s], SPAM_NAME, other, ranking=scores)
+        return binary_report(y_true, y_pred, proba[:, s], positive, other, ranking=scores)
+    if positive is not None:
+        positive_class(classes, y_true, positive)              # says why it cannot be
     report = multiclass_report(y_true, y_pred, classes)
     report["one_vs_rest"] = one_vs_rest(y_true, proba, classes)
     return report
@@ -66,7 +95,7 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
 
 
 def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False,
-                    engine=None) -> dict:
+                    engine=None, positive: str | None = None) -> dict:
     """Classify every message of labelled corpora and measure the result.
 
     With ``detail`` (two-class ham/spam filters), ``result["report"]`` holds the data of the
@@ -83,7 +112,7 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
                           f"(it knows {[str(c) for c in spam_filter.classes_]})")
     log_proba = spam_filter.adjust_log_proba(model_lp)
     proba = np.exp(log_proba)
-    result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba)
+    result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba, positive)
     if spam_filter.guard is not None:
         spam_filter.guard.reset()                                  # this corpus is a stream of its own
     decisions = spam_filter.decide(proba, familiarity)            # once: the guard reads a stream
@@ -98,17 +127,19 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
         result["report"] = k_class_report_data(labels, proba, spam_filter.classes_)
     elif detail:
         from ..evaluation import report_data
-        s = spam_filter.spam_column
+        positive = result["positive"]
+        s = [str(c) for c in spam_filter.classes_].index(positive)
         with np.errstate(invalid="ignore"):
             log_odds = log_proba[:, s] - log_proba[:, 1 - s]
-        is_spam = np.asarray([str(v) == SPAM_NAME for v in labels])
-        called = np.asarray([str(d) == SPAM_NAME for d in decisions])
+        is_spam = np.asarray([str(v) == positive for v in labels])
+        called = np.asarray([str(d) == positive for d in decisions])
         c_fp, c_fn = 1.0, 1.0
-        if spam_filter.costs is not None and sorted(spam_filter.costs.classes) == [HAM_NAME, SPAM_NAME]:
+        if (spam_filter.costs is not None and sorted(spam_filter.costs.classes) == [HAM_NAME, SPAM_NAME]
+                and positive == SPAM_NAME):
             c_fp, c_fn = spam_filter.costs.binary_costs()
         p_raw = None
         if spam_filter.calibration is not None:
-            p_raw = np.exp(model_lp)[:, list(spam_filter.model.classes_).index(SPAM_NAME)]
+            p_raw = np.exp(model_lp)[:, [str(c) for c in spam_filter.model.classes_].index(positive)]
         data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn, p_raw=p_raw)
         costly = list(data.pop("costly_mistakes"))
         X_costly = rows_of(costly) if costly else None
@@ -124,12 +155,7 @@ def cost_report(labels, proba, spam_filter: SpamFilter, decisions=None) -> dict:
     (``decisions``: as the filter made them, e.g. with its familiarity guard; default: from ``proba``)."""
     cm = spam_filter.costs
     decisions = spam_filter.decide(proba) if decisions is None else decisions
-    table = {str(c): {d: 0 for d in cm.decisions} for c in cm.classes}
-    total = 0.0
-    for label, d in zip(map(str, labels), decisions):
-        table[label][d] += 1
-        total += cm.costs[cm.decisions.index(d), cm.classes.index(label)]
-    out = {"matrix": cm.as_dict(), "decisions": table, "cost_per_message": total / max(len(labels), 1),
+    out = {**cm.outcome(labels, proba, decisions),
            "threshold": cm.threshold() if cm.decisions == ["ham", "spam"] and cm.classes == ["ham", "spam"]
            else None}
     if spam_filter.threshold is not None:

@@ -17,3 +17,12 @@ def online_filter(corpora, analyzer: Analyzer | None = None, progress=None, engi
     analyzer = analyzer if analyzer is not None else Analyzer()
     tokenize = engine.tokenizer(analyzer) if engine is not None else None
     return online_evaluate(iter_corpora(corpora), analyzer, progress=progress, tokenize=tokenize, **settings)
+
+
+def online_filter_classes(corpora, analyzer: Analyzer | None = None, progress=None, engine=None, **settings) -> dict:
+    """Online evaluation of any number of classes over corpora in their order
+    (:func:`spamkit.evaluation.online_evaluate_classes`)."""
+    from ..evaluation import online_evaluate_classes
+    analyzer = analyzer if analyzer is not None else Analyzer()
+    tokenize = engine.tokenizer(analyzer) if engine is not None else None
+    return online_evaluate_classes(iter_corpora(corpora), analyzer, progress=progress, tokenize=tokenize, **settings)
