@@ -258,7 +258,8 @@ def render_costs(c: dict) -> str:
         lines.append(f"    Bayes threshold on P(spam): {c['threshold']:.4f}")
     for cls, row in c["decisions"].items():
         lines.append(f"    true {cls:<10} " + "  ".join(f"-> {d} {n}" for d, n in row.items()))
-    lines.append(f"    cost per message: {c['cost_per_message']:.4f}")
+    lines.append(f"    cost per message: {c['cost_per_message']:.4f}" + (
+        f" (the probabilities expected {c['expected_cost_per_message']:.4f})" if "expected_cost_per_message" in c else ""))
     return "\n".join(lines)
 
 
