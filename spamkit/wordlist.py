@@ -78,7 +78,8 @@ def _open_text(source):
         raise CorpusError(f"{path}: a folder; give the dump of its word list: "
                           f"bogoutil -d {path / 'wordlist.db'} > wordlist.txt")
     try:
-        head = path.open("rb").read(16)
+        with path.open("rb") as stream:
+            head = stream.read(16)
     except OSError as exc:
         raise CorpusError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if head[12:16] in _BDB_MAGIC or head.startswith(b"SQLite format 3"):

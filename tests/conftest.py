@@ -19,6 +19,21 @@ def corpora_root() -> Path:
     return Path(os.environ.get("SPAMKIT_CORPORA", REPO.parent / "shared" / "corpora"))
 
 
+def installed(program: str, package: str, *alternatives: str) -> str:
+    """Path of a real program the tests talk to (the first of ``program`` and ``alternatives``
+    found); skip with the reason when it is missing, except under CI (``CI=true``), where its
+    absence is a failure (``.ci/run`` installs ``package``)."""
+    import shutil
+    for name in (program, *alternatives):
+        path = shutil.which(name)
+        if path is not None:
+            return path
+    reason = f"{program} is not installed (apt-get install {package})"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
 def shared_corpus(relative: str) -> Path:
     """Path of a real corpus file; skip (or fail under CI) when it is missing."""
     path = corpora_root() / relative

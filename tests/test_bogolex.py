@@ -7,8 +7,6 @@ it is a failure (.ci/run installs bogofilter).
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import tarfile
 
@@ -18,17 +16,11 @@ from spamkit.message import parse_message
 from spamkit.text import Analyzer
 from spamkit.text.bogolex import bogofilter_tokens, token_bytes, token_text
 
-from conftest import shared_corpus
+from conftest import installed, shared_corpus
 
 
 def bogolexer() -> str:
-    path = shutil.which("bogolexer")
-    if path is None:
-        message = "bogolexer (Debian package bogofilter) is not installed"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return installed("bogolexer", "bogofilter")
 
 
 # --------------------------------------------------------------------------- the rules, by hand

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 
-from conftest import SAMPLE
+from conftest import SAMPLE, installed
 
 
 def _lookup(result: dict, key: str):
@@ -98,15 +98,7 @@ def test_k_class_report_matches_the_json(tmp_path):
 # ------------------------------------------------------------------ as a person sees it
 
 def _chromium() -> str:
-    import os
-    import shutil
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        reason = "Chromium is not installed (apt-get install chromium)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return path
+    return installed("chromium", "chromium", "chromium-browser")
 
 
 def _browse(page, *args) -> str:

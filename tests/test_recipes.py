@@ -7,8 +7,6 @@ Sieve and its vnd.dovecot.filter extension) and looks at where they landed and w
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,19 +18,13 @@ from spamkit.cli import cli
 from spamkit.message import strip_markup
 from spamkit.spamfilter import SpamFilter
 
-from conftest import REPO, SAMPLE
+from conftest import REPO, SAMPLE, installed
 from dovecot import Dovecot
 from test_spamd import Server
 
 
 def need(program: str, package: str) -> str:
-    path = shutil.which(program)
-    if path is None:
-        reason = f"{program} is not installed (apt-get install {package})"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return path
+    return installed(program, package)
 
 
 @pytest.fixture(scope="module")

@@ -25,19 +25,13 @@ from spamkit.cli import cli
 from spamkit.message import strip_markup
 from spamkit.spamfilter import SpamFilter
 
-from conftest import REPO, SAMPLE
+from conftest import REPO, SAMPLE, installed
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 
 def spamc() -> str:
-    path = shutil.which("spamc")
-    if path is None:
-        message = "spamc is not installed (apt-get install spamc)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return installed("spamc", "spamc")
 
 
 def free_port() -> int:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
-import shutil
 import subprocess
 import tarfile
 
@@ -24,20 +22,14 @@ from spamkit.metrics import roc_auc
 from spamkit.spamfilter import SpamFilter
 from spamkit.wordlist import BOGOFILTER, read_wordlist, wordlist_filter, write_wordlist
 
-from conftest import shared_corpus
+from conftest import installed, shared_corpus
 
 DUMP = (b".ENCODING 2 0 20070409\n.MSG_COUNT 10 10 20070409\n.WORDLIST_VERSION 20040500 0 20070409\n"
         b"viagra 5 0 20070409\nmeeting 0 4 20070409\nthe 6 6 20070409\nCherian  1 0 20070409\n")
 
 
 def bogofilter(tool="bogofilter") -> str:
-    path = shutil.which(tool)
-    if path is None:
-        message = f"{tool} (Debian package bogofilter) is not installed"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return installed(tool, "bogofilter")
 
 
 # --------------------------------------------------------------------------- by hand
