@@ -32,11 +32,36 @@ def _start_worker(analyzer) -> None:
     _ANALYZER = analyzer
 
 
-def _tokenize_chunk(items) -> list:
-    out = []
+#: joins a chunk's tokens for the trip back (a token holding it makes the chunk travel as lists)
+_SEP = "\x00"
+
+
+def _tokenize_chunk(items) -> tuple:
+    """The chunk's tokens as one string and the number of tokens of each message, with the
+    defect families: one long string pickles and splits in C, where 400 short strings per
+    message cost the driver more to unpickle than to count (0.7 s per 5,000 TREC messages)."""
+    token_lists, families = [], []
     for item in items:
         msg = parse_item(item)
-        out.append((_ANALYZER(msg), defect_families(msg) if msg.defects else ()))
+        token_lists.append(_ANALYZER(msg))
+        families.append(defect_families(msg) if msg.defects else ())
+    flat = [t for tokens in token_lists for t in tokens]
+    joined = _SEP.join(flat)
+    if flat and joined.count(_SEP) != len(flat) - 1:          # a token with the separator in it
+        return None, token_lists, families
+    return joined, [len(tokens) for tokens in token_lists], families
+
+
+def _unpack_chunk(done) -> list:
+    """``(tokens, defect families)`` per message from what :func:`_tokenize_chunk` sent."""
+    joined, sizes, families = done
+    if joined is None:
+        return list(zip(sizes, families))
+    flat = joined.split(_SEP) if sum(sizes) else []
+    out, at = [], 0
+    for size, family in zip(sizes, families):
+        out.append((flat[at:at + size], family))
+        at += size
     return out
 
 
@@ -113,7 +138,7 @@ class ProcessEngine:
                 done = pending.popleft().get()
                 if more:
                     more = submit()
-                yield from done
+                yield from _unpack_chunk(done)
         return tokenize
 
     def fit(self, spam_filter, messages, progress=None):

@@ -23,6 +23,11 @@ from __future__ import annotations
 import re
 from html import unescape
 
+try:
+    from . import speedups
+except ImportError:                      # built without a C compiler: the Python scanner
+    speedups = None
+
 _BLOCK = frozenset("""address article aside blockquote body br center dd div dl dt fieldset
 figcaption figure footer form h1 h2 h3 h4 h5 h6 header hr li main nav ol option p pre
 section table tbody td tfoot th thead title tr ul""".split())
@@ -67,13 +72,33 @@ def _attributes(text: str) -> dict[str, str]:
             continue
         value = m.group(2) or ""
         if value[:1] in ("'", '"'):
-            value = value[1:-1]
+            # a value whose quote is never closed keeps all of its text (it lost its last character once)
+            value = value[1:-1] if len(value) > 1 and value[-1] == value[0] else value[1:]
         attrs[name] = unescape(value) if "&" in value else value
     return attrs
 
 
+def _tag_attrs(attr_text: str) -> tuple[list[str], str | None]:
+    """The URLs and the ``alt`` text of a start tag's attribute text (what follows its name)."""
+    if "=" not in attr_text:
+        return [], None
+    attrs = _attributes(attr_text)
+    urls = []
+    for key, value in attrs.items():
+        if key in _URL_ATTRS and value:
+            value = value.strip()
+            if value and not value.startswith(("#", "cid:", "data:")):
+                urls.append(value)
+    return urls, attrs.get("alt")
+
+
 def html_to_text(html: str) -> tuple[str, list[str], list[str]]:
     """Visible text, attribute URLs and tag names of an HTML document.
+
+    Runs the compiled scanner (``spamkit.speedups``, built with the package where a C
+    compiler is present) or else the pure-Python one; the two give identical results
+    (``tests/test_htmltext.py`` compares them on every HTML part of the shared corpora and on
+    generated and hostile markup).
 
     Examples
     --------
@@ -85,6 +110,13 @@ def html_to_text(html: str) -> tuple[str, list[str], list[str]]:
     >>> urls, tags
     (['http://x.example/p?q=1&r=2'], ['p', 'b', 'a', 'style'])
     """
+    if speedups is not None:
+        return speedups.html_to_text(html, _BLOCK, _INVISIBLE, _RAW_TEXT, _tag_attrs, unescape, MAX_TAGS)
+    return _html_to_text_python(html)
+
+
+def _html_to_text_python(html: str) -> tuple[str, list[str], list[str]]:
+    """:func:`html_to_text` in Python: the definition the compiled scanner follows."""
     text: list[str] = []
     data: list[str] = []                  # text since the last tag that was shown or broke a line
     urls: list[str] = []
@@ -129,20 +161,15 @@ def html_to_text(html: str) -> tuple[str, list[str], list[str]]:
         if len(tags) < MAX_TAGS:
             tags.append(name)
         attr_text = m.group(3)
-        attrs = _attributes(attr_text) if "=" in attr_text else {}
-        for key, value in attrs.items():
-            if key in _URL_ATTRS and value:
-                value = value.strip()
-                if value and not value.startswith(("#", "cid:", "data:")):
-                    urls.append(value)
-        self_closing = attr_text.rstrip().endswith("/")
+        found, alt = _tag_attrs(attr_text)
+        urls.extend(found)
         if name in _BLOCK:
             flush()
             text.append("\n")
-        elif name == "img" and attrs.get("alt"):
+        elif name == "img" and alt:
             flush()
-            text.append(f" {attrs['alt']} ")
-        if name in _INVISIBLE and not self_closing:
+            text.append(f" {alt} ")
+        if name in _INVISIBLE and not attr_text.rstrip().endswith("/"):
             hidden += 1
             end_tag = _RAW_TEXT.get(name)
             if end_tag is not None:       # raw text: no markup inside, up to the end tag

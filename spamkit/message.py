@@ -248,7 +248,7 @@ def decode_header_value(value: str, defects: list[str]) -> str:
     >>> decode_header_value("=?utf-8?B?Q2Fmw6k=?= =?iso-8859-1?Q?_cr=E8me?= ok", [])
     'Café crème ok'
     """
-    if _SURROGATE.search(value):
+    if not value.isascii() and _SURROGATE.search(value):
         # The parser keeps undecodable bytes as surrogates: an unencoded 8-bit header.
         defects.append("header-8bit")
         value = decode_bytes(value.encode("utf-8", "surrogateescape"), None, [])

@@ -335,3 +335,22 @@ def test_reading_is_streaming(tmp_path):
 
 def test_natural_key():
     assert sorted(["inmail.10", "inmail.9", "inmail.100"], key=natural_key) == ["inmail.9", "inmail.10", "inmail.100"]
+
+
+def test_header_end_equals_the_regular_expression():
+    # sniff_date finds the header block's end with two bytes.find calls; the definition is the
+    # regular expression it replaced
+    import re
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from spamkit.corpus.base import _header_end
+    pattern = re.compile(rb"\r?\n\r?\n")
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.lists(st.sampled_from([b"\r", b"\n", b"a", b"Date: x"]), max_size=20).map(b"".join),
+           st.integers(0, 30))
+    def check(raw, limit):
+        m = pattern.search(raw, 0, limit)
+        assert _header_end(raw, limit) == (m.start() if m else limit)
+
+    check()

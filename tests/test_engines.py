@@ -27,6 +27,20 @@ def members(path) -> dict:
     return out
 
 
+def test_a_chunk_travels_as_one_string_and_comes_back_the_same(monkeypatch):
+    # tokens go back to the driver joined by NUL; a token holding NUL (a URL can) sends the
+    # chunk as lists instead, and empty token lists and empty tokens survive either way
+    from spamkit import engines
+    cases = [[["a", "b"], [], ["c"]], [["url:x\x00y", "b"], ["c"]], [[""], ["", "d"]], [[], []]]
+    for token_lists in cases:
+        it = iter(token_lists)
+        monkeypatch.setattr(engines, "_ANALYZER", lambda msg: next(it))
+        monkeypatch.setattr(engines, "parse_item", lambda item: type("M", (), {"defects": ()})())
+        sent = engines._tokenize_chunk([None] * len(token_lists))
+        assert (sent[0] is None) == any("\x00" in t for tokens in token_lists for t in tokens)
+        assert engines._unpack_chunk(sent) == [(tokens, ()) for tokens in token_lists]
+
+
 def test_tokens_come_back_in_order_with_their_defects():
     f = build_filter(**BEST)
     with Corpus(SAMPLE) as corpus:

@@ -27,11 +27,13 @@ ALLOWED = {
     "durable": {"errors"},
     "labels": set(),
     "corpus": {"errors", "labels", "names"},
-    "htmltext": set(),
+    # the compiled inner loop of htmltext (a C extension, optional)
+    "speedups": set(),
+    "htmltext": {"speedups"},
     # MIME structure from bytes (header blocks, parameters, multipart spans), for message
     "mime": set(),
     "message": {"errors", "htmltext", "mime"},
-    "text": {"errors", "message", "mime"},
+    "text": {"errors", "message", "mime", "speedups"},
     "features": {"errors", "names"},
     "models": {"errors", "labels", "names"},
     "decision": {"errors", "labels"},

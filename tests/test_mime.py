@@ -190,3 +190,62 @@ def test_euc_kr_composed_syllables():
     for codec in ("euc_kr", "cp949"):
         defects = []
         assert decode_bytes("췺 한국어".encode(codec), "euc-kr", defects) == "췺 한국어" and not defects
+
+
+# ----------------------------------------------------------------- the fast header path
+
+HEADER_LINES = st.sampled_from([
+    "Subject: hello", "From: a@example.org", "X-Empty:", "X-Blank: \t", ":no name", "Received: from x",
+    " continued", "\tcontinued", "  ", "From a@b Sat Jan 1", "not a field", "Caf\xe9: x", "X: a\rb",
+    "X-Long: " + "a" * 70, "Subject: =?utf-8?B?w6k=?=", "", "\r"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(HEADER_LINES, max_size=12), st.sampled_from(["\n", "\r\n"]), st.booleans(),
+       st.sampled_from(["", "body\n"]))
+def test_fast_header_path_equals_the_line_loop(lines, eol, envelope, body):
+    # parse_part reads well-formed blocks with two regular-expression scans; every block must
+    # give what the line-by-line loop (the definition, with every defect) gives
+    from spamkit.mime import _parse_part_lines
+    raw = (eol.join(lines) + eol + eol + body).encode("latin-1")
+    for start in (0, min(3, len(raw))):
+        fast = parse_part(raw, start, len(raw), envelope=envelope)
+        slow = _parse_part_lines(raw, start, len(raw), "text/plain", envelope)
+        assert (fast.headers, fast.start, fast.end, fast.defects) == (slow.headers, slow.start, slow.end, slow.defects)
+
+
+def test_fast_header_path_keeps_the_limits():
+    from spamkit.mime import MAX_FIELD_CHARS, MAX_FIELDS, _parse_part_lines
+    for raw in (b"X: " + b"a" * (MAX_FIELD_CHARS + 10) + b"\n\nbody",      # one field past its cut
+                b"".join(b"X%d: y\n" % i for i in range(MAX_FIELDS + 5)) + b"\nbody"):
+        fast, slow = parse_part(raw, 0, len(raw)), _parse_part_lines(raw, 0, len(raw), "text/plain", False)
+        assert (fast.headers, fast.start, fast.defects) == (slow.headers, slow.start, slow.defects)
+        assert slow.defects == ["header-truncated"] or len(slow.headers[0][1]) <= MAX_FIELD_CHARS  # cut, as before
+
+
+@pytest.mark.slow
+def test_fast_header_path_equals_the_line_loop_on_every_corpus_message(monkeypatch):
+    import glob
+    from spamkit import message
+    from spamkit.corpus import Corpus
+    from spamkit.mime import _parse_part_lines
+    from conftest import corpora_root, shared_corpus
+    checked, differ = [0, 0], []
+
+    def both(raw, start, end, default_type="text/plain", envelope=False):
+        fast = parse_part(raw, start, end, default_type, envelope)
+        slow = _parse_part_lines(raw, start, end, default_type, envelope)
+        checked[0] += 1
+        checked[1] += not slow.defects
+        if (fast.headers, fast.start, fast.end, fast.defects) != (slow.headers, slow.start, slow.end, slow.defects):
+            differ.append(raw[start:start + 200])
+        return fast
+
+    monkeypatch.setattr(message, "parse_part", both)
+    paths = [shared_corpus("trec07p-dev/trec07p-dev.tar.gz"), shared_corpus("csdmc2010/csdmc2010.tar.gz")]
+    paths += sorted(map(type(paths[0]), glob.glob(str(corpora_root() / "enron-spam" / "enron*.tar.gz"))))
+    for path in paths:
+        with Corpus(path) as corpus:
+            for msg in corpus:
+                message.parse_message(msg.raw, msg.kind)
+    assert differ == [] and checked[0] > 14_000 and checked[1] > 0.99 * checked[0]

@@ -263,3 +263,45 @@ def test_character_ngram_settings_are_saved():
     old = a.get_config()
     del old["char_ngrams"], old["char_window"]            # a filter file from before the option
     assert Analyzer.from_config(old).char_ngrams == 0
+
+
+# ----------------------------------------------------------------- the compiled word scanner
+
+def _regex_words(text: str, max_len: int) -> list[str]:
+    """The definition the compiled scanner follows: WORD_PATTERN's matches of two or more characters."""
+    return [t if len(t) <= max_len else "meta:long-token" for t in re.findall(WORD_PATTERN, text) if len(t) >= 2]
+
+
+WORDY = st.sampled_from(list("ab1_.,-'’$£€¥ \n\t9Zé") + ["\u0663", "\u00b2", "\u00bd", "\u212a", "\u0301",
+                                                          "\u4e2d", "\U0001f600", "\u00a0", "İ", "ß", ",5"])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(WORDY, max_size=60).map("".join) | st.text(max_size=60), st.integers(2, 8))
+def test_compiled_words_equal_the_word_pattern(text, max_len):
+    from spamkit.text.tokenize import speedups
+    if speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    assert speedups.words(text, max_len, None, "meta:long-token") == _regex_words(text, max_len)
+    # a field's tokens: prefixed, markers left out, whatever the prefix's and the text's widths
+    for prefix in ("subject:", "x-é:", "x-\u4e2d:"):
+        assert speedups.words(text, max_len, prefix, "meta:long-token") == \
+            [prefix + t for t in _regex_words(text, max_len) if t != "meta:long-token"]
+
+
+@pytest.mark.slow
+def test_compiled_words_equal_the_word_pattern_on_the_corpora():
+    from spamkit.corpus import Corpus
+    from spamkit.text.tokenize import speedups
+    from conftest import shared_corpus
+    if speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    texts = 0
+    for relative in ("trec07p-dev/trec07p-dev.tar.gz", "csdmc2010/csdmc2010.tar.gz", "enron-spam/enron1.tar.gz"):
+        with Corpus(shared_corpus(relative)) as corpus:
+            for msg in corpus:
+                m = parse_message(msg.raw, msg.kind)
+                for text in (m.body, *(value for _, value in m.headers)):
+                    texts += 1
+                    assert speedups.words(text, 40, None, "meta:long-token") == _regex_words(text, 40), text[:200]
+    assert texts > 100_000

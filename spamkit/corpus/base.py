@@ -87,7 +87,18 @@ def read_or_skip(tree, rel: str, stats: ReadStats) -> bytes | None:
 
 
 _DATE_LINE = re.compile(rb"^date:[ \t]*(.*(?:\r?\n[ \t].*)*)", re.IGNORECASE | re.MULTILINE)
-_HEADER_END = re.compile(rb"\r?\n\r?\n")
+
+
+def _header_end(raw: bytes, limit: int) -> int:
+    """Where ``\\r?\\n\\r?\\n`` first matches within ``raw[:limit]`` (else ``limit``), by two
+    ``bytes.find`` calls: a regular-expression search with no literal prefix was a tenth of
+    reading a TREC corpus. The earliest line feed followed by an empty line, less the carriage
+    return before it."""
+    found = [i for i in (raw.find(b"\n\n", 0, limit), raw.find(b"\n\r\n", 0, limit)) if i >= 0]
+    if not found:
+        return limit
+    at = min(found)
+    return at - 1 if at > 0 and raw[at - 1] == 13 else at
 
 
 def sniff_date(raw: bytes) -> _dt.date | None:
@@ -103,8 +114,7 @@ def sniff_date(raw: bytes) -> _dt.date | None:
     >>> sniff_date(b"no headers here") is None
     True
     """
-    end = _HEADER_END.search(raw, 0, 65536)
-    head = raw[: end.start() if end else 65536]
+    head = raw[:_header_end(raw, 65536)]
     match = _DATE_LINE.search(head)
     if not match:
         return None

@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import ConfigError
 from ..message import Message, parse_message
+from .tokenize import speedups
 from .bogolex import bogofilter_tokens
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
@@ -280,7 +281,9 @@ class Analyzer:
         min_len, max_len, numbers = self.min_len, self.max_len, self.numbers
         if not stop and stem.function is None and numbers == "keep":
             # The common configuration, as one comprehension: same result as the loop below.
-            if self._regex_min is not None:
+            if self._regex_min is not None and speedups is not None:
+                out = speedups.words(text, max_len, None, "meta:long-token")   # the same words, in C
+            elif self._regex_min is not None:
                 out = (self._regex_min_ascii if text.isascii() else self._regex_min).findall(text)
                 if out and max(map(len, out)) > max_len:     # rare: a word too long to keep
                     out = [t if len(t) <= max_len else "meta:long-token" for t in out]
@@ -351,8 +354,15 @@ class Analyzer:
             wanted = self.headers
             every = wanted == ALL_HEADERS
             skip = self.skip_headers
+            # the default words of a field, prefixed and without markers, in one call to C
+            scan = (speedups.words if speedups is not None and self._regex_min is not None and self.ngram_max == 1
+                    and not self._stop_list and self._stem.function is None and self.numbers == "keep" else None)
             for name, value in doc.headers:
                 if (every or name in wanted) and name not in skip:
+                    if scan is not None:
+                        tokens.extend(scan(value.lower() if self.lowercase else value, self.max_len, name + ":",
+                                           "meta:long-token"))
+                        continue
                     words = self.words(value)
                     # markers (meta:long-token, meta:number) are not field tokens: drop them
                     if self.numbers == "collapse" or "meta:long-token" in words:

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import re
 
+try:
+    from .. import speedups           # the compiled word scanner (spamkit/speedups.c), when built
+except ImportError:
+    speedups = None
+
 #: A word: letters or digits, with inner apostrophes, hyphens and dots kept
 #: ("don't", "e-mail", "example.com", "3.50"), commas between digits ("5,000"), and an
 #: optional leading currency sign ("$5,000" is one token: spam talks about money).

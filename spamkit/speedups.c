@@ -1,0 +1,544 @@
+/* spamkit.speedups: the hot loops of spamkit.htmltext and of the default word tokenizer in C.
+ *
+ * 1. html_to_text
+ *
+ * html_to_text() here is a line-for-line translation of the pure-Python scanner
+ * spamkit.htmltext._html_to_text_python (which stays, and is used when this extension was
+ * not built): the same alternatives in the same order (a comment, a declaration or
+ * processing instruction, "</>", a start or end tag whose attribute values may be quoted,
+ * else "<" is text), the same 4,096-piece cap on a tag's attribute run, the same raw-text
+ * handling of <script> and <style>, the same flushing and character-reference decoding of
+ * visible text. What needs Python's own rules stays in Python and is called from here:
+ * str.lower() of a non-ASCII tag name, the attribute parser (_tag_attrs), html.unescape,
+ * and the case-insensitive search for a raw-text end tag. White space is Python's
+ * (Py_UNICODE_ISSPACE, which is what the regular expressions' \s and str.rstrip() use).
+ *
+ * tests/test_htmltext.py runs both implementations on every HTML part of the shared
+ * corpora and on generated and hostile markup and requires identical results.
+ *
+ * Work is one forward scan (plus one scan per comment, declaration or quoted value to find
+ * its end, each of which consumes what it scans): linear in the input, as the Python one.
+ *
+ * 2. words(): the words spamkit.text.tokenize.WORD_PATTERN_MIN2 finds, without the regular
+ * expression engine (tests/test_text.py compares them on generated text and on every
+ * message of the shared corpora).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define MAX_PIECES 4096
+
+typedef struct {
+    Py_ssize_t *start, *end;
+    Py_ssize_t len, cap;
+} Ranges;
+
+static int ranges_add(Ranges *r, Py_ssize_t a, Py_ssize_t b)
+{
+    if (r->len && r->end[r->len - 1] == a) {        /* adjacent: extend the last range */
+        r->end[r->len - 1] = b;
+        return 0;
+    }
+    if (r->len == r->cap) {
+        Py_ssize_t cap = r->cap ? 2 * r->cap : 16;
+        Py_ssize_t *s = PyMem_Realloc(r->start, cap * sizeof(Py_ssize_t));
+        if (!s) { PyErr_NoMemory(); return -1; }
+        r->start = s;
+        Py_ssize_t *e = PyMem_Realloc(r->end, cap * sizeof(Py_ssize_t));
+        if (!e) { PyErr_NoMemory(); return -1; }
+        r->end = e;
+        r->cap = cap;
+    }
+    r->start[r->len] = a;
+    r->end[r->len] = b;
+    r->len++;
+    return 0;
+}
+
+typedef struct {
+    PyObject *html;
+    int kind;
+    const void *data;
+    Py_ssize_t n;
+    PyObject *text;        /* list of str */
+    PyObject *unescape;
+    Ranges data_ranges;
+} State;
+
+#define CH(s, i) PyUnicode_READ((s)->kind, (s)->data, (i))
+
+/* The pending visible text as one str, references decoded when it holds "&". */
+static int flush(State *s)
+{
+    Ranges *r = &s->data_ranges;
+    if (!r->len)
+        return 0;
+    PyObject *chunk;
+    if (r->len == 1) {
+        chunk = PyUnicode_Substring(s->html, r->start[0], r->end[0]);
+    } else {
+        PyObject *pieces = PyList_New(r->len);
+        if (!pieces) return -1;
+        for (Py_ssize_t i = 0; i < r->len; i++) {
+            PyObject *piece = PyUnicode_Substring(s->html, r->start[i], r->end[i]);
+            if (!piece) { Py_DECREF(pieces); return -1; }
+            PyList_SET_ITEM(pieces, i, piece);
+        }
+        PyObject *empty = PyUnicode_FromStringAndSize("", 0);
+        if (!empty) { Py_DECREF(pieces); return -1; }
+        chunk = PyUnicode_Join(empty, pieces);
+        Py_DECREF(empty);
+        Py_DECREF(pieces);
+    }
+    r->len = 0;
+    if (!chunk) return -1;
+    int amp = 0;
+    {
+        Py_ssize_t m = PyUnicode_GET_LENGTH(chunk);
+        int kind = PyUnicode_KIND(chunk);
+        const void *d = PyUnicode_DATA(chunk);
+        for (Py_ssize_t i = 0; i < m; i++)
+            if (PyUnicode_READ(kind, d, i) == '&') { amp = 1; break; }
+    }
+    if (amp) {
+        PyObject *decoded = PyObject_CallOneArg(s->unescape, chunk);
+        Py_DECREF(chunk);
+        if (!decoded) return -1;
+        chunk = decoded;
+    }
+    int rc = PyList_Append(s->text, chunk);
+    Py_DECREF(chunk);
+    return rc;
+}
+
+static int append_str(PyObject *list, const char *text)
+{
+    PyObject *o = PyUnicode_FromString(text);
+    if (!o) return -1;
+    int rc = PyList_Append(list, o);
+    Py_DECREF(o);
+    return rc;
+}
+
+enum { M_NONE, M_DROPPED, M_TAG };
+
+typedef struct {
+    int slash;
+    Py_ssize_t name_s, name_e, attr_s, attr_e, end;
+} Markup;
+
+static int name_char(Py_UCS4 c)
+{
+    return !(c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == ' ' || c == '/' || c == '>' || c == 0);
+}
+
+static int ascii_letter(Py_UCS4 c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
+/* The markup at html[lt] == '<', as the Python scanner's regular expression reads it. */
+static int match_markup(State *s, Py_ssize_t lt, Markup *m)
+{
+    Py_ssize_t n = s->n, i;
+    Py_UCS4 c1 = lt + 1 < n ? CH(s, lt + 1) : 0;
+    if (lt + 3 < n && c1 == '!' && CH(s, lt + 2) == '-' && CH(s, lt + 3) == '-') {
+        /* <!--.*?(?:--!?>|\Z) */
+        for (i = lt + 4; i + 2 < n; i++) {
+            if (CH(s, i) == '-' && CH(s, i + 1) == '-') {
+                Py_UCS4 c = CH(s, i + 2);
+                if (c == '>') { m->end = i + 3; return M_DROPPED; }
+                if (c == '!' && i + 3 < n && CH(s, i + 3) == '>') { m->end = i + 4; return M_DROPPED; }
+            }
+        }
+        m->end = n;
+        return M_DROPPED;
+    }
+    if (lt + 1 < n && (c1 == '!' || c1 == '?')) {
+        /* <[!?][^>]*>? */
+        for (i = lt + 2; i < n && CH(s, i) != '>'; i++)
+            ;
+        m->end = i < n ? i + 1 : n;
+        return M_DROPPED;
+    }
+    if (lt + 2 < n && c1 == '/' && CH(s, lt + 2) == '>') {
+        m->end = lt + 3;
+        return M_DROPPED;
+    }
+    /* <(/?)([A-Za-z][^\t\n\r\f />\x00]*)((?:[^>=]+|=\s*"[^"]*"|=\s*'[^']*'|=){0,4096})(>?) */
+    i = lt + 1;
+    m->slash = 0;
+    if (i < n && CH(s, i) == '/') { m->slash = 1; i++; }
+    if (!(i < n && ascii_letter(CH(s, i))))
+        return M_NONE;
+    m->name_s = i++;
+    while (i < n && name_char(CH(s, i)))
+        i++;
+    m->name_e = m->attr_s = i;
+    int pieces = 0;
+    while (pieces < MAX_PIECES && i < n) {
+        Py_UCS4 c = CH(s, i);
+        if (c == '>')
+            break;
+        pieces++;
+        if (c != '=') {
+            while (i < n && (c = CH(s, i)) != '>' && c != '=')
+                i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        while (j < n && Py_UNICODE_ISSPACE(CH(s, j)))
+            j++;
+        if (j < n && (CH(s, j) == '"' || CH(s, j) == '\'')) {
+            Py_UCS4 q = CH(s, j);
+            Py_ssize_t k = j + 1;
+            while (k < n && CH(s, k) != q)
+                k++;
+            if (k < n) {                              /* a closed quoted value */
+                i = k + 1;
+                continue;
+            }
+            /* an unclosed "...: the '...' alternative cannot match either (the quote differs),
+               and an unclosed '...' likewise; both fall through to a bare "=" */
+        }
+        i++;                                          /* a bare "=" */
+    }
+    m->attr_e = i;
+    if (i < n && CH(s, i) == '>')
+        i++;
+    m->end = i;
+    return M_TAG;
+}
+
+/* str.lower() of html[a:b]; done here when the name is ASCII, by Python otherwise. */
+static PyObject *lower_name(State *s, Py_ssize_t a, Py_ssize_t b)
+{
+    Py_ssize_t len = b - a, i;
+    int ascii = 1;
+    for (i = a; i < b; i++)
+        if (CH(s, i) > 127) { ascii = 0; break; }
+    if (!ascii) {
+        PyObject *sub = PyUnicode_Substring(s->html, a, b);
+        if (!sub) return NULL;
+        PyObject *low = PyObject_CallMethod(sub, "lower", NULL);
+        Py_DECREF(sub);
+        return low;
+    }
+    PyObject *out = PyUnicode_New(len, 127);
+    if (!out) return NULL;
+    Py_UCS1 *dst = PyUnicode_1BYTE_DATA(out);
+    for (i = 0; i < len; i++) {
+        Py_UCS4 c = CH(s, a + i);
+        dst[i] = (Py_UCS1)((c >= 'A' && c <= 'Z') ? c + 32 : c);
+    }
+    return out;
+}
+
+/* Could html[a:b] name an attribute the Python attribute parser would report (a URL
+   attribute or alt)? A superset test: ASCII text holding one of the names in any case,
+   or any non-ASCII text (whose str.lower() might produce one). */
+static int may_hold_wanted(State *s, Py_ssize_t a, Py_ssize_t b)
+{
+    static const char *names[] = {"href", "src", "action", "background", "cite", "longdesc", "data", "alt", NULL};
+    Py_ssize_t i;
+    int eq = 0;
+    for (i = a; i < b; i++) {
+        Py_UCS4 c = CH(s, i);
+        if (c > 127) return 1;
+        if (c == '=') eq = 1;
+    }
+    if (!eq) return 0;
+    for (i = a; i < b; i++) {
+        for (int k = 0; names[k]; k++) {
+            const char *p = names[k];
+            Py_ssize_t j = i;
+            while (*p && j < b) {
+                Py_UCS4 c = CH(s, j);
+                if (c >= 'A' && c <= 'Z') c += 32;
+                if (c != (Py_UCS4)*p) break;
+                p++; j++;
+            }
+            if (!*p) return 1;
+        }
+    }
+    return 0;
+}
+
+static int self_closing(State *s, Py_ssize_t a, Py_ssize_t b)
+{
+    while (b > a && Py_UNICODE_ISSPACE(CH(s, b - 1)))
+        b--;
+    return b > a && CH(s, b - 1) == '/';
+}
+
+static PyObject *html_to_text(PyObject *self, PyObject *args)
+{
+    PyObject *html, *block, *invisible, *raw_text, *tag_attrs, *unescape;
+    Py_ssize_t max_tags;
+    if (!PyArg_ParseTuple(args, "UO!O!O!OOn:html_to_text", &html, &PyFrozenSet_Type, &block,
+                          &PyFrozenSet_Type, &invisible, &PyDict_Type, &raw_text, &tag_attrs,
+                          &unescape, &max_tags))
+        return NULL;
+    State st = {0};
+    State *s = &st;
+    s->html = html;
+    s->kind = PyUnicode_KIND(html);
+    s->data = PyUnicode_DATA(html);
+    s->n = PyUnicode_GET_LENGTH(html);
+    s->unescape = unescape;
+    PyObject *urls = NULL, *tags = NULL, *result = NULL, *name = NULL;
+    s->text = PyList_New(0);
+    urls = PyList_New(0);
+    tags = PyList_New(0);
+    if (!s->text || !urls || !tags)
+        goto done;
+    Py_ssize_t pos = 0, n = s->n, hidden = 0;
+    while (pos < n) {
+        Py_ssize_t lt = PyUnicode_FindChar(html, '<', pos, n, 1);
+        if (lt == -2)
+            goto done;
+        if (lt < 0) {
+            if (!hidden && ranges_add(&s->data_ranges, pos, n) < 0) goto done;
+            break;
+        }
+        if (lt > pos && !hidden && ranges_add(&s->data_ranges, pos, lt) < 0)
+            goto done;
+        Markup m;
+        int kind = match_markup(s, lt, &m);
+        if (kind == M_NONE) {                         /* a "<" that starts no markup is text */
+            if (!hidden && ranges_add(&s->data_ranges, lt, lt + 1) < 0) goto done;
+            pos = lt + 1;
+            continue;
+        }
+        pos = m.end;
+        if (kind == M_DROPPED)
+            continue;
+        name = lower_name(s, m.name_s, m.name_e);
+        if (!name) goto done;
+        int is_block = PySet_Contains(block, name), is_invisible = PySet_Contains(invisible, name);
+        if (is_block < 0 || is_invisible < 0) goto done;
+        if (m.slash) {                                /* an end tag */
+            if (is_invisible && hidden > 0)
+                hidden--;
+            if (is_block && (flush(s) < 0 || append_str(s->text, "\n") < 0))
+                goto done;
+            Py_CLEAR(name);
+            continue;
+        }
+        if (PyList_GET_SIZE(tags) < max_tags && PyList_Append(tags, name) < 0)
+            goto done;
+        PyObject *alt = NULL;                         /* borrowed from found */
+        PyObject *found = NULL;
+        if (may_hold_wanted(s, m.attr_s, m.attr_e)) {
+            PyObject *attr_text = PyUnicode_Substring(html, m.attr_s, m.attr_e);
+            if (!attr_text) goto done;
+            found = PyObject_CallOneArg(tag_attrs, attr_text);
+            Py_DECREF(attr_text);
+            if (!found) goto done;
+            if (!PyTuple_Check(found) || PyTuple_GET_SIZE(found) != 2) {
+                Py_DECREF(found);
+                PyErr_SetString(PyExc_TypeError, "tag_attrs must return (urls, alt)");
+                goto done;
+            }
+            PyObject *more = PyTuple_GET_ITEM(found, 0);
+            if (PyList_Check(more) && PyList_GET_SIZE(more)) {
+                Py_ssize_t at = PyList_GET_SIZE(urls);
+                if (PyList_SetSlice(urls, at, at, more) < 0) { Py_DECREF(found); goto done; }
+            }
+            alt = PyTuple_GET_ITEM(found, 1);
+        }
+        int rc = 0;
+        if (is_block) {
+            rc = flush(s) < 0 || append_str(s->text, "\n") < 0;
+        } else if (alt != NULL && alt != Py_None && PyUnicode_Check(alt) && PyUnicode_GET_LENGTH(alt) > 0
+                   && PyUnicode_CompareWithASCIIString(name, "img") == 0) {
+            PyObject *shown = PyUnicode_FromFormat(" %U ", alt);
+            rc = flush(s) < 0 || !shown || PyList_Append(s->text, shown) < 0;
+            Py_XDECREF(shown);
+        }
+        Py_XDECREF(found);
+        if (rc) goto done;
+        if (is_invisible && !self_closing(s, m.attr_s, m.attr_e)) {
+            hidden++;
+            PyObject *end_tag = PyDict_GetItemWithError(raw_text, name);   /* borrowed */
+            if (!end_tag && PyErr_Occurred()) goto done;
+            if (end_tag) {                            /* raw text: no markup inside, up to the end tag */
+                PyObject *hit = PyObject_CallMethod(end_tag, "search", "On", html, pos);
+                if (!hit) goto done;
+                if (hit == Py_None) {
+                    pos = n;
+                } else {
+                    PyObject *start = PyObject_CallMethod(hit, "start", NULL);
+                    Py_ssize_t at = start ? PyLong_AsSsize_t(start) : -1;
+                    Py_XDECREF(start);
+                    if (at < 0 && PyErr_Occurred()) { Py_DECREF(hit); goto done; }
+                    pos = at;
+                }
+                Py_DECREF(hit);
+            }
+        }
+        Py_CLEAR(name);
+    }
+    if (flush(s) < 0)
+        goto done;
+    {
+        PyObject *empty = PyUnicode_FromStringAndSize("", 0);
+        if (!empty) goto done;
+        PyObject *joined = PyUnicode_Join(empty, s->text);
+        Py_DECREF(empty);
+        if (!joined) goto done;
+        result = PyTuple_Pack(3, joined, urls, tags);
+        Py_DECREF(joined);
+    }
+done:
+    Py_XDECREF(name);
+    Py_XDECREF(s->text);
+    Py_XDECREF(urls);
+    Py_XDECREF(tags);
+    PyMem_Free(s->data_ranges.start);
+    PyMem_Free(s->data_ranges.end);
+    return result;
+}
+
+
+/* ------------------------------------------------------------------ words */
+
+/* spamkit.text.tokenize.WORD_PATTERN_MIN2: a word is an optional currency sign, letters or
+   digits, and more runs of them joined by one of ' ’ . - (or a comma between digits); words of
+   one character are dropped. "Letters or digits" is the regular expressions' [^\W_] on str,
+   which is Py_UNICODE_ISALNUM; \d is Py_UNICODE_ISDECIMAL. */
+static int is_alnum(Py_UCS4 c)
+{
+    if (c < 128)
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    return Py_UNICODE_ISALNUM(c);
+}
+
+static int is_decimal(Py_UCS4 c)
+{
+    if (c < 128)
+        return c >= '0' && c <= '9';
+    return Py_UNICODE_ISDECIMAL(c);
+}
+
+static int is_currency(Py_UCS4 c)
+{
+    return c == '$' || c == 0xa3 || c == 0x20ac || c == 0xa5;     /* $ £ € ¥ */
+}
+
+static int is_joiner(Py_UCS4 c)
+{
+    return c == '\'' || c == 0x2019 || c == '.' || c == '-';
+}
+
+static Py_UCS4 exact_max(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
+{
+    Py_UCS4 m = 0;
+    for (Py_ssize_t i = a; i < b; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c > m) m = c;
+    }
+    return m;
+}
+
+static PyObject *words(PyObject *self, PyObject *args)
+{
+    PyObject *text, *prefix, *long_token;
+    Py_ssize_t max_len;
+    if (!PyArg_ParseTuple(args, "UnOU:words", &text, &max_len, &prefix, &long_token))
+        return NULL;
+    if (prefix != Py_None && !PyUnicode_Check(prefix)) {
+        PyErr_SetString(PyExc_TypeError, "prefix must be str or None");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    Py_ssize_t plen = 0;
+    Py_UCS4 pmax = 0;
+    if (prefix != Py_None) {
+        plen = PyUnicode_GET_LENGTH(prefix);
+        pmax = exact_max(PyUnicode_KIND(prefix), PyUnicode_DATA(prefix), 0, plen);
+    }
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    while (i < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        Py_ssize_t start = i;
+        if (is_alnum(c)) {
+            i++;
+        } else if (is_currency(c) && i + 1 < n && is_alnum(PyUnicode_READ(kind, data, i + 1))) {
+            i += 2;
+        } else {
+            i++;
+            continue;
+        }
+        while (i < n && is_alnum(PyUnicode_READ(kind, data, i)))
+            i++;
+        while (i + 1 < n) {                           /* joined runs */
+            Py_UCS4 j = PyUnicode_READ(kind, data, i), next = PyUnicode_READ(kind, data, i + 1);
+            if (!is_alnum(next))
+                break;
+            if (!(is_joiner(j) || (j == ',' && is_decimal(PyUnicode_READ(kind, data, i - 1)) && is_decimal(next))))
+                break;
+            i += 2;
+            while (i < n && is_alnum(PyUnicode_READ(kind, data, i)))
+                i++;
+        }
+        Py_ssize_t len = i - start;
+        if (len < 2)
+            continue;
+        PyObject *token;
+        if (len > max_len) {
+            if (prefix != Py_None)                    /* markers are not field tokens */
+                continue;
+            token = long_token;
+            Py_INCREF(token);
+        } else if (prefix == Py_None) {
+            token = PyUnicode_Substring(text, start, i);
+        } else {
+            Py_UCS4 m = exact_max(kind, data, start, i);
+            token = PyUnicode_New(plen + len, m > pmax ? m : pmax);
+            if (token) {
+                /* written character by character: PyUnicode_CopyCharacters checks the wrong
+                   characters when it copies a Latin-1 range into an ASCII string (CPython 3.11) */
+                int okind = PyUnicode_KIND(token), pkind = PyUnicode_KIND(prefix);
+                void *odata = PyUnicode_DATA(token);
+                const void *pdata = PyUnicode_DATA(prefix);
+                for (Py_ssize_t k = 0; k < plen; k++)
+                    PyUnicode_WRITE(okind, odata, k, PyUnicode_READ(pkind, pdata, k));
+                for (Py_ssize_t k = 0; k < len; k++)
+                    PyUnicode_WRITE(okind, odata, plen + k, PyUnicode_READ(kind, data, start + k));
+            }
+        }
+        if (!token || PyList_Append(out, token) < 0) {
+            Py_XDECREF(token);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(token);
+    }
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"html_to_text", html_to_text, METH_VARARGS,
+     "html_to_text(html, block, invisible, raw_text, tag_attrs, unescape, max_tags) -> (text, urls, tags)\n\n"
+     "The C scanner behind spamkit.htmltext.html_to_text; see that function."},
+    {"words", words, METH_VARARGS,
+     "words(text, max_len, prefix, long_token) -> list of str\n\n"
+     "The words of text as spamkit.text.tokenize.WORD_PATTERN_MIN2 finds them; longer than max_len: long_token\n"
+     "(left out when prefix is given); prefix (str or None) is put before each word."},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "spamkit.speedups",
+    "Compiled inner loops of spamkit (optional: pure-Python equivalents are used without them).",
+    -1, methods
+};
+
+PyMODINIT_FUNC PyInit_speedups(void)
+{
+    return PyModule_Create(&module);
+}

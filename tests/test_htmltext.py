@@ -1,0 +1,99 @@
+"""HTML to text: the compiled scanner against its pure-Python definition, and the rules by hand.
+
+``spamkit.htmltext.html_to_text`` runs the C scanner of ``spamkit.speedups`` when the
+extension was built (``pip install`` builds it where a C compiler is present; CI requires
+it) and ``_html_to_text_python`` otherwise. The two must agree exactly — text, URLs and tag
+names — on every HTML part of the shared raw-mail corpora, on the hostile markup of
+``tests/hostile.py`` and on generated markup made of the characters the rules treat
+specially (quotes, ``=``, ``<!--``, Unicode white space, the letters whose case folding
+is not ASCII's).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spamkit import htmltext
+from spamkit.htmltext import _html_to_text_python, html_to_text
+
+from conftest import shared_corpus
+from hostile import big_html, unclosed_html
+
+compiled = pytest.mark.skipif(htmltext.speedups is None and os.environ.get("CI", "").lower() != "true",
+                              reason="spamkit.speedups was not built (no C compiler at install time)")
+
+
+def test_the_extension_is_built_under_ci():
+    # .ci/run installs with a C compiler present, so the fast path is the one tested there
+    if os.environ.get("CI", "").lower() == "true":
+        assert htmltext.speedups is not None
+
+
+@pytest.mark.parametrize("scan", [html_to_text, _html_to_text_python])
+def test_rules_by_hand(scan):
+    # comments vanish without a gap; block tags break lines; script is raw text to its end tag
+    text, urls, tags = scan('<P>vi<!-- x -->agra</P><div>a<scRipt>if (a<b) {"</div>"}</SCRIPT >b</div>')
+    assert text == "\nviagra\n\nab\n" and tags == ["p", "div", "script"]
+    # an unclosed quote does not run past ">": the tag ends there, and the value keeps its text
+    text, urls, tags = scan('<a href="http://x.example>click</a> <img src=\'y.png\' alt=B&amp;W>')
+    assert urls == ["http://x.example", "y.png"] and text == "click  B&W " and tags == ["a", "img"]
+    # references decoded across an inline tag; a "<" that starts nothing is text
+    assert scan("&am<b>p;1 < 2 &lt; 3")[0] == "&1 < 2 < 3"
+    # hidden elements: <template> content is parsed (its tags count) but not shown
+    assert scan("a<template><i>b</i></template>c<xml/>d") == ("acd", [], ["template", "i", "xml"])
+    # urls: fragments, cid: and data: are not links; first attribute of a name wins
+    assert scan('<a href="#top" href="http://z.example"><img src="cid:1"><form action=" /go ">')[1] == ["/go"]
+
+
+@compiled
+@pytest.mark.parametrize("html", [
+    "", "<", "<!", "<!-", "<!--", "<!-->", "<!---->x", "<!-- a --!>b", "<?php x", "</>", "</ a>", "<a", "<a ",
+    "<a b=", "<a b='", '<a b="c', "<a\x0bb>x</a\x0b>", "<A HREF = 'u'>", "<a href=\u00a0'u' >", "<br/>",
+    "<script/>x", "<script>x", "<style>x</style\x1c>y", "<ſcript>x</ſcript>y", "<\u212aBD>x", "<DİV>x",
+    "<img alt=\"\" src=x>", "<img ALT=a&lt;b>", "<td background=\"bg.gif\">", "<a hre\u212a=x>",
+    "<a bac\u212aground=x>", "<a =x>", "x" * 5 + "<b " + "c" * 10 + "=" * 5000 + ">y",
+])
+def test_compiled_equals_python_on_edge_cases(html):
+    assert html_to_text(html) == _html_to_text_python(html)
+
+
+SPECIAL = st.sampled_from(["<", ">", "=", '"', "'", "/", "!", "?", "-", "&", ";", " ", "\t", "\n", "\x00",
+                           "\x0b", "\x1c", "\xa0", "\u2003", "a", "B", "ſ", "\u212a", "İ", "ı", "é", "€",
+                           "\U0001f600", "amp", "lt", "#65", "#x41", "<!--", "-->", "--!>", "<!DOCTYPE",
+                           "<p", "</p", "<br", "<img", " alt", " src", " href", "<a", "</a", "<script",
+                           "</script", "<style", "</style", "<template", "</template", "<xml", "<td",
+                           " background", "cid:", "data:", "#", "http://x.example/"])
+
+
+@compiled
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(SPECIAL, max_size=60).map("".join))
+def test_compiled_equals_python_on_generated_markup(html):
+    assert html_to_text(html) == _html_to_text_python(html)
+
+
+@compiled
+def test_compiled_equals_python_on_hostile_markup():
+    for raw in (big_html(300_000), unclosed_html(100_000)):
+        html = raw.split(b"\n\n", 1)[1].decode("utf-8")
+        assert html_to_text(html) == _html_to_text_python(html)
+
+
+@compiled
+@pytest.mark.slow
+def test_compiled_equals_python_on_every_html_part_of_the_corpora(monkeypatch):
+    from spamkit import message
+    from spamkit.corpus import Corpus
+    seen = []
+    monkeypatch.setattr(message, "html_to_text", lambda html: seen.append(html) or html_to_text(html))
+    for relative in ("trec07p-dev/trec07p-dev.tar.gz", "csdmc2010/csdmc2010.tar.gz"):
+        with Corpus(shared_corpus(relative)) as corpus:
+            for msg in corpus:
+                message.parse_message(msg.raw, msg.kind)
+    assert len(seen) > 3000                            # 3,873 HTML parts when this was written
+    differ = [html[:200] for html in seen if html_to_text(html) != _html_to_text_python(html)]
+    assert differ == []
