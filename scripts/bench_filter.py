@@ -5,7 +5,9 @@ Builds mailboxes of N messages (default 100,000) from the Enron-spam archives in
 ../shared/corpora (cycled, each copy given a unique Message-ID line so that no two are
 identical), in mbox, Maildir and MH format, in a temporary folder; trains spamkit's best
 filter on Enron1; then runs ``spamkit filter MODEL MAILBOX --tag --move-spam-to JUNK`` on
-each (a separate process, timed, its peak resident memory read from ``getrusage``), and
+each (a separate process, timed, its peak resident memory read from ``getrusage``) with one
+process (``--jobs 1``) and with worker processes classifying ahead (``--jobs N``, default every
+core), each on a fresh copy of the mailbox, then the read-only ``--dry-run --json``, and
 the same at N/10 messages to show that memory does not grow with the mailbox. The
 reference is bogofilter (installed with apt-get when missing) trained on the same Enron1
 messages, classifying the same mailboxes in its bulk modes (``-b`` reading the message
@@ -13,7 +15,7 @@ files' names, ``-M`` on the mbox), which read and score but write nothing: an up
 on what a filter that also tags and moves can do. Peak memory is each child's own
 ``ru_maxrss`` (``os.wait4``).
 
-    python scripts/bench_filter.py [--messages 100000] [--corpora ../shared/corpora] [--keep DIR]
+    python scripts/bench_filter.py [--messages 100000] [--jobs N] [--corpora ../shared/corpora] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ def main():
     parser.add_argument("--corpora", type=Path, default=ROOT)
     parser.add_argument("--keep", type=Path, default=None, help="Build the mailboxes here and keep them.")
     parser.add_argument("--prepare", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
+                        help="Worker processes of the parallel runs.")
     args = parser.parse_args()
     exe = shutil.which("bogofilter") if args.prepare else ensure_bogofilter(True)
     if args.prepare is not None:
@@ -118,11 +122,11 @@ def main():
         subprocess.run([sys.executable, __file__, "--prepare", str(work), "--messages", str(args.messages),
                         "--corpora", str(args.corpora)], check=True)
         model, wordlist = work / "best.spamkit", work / "bogofilter"
-        print(f"{'format':<8} {'messages':>9} {'MB':>7} | {'spamkit s':>9} {'msg/s':>7} {'peak MB':>8} | "
+        print(f"{'format':<8} {'messages':>9} {'MB':>7} | {'spamkit run':<26} {'s':>6} {'msg/s':>7} {'peak MB':>8} | "
               f"{'bogofilter s':>12} {'msg/s':>7} {'peak MB':>8}")
         for kind in ("maildir", "mh", "mbox"):
             for n in (args.messages // 10, args.messages):
-                box, junk = work / f"{kind}-{n}", work / f"{kind}-{n}-junk"
+                box = work / f"{kind}-{n}"
                 size = sum(p.stat().st_size for p in box.rglob("*") if p.is_file()) if box.is_dir() else box.stat().st_size
                 bogo = ("-", "-", "-")
                 if exe:
@@ -135,10 +139,22 @@ def main():
                         with open(listing, "rb") as fh:
                             bs, bpeak = run_child([exe, "-C", "-d", str(wordlist), "-b"], stdin=fh)
                     bogo = (f"{bs:.1f}", f"{n / bs:.0f}", f"{bpeak:.0f}")
-                seconds, peak = run_child([sys.executable, "-m", "spamkit", "filter", str(model), str(box),
-                                           "--tag", "--move-spam-to", str(junk)])
-                print(f"{kind:<8} {n:>9} {size / 1e6:>7.0f} | {seconds:>9.1f} {n / seconds:>7.0f} {peak:>8.0f} | "
-                      f"{bogo[0]:>12} {bogo[1]:>7} {bogo[2]:>8}", flush=True)
+                runs = [("tag + move, --jobs 1", ["--tag", "--move-spam-to", "JUNK", "--jobs", "1"]),
+                        (f"tag + move, --jobs {args.jobs}", ["--tag", "--move-spam-to", "JUNK", "--jobs", str(args.jobs)]),
+                        (f"--dry-run --json, --jobs {args.jobs}", ["--dry-run", "--json", "--jobs", str(args.jobs)])]
+                for name, options in runs:
+                    copy, junk = work / f"{kind}-{n}-copy", work / f"{kind}-{n}-junk"
+                    for old in (copy, junk):                     # a fresh mailbox for every run
+                        if old.is_dir():
+                            shutil.rmtree(old)
+                        elif old.exists():
+                            old.unlink()
+                    (shutil.copytree if box.is_dir() else shutil.copy2)(box, copy)
+                    options = [str(junk) if o == "JUNK" else o for o in options]
+                    seconds, peak = run_child([sys.executable, "-m", "spamkit", "filter", str(model), str(copy),
+                                               *options])
+                    print(f"{kind:<8} {n:>9} {size / 1e6:>7.0f} | {name:<26} {seconds:>6.1f} {n / seconds:>7.0f} "
+                          f"{peak:>8.0f} | {bogo[0]:>12} {bogo[1]:>7} {bogo[2]:>8}", flush=True)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

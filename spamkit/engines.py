@@ -16,20 +16,75 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections import deque
+from array import array
+from collections import Counter, deque
 from itertools import islice
 
+from .features import TermCounts
+from .message import parse_message
 from .spamfilter import defect_families, parse_item
 
 #: messages per task sent to a worker
 CHUNK = 64
 
 _ANALYZER = None
+_VECTORIZER = None
 
 
-def _start_worker(analyzer) -> None:
-    global _ANALYZER
+def _start_worker(analyzer, vectorizer=None) -> None:
+    global _ANALYZER, _VECTORIZER
     _ANALYZER = analyzer
+    _VECTORIZER = vectorizer
+
+
+def _counted_chunk(items) -> tuple:
+    """As :func:`_tokenize_chunk`, but each message's distinct tokens (in order of first
+    appearance) with their counts: what training needs, with about half the strings to send,
+    unpickle and look up."""
+    term_lists, counts, families = [], array("i"), []
+    for item in items:
+        msg = parse_item(item)
+        tally = Counter(_ANALYZER(msg))
+        term_lists.append(list(tally))
+        counts.extend(tally.values())
+        families.append(defect_families(msg) if msg.defects else ())
+    joined, sizes, families = _tokenize_chunk_result(term_lists, families)
+    return joined, sizes, counts.tobytes(), families
+
+
+def _unpack_counted(done) -> list:
+    """``(TermCounts, defect families)`` per message from what :func:`_counted_chunk` sent."""
+    joined, sizes, counts, families = done
+    values = array("i")
+    values.frombytes(counts)
+    values = values.tolist()
+    out, at = [], 0
+    for (terms, family) in _unpack_chunk((joined, sizes, families)):
+        out.append((TermCounts((terms, values[at:at + len(terms)])), family))
+        at += len(terms)
+    return out
+
+
+def _parse_chunk(items) -> list:
+    """``(source, kind, defects)`` of each message of a chunk (``spamkit corpus``)."""
+    out = []
+    for item in items:
+        msg = parse_message(item.raw, item.kind)
+        out.append((item.source, msg.kind, msg.defects))
+    return out
+
+
+def _rows_chunk(items) -> tuple:
+    """Feature rows of a chunk, made in the worker (scoring: the vocabulary is fixed): the CSR
+    arrays, each message's number of distinct tokens (for the familiarity guard) and its defect
+    families. The driver then stacks arrays instead of unpickling and looking up every token."""
+    token_lists, families = [], []
+    for item in items:
+        msg = parse_item(item)
+        token_lists.append(_ANALYZER(msg))
+        families.append(defect_families(msg) if msg.defects else ())
+    X = _VECTORIZER.transform(token_lists)
+    return (X.data, X.indices, X.indptr, X.shape), [len(set(t)) for t in token_lists], families
 
 
 #: joins a chunk's tokens for the trip back (a token holding it makes the chunk travel as lists)
@@ -45,6 +100,10 @@ def _tokenize_chunk(items) -> tuple:
         msg = parse_item(item)
         token_lists.append(_ANALYZER(msg))
         families.append(defect_families(msg) if msg.defects else ())
+    return _tokenize_chunk_result(token_lists, families)
+
+
+def _tokenize_chunk_result(token_lists, families) -> tuple:
     flat = [t for tokens in token_lists for t in tokens]
     joined = _SEP.join(flat)
     if flat and joined.count(_SEP) != len(flat) - 1:          # a token with the separator in it
@@ -108,45 +167,94 @@ class ProcessEngine:
     def parameters(self) -> dict:
         return {}                                            # the filter is the same as with one process
 
+    @staticmethod
+    def _context():
+        methods = multiprocessing.get_all_start_methods()
+        return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
     def _pool(self, analyzer):
         key = repr(sorted(analyzer.get_config().items()))
         if key not in self._pools:
-            methods = multiprocessing.get_all_start_methods()
-            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            self._pools[key] = context.Pool(self.jobs, initializer=_start_worker, initargs=(analyzer,))
+            self._pools[key] = self._context().Pool(self.jobs, initializer=_start_worker, initargs=(analyzer,))
         return self._pools[key]
+
+    def ordered(self, pool, work, items):
+        """``work(chunk)`` for consecutive chunks of ``items`` on ``pool``, results in order.
+
+        The items are drawn here, in this process, so a bad message raises here, at its place
+        in the corpus; at most two chunks per worker wait at a time."""
+        source = iter(items)
+        pending: deque = deque()
+
+        def submit() -> bool:
+            chunk = list(islice(source, self.chunk))
+            if chunk:
+                pending.append(pool.apply_async(work, (chunk,)))
+            return bool(chunk)
+
+        more = True
+        while more and len(pending) < 2 * self.jobs:
+            more = submit()
+        while pending:
+            done = pending.popleft().get()
+            if more:
+                more = submit()
+            yield done
 
     def tokenizer(self, analyzer):
         """``tokenize(items)`` for :meth:`spamkit.spamfilter.SpamFilter.tokenized`: ``(tokens,
-        defect families)`` per item, in order. The items are drawn here, in this process, so a
-        bad message raises here, at its place in the corpus."""
+        defect families)`` per item, in order (see :meth:`ordered`)."""
         def tokenize(items):
-            pool = self._pool(analyzer)
-            source = iter(items)
-            pending: deque = deque()
-
-            def submit() -> bool:
-                chunk = list(islice(source, self.chunk))
-                if chunk:
-                    pending.append(pool.apply_async(_tokenize_chunk, (chunk,)))
-                return bool(chunk)
-
-            more = True
-            while more and len(pending) < 2 * self.jobs:
-                more = submit()
-            while pending:
-                done = pending.popleft().get()
-                if more:
-                    more = submit()
+            for done in self.ordered(self._pool(analyzer), _tokenize_chunk, items):
                 yield from _unpack_chunk(done)
         return tokenize
 
+    def parsed(self, items):
+        """``(source, kind, defects)`` of each message, parsed in the workers, in order."""
+        if "parse" not in self._pools:
+            self._pools["parse"] = self._context().Pool(self.jobs)
+        for done in self.ordered(self._pools["parse"], _parse_chunk, items):
+            yield from done
+
+    def counter(self, analyzer):
+        """``count(items)`` for :meth:`spamkit.spamfilter.SpamFilter.fit`: ``(TermCounts, defect
+        families)`` per item, in order (see :meth:`ordered`)."""
+        def count(items):
+            for done in self.ordered(self._pool(analyzer), _counted_chunk, items):
+                yield from _unpack_counted(done)
+        return count
+
+    def rows(self, spam_filter, items):
+        """The feature matrix of ``items`` under a trained filter and each one's number of
+        distinct tokens, rows made in the workers (the same matrix as
+        ``spam_filter.vectorizer.transform`` of the tokens: the representation is row by row).
+        Parse fallbacks are counted on ``spam_filter.parse_fallbacks``."""
+        import numpy as np
+        import scipy.sparse as sp
+        pool = self._context().Pool(self.jobs, initializer=_start_worker,
+                                    initargs=(spam_filter.analyzer, spam_filter.vectorizer))
+        try:
+            blocks, distinct = [], []
+            for (data, indices, indptr, shape), sizes, families in self.ordered(pool, _rows_chunk, items):
+                blocks.append(sp.csr_matrix((data, indices, indptr), shape=shape))
+                distinct.extend(sizes)
+                for family in families:
+                    if family:
+                        spam_filter.parse_fallbacks.update(family)
+        finally:
+            pool.terminate()
+            pool.join()
+        if not blocks:
+            return spam_filter.vectorizer.transform([]), np.zeros(0)
+        return sp.vstack(blocks, format="csr"), np.asarray(distinct, dtype=np.float64)
+
     def fit(self, spam_filter, messages, progress=None):
-        return spam_filter.fit(messages, progress=progress, tokenize=self.tokenizer(spam_filter.analyzer))
+        return spam_filter.fit(messages, progress=progress, tokenize=self.tokenizer(spam_filter.analyzer),
+                               count=self.counter(spam_filter.analyzer))
 
     def score(self, spam_filter, corpora, progress=None):
         from .jobs.evaluate import score_locally
-        return score_locally(spam_filter, corpora, progress, tokenize=self.tokenizer(spam_filter.analyzer))
+        return score_locally(spam_filter, corpora, progress, rows=lambda items: self.rows(spam_filter, items))
 
     def cross_validated_log_odds(self, spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None,
                                  return_folds: bool = False, status=None):

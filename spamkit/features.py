@@ -27,7 +27,7 @@ selection by frequency or information gain, its saved state).
 from __future__ import annotations
 
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 import scipy.sparse as sp
@@ -98,6 +98,28 @@ def l2_normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
 CHUNK_DOCS = 256
 
 
+class TermCounts(tuple):
+    """A document given as its distinct terms (in order of first appearance) and their counts:
+    ``TermCounts((terms, counts))``. Worker processes send training documents this way
+    (:meth:`spamkit.engines.ProcessEngine.counter`): fewer strings to unpickle and look up, and
+    the same matrix and vocabulary as the token list it was made from."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, tokens) -> "TermCounts":
+        counts = Counter(tokens)                     # a dict: first appearances keep their order
+        return cls((list(counts), list(counts.values())))
+
+    @property
+    def terms(self) -> list:
+        return self[0]
+
+    @property
+    def counts(self) -> list:
+        return self[1]
+
+
 def count_matrix(docs, index: dict, grow: bool):
     """CSR counts of ``docs`` under ``index`` (token -> column); with ``grow`` new tokens get columns.
 
@@ -109,12 +131,17 @@ def count_matrix(docs, index: dict, grow: bool):
     Token ids of up to :data:`CHUNK_DOCS` documents are gathered, made 32-bit integers, then
     scipy sums the duplicates of that chunk in C; each chunk's non-zeros are appended to
     the result. Memory: the non-zeros, plus the raw ids of one chunk.
+
+    Documents may instead all be :class:`TermCounts` (distinct terms and their counts, terms in
+    order of first appearance): the same columns, in the same order, and the same matrix.
     """
     out_indptr = array("q", [0])
     out_indices = array("i")
     out_data = array("i")      # counts within one document: exact 32-bit integers, half a float64
     chunk_ids: list = []      # a list takes a map's items faster than an array("i")
+    chunk_counts: list = []   # with TermCounts documents: each id's count
     chunk_ptr = [0]
+    counted = None            # decided by the first document
     lookup, get = index.__getitem__, index.get
     if grow and getattr(index, "default_factory", None) != index.__len__:
         raise ValueError("a growing index must be a defaultdict whose factory is its __len__")
@@ -123,7 +150,8 @@ def count_matrix(docs, index: dict, grow: bool):
         if len(chunk_ptr) == 1:
             return
         ids = np.fromiter(chunk_ids, dtype=np.int32, count=len(chunk_ids))
-        block = sp.csr_matrix((np.ones(len(ids)), ids, np.asarray(chunk_ptr, dtype=np.int64)),
+        data = np.asarray(chunk_counts, dtype=np.float64) if counted else np.ones(len(ids))
+        block = sp.csr_matrix((data, ids, np.asarray(chunk_ptr, dtype=np.int64)),
                               shape=(len(chunk_ptr) - 1, max(len(index), 1)))
         block.sum_duplicates()                    # also sorts the indices of each row
         base = out_indptr[-1]
@@ -131,12 +159,27 @@ def count_matrix(docs, index: dict, grow: bool):
         out_indices.frombytes(block.indices.astype(np.int32).tobytes())
         out_data.frombytes(block.data.astype(np.int32).tobytes())
         chunk_ids.clear()
+        chunk_counts.clear()
         chunk_ptr[1:] = []
 
     for tokens in docs:
         if isinstance(tokens, str):
             raise ConfigError("a document must be a list of tokens, got a str; tokenize it first")
-        if grow:
+        if counted is None:
+            counted = isinstance(tokens, TermCounts)
+        if counted:
+            if not isinstance(tokens, TermCounts):
+                raise ConfigError("documents must all be TermCounts or all token lists")
+            terms, counts = tokens
+            if grow:
+                chunk_ids += map(lookup, terms)
+                chunk_counts += counts
+            else:
+                for j, c in zip(map(get, terms), counts):
+                    if j is not None:
+                        chunk_ids.append(j)
+                        chunk_counts.append(c)
+        elif grow:
             chunk_ids += map(lookup, tokens)
         else:
             chunk_ids += [j for j in map(get, tokens) if j is not None]

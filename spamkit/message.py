@@ -501,13 +501,13 @@ _RENAMED_BACK = re.compile(rb"(?im)^X-Spam-Prev-(Status|Flag|Level|Probability)(
 def envelope_end(raw: bytes) -> int:
     """Length of an mbox envelope line (``From sender date``) at the top of ``raw``, else 0.
 
-    >>> envelope_end(b"From a@b Mon Jan  1\\nSubject: x\\n"), envelope_end(b"From: a@b\\n")
-    (20, 0)
+    >>> envelope_end(b"From a@b Mon Jan  1\\nSubject: x\\n"), envelope_end(b"From: a@b\\n"), envelope_end(b"From ")
+    (20, 0, 0)
     """
     if not raw.startswith(b"From "):
         return 0
     nl = raw.find(b"\n")
-    return len(raw) if nl < 0 else nl + 1
+    return 0 if nl < 0 else nl + 1          # no line end: no envelope line, just text starting "From "
 
 
 def split_tags(raw: bytes) -> tuple[dict, bytes]:

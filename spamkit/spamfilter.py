@@ -32,6 +32,11 @@ from .text import Analyzer
 __all__ = ["SpamFilter"]
 
 
+def distinct_tokens(token_lists) -> np.ndarray:
+    """Each token list's number of distinct tokens."""
+    return np.fromiter((len(set(t)) for t in token_lists), dtype=np.float64, count=len(token_lists))
+
+
 def parse_item(item) -> Message:
     """A :class:`Message` from a LabelledMessage, raw bytes, text or a Message."""
     if isinstance(item, Message):
@@ -120,10 +125,13 @@ class SpamFilter:
 
     # ------------------------------------------------------------------ training
 
-    def fit(self, items, y=None, progress=None, tokenize=None) -> "SpamFilter":
+    def fit(self, items, y=None, progress=None, tokenize=None, count=None) -> "SpamFilter":
         """Learn from messages in one streaming pass; labels from ``y`` or from each LabelledMessage.
 
         ``tokenize``: see :meth:`tokenized` (the same tokens in the same order, so the same filter).
+        ``count(items)``: like ``tokenize`` but yields each message's
+        :class:`~spamkit.features.TermCounts`, used where the vectorizer counts a vocabulary (the
+        same matrix and vocabulary, so again the same filter).
         """
         labels: list = []
         ids: list = []
@@ -148,6 +156,13 @@ class SpamFilter:
                 yield item
 
         def token_stream():
+            if count is not None and self.vectorizer.hashing is None and self.vectorizer.select != "ig":
+                for doc, families in count(labelled()):
+                    if families:
+                        self.parse_fallbacks.update(families)
+                    distinct.append(len(doc.terms))
+                    yield doc
+                return
             for tokens in self.tokenized(labelled(), tokenize):
                 distinct.append(len(set(tokens)))
                 yield tokens
@@ -216,7 +231,11 @@ class SpamFilter:
 
     def familiarity(self, token_lists, X) -> np.ndarray:
         """The share of each message's distinct tokens that the filter saw in training."""
-        distinct = np.fromiter((len(set(t)) for t in token_lists), dtype=np.float64, count=len(token_lists))
+        return self.familiarity_of(distinct_tokens(token_lists), X)
+
+    def familiarity_of(self, distinct, X) -> np.ndarray:
+        """:meth:`familiarity` from each message's number of distinct tokens and its row of ``X``."""
+        distinct = np.asarray(distinct, dtype=np.float64)
         if self.seen_columns is not None:
             known = columns_per_row(X, self.seen_columns)
         else:

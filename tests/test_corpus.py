@@ -354,3 +354,31 @@ def test_header_end_equals_the_regular_expression():
         assert _header_end(raw, limit) == (m.start() if m else limit)
 
     check()
+
+
+def test_common_dates_are_read_as_the_general_parser_reads_them():
+    # sniff_date reads "Sun, 8 Apr 2007 13:07:21 +0200" itself; on every such shape, valid or
+    # not, it must give what email.utils.parsedate_to_datetime gives (None where that raises)
+    import email.utils
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from spamkit.corpus.base import sniff_date
+
+    def general(value: str):
+        try:
+            return email.utils.parsedate_to_datetime(value).date()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.sampled_from(["", "Sun, ", "Xyz,", "Mon,  "]), st.integers(0, 40),
+           st.sampled_from(["Jan", "feb", "MAR", "Apr", "Xyz", "Dec"]), st.integers(0, 2100).map("{:04d}".format),
+           st.integers(0, 30), st.integers(0, 70), st.sampled_from(["", ":00", ":59", ":60", ":07"]),
+           st.sampled_from(["+0200", "-0000", "+2359", "+2400", "-0560", "+0099"]),
+           st.sampled_from(["", " (PDT)", "  ", "\r"]))
+    def check(dow, day, month, year, hour, minute, second, zone, tail):
+        value = f"{dow}{day} {month} {year} {hour:02d}:{minute:02d}{second} {zone}{tail}"
+        raw = f"From: a@b\nDate: {value}\nSubject: x\n\nbody".encode()
+        assert sniff_date(raw) == general(value.rstrip("\r"))
+
+    check()

@@ -94,3 +94,20 @@ def test_a_bad_message_fails_at_its_place():
 
     with ProcessEngine(jobs=2, chunk=4) as engine, pytest.raises(CorpusError, match="bad.eml"):
         engine.fit(f, items())
+
+
+def test_corpus_survey_on_workers_equals_one_process():
+    runner = CliRunner()
+    out = {}
+    for jobs in ("1", "2"):
+        result = runner.invoke(cli, ["corpus", str(SAMPLE), "--json", "--jobs", jobs])
+        assert result.exit_code == 0, result.output
+        surveys = json.loads(result.output)
+        for survey in surveys:
+            survey.pop("seconds")
+        out[jobs] = surveys
+    assert out["1"] == out["2"] and out["1"][0]["n_with_fallback"] > 0        # the sample has odd mail
+    # --strict names the same first message either way
+    errors = {jobs: runner.invoke(cli, ["corpus", str(SAMPLE), "--strict", "--jobs", jobs]).output
+              for jobs in ("1", "2")}
+    assert errors["1"] == errors["2"] and "parse fallback needed" in errors["1"]

@@ -132,3 +132,22 @@ def test_random_docs_agree_with_sklearn(docs, representation, min_df, max_df):
     assert ours.terms_ == list(theirs.get_feature_names_out())
     np.testing.assert_allclose(got.toarray(), expected.toarray(), rtol=1e-12)
     np.testing.assert_allclose(ours.transform(docs).toarray(), theirs.transform(docs).toarray(), rtol=1e-12)
+
+
+def test_term_counts_give_the_matrix_and_vocabulary_of_the_token_lists():
+    # worker processes send each training document as its distinct terms and their counts
+    from collections import defaultdict
+    from spamkit.features import TermCounts, count_matrix
+    docs = [["b", "a", "b", "c"], [], ["c", "c", "d"], ["a"]]
+    plain, counted = defaultdict(), defaultdict()
+    plain.default_factory, counted.default_factory = plain.__len__, counted.__len__
+    X = count_matrix(docs, plain, grow=True)
+    Y = count_matrix([TermCounts.of(d) for d in docs], counted, grow=True)
+    assert list(plain) == list(counted) == ["b", "a", "c", "d"]
+    assert (X != Y).nnz == 0 and X.toarray().tolist() == [[2, 1, 1, 0], [0, 0, 0, 0], [0, 0, 2, 1], [0, 1, 0, 0]]
+    # a fixed vocabulary drops unknown terms either way
+    fixed = {"c": 0, "a": 1}
+    assert (count_matrix(docs, fixed, grow=False) != count_matrix([TermCounts.of(d) for d in docs], fixed,
+                                                                  grow=False)).nnz == 0
+    with pytest.raises(ConfigError):
+        count_matrix([TermCounts.of(["a"]), ["a"]], fixed, grow=False)

@@ -7,6 +7,14 @@ names — on every HTML part of the shared raw-mail corpora, on the hostile mark
 ``tests/hostile.py`` and on generated markup made of the characters the rules treat
 specially (quotes, ``=``, ``<!--``, Unicode white space, the letters whose case folding
 is not ASCII's).
+
+After changing ``spamkit/speedups.c``, run these tests (and tests/test_text.py's compiled-word
+tests) once against a build with AddressSanitizer and UBSan::
+
+    gcc -shared -fPIC -g -O1 -fsanitize=address,undefined -I"$(python -c 'import sysconfig;
+        print(sysconfig.get_paths()["include"])')" spamkit/speedups.c -o spamkit/speedups$(python -c
+        'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+    LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 pytest tests/test_htmltext.py
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ ALLOWED = {
     "message": {"errors", "htmltext", "mime"},
     "text": {"errors", "message", "mime", "speedups"},
     "features": {"errors", "names"},
-    "models": {"errors", "labels", "names"},
+    "models": {"errors", "labels", "names", "speedups"},
     "decision": {"errors", "labels"},
     "metrics": {"errors", "labels"},
     # scores -> probabilities (Platt scaling), between the models and the decisions
@@ -51,7 +51,7 @@ ALLOWED = {
     "jobs": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
              "evaluation", "selection", "version", "spamfilter", "config"},
     # the local engine on several cores: worker processes parse and tokenize for the jobs
-    "engines": {"jobs", "spamfilter"},
+    "engines": {"features", "jobs", "message", "spamfilter"},
     # bogofilter word lists in and out: counts -> a filter (spamkit.wordlist)
     "wordlist": {"decision", "errors", "features", "labels", "models", "spamfilter", "text"},
     # the one-import facade for scripts: re-exports spamfilter, config and jobs

@@ -107,3 +107,27 @@ def test_bad_parameters_and_labels_are_refused():
         model.partial_fit(X, ["eggs"])
     with pytest.raises(ConfigError, match="never learned"):
         model.unlearn(X, ["ham"])
+
+
+def test_compiled_steps_equal_the_python_loop():
+    # spamkit.speedups.logistic_steps is the Python loop in C; the only difference allowed is
+    # the order of the dot product's sum (NumPy may pair terms), so agreement is to rounding
+    from spamkit.models import logistic
+    if logistic.speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    X, y = _stream(3, n=300)
+    X = sp.csr_matrix(X)
+    weights = np.linspace(0.5, 2.0, X.shape[0])
+    compiled = OnlineLogistic(rate=0.3, epochs=2).fit(X, y, sample_weight=weights)
+    python = OnlineLogistic(rate=0.3, epochs=2)
+    python._start(y, X.shape[1])
+    codes = python.class_codes(y)
+    for _ in range(2):
+        python._steps_python(logistic.presence(X), codes, weights, 0.3)
+    np.testing.assert_allclose(compiled.coef_, python.coef_, rtol=1e-12, atol=1e-15)
+    assert compiled.intercept_ == pytest.approx(python.intercept_, rel=1e-12)
+    assert compiled.n_steps_ == 2 * X.shape[0]
+    # a matrix whose column indices do not fit the weights is refused before any step
+    with pytest.raises(ValueError):
+        logistic.speedups.logistic_steps(np.array([0, 1]), np.array([5]), np.array([1.0]), np.zeros(3), 0.0,
+                                         np.array([1.0]), np.array([1.0]), 0.1, 1.0, 35.0)

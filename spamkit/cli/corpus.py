@@ -7,7 +7,7 @@ import click
 from ..jobs.survey import survey_corpus
 from ..report import render_survey, to_json
 from . import cli
-from .params import corpus_options, open_corpora
+from .params import corpus_options, engine_from_options, jobs_option, open_corpora
 from .progress import Progress, verbosity_options
 
 
@@ -17,7 +17,8 @@ from .progress import Progress, verbosity_options
 @click.option("--json", "as_json", is_flag=True, help="Print the survey as JSON.")
 @click.option("--no-parse", is_flag=True, help="Only read and count; do not parse the messages.")
 @click.option("--strict", is_flag=True, help="Fail on the first message that needs a parse fallback.")
-def corpus_command(corpus, ham, spam, extra, fmt, classes, as_json, no_parse, strict):
+@jobs_option
+def corpus_command(corpus, ham, spam, extra, fmt, classes, as_json, no_parse, strict, jobs):
     """Describe corpora: format, messages per class, size, dates, parse fallbacks.
 
     \b
@@ -27,9 +28,15 @@ def corpus_command(corpus, ham, spam, extra, fmt, classes, as_json, no_parse, st
       spamkit corpus --ham ~/Mail/INBOX --spam ~/Mail/Junk.mbox
     """
     surveys = []
-    for c in open_corpora(corpus, ham, spam, extra, fmt, classes):
-        with c, Progress(f"reading {c.path.name}") as progress:
-            surveys.append(survey_corpus(c, parse=not no_parse, strict=strict, progress=progress.step))
+    engine = engine_from_options("local", "", 0, False, jobs) if not no_parse else None
+    try:
+        for c in open_corpora(corpus, ham, spam, extra, fmt, classes):
+            with c, Progress(f"reading {c.path.name}") as progress:
+                surveys.append(survey_corpus(c, parse=not no_parse, strict=strict, progress=progress.step,
+                                             engine=engine))
+    finally:
+        if engine is not None:
+            engine.close()
     if as_json:
         click.echo(to_json([s.as_dict() for s in surveys]))
     else:

@@ -18,7 +18,7 @@ from ..report import to_json
 from ..server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterCache, FilterServer, Workers
 from . import cli
 from .params import (CostsParam, OutputPath, SizeParam, close_corpora, corpus_options, costs_or_none, imap_options,
-                     open_corpora, spam_rate_option)
+                     jobs_option, open_corpora, spam_rate_option)
 from .progress import Progress, verbosity, verbosity_options
 from .status import ExitStatus
 
@@ -138,8 +138,10 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
                    "a lost connection is retried with back-off.")
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@jobs_option
 def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost, dry_run, force, wait,
-                   summary_file, recover, exit_zero, password_command, ca_file, insecure, watch, spam_rate, as_json):
+                   summary_file, recover, exit_zero, password_command, ca_file, insecure, watch, spam_rate, as_json,
+                   jobs):
     """Filter mailboxes (mbox, Maildir, MH, or a folder on an IMAP server) with a trained filter: tag and/or move spam.
 
     \b
@@ -197,9 +199,10 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
             runner = ImapFilter(spam_filter.verdict, tag=do_tag, move=move, dry_run=dry_run, force=force,
                                 progress=progress.step, on_message=on_message)
         else:
+            from ..engines import default_jobs
             runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
                                 force=force, wait=wait, progress=progress.step, on_message=on_message,
-                                threshold=spam_filter.spam_threshold())
+                                threshold=spam_filter.spam_threshold(), jobs=jobs or default_jobs())
 
         def stop(signum, frame):
             runner.stop_requested = True          # finish the current message (IMAP: batch), then stop cleanly

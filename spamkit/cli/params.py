@@ -211,6 +211,13 @@ spam_rate_option = click.option(
          "P(spam) is corrected by Bayes' rule.")
 
 
+def jobs_option(fn):
+    """--jobs for commands that read mail but train nothing (corpus, filter)."""
+    return click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="0: every core",
+                        help="Parse (and classify) in this many worker processes (1: all in this process). "
+                             "The results are the same whatever the number.")(fn)
+
+
 def engine_options(fn):
     """--engine, --scheduler, --partition-size, --ship (the Dask engine, :mod:`spamkit.distributed`)."""
     options = [

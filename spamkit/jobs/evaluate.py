@@ -8,7 +8,7 @@ from ..corpus import Corpus, iter_corpora
 from ..errors import ConfigError, CorpusError
 from ..labels import HAM_NAME, SPAM_NAME
 from ..metrics import binary_report, multiclass_report, one_vs_rest
-from ..spamfilter import SpamFilter
+from ..spamfilter import SpamFilter, distinct_tokens
 
 
 def describe_corpora(corpora) -> list:
@@ -68,13 +68,15 @@ def evaluate_predictions(y_true, proba, classes, log_proba=None, positive: str |
     return report
 
 
-def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, tokenize=None):
+def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, tokenize=None, rows=None):
     """Labels, sources, the model's log-probabilities of every message, ``rows_of(indices)`` and
     each message's familiarity (:meth:`SpamFilter.familiarity`).
 
     ``rows_of`` gives the feature rows of some of the messages (for explanations). The Dask
     engine's ``score`` (:class:`spamkit.distributed.DaskEngine`) returns the same.
-    ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
+    ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`); ``rows(items)``:
+    where their feature matrix and distinct-token counts are made
+    (:meth:`spamkit.engines.ProcessEngine.rows`).
     """
     labels, ids = [], []
 
@@ -88,10 +90,14 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
                 progress(msg)
             yield msg
 
-    rows = list(spam_filter.tokenized(labelled(), tokenize))
-    X = spam_filter.vectorizer.transform(rows)
+    if rows is not None:
+        X, distinct = rows(labelled())
+    else:
+        token_lists = list(spam_filter.tokenized(labelled(), tokenize))
+        X = spam_filter.vectorizer.transform(token_lists)
+        distinct = distinct_tokens(token_lists)
     return (labels, ids, spam_filter.model.predict_log_proba(X), lambda indices: X[list(indices)],
-            spam_filter.familiarity(rows, X))
+            spam_filter.familiarity_of(distinct, X))
 
 
 def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False,

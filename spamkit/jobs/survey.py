@@ -40,30 +40,43 @@ def _defect_family(code: str) -> str:
     return code if code.startswith("mime:") else code.split(":", 1)[0]
 
 
-def survey_corpus(corpus: Corpus, parse: bool = True, strict: bool = False, progress=None) -> CorpusSurvey:
+def survey_corpus(corpus: Corpus, parse: bool = True, strict: bool = False, progress=None,
+                  engine=None) -> CorpusSurvey:
     """Read every message of ``corpus`` (and parse it, with ``parse``), counting everything.
 
     ``strict`` makes the first message that needed a parse fallback an error.
-    ``progress`` is called with each message read.
+    ``progress`` is called with each message read. ``engine``: parse in its worker processes
+    (:meth:`spamkit.engines.ProcessEngine.parsed`; the same survey, in the same order).
     """
     started = time.perf_counter()
     survey = CorpusSurvey(path=str(corpus.path), format=corpus.format, container=corpus.container,
                           parsed=parse)
     defects: Counter = Counter()
     kinds: Counter = Counter()
-    for msg in corpus:
-        if parse:
-            parsed = parse_message(msg.raw, msg.kind)
-            kinds[parsed.kind] += 1
-            if parsed.defects:
+
+    def read():
+        for msg in corpus:
+            if progress is not None:
+                progress(msg)
+            yield msg
+
+    if not parse:
+        for _ in read():
+            pass
+    else:
+        if engine is not None:
+            results = engine.parsed(read())
+        else:
+            results = ((msg.source, m.kind, m.defects) for msg in read() for m in [parse_message(msg.raw, msg.kind)])
+        for source, kind, found in results:
+            kinds[kind] += 1
+            if found:
                 if strict:
-                    raise CorpusError(f"{msg.source}: parse fallback needed ({', '.join(parsed.defects)}); "
+                    raise CorpusError(f"{source}: parse fallback needed ({', '.join(found)}); "
                                       "drop --strict to accept it")
                 survey.n_with_fallback += 1
-                for family in {_defect_family(code) for code in parsed.defects}:
+                for family in {_defect_family(code) for code in found}:
                     defects[family] += 1
-        if progress is not None:
-            progress(msg)
     stats = corpus.stats
     survey.n_messages = stats.n_messages
     survey.n_bytes = stats.n_bytes

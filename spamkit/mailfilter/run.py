@@ -17,6 +17,7 @@ from .failures import FilterError, describe
 from .locks import mbox_locks, spamkit_lock
 from .mailboxes import FOLDER_FORMATS, ensure_destination, mailbox_kind
 from .mbox import commit_mbox, ends_without_blank_line, iter_mbox_chunks, journal_path, owner_path, recover_mbox
+from .ahead import JudgeAhead, fingerprint
 from .tags import VERDICTS, newline_of, recorded_verdict, tag
 
 
@@ -73,12 +74,17 @@ class MailFilter:
     threshold : float
         The filter's spam threshold on P(spam), which the tags' points put at 5.0
         (:func:`~spamkit.mailfilter.tags.points`).
+    jobs : int
+        Worker processes that classify the next messages while this process writes (see
+        :mod:`spamkit.mailfilter.ahead`); 1: everything in this process. The result is the same.
     """
 
     def __init__(self, classify, model_id: str, tag: bool = False, move: dict | None = None,
                  dry_run: bool = False, force: bool = False, wait: float = 30.0, progress=None, on_message=None,
-                 threshold: float = 0.5):
+                 threshold: float = 0.5, jobs: int = 1):
         self.classify = classify
+        self.jobs = jobs
+        self._ahead = None
         self.model_id = model_id
         self.tag = tag
         self.move = {k: Path(v) for k, v in (move or {}).items() if v is not None}
@@ -96,17 +102,25 @@ class MailFilter:
 
     # ------------------------------------------------------------- per message
 
-    def _judge(self, raw: bytes, ref) -> tuple[str, float, bool] | None:
+    def _judge(self, raw: bytes, ref, ahead=None) -> tuple[str, float, bool] | None:
         """(verdict, p_spam, scored now?) -- a message tagged by this model keeps its verdict.
 
         ``None`` when the classifier fails on this message: the failure is counted with the
         message's name, and the caller leaves the message exactly as it is and goes on.
+        ``ahead``: a worker's judgement (:mod:`spamkit.mailfilter.ahead`), used if it judged
+        exactly these bytes.
         """
         if not self.force:
             recorded = recorded_verdict(raw, self.model_id)
             if recorded is not None:
                 self.summary.already_tagged += 1
                 return recorded[0], recorded[1], False
+        if ahead is not None and ahead[0] == fingerprint(raw):
+            if ahead[1] == "ok":
+                return ahead[2], ahead[3], True
+            if ahead[1] == "error":
+                self._fail(ref, ahead[2])
+                return None
         try:
             verdict, p = self.classify(raw)
         except Exception as exc:                  # noqa: BLE001 - one message must not stop the run
@@ -119,7 +133,7 @@ class MailFilter:
         if self.progress is not None:
             self.progress()
 
-    def _judge_file(self, file) -> tuple[bytes, bytes, str, float] | None:
+    def _judge_file(self, file, ahead=None) -> tuple[bytes, bytes, str, float] | None:
         """(the message, the message as it should be written, its verdict, P(spam)) of one
         Maildir/MH file; None if the file is gone (a mail client moved it meanwhile), cannot
         be read, or cannot be classified (the last two are counted as failures)."""
@@ -130,7 +144,7 @@ class MailFilter:
         except OSError as exc:
             self._fail(file, describe(exc, "cannot read the message"))
             return None
-        judged = self._judge(raw, file)
+        judged = self._judge(raw, file, ahead)
         if judged is None:
             return None
         verdict, p, scored = judged
@@ -158,6 +172,25 @@ class MailFilter:
 
     def run(self, mailboxes) -> FilterSummary:
         started = time.perf_counter()
+        with ExitStack() as stack:
+            if self.jobs > 1:
+                # forked now, before any lock is taken (mailfilter.ahead)
+                self._ahead = stack.enter_context(JudgeAhead(self.classify, self.model_id, self.force, self.jobs))
+            try:
+                self._run(mailboxes)
+            finally:
+                self._ahead = None
+        self.summary.interrupted = self.stop_requested
+        self.summary.seconds = time.perf_counter() - started
+        return self.summary
+
+    def _judged(self, items, entry):
+        """``(item, a worker's judgement or None)`` in order (:meth:`JudgeAhead.judged`)."""
+        if self._ahead is None:
+            return ((item, None) for item in items)
+        return self._ahead.judged(items, entry)
+
+    def _run(self, mailboxes) -> None:
         for box in mailboxes:
             if self.stop_requested:
                 break
@@ -173,9 +206,6 @@ class MailFilter:
                 self._filter_folder(path, kind)
             self.summary.mailboxes.append({"path": str(path), "format": kind,
                                            "messages": self.summary.messages - before})
-        self.summary.interrupted = self.stop_requested
-        self.summary.seconds = time.perf_counter() - started
-        return self.summary
 
     def _destinations(self, kind: str) -> dict:
         if self.dry_run:
@@ -191,10 +221,10 @@ class MailFilter:
             box.lock(locks, self.wait)
             if not self.dry_run:
                 box.clean_up()
-            for file in box.messages():
+            for file, ahead in self._judged(box.messages(), lambda file: file):
                 if self.stop_requested:
                     return
-                judged = self._judge_file(file)
+                judged = self._judge_file(file, ahead)
                 if judged is None:
                     continue                          # moved away by a mail client meanwhile, or failed
                 raw, new, verdict, p = judged
@@ -228,10 +258,11 @@ class MailFilter:
                 if box.exists():
                     locks.enter_context(mbox_locks(box, self.wait))
             if self.dry_run:
-                for number, chunk in enumerate((c for c in iter_mbox_chunks(path) if c.envelope is not None), 1):
+                messages = (c for c in iter_mbox_chunks(path) if c.envelope is not None)
+                for number, (chunk, ahead) in enumerate(self._judged(messages, lambda c: c.message), 1):
                     if self.stop_requested:
                         return
-                    judged = self._judge(chunk.message, f"{path}#{number}")
+                    judged = self._judge(chunk.message, f"{path}#{number}", ahead)
                     if judged is None:
                         continue
                     verdict, p, scored = judged
@@ -257,12 +288,13 @@ class MailFilter:
             need_separator = {d: ends_without_blank_line(d) for d in set(dests.values())}
             out = handles[path]
             number = 0
-            for chunk in iter_mbox_chunks(path):
+            for chunk, ahead in self._judged(iter_mbox_chunks(path),
+                                             lambda c: c.message if c.envelope is not None else None):
                 if chunk.envelope is None or self.stop_requested:
                     out.write(chunk.raw())                       # preamble, or the rest after Ctrl-C
                     continue
                 number += 1
-                judged = self._judge(chunk.message, f"{path}#{number}")
+                judged = self._judge(chunk.message, f"{path}#{number}", ahead)
                 if judged is None:
                     out.write(chunk.raw())                       # left exactly as it was
                     continue

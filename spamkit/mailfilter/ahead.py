@@ -1,0 +1,170 @@
+"""Judging the next messages in worker processes while this process tags and moves in order.
+
+``spamkit filter --jobs N`` (default: every core) hands the messages of a mailbox to N worker
+processes in chunks, a few chunks ahead of the message being written; the workers read and
+classify (parse, tokens, model, decision -- the expensive part), and the filter run acts on
+each message in mailbox order exactly as with one process. Nothing about writing changes:
+
+* A Maildir or MH message is read again by the run just before it is tagged or moved, as it
+  always was, and the worker's verdict is used only if the bytes it judged are the bytes read
+  now (same length and CRC-32); otherwise (a mail client changed the file meanwhile) the run
+  classifies it itself. So the window in which another program can change a message under
+  the filter is the same as with one process.
+* An mbox is read by the run (under its locks) and the workers get the messages' bytes.
+* A worker that fails on a message reports the error as a value: the message is counted as a
+  failure and left as it was, as with one process. A worker that dies (killed, out of memory)
+  breaks the pool: the run notices and classifies the rest itself.
+* The workers are forked before the run takes any lock, so no lock is held by a worker; they
+  exit when the run's process is gone (killed included), and write nothing to its standard
+  output or error.
+
+The workers inherit the classifier by ``fork`` (nothing is pickled); where the platform has no
+``fork``, ``--jobs`` has no effect.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import zlib
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from itertools import islice
+from pathlib import Path
+
+from .tags import recorded_verdict
+
+#: messages per task
+CHUNK = 32
+
+_CLASSIFY = None
+_MODEL_ID = ""
+_FORCE = False
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(0.25)
+        if os.getppid() != parent:          # the run is gone (killed): nothing left to judge for
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _start(classify, model_id: str, force: bool, parent: int) -> None:
+    global _CLASSIFY, _MODEL_ID, _FORCE
+    _CLASSIFY, _MODEL_ID, _FORCE = classify, model_id, force
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _ready() -> bool:
+    return True
+
+
+def fingerprint(raw: bytes) -> tuple[int, int]:
+    """What identifies the bytes a worker judged: their length and CRC-32."""
+    return len(raw), zlib.crc32(raw)
+
+
+def _judge_chunk(entries) -> list:
+    """Per entry (a path, message bytes, or None to skip): None, or ``(fingerprint, outcome,
+    value, p)`` with outcome "ok" (value: the verdict), "recorded" (already tagged by this
+    model: the run reads the recorded verdict itself) or "error" (value: what went wrong)."""
+    out = []
+    for entry in entries:
+        if entry is None:
+            out.append(None)
+            continue
+        if isinstance(entry, bytes):
+            raw = entry
+        else:
+            try:
+                raw = Path(entry).read_bytes()
+            except OSError:
+                out.append(None)                 # the run reads it again and reports what it finds
+                continue
+        mark = fingerprint(raw)
+        if not _FORCE and recorded_verdict(raw, _MODEL_ID) is not None:
+            out.append((mark, "recorded", None, None))
+            continue
+        try:
+            verdict, p = _CLASSIFY(raw)
+        except Exception as exc:                 # noqa: BLE001 - reported as a failure of this message
+            out.append((mark, "error", f"{type(exc).__name__}: {exc}", None))
+            continue
+        out.append((mark, "ok", verdict, float(p)))
+    return out
+
+
+class JudgeAhead:
+    """Worker processes that judge messages ahead of a filter run (use as a context manager)."""
+
+    def __init__(self, classify, model_id: str, force: bool, jobs: int, chunk: int = CHUNK):
+        self.jobs, self.chunk = jobs, chunk
+        self.broken = False
+        self._pool = None
+        if "fork" not in multiprocessing.get_all_start_methods():
+            return
+        self._pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+                                         initializer=_start, initargs=(classify, model_id, force, os.getpid()))
+        # with fork, every worker starts at the first task: now, before the run takes any lock
+        self._pool.submit(_ready).result()
+
+    def __enter__(self) -> "JudgeAhead":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def judged(self, items, entry):
+        """``(item, judgement or None)`` for each of ``items`` in order; ``entry(item)`` is what
+        a worker reads: a path, bytes, or None (nothing to judge). A None judgement means: judge
+        it yourself."""
+        source = iter(items)
+        if self._pool is None or self.broken:
+            for item in source:
+                yield item, None
+            return
+        pending: deque = deque()
+
+        def submit() -> bool:
+            chunk = list(islice(source, self.chunk))
+            if chunk:
+                entries = [entry(item) for item in chunk]
+                entries = [e if isinstance(e, (bytes, type(None))) else str(e) for e in entries]
+                try:
+                    future = self._pool.submit(_judge_chunk, entries)
+                except (BrokenProcessPool, RuntimeError):
+                    future = None
+                pending.append((chunk, future))
+            return bool(chunk)
+
+        more = True
+        while more and len(pending) < 2 * self.jobs:
+            more = submit()
+        while pending:
+            chunk, future = pending.popleft()
+            results = None
+            if future is not None and not self.broken:
+                try:
+                    results = future.result()
+                except BrokenProcessPool:         # a worker died: judge the rest here
+                    self.broken = True
+            if more:
+                more = submit()
+            for i, item in enumerate(chunk):
+                yield item, results[i] if results is not None else None
+        for item in source:                       # after a broken pool: what was not yet sent
+            yield item, None
