@@ -14,18 +14,22 @@ worker wait at a time, so memory stays bounded whatever the corpus size.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from array import array
-from collections import Counter, deque
+from collections import Counter, defaultdict, deque
+from functools import partial
 from itertools import islice
 
-from .features import TermCounts
+from .features import IndexedChunk
 from .message import parse_message
 from .spamfilter import defect_families, parse_item
 
 #: messages per task sent to a worker
 CHUNK = 64
+#: numbers training runs, so that a worker knows when to start numbering terms again
+_SESSIONS = itertools.count()
 
 _ANALYZER = None
 _VECTORIZER = None
@@ -37,32 +41,41 @@ def _start_worker(analyzer, vectorizer=None) -> None:
     _VECTORIZER = vectorizer
 
 
-def _counted_chunk(items) -> tuple:
-    """As :func:`_tokenize_chunk`, but each message's distinct tokens (in order of first
-    appearance) with their counts: what training needs, with about half the strings to send,
-    unpickle and look up."""
-    term_lists, counts, families = [], array("i"), []
+_SESSION = None
+_NUMBERS: dict = {}
+
+
+def _numbered_chunk(session, items) -> tuple:
+    """A chunk of training messages as this worker numbers their terms (an
+    :class:`~spamkit.features.IndexedChunk`'s parts): the driver then looks up by name only
+    the terms this worker had not sent before, and maps the rest through an array. A new
+    ``session`` (another training run on the same pool) starts the numbering again."""
+    global _SESSION, _NUMBERS
+    if session != _SESSION:
+        _SESSION, _NUMBERS = session, defaultdict()
+        _NUMBERS.default_factory = _NUMBERS.__len__
+    numbers, first_new = _NUMBERS, len(_NUMBERS)
+    ids, counts, sizes, families, new_terms = array("i"), array("i"), array("q"), [], []
     for item in items:
         msg = parse_item(item)
-        tally = Counter(_ANALYZER(msg))
-        term_lists.append(list(tally))
+        tally = Counter(_ANALYZER(msg))              # distinct terms in order of first appearance
+        before = len(numbers)
+        ids.extend(map(numbers.__getitem__, tally))  # a term new to this worker gets the next number
+        if len(numbers) > before:
+            new_terms.extend(term for term, j in zip(tally, ids[-len(tally):]) if j >= before)
         counts.extend(tally.values())
+        sizes.append(len(tally))
         families.append(defect_families(msg) if msg.defects else ())
-    joined, sizes, families = _tokenize_chunk_result(term_lists, families)
-    return joined, sizes, counts.tobytes(), families
+    assert len(new_terms) == len(numbers) - first_new
+    return os.getpid(), new_terms, ids.tobytes(), counts.tobytes(), sizes.tobytes(), families
 
 
-def _unpack_counted(done) -> list:
-    """``(TermCounts, defect families)`` per message from what :func:`_counted_chunk` sent."""
-    joined, sizes, counts, families = done
-    values = array("i")
-    values.frombytes(counts)
-    values = values.tolist()
-    out, at = [], 0
-    for (terms, family) in _unpack_chunk((joined, sizes, families)):
-        out.append((TermCounts((terms, values[at:at + len(terms)])), family))
-        at += len(terms)
-    return out
+def _indexed(done) -> tuple:
+    """An :class:`~spamkit.features.IndexedChunk` and the messages' defect families."""
+    import numpy as np
+    pid, new_terms, ids, counts, sizes, families = done
+    return IndexedChunk(pid, new_terms, np.frombuffer(ids, dtype=np.intc), np.frombuffer(counts, dtype=np.intc),
+                        np.frombuffer(sizes, dtype=np.int64)), families
 
 
 def _parse_chunk(items) -> list:
@@ -217,11 +230,13 @@ class ProcessEngine:
             yield from done
 
     def counter(self, analyzer):
-        """``count(items)`` for :meth:`spamkit.spamfilter.SpamFilter.fit`: ``(TermCounts, defect
-        families)`` per item, in order (see :meth:`ordered`)."""
+        """``count(items)`` for :meth:`spamkit.spamfilter.SpamFilter.fit`: ``(IndexedChunk, defect
+        families of its messages)`` per chunk of items, in order (see :meth:`ordered`)."""
         def count(items):
-            for done in self.ordered(self._pool(analyzer), _counted_chunk, items):
-                yield from _unpack_counted(done)
+            session = next(_SESSIONS)
+            work = partial(_numbered_chunk, (os.getpid(), session))
+            for done in self.ordered(self._pool(analyzer), work, items):
+                yield _indexed(done)
         return count
 
     def rows(self, spam_filter, items):

@@ -27,7 +27,8 @@ selection by frequency or information gain, its saved state).
 from __future__ import annotations
 
 from array import array
-from collections import Counter, defaultdict
+from collections import defaultdict
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -98,26 +99,22 @@ def l2_normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
 CHUNK_DOCS = 256
 
 
-class TermCounts(tuple):
-    """A document given as its distinct terms (in order of first appearance) and their counts:
-    ``TermCounts((terms, counts))``. Worker processes send training documents this way
-    (:meth:`spamkit.engines.ProcessEngine.counter`): fewer strings to unpickle and look up, and
-    the same matrix and vocabulary as the token list it was made from."""
+class IndexedChunk(NamedTuple):
+    """Consecutive training documents numbered by the worker process that read them
+    (:meth:`spamkit.engines.ProcessEngine.counter`): each document's distinct terms as that
+    worker's own term numbers, with their counts. ``new_terms`` are the worker's terms first
+    seen in this chunk, in the order it numbered them (order of first appearance), so the
+    process that counts looks up only those by name and maps the rest with an array.
 
-    __slots__ = ()
+    Given in corpus order, chunks give the same vocabulary, in the same order, and the same
+    matrix as the documents' token lists (:func:`count_matrix`).
+    """
 
-    @classmethod
-    def of(cls, tokens) -> "TermCounts":
-        counts = Counter(tokens)                     # a dict: first appearances keep their order
-        return cls((list(counts), list(counts.values())))
-
-    @property
-    def terms(self) -> list:
-        return self[0]
-
-    @property
-    def counts(self) -> list:
-        return self[1]
+    source: object            # which worker numbered the terms (its numbering is its own)
+    new_terms: list
+    ids: np.ndarray           # int32: the worker's number of each distinct term of each document
+    counts: np.ndarray        # int32: how often each occurs in its document
+    sizes: np.ndarray         # int64: distinct terms per document
 
 
 def count_matrix(docs, index: dict, grow: bool):
@@ -132,16 +129,15 @@ def count_matrix(docs, index: dict, grow: bool):
     scipy sums the duplicates of that chunk in C; each chunk's non-zeros are appended to
     the result. Memory: the non-zeros, plus the raw ids of one chunk.
 
-    Documents may instead all be :class:`TermCounts` (distinct terms and their counts, terms in
-    order of first appearance): the same columns, in the same order, and the same matrix.
+    ``docs`` may instead be :class:`IndexedChunk` objects (several documents each, numbered by
+    worker processes): the same columns, in the same order, and the same matrix.
     """
     out_indptr = array("q", [0])
     out_indices = array("i")
     out_data = array("i")      # counts within one document: exact 32-bit integers, half a float64
     chunk_ids: list = []      # a list takes a map's items faster than an array("i")
-    chunk_counts: list = []   # with TermCounts documents: each id's count
     chunk_ptr = [0]
-    counted = None            # decided by the first document
+    tables: dict = {}         # IndexedChunk: each worker's term numbers -> columns
     lookup, get = index.__getitem__, index.get
     if grow and getattr(index, "default_factory", None) != index.__len__:
         raise ValueError("a growing index must be a defaultdict whose factory is its __len__")
@@ -150,8 +146,7 @@ def count_matrix(docs, index: dict, grow: bool):
         if len(chunk_ptr) == 1:
             return
         ids = np.fromiter(chunk_ids, dtype=np.int32, count=len(chunk_ids))
-        data = np.asarray(chunk_counts, dtype=np.float64) if counted else np.ones(len(ids))
-        block = sp.csr_matrix((data, ids, np.asarray(chunk_ptr, dtype=np.int64)),
+        block = sp.csr_matrix((np.ones(len(ids)), ids, np.asarray(chunk_ptr, dtype=np.int64)),
                               shape=(len(chunk_ptr) - 1, max(len(index), 1)))
         block.sum_duplicates()                    # also sorts the indices of each row
         base = out_indptr[-1]
@@ -159,27 +154,35 @@ def count_matrix(docs, index: dict, grow: bool):
         out_indices.frombytes(block.indices.astype(np.int32).tobytes())
         out_data.frombytes(block.data.astype(np.int32).tobytes())
         chunk_ids.clear()
-        chunk_counts.clear()
         chunk_ptr[1:] = []
+
+    def add_indexed(chunk: IndexedChunk) -> None:
+        if not grow:
+            raise ConfigError("numbered chunks are for learning a vocabulary (grow=True)")
+        table = tables.setdefault(chunk.source, array("i"))
+        table.extend(map(lookup, chunk.new_terms))          # the worker's new terms, in its order
+        columns = np.frombuffer(table, dtype=np.int32)[chunk.ids] if len(chunk.ids) else chunk.ids
+        ptr = np.zeros(len(chunk.sizes) + 1, dtype=np.int64)
+        np.cumsum(chunk.sizes, out=ptr[1:])
+        block = sp.csr_matrix((chunk.counts.astype(np.float64), columns, ptr),
+                              shape=(len(chunk.sizes), max(len(index), 1)))
+        block.sort_indices()                       # one entry per term and row already: sorted, it is canonical
+        base = out_indptr[-1]
+        out_indptr.frombytes((block.indptr[1:].astype(np.int64) + base).tobytes())
+        out_indices.frombytes(block.indices.astype(np.int32).tobytes())
+        out_data.frombytes(block.data.astype(np.int32).tobytes())
 
     for tokens in docs:
         if isinstance(tokens, str):
             raise ConfigError("a document must be a list of tokens, got a str; tokenize it first")
-        if counted is None:
-            counted = isinstance(tokens, TermCounts)
-        if counted:
-            if not isinstance(tokens, TermCounts):
-                raise ConfigError("documents must all be TermCounts or all token lists")
-            terms, counts = tokens
-            if grow:
-                chunk_ids += map(lookup, terms)
-                chunk_counts += counts
-            else:
-                for j, c in zip(map(get, terms), counts):
-                    if j is not None:
-                        chunk_ids.append(j)
-                        chunk_counts.append(c)
-        elif grow:
+        if isinstance(tokens, IndexedChunk):
+            if len(chunk_ptr) > 1:
+                raise ConfigError("numbered chunks and token lists cannot be mixed")
+            add_indexed(tokens)
+            continue
+        if tables:
+            raise ConfigError("numbered chunks and token lists cannot be mixed")
+        if grow:
             chunk_ids += map(lookup, tokens)
         else:
             chunk_ids += [j for j in map(get, tokens) if j is not None]

@@ -23,10 +23,9 @@ from __future__ import annotations
 import re
 from html import unescape
 
-try:
-    from . import speedups
-except ImportError:                      # built without a C compiler: the Python scanner
-    speedups = None
+from .compiled import speedups as _compiled
+
+speedups = _compiled()                   # spamkit/speedups.c, or None: the Python definitions
 
 _BLOCK = frozenset("""address article aside blockquote body br center dd div dl dt fieldset
 figcaption figure footer form h1 h2 h3 h4 h5 h6 header hr li main nav ol option p pre

@@ -129,9 +129,10 @@ class SpamFilter:
         """Learn from messages in one streaming pass; labels from ``y`` or from each LabelledMessage.
 
         ``tokenize``: see :meth:`tokenized` (the same tokens in the same order, so the same filter).
-        ``count(items)``: like ``tokenize`` but yields each message's
-        :class:`~spamkit.features.TermCounts`, used where the vectorizer counts a vocabulary (the
-        same matrix and vocabulary, so again the same filter).
+        ``count(items)``: like ``tokenize`` but yields chunks of messages as
+        ``(IndexedChunk, defect families of each)`` (:class:`~spamkit.features.IndexedChunk`),
+        used where the vectorizer counts a vocabulary (the same matrix and vocabulary, so again
+        the same filter).
         """
         labels: list = []
         ids: list = []
@@ -157,11 +158,12 @@ class SpamFilter:
 
         def token_stream():
             if count is not None and self.vectorizer.hashing is None and self.vectorizer.select != "ig":
-                for doc, families in count(labelled()):
-                    if families:
-                        self.parse_fallbacks.update(families)
-                    distinct.append(len(doc.terms))
-                    yield doc
+                for chunk, families in count(labelled()):
+                    for family in families:
+                        if family:
+                            self.parse_fallbacks.update(family)
+                    distinct.extend(chunk.sizes.tolist())
+                    yield chunk
                 return
             for tokens in self.tokenized(labelled(), tokenize):
                 distinct.append(len(set(tokens)))

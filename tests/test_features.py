@@ -134,20 +134,37 @@ def test_random_docs_agree_with_sklearn(docs, representation, min_df, max_df):
     np.testing.assert_allclose(ours.transform(docs).toarray(), theirs.transform(docs).toarray(), rtol=1e-12)
 
 
-def test_term_counts_give_the_matrix_and_vocabulary_of_the_token_lists():
-    # worker processes send each training document as its distinct terms and their counts
-    from collections import defaultdict
-    from spamkit.features import TermCounts, count_matrix
-    docs = [["b", "a", "b", "c"], [], ["c", "c", "d"], ["a"]]
-    plain, counted = defaultdict(), defaultdict()
-    plain.default_factory, counted.default_factory = plain.__len__, counted.__len__
+def test_numbered_chunks_give_the_matrix_and_vocabulary_of_the_token_lists():
+    # worker processes send training documents in chunks, each worker numbering terms its own
+    # way; in corpus order the chunks must give the token lists' vocabulary and matrix
+    from collections import Counter, defaultdict
+    from spamkit.features import IndexedChunk, count_matrix
+    docs = [["b", "a", "b", "c"], [], ["c", "c", "d"], ["a"], ["e", "a", "d", "e"], ["f"]]
+    chunks_of = [("A", [0, 1]), ("B", [2, 3]), ("A", [4]), ("B", [5])]     # which worker read which
+    numbering: dict = {}
+    chunks = []
+    for worker, rows in chunks_of:
+        own = numbering.setdefault(worker, {})
+        new, ids, counts, sizes = [], [], [], []
+        for r in rows:
+            tally = Counter(docs[r])
+            for term, n in tally.items():
+                if term not in own:
+                    own[term] = len(own)
+                    new.append(term)
+                ids.append(own[term])
+                counts.append(n)
+            sizes.append(len(tally))
+        chunks.append(IndexedChunk(worker, new, np.array(ids, dtype=np.intc), np.array(counts, dtype=np.intc),
+                                   np.array(sizes, dtype=np.int64)))
+    plain, numbered = defaultdict(), defaultdict()
+    plain.default_factory, numbered.default_factory = plain.__len__, numbered.__len__
     X = count_matrix(docs, plain, grow=True)
-    Y = count_matrix([TermCounts.of(d) for d in docs], counted, grow=True)
-    assert list(plain) == list(counted) == ["b", "a", "c", "d"]
-    assert (X != Y).nnz == 0 and X.toarray().tolist() == [[2, 1, 1, 0], [0, 0, 0, 0], [0, 0, 2, 1], [0, 1, 0, 0]]
-    # a fixed vocabulary drops unknown terms either way
-    fixed = {"c": 0, "a": 1}
-    assert (count_matrix(docs, fixed, grow=False) != count_matrix([TermCounts.of(d) for d in docs], fixed,
-                                                                  grow=False)).nnz == 0
+    Y = count_matrix(chunks, numbered, grow=True)
+    assert list(plain) == list(numbered) == ["b", "a", "c", "d", "e", "f"]
+    assert (X != Y).nnz == 0 and Y.has_sorted_indices
+    assert X.toarray().tolist()[4] == [0, 1, 0, 1, 2, 0]
+    mixed = defaultdict()
+    mixed.default_factory = mixed.__len__
     with pytest.raises(ConfigError):
-        count_matrix([TermCounts.of(["a"]), ["a"]], fixed, grow=False)
+        count_matrix([docs[0], chunks[0]], mixed, grow=True)

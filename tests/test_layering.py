@@ -27,15 +27,16 @@ ALLOWED = {
     "durable": {"errors"},
     "labels": set(),
     "corpus": {"errors", "labels", "names"},
-    # the compiled inner loop of htmltext (a C extension, optional)
+    # the compiled inner loops (a C extension, optional) and the one place that loads them
     "speedups": set(),
-    "htmltext": {"speedups"},
+    "compiled": {"speedups"},
+    "htmltext": {"compiled"},
     # MIME structure from bytes (header blocks, parameters, multipart spans), for message
     "mime": set(),
     "message": {"errors", "htmltext", "mime"},
-    "text": {"errors", "message", "mime", "speedups"},
+    "text": {"compiled", "errors", "message", "mime"},
     "features": {"errors", "names"},
-    "models": {"errors", "labels", "names", "speedups"},
+    "models": {"compiled", "errors", "labels", "names"},
     "decision": {"errors", "labels"},
     "metrics": {"errors", "labels"},
     # scores -> probabilities (Platt scaling), between the models and the decisions

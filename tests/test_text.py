@@ -305,3 +305,33 @@ def test_compiled_words_equal_the_word_pattern_on_the_corpora():
                     texts += 1
                     assert speedups.words(text, 40, None, "meta:long-token") == _regex_words(text, 40), text[:200]
     assert texts > 100_000
+
+
+def test_without_the_extension_the_same_tokens_and_scores():
+    # SPAMKIT_PURE_PYTHON=1 runs every Python definition instead of spamkit.speedups (as an
+    # install without a C compiler does): the sample corpus's tokens must be identical and the
+    # default filter's probabilities equal to rounding (the logistic steps sum in another order)
+    import json
+    import os
+    import subprocess
+    import sys
+    script = (
+        "import json, sys\n"
+        "from spamkit.corpus import Corpus\n"
+        "from spamkit.pipeline import BEST, build_filter\n"
+        "from spamkit.text import tokenize\n"
+        "f = build_filter(**BEST)\n"
+        "with Corpus(sys.argv[1]) as c:\n"
+        "    msgs = list(c)\n"
+        "f.fit(msgs)\n"
+        "json.dump({'compiled': tokenize.speedups is not None, 'tokens': [f.tokens(m) for m in msgs],\n"
+        "           'p': f.score(msgs)[0][:, 1].tolist()}, sys.stdout)\n")
+    env = {**os.environ, "PYTHONPATH": str(SAMPLE.parents[1])}
+    runs = {}
+    for pure in ("1", "0"):
+        out = subprocess.run([sys.executable, "-c", script, str(SAMPLE)], capture_output=True, text=True,
+                             env={**env, "SPAMKIT_PURE_PYTHON": pure}, check=True)
+        runs[pure] = json.loads(out.stdout)
+    assert not runs["1"]["compiled"]
+    assert runs["1"]["tokens"] == runs["0"]["tokens"]
+    assert runs["1"]["p"] == pytest.approx(runs["0"]["p"], rel=1e-9, abs=1e-12)

@@ -42,10 +42,9 @@ from scipy.special import expit, log_expit
 from ..errors import ConfigError
 from ..names import DEFAULT_RATE
 
-try:
-    from .. import speedups           # the gradient steps in C (spamkit/speedups.c), when built
-except ImportError:
-    speedups = None
+from ..compiled import speedups as _compiled
+
+speedups = _compiled()                   # spamkit/speedups.c, or None: the Python definition
 from .base import ProbabilisticClassifier, check_sample_weight
 from .robinson import presence, two_class_presence_tags
 
