@@ -154,7 +154,8 @@ def test_chi_square_tails_match_scipy(n):
 
 def _heavy_after_pipe(model: Path, raw: bytes) -> list[str]:
     code = ("import sys\nfrom spamkit.launch import main\nstatus = main(['filter', %r, '-'])\n"
-            "print('HEAVY', sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk') if m in sys.modules), "
+            "print('HEAVY', sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk', 'concurrent.futures', "
+            "'multiprocessing') if m in sys.modules), "
             "file=sys.stderr)\n" % str(model))
     out = subprocess.run([sys.executable, "-c", code], input=raw, capture_output=True, env=ENV, timeout=120)
     line = [x for x in out.stderr.decode().splitlines() if x.startswith("HEAVY ")][-1]

@@ -17,8 +17,12 @@ from .failures import FilterError, describe
 from .locks import mbox_locks, spamkit_lock
 from .mailboxes import FOLDER_FORMATS, ensure_destination, mailbox_kind
 from .mbox import commit_mbox, ends_without_blank_line, iter_mbox_chunks, journal_path, owner_path, recover_mbox
-from .ahead import JudgeAhead, fingerprint
 from .tags import VERDICTS, newline_of, recorded_verdict, tag
+
+
+def _fingerprint(raw: bytes) -> tuple[int, int]:
+    from .ahead import fingerprint
+    return fingerprint(raw)
 
 
 @dataclass
@@ -115,7 +119,7 @@ class MailFilter:
             if recorded is not None:
                 self.summary.already_tagged += 1
                 return recorded[0], recorded[1], False
-        if ahead is not None and ahead[0] == fingerprint(raw):
+        if ahead is not None and ahead[0] == _fingerprint(raw):
             if ahead[1] == "ok":
                 return ahead[2], ahead[3], True
             if ahead[1] == "error":
@@ -174,7 +178,8 @@ class MailFilter:
         started = time.perf_counter()
         with ExitStack() as stack:
             if self.jobs > 1:
-                # forked now, before any lock is taken (mailfilter.ahead)
+                # forked now, before any lock is taken (imported here: pipe mode never needs it)
+                from .ahead import JudgeAhead
                 self._ahead = stack.enter_context(JudgeAhead(self.classify, self.model_id, self.force, self.jobs))
             try:
                 self._run(mailboxes)
