@@ -128,13 +128,14 @@ def two_class_presence_tags(self):
 def presence(X) -> sp.csr_matrix:
     """X as a CSR matrix of 0/1 (token present or not); negative values are refused."""
     if sp.issparse(X):
-        X = sp.csr_matrix(X)
+        X = X if isinstance(X, sp.csr_matrix) else sp.csr_matrix(X)
         if X.nnz and X.data.min() < 0:
             raise ValueError("token presence models take counts: negative values in X")
-        X = X.copy()
-        X.eliminate_zeros()
-        X.data = np.ones_like(X.data)
-        return X
+        if X.nnz and not X.data.all():                # explicit zeros: drop them first
+            X = X.copy()
+            X.eliminate_zeros()
+        # one new matrix (scoring one message built three): ones where X has entries
+        return sp.csr_matrix((np.ones_like(X.data), X.indices.copy(), X.indptr.copy()), shape=X.shape)
     X = np.asarray(X)
     if (X < 0).any():
         raise ValueError("token presence models take counts: negative values in X")
