@@ -41,7 +41,7 @@ not help and are off.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 
 from ..errors import ConfigError
 from ..message import Message, parse_message
