@@ -24,7 +24,7 @@ from itertools import islice
 
 from .features import IndexedChunk
 from .message import parse_message
-from .spamfilter import defect_families, parse_item
+from .spamfilter import defect_families, distinct_tokens, parse_item
 
 #: messages per task sent to a worker
 CHUNK = 64
@@ -33,6 +33,9 @@ _SESSIONS = itertools.count()
 
 _ANALYZER = None
 _VECTORIZER = None
+#: the training run whose terms this worker numbers, and its numbers (see _numbered_chunk)
+_SESSION = None
+_NUMBERS: dict = {}
 
 
 def _start_worker(analyzer, vectorizer=None) -> None:
@@ -41,8 +44,14 @@ def _start_worker(analyzer, vectorizer=None) -> None:
     _VECTORIZER = vectorizer
 
 
-_SESSION = None
-_NUMBERS: dict = {}
+def _tokens_of(items) -> tuple[list, list]:
+    """Each item's tokens and defect families (what every kind of chunk starts from)."""
+    token_lists, families = [], []
+    for item in items:
+        msg = parse_item(item)
+        token_lists.append(_ANALYZER(msg))
+        families.append(defect_families(msg) if msg.defects else ())
+    return token_lists, families
 
 
 def _numbered_chunk(session, items) -> tuple:
@@ -54,19 +63,17 @@ def _numbered_chunk(session, items) -> tuple:
     if session != _SESSION:
         _SESSION, _NUMBERS = session, defaultdict()
         _NUMBERS.default_factory = _NUMBERS.__len__
-    numbers, first_new = _NUMBERS, len(_NUMBERS)
-    ids, counts, sizes, families, new_terms = array("i"), array("i"), array("q"), [], []
-    for item in items:
-        msg = parse_item(item)
-        tally = Counter(_ANALYZER(msg))              # distinct terms in order of first appearance
+    numbers = _NUMBERS
+    token_lists, families = _tokens_of(items)
+    ids, counts, sizes, new_terms = array("i"), array("i"), array("q"), []
+    for tokens in token_lists:
+        tally = Counter(tokens)                      # distinct terms in order of first appearance
         before = len(numbers)
         ids.extend(map(numbers.__getitem__, tally))  # a term new to this worker gets the next number
         if len(numbers) > before:
             new_terms.extend(term for term, j in zip(tally, ids[-len(tally):]) if j >= before)
         counts.extend(tally.values())
         sizes.append(len(tally))
-        families.append(defect_families(msg) if msg.defects else ())
-    assert len(new_terms) == len(numbers) - first_new
     return os.getpid(), new_terms, ids.tobytes(), counts.tobytes(), sizes.tobytes(), families
 
 
@@ -91,13 +98,9 @@ def _rows_chunk(items) -> tuple:
     """Feature rows of a chunk, made in the worker (scoring: the vocabulary is fixed): the CSR
     arrays, each message's number of distinct tokens (for the familiarity guard) and its defect
     families. The driver then stacks arrays instead of unpickling and looking up every token."""
-    token_lists, families = [], []
-    for item in items:
-        msg = parse_item(item)
-        token_lists.append(_ANALYZER(msg))
-        families.append(defect_families(msg) if msg.defects else ())
+    token_lists, families = _tokens_of(items)
     X = _VECTORIZER.transform(token_lists)
-    return (X.data, X.indices, X.indptr, X.shape), [len(set(t)) for t in token_lists], families
+    return (X.data, X.indices, X.indptr, X.shape), distinct_tokens(token_lists), families
 
 
 #: joins a chunk's tokens for the trip back (a token holding it makes the chunk travel as lists)
@@ -108,15 +111,7 @@ def _tokenize_chunk(items) -> tuple:
     """The chunk's tokens as one string and the number of tokens of each message, with the
     defect families: one long string pickles and splits in C, where 400 short strings per
     message cost the driver more to unpickle than to count (0.7 s per 5,000 TREC messages)."""
-    token_lists, families = [], []
-    for item in items:
-        msg = parse_item(item)
-        token_lists.append(_ANALYZER(msg))
-        families.append(defect_families(msg) if msg.defects else ())
-    return _tokenize_chunk_result(token_lists, families)
-
-
-def _tokenize_chunk_result(token_lists, families) -> tuple:
+    token_lists, families = _tokens_of(items)
     flat = [t for tokens in token_lists for t in tokens]
     joined = _SEP.join(flat)
     if flat and joined.count(_SEP) != len(flat) - 1:          # a token with the separator in it
@@ -252,16 +247,14 @@ class ProcessEngine:
             blocks, distinct = [], []
             for (data, indices, indptr, shape), sizes, families in self.ordered(pool, _rows_chunk, items):
                 blocks.append(sp.csr_matrix((data, indices, indptr), shape=shape))
-                distinct.extend(sizes)
-                for family in families:
-                    if family:
-                        spam_filter.parse_fallbacks.update(family)
+                distinct.append(sizes)
+                spam_filter.count_fallbacks(families)
         finally:
             pool.terminate()
             pool.join()
         if not blocks:
             return spam_filter.vectorizer.transform([]), np.zeros(0)
-        return sp.vstack(blocks, format="csr"), np.asarray(distinct, dtype=np.float64)
+        return sp.vstack(blocks, format="csr"), np.concatenate(distinct)
 
     def fit(self, spam_filter, messages, progress=None):
         return spam_filter.fit(messages, progress=progress, tokenize=self.tokenizer(spam_filter.analyzer),

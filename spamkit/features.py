@@ -142,6 +142,13 @@ def count_matrix(docs, index: dict, grow: bool):
     if grow and getattr(index, "default_factory", None) != index.__len__:
         raise ValueError("a growing index must be a defaultdict whose factory is its __len__")
 
+    def append(block: sp.csr_matrix) -> None:
+        """Append a canonical block's rows (sorted indices, no duplicates) to the result."""
+        base = out_indptr[-1]
+        out_indptr.frombytes((block.indptr[1:].astype(np.int64) + base).tobytes())
+        out_indices.frombytes(block.indices.astype(np.int32).tobytes())
+        out_data.frombytes(block.data.astype(np.int32).tobytes())
+
     def flush():
         if len(chunk_ptr) == 1:
             return
@@ -149,10 +156,7 @@ def count_matrix(docs, index: dict, grow: bool):
         block = sp.csr_matrix((np.ones(len(ids)), ids, np.asarray(chunk_ptr, dtype=np.int64)),
                               shape=(len(chunk_ptr) - 1, max(len(index), 1)))
         block.sum_duplicates()                    # also sorts the indices of each row
-        base = out_indptr[-1]
-        out_indptr.frombytes((block.indptr[1:].astype(np.int64) + base).tobytes())
-        out_indices.frombytes(block.indices.astype(np.int32).tobytes())
-        out_data.frombytes(block.data.astype(np.int32).tobytes())
+        append(block)
         chunk_ids.clear()
         chunk_ptr[1:] = []
 
@@ -167,21 +171,19 @@ def count_matrix(docs, index: dict, grow: bool):
         block = sp.csr_matrix((chunk.counts.astype(np.float64), columns, ptr),
                               shape=(len(chunk.sizes), max(len(index), 1)))
         block.sort_indices()                       # one entry per term and row already: sorted, it is canonical
-        base = out_indptr[-1]
-        out_indptr.frombytes((block.indptr[1:].astype(np.int64) + base).tobytes())
-        out_indices.frombytes(block.indices.astype(np.int32).tobytes())
-        out_data.frombytes(block.data.astype(np.int32).tobytes())
+        append(block)
 
+    numbered = None                                # the first document decides: chunks or token lists
     for tokens in docs:
         if isinstance(tokens, str):
             raise ConfigError("a document must be a list of tokens, got a str; tokenize it first")
-        if isinstance(tokens, IndexedChunk):
-            if len(chunk_ptr) > 1:
-                raise ConfigError("numbered chunks and token lists cannot be mixed")
+        if numbered is None:
+            numbered = isinstance(tokens, IndexedChunk)
+        elif numbered != isinstance(tokens, IndexedChunk):
+            raise ConfigError("numbered chunks and token lists cannot be mixed")
+        if numbered:
             add_indexed(tokens)
             continue
-        if tables:
-            raise ConfigError("numbered chunks and token lists cannot be mixed")
         if grow:
             chunk_ids += map(lookup, tokens)
         else:

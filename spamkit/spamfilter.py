@@ -118,6 +118,12 @@ class SpamFilter:
                 self.parse_fallbacks.update(families)
             yield tokens
 
+    def count_fallbacks(self, families_per_message) -> None:
+        """Count the defect families of messages parsed elsewhere, as :meth:`parse` counts them."""
+        for families in families_per_message:
+            if families:
+                self.parse_fallbacks.update(families)
+
     def transform(self, items):
         """The feature matrix of messages (unknown tokens ignored)."""
         self.check_fitted()
@@ -159,9 +165,7 @@ class SpamFilter:
         def token_stream():
             if count is not None and self.vectorizer.hashing is None and self.vectorizer.select != "ig":
                 for chunk, families in count(labelled()):
-                    for family in families:
-                        if family:
-                            self.parse_fallbacks.update(family)
+                    self.count_fallbacks(families)
                     distinct.extend(chunk.sizes.tolist())
                     yield chunk
                 return

@@ -142,10 +142,8 @@ class JudgeAhead:
         def submit() -> bool:
             chunk = list(islice(source, self.chunk))
             if chunk:
-                entries = [entry(item) for item in chunk]
-                entries = [e if isinstance(e, (bytes, type(None))) else str(e) for e in entries]
                 try:
-                    future = self._pool.submit(_judge_chunk, entries)
+                    future = self._pool.submit(_judge_chunk, [entry(item) for item in chunk])
                 except (BrokenProcessPool, RuntimeError):
                     future = None
                 pending.append((chunk, future))

@@ -45,12 +45,11 @@ from dataclasses import dataclass, field, fields
 
 from ..errors import ConfigError
 from ..message import Message, parse_message
-from .tokenize import speedups
 from .bogolex import bogofilter_tokens
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
 from .tokenize import (NAMED_PATTERNS, WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, find_urls, is_number,
-                       url_hosts)
+                       speedups, url_hosts)
 
 __all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
 
