@@ -149,16 +149,19 @@ def count_matrix(docs, index: dict, grow: bool):
         out_indices.frombytes(block.indices.astype(np.int32).tobytes())
         out_data.frombytes(block.data.astype(np.int32).tobytes())
 
-    def flush():
-        if len(chunk_ptr) == 1:
-            return
+    def chunk_block() -> sp.csr_matrix:
+        """The gathered documents' counts, canonical; the gathering starts again."""
         ids = np.fromiter(chunk_ids, dtype=np.int32, count=len(chunk_ids))
         block = sp.csr_matrix((np.ones(len(ids)), ids, np.asarray(chunk_ptr, dtype=np.int64)),
                               shape=(len(chunk_ptr) - 1, max(len(index), 1)))
         block.sum_duplicates()                    # also sorts the indices of each row
-        append(block)
         chunk_ids.clear()
         chunk_ptr[1:] = []
+        return block
+
+    def flush():
+        if len(chunk_ptr) > 1:
+            append(chunk_block())
 
     def add_indexed(chunk: IndexedChunk) -> None:
         if not grow:
@@ -191,6 +194,12 @@ def count_matrix(docs, index: dict, grow: bool):
         chunk_ptr.append(len(chunk_ids))
         if len(chunk_ptr) > CHUNK_DOCS:
             flush()
+    if len(out_indptr) == 1 and len(chunk_ptr) > 1 and len(index):
+        # one chunk in all (one message, a small batch): its block is the result as it is
+        block = chunk_block()
+        if block.indices.dtype == np.int32 and block.indptr.dtype == np.int32:
+            return block
+        append(block)
     flush()
     n_docs = len(out_indptr) - 1
     indptr = np.frombuffer(out_indptr, dtype=np.int64)
