@@ -12,7 +12,9 @@ concurrent clients) over real messages of trec07p-dev, next to
 is installed with apt-get when missing, as in bench_bogofilter.py). Prints the median and
 90th percentile wall time per message and the ratio, and the start-up alone of
 ``spamkit --help``, ``spamkit train --help`` and ``spamkit info MODEL``; no threshold is
-asserted anywhere.
+asserted anywhere. The commands of a table run in turns, message by message (and the two
+concurrent rates in alternating rounds), so that a machine whose speed drifts during the run
+slows every row alike.
 
     python scripts/bench_pipe.py [--corpus ../shared/corpora/trec07p-dev/trec07p-dev.tar.gz] [--runs 30]
 """
@@ -50,6 +52,15 @@ def twenty_kb(messages, n: int) -> list[bytes]:
     return [sized[i % len(sized)] for i in range(n)]
 
 
+def round_robin(commands, messages) -> list:
+    """``[(name, times)]``: each message through every command in turn (``(name, cmd, env)``)."""
+    times = {name: [] for name, _, _ in commands}
+    for raw in messages:
+        for name, cmd, env in commands:
+            times[name].append(timed(cmd, raw, env))
+    return list(times.items())
+
+
 def concurrent_rate(cmd, messages, clients: int, per_client: int) -> float:
     """Messages per second with ``clients`` threads each running ``cmd`` once per message."""
     def client(k: int) -> None:
@@ -79,38 +90,52 @@ def main():
         build_filter(**BEST).fit(train).save(model)
         print(f"filter file: {model.stat().st_size / 1e6:.1f} MB (best filter, {len(train)} messages)")
         spamkit = [sys.executable, "-m", "spamkit", "filter", str(model), "-"]
-        ours = [timed(spamkit, m.raw) for m in test]
-        rows = [("spamkit filter MODEL - (new process)", ours)]
-        # the same command on the full path (NumPy, SciPy, scikit-learn): what spamkit.lean saves
-        full = [timed(spamkit, m.raw, {"SPAMKIT_LEAN": "0"}) for m in test]
-        # start-up alone: what every command pays before it does anything
-        for name, cmd in (("spamkit --help", ["--help"]), ("spamkit train --help", ["train", "--help"]),
-                          ("spamkit info MODEL", ["info", str(model)])):
-            startup.append((name, [timed([sys.executable, "-m", "spamkit", *cmd], b"") for _ in test]))
+        exe = ensure_bogofilter(True)
+        bogo = None
+        if exe:
+            wordlist = trained_wordlist(exe, tmp, train)
+            bogo = [exe, "-C", "-d", str(wordlist), "-T"]
         sock, spamd_sock = Path(tmp) / "spamkit.sock", Path(tmp) / "spamd.sock"
         spamc = shutil.which("spamc")
         big = twenty_kb(msgs[args.train:], args.runs)
-        big_rows, throughput = [], None
         with serving(model, sock, "--spamd-socket", str(spamd_sock)):
             while not spamd_sock.exists():
                 time.sleep(0.05)
             client = [sys.executable, "-m", "spamkit.client", "--socket", str(sock)]
-            rows.append(("spamkit-pipe -> spamkit serve", [timed(client, m.raw) for m in test]))
+            commands = [("spamkit filter MODEL - (new process)", spamkit, None),
+                        ("  the same, SPAMKIT_LEAN=0 (full path)", spamkit, {"SPAMKIT_LEAN": "0"}),
+                        ("spamkit-pipe -> spamkit serve", client, None)]
             if spamc:
-                spamc_cmd = [spamc, "-U", str(spamd_sock)]
-                rows.append(("spamc -> spamkit serve --spamd", [timed(spamc_cmd, m.raw) for m in test]))
-                big_rows.append(("spamc -> spamkit serve --spamd", [timed(spamc_cmd, m) for m in big]))
-                big_rows.append(("spamc -c -> spamkit serve --spamd", [timed(spamc_cmd + ["-c"], m) for m in big]))
-                throughput = concurrent_rate(spamc_cmd, big, clients=8, per_client=max(args.runs, 25))
-            big_rows.append(("spamkit-pipe -> spamkit serve", [timed(client, m) for m in big]))
-        exe = ensure_bogofilter(True)
-        if exe:
-            wordlist = trained_wordlist(exe, tmp, train)
-            bogo = [exe, "-C", "-d", str(wordlist), "-T"]
-            rows.append(("bogofilter -T (new process)", [timed(bogo, m.raw) for m in test]))
-            big_rows.append(("bogofilter -T (new process)", [timed(bogo, m) for m in big]))
-            bogo_rate = concurrent_rate(bogo, big, clients=8, per_client=max(args.runs, 25))
-        rows.insert(1, ("  the same, SPAMKIT_LEAN=0 (full path)", full))
+                commands.append(("spamc -> spamkit serve --spamd", [spamc, "-U", str(spamd_sock)], None))
+            if bogo:
+                commands.append(("bogofilter -T (new process)", bogo, None))
+            # round robin, message by message: a machine whose speed drifts during the run
+            # (a shared 2-core VM does) slows every row alike, so the ratios hold
+            rows = round_robin(commands, [m.raw for m in test])
+            # the compiled clients in turns (a Python process between two spamc calls would leave
+            # the server's caches cold), then spamkit-pipe alone
+            big_commands = [c for c in commands if c[1][0] in (spamc, exe)]
+            if spamc:
+                big_commands.insert(1, ("spamc -c -> spamkit serve --spamd", [spamc, "-U", str(spamd_sock), "-c"],
+                                        None))
+            big_rows = round_robin(big_commands, big)
+            big_rows.insert(-1 if bogo else len(big_rows), ("spamkit-pipe -> spamkit serve",
+                                                             [timed(client, m) for m in big]))
+            throughput = bogo_rate = None
+            if spamc:                              # in turns too: two rounds each, the mean rate
+                rates = {"spamc": [], "bogo": []}
+                for _ in range(2):
+                    rates["spamc"].append(concurrent_rate([spamc, "-U", str(spamd_sock)], big, clients=8,
+                                                          per_client=max(args.runs, 25) // 2 + 1))
+                    if bogo:
+                        rates["bogo"].append(concurrent_rate(bogo, big, clients=8,
+                                                             per_client=max(args.runs, 25) // 2 + 1))
+                throughput = statistics.mean(rates["spamc"])
+                bogo_rate = statistics.mean(rates["bogo"]) if rates["bogo"] else None
+        # start-up alone: what every command pays before it does anything
+        for name, cmd in (("spamkit --help", ["--help"]), ("spamkit train --help", ["train", "--help"]),
+                          ("spamkit info MODEL", ["info", str(model)])):
+            startup.append((name, [timed([sys.executable, "-m", "spamkit", *cmd], b"") for _ in test]))
     print(f"{'command':<40} {'median ms':>10} {'p90 ms':>8}")
     for name, times in rows:
         times = sorted(times)
@@ -129,11 +154,12 @@ def main():
     if throughput:
         print(f"\n8 concurrent clients, a new process per message: spamc -> spamkit serve --spamd "
               f"{throughput:.0f} messages/s" + (f"; bogofilter -T {bogo_rate:.0f} messages/s"
-                                                 f" (ratio {throughput / bogo_rate:.2f})" if exe else ""))
-    if rows[-1][0].startswith("bogofilter"):
-        bogo = statistics.median(rows[-1][1])
-        for name, times in rows[:-1]:
-            print(f"ratio {name} / bogofilter (median): {statistics.median(times) / bogo:.1f}")
+                                                 f" (ratio {throughput / bogo_rate:.2f})" if bogo_rate else ""))
+    for table, label in ((rows, ""), (big_rows, ", 15-25 KB")):
+        if table and table[-1][0].startswith("bogofilter"):
+            reference = statistics.median(table[-1][1])
+            for name, times in table[:-1]:
+                print(f"ratio {name.strip()} / bogofilter{label} (median): {statistics.median(times) / reference:.1f}")
 
 
 if __name__ == "__main__":
