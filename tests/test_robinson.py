@@ -120,6 +120,32 @@ def test_matches_the_scalar_oracle(seed, strength, min_dev, max_clues):
         assert p == pytest.approx(expected, abs=1e-9)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), max_clues=st.sampled_from([1, 3, 5]))
+def test_clue_choice_ignores_the_order_of_a_rows_columns(seed, max_clues):
+    """The strongest clues of a row, ties to the lower column, whatever order the CSR holds the
+    row's columns in (rows with fewer candidates than max_clues keep them all; empty rows too)."""
+    rng = np.random.default_rng(seed)
+    X = (rng.random((40, 12)) < 0.5).astype(float)
+    y = np.where(rng.random(40) < 0.5, "spam", "ham")
+    y[:2] = ["ham", "spam"]
+    m = RobinsonFisher(min_dev=0.0, max_clues=max_clues).fit(X, y)
+    Q = (rng.random((9, 12)) < rng.random((9, 1))).astype(float)
+    Q[0] = 0
+    ordered = sp.csr_matrix(Q)
+    shuffled = ordered.copy()
+    for r in range(Q.shape[0]):                            # reverse each row's columns
+        a, b = shuffled.indptr[r], shuffled.indptr[r + 1]
+        shuffled.indices[a:b] = shuffled.indices[a:b][::-1].copy()
+    shuffled.has_sorted_indices = False
+    expected = m.predict_proba(ordered)[:, 1]
+    # the same clues (the sums only in another order)
+    assert m.predict_proba(shuffled)[:, 1] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    for row, p in zip(Q, expected):
+        assert p == pytest.approx(_scalar_fisher(m.feature_count_, m.class_count_, np.flatnonzero(row), 0.45, 0.5,
+                                                 0.0, max_clues), abs=1e-9)
+
+
 def test_log_odds_rank_messages_whose_probability_rounds_to_one():
     X = np.zeros((20, 400))
     X[:10, :300] = 1                    # spams share 300 tokens, hams the other 100

@@ -248,15 +248,20 @@ class RobinsonFisher(CountingModel):
         f = self.token_probability(cols)
         dev = np.abs(f - 0.5)
         clue = dev >= min_dev
-        if max_clues and X.shape[0] and np.diff(X.indptr).max() > max_clues:
-            # keep the max_clues strongest clues of each row (ties: lower column first)
-            candidates = np.flatnonzero(clue)
-            order = candidates[np.lexsort((cols[candidates], -dev[candidates], rows[candidates]))]
-            r = rows[order]
-            starts = np.searchsorted(r, r, side="left")
-            rank = np.arange(len(order)) - starts
-            clue = np.zeros_like(clue)
-            clue[order[rank < max_clues]] = True
+        if max_clues and X.shape[0]:
+            running = np.concatenate([[0], np.cumsum(clue)])
+            per_row = running[X.indptr[1:]] - running[X.indptr[:-1]]
+            sorted_columns = X.has_sorted_indices
+            # keep the max_clues strongest clues of each row (ties: lower column first); only
+            # rows with more candidates than that need a choice, each by one stable sort
+            for r in np.flatnonzero(per_row > max_clues):
+                start, stop = X.indptr[r], X.indptr[r + 1]
+                candidates = start + np.flatnonzero(clue[start:stop])
+                if not sorted_columns:
+                    candidates = candidates[np.argsort(cols[candidates], kind="stable")]
+                keep = candidates[np.argsort(-dev[candidates], kind="stable")[:max_clues]]
+                clue[candidates] = False
+                clue[keep] = True
         return rows, cols, f, clue
 
     def joint_log_likelihood(self, X) -> np.ndarray:
