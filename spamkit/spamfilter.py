@@ -465,7 +465,16 @@ class SpamFilter:
         """``(verdict, P(spam))`` of one raw message for a mail filter: verdict is "spam",
         "ham" or "unsure" (the decision layer's "unsure" row), any other class counting as ham."""
         proba, familiarity = self.score([raw])
-        return Verdict.of(self.decide(proba, familiarity)[0]).label, float(proba[0, self.spam_column])
+        return self.verdict_from(proba[0], familiarity[0])
+
+    def verdict_from(self, proba_row, familiarity: float) -> tuple[str, float]:
+        """:meth:`verdict` from one message's row of :meth:`score` (its class probabilities and
+        familiarity), scored here or elsewhere: a filter run scores messages in batches in worker
+        processes and decides here, in mailbox order, so that the familiarity guard sees the
+        stream as one process would. A message scores the same alone and in a batch."""
+        proba = np.asarray(proba_row, dtype=np.float64).reshape(1, -1)
+        decision = self.decide(proba, np.array([familiarity], dtype=np.float64))[0]
+        return Verdict.of(decision).label, float(proba[0, self.spam_column])
 
     # ------------------------------------------------------------------ files
 

@@ -124,3 +124,47 @@ def test_a_filter_moved_to_another_corpus_does_not_call_its_ham_spam(train, test
     changed = np.mean(before != after)
     print(f"held-out {train}: {100 * changed:.2f}% of decisions changed by the guard")
     assert changed < 0.03
+
+
+@pytest.mark.slow
+def test_a_message_scores_the_same_alone_and_in_a_batch():
+    """``spamkit filter --jobs`` scores chunks of messages in worker processes and decides each
+    message alone; both must give the probabilities one process gives, to the last bit."""
+    with Corpus(shared_corpus("csdmc2010/csdmc2010.tar.gz")) as c:
+        f = build_filter(**BEST).fit(c)
+    with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as c:
+        raws = [m.raw for _, m in zip(range(300), c)]
+    proba, familiarity = f.score(raws)
+    for i, raw in enumerate(raws):
+        alone, known = f.score([raw])
+        assert np.array_equal(alone[0], proba[i]) and known[0] == familiarity[i], i
+
+
+@pytest.mark.slow
+def test_the_guard_sees_a_filter_run_alike_on_one_and_on_two_processes(tmp_path):
+    """Trained on CSDMC2010, filtering trec07p-dev mail (where the guard speaks): the listing
+    and the guard's counts are the same with --jobs 1 and --jobs 2 (workers score, the run
+    decides in mailbox order)."""
+    import json
+    import mailbox
+    from click.testing import CliRunner
+    from spamkit.cli import cli
+    model = tmp_path / "csdmc.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(shared_corpus("csdmc2010/csdmc2010.tar.gz")),
+                                    "-o", str(model)]).exit_code == 0
+    box = mailbox.Maildir(tmp_path / "inbox", create=True)
+    with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as c:
+        for _, m in zip(range(600), c):
+            box.add(m.raw)
+    runs = {}
+    for jobs in ("1", "2"):
+        listing = CliRunner().invoke(cli, ["filter", str(model), str(tmp_path / "inbox"), "--dry-run", "--jobs", jobs])
+        summary = CliRunner().invoke(cli, ["filter", str(model), str(tmp_path / "inbox"), "--dry-run", "--json",
+                                           "--jobs", jobs])
+        assert listing.exit_code == 0 and summary.exit_code == 0, listing.output + summary.output
+        result = json.loads(summary.output)
+        lines = sorted(line for line in listing.output.splitlines() if "\t" in line)   # one per message
+        assert len(lines) == 600
+        runs[jobs] = (lines, result["verdicts"], result["guarded"])
+    assert runs["1"] == runs["2"]
+    assert sum(runs["1"][2].values()) > 0                 # the guard did speak on this stream

@@ -521,6 +521,48 @@ def test_a_workers_verdict_counts_only_for_the_bytes_it_judged():
     assert run.summary.failed == [{"message": "ref", "error": "ValueError: bad"}]
 
 
+def _scores_of(raws):
+    """``score`` for the workers: P(spam) 0.99 for messages whose X-Test-Id starts with 1; a
+    message with X-Test-Id 13 cannot be scored (alone or in a batch)."""
+    if any(b"X-Test-Id: 13\n" in raw for raw in raws):
+        raise ValueError("message 13 cannot be scored")
+    rows = [[0.01, 0.99] if b"X-Test-Id: 1" in raw else [0.99, 0.01] for raw in raws]
+    return rows, [0.5 + len(raw) % 7 / 100 for raw in raws]
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mbox"])
+def test_workers_score_in_batches_and_the_run_decides_in_mailbox_order(kind, tmp_path):
+    """Workers return scores; the run turns them into verdicts itself, in mailbox order (so a
+    stateful decision, like the familiarity guard's window, sees the stream as one process
+    does); a batch with a message that cannot be scored is scored message by message, and only
+    that message fails."""
+    inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
+    build(kind, inbox, 120)
+    order = [int(_TEST_ID.match(m).group(1)) for m in stored(kind, inbox)]
+    decided = []
+
+    def decide(row, familiarity):
+        decided.append((row, familiarity))
+        return ("spam" if row[1] > 0.5 else "ham"), row[1]
+
+    classified_here = []
+
+    def classify(raw):
+        classified_here.append(raw)
+        return decide(*[part[0] for part in _scores_of([raw])])
+
+    run = MailFilter(classify, "m@1", tag=True, move={"spam": junk}, jobs=2, score=_scores_of, decide=decide)
+    summary = run.run([inbox])
+    assert summary.messages == 119 and len(summary.failed) == 1
+    assert "message 13 cannot be scored" in summary.failed[0]["error"]
+    assert len(decided) == 119 and not classified_here    # scored in the workers, decided here
+    expected = [str(ident).startswith("1") for ident in order if ident != 13]
+    assert [row[1] > 0.5 for row, _ in decided] == expected          # in mailbox order
+    assert summary.counts["spam"] == len(stored(kind, junk)) == sum(expected)
+    with pytest.raises(Exception, match="go together"):
+        MailFilter(classify, "m@1", score=_scores_of)
+
+
 def _dies_in_a_worker(raw, parent=os.getpid()):
     if os.getpid() != parent and b"X-Test-Id: 7\n" in raw:
         os._exit(9)                                   # a worker killed mid-run (out of memory, say)

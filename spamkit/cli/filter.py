@@ -202,7 +202,8 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
             from ..engines import default_jobs
             runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
                                 force=force, wait=wait, progress=progress.step, on_message=on_message,
-                                threshold=spam_filter.spam_threshold(), jobs=jobs or default_jobs())
+                                threshold=spam_filter.spam_threshold(), jobs=jobs or default_jobs(),
+                                score=spam_filter.score, decide=spam_filter.verdict_from)
 
         def stop(signum, frame):
             runner.stop_requested = True          # finish the current message (IMAP: batch), then stop cleanly

@@ -11,6 +11,11 @@ each message in mailbox order exactly as with one process. Nothing about writing
   classifies it itself. So the window in which another program can change a message under
   the filter is the same as with one process.
 * An mbox is read by the run (under its locks) and the workers get the messages' bytes.
+* Given the filter's ``score`` (many raw messages -> class probabilities and familiarity, as
+  :meth:`spamkit.spamfilter.SpamFilter.score`), a worker scores a chunk in one batch (on
+  short messages five times quicker than one message at a time) and returns the scores, not
+  verdicts: the run decides (:meth:`~spamkit.spamfilter.SpamFilter.verdict_from`) in mailbox
+  order, so the familiarity guard sees the stream, and counts it, as with one process.
 * A worker that fails on a message reports the error as a value: the message is counted as a
   failure and left as it was, as with one process. A worker that dies (killed, out of memory)
   breaks the pool: the run notices and classifies the rest itself.
@@ -42,6 +47,7 @@ from .tags import recorded_verdict
 CHUNK = 32
 
 _CLASSIFY = None
+_SCORE = None
 _MODEL_ID = ""
 _FORCE = False
 
@@ -53,9 +59,9 @@ def _watch_parent(parent: int) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _start(classify, model_id: str, force: bool, parent: int) -> None:
-    global _CLASSIFY, _MODEL_ID, _FORCE
-    _CLASSIFY, _MODEL_ID, _FORCE = classify, model_id, force
+def _start(classify, score, model_id: str, force: bool, parent: int) -> None:
+    global _CLASSIFY, _SCORE, _MODEL_ID, _FORCE
+    _CLASSIFY, _SCORE, _MODEL_ID, _FORCE = classify, score, model_id, force
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
@@ -75,12 +81,13 @@ def fingerprint(raw: bytes) -> tuple[int, int]:
 
 def _judge_chunk(entries) -> list:
     """Per entry (a path, message bytes, or None to skip): None, or ``(fingerprint, outcome,
-    value, p)`` with outcome "ok" (value: the verdict), "recorded" (already tagged by this
+    value, p)`` with outcome "ok" (value: the verdict), "scored" (value: the row of class
+    probabilities, p: the familiarity; the run decides), "recorded" (already tagged by this
     model: the run reads the recorded verdict itself) or "error" (value: what went wrong)."""
-    out = []
-    for entry in entries:
+    out: list = [None] * len(entries)
+    batch = []                                   # (position, bytes, fingerprint) to score together
+    for i, entry in enumerate(entries):
         if entry is None:
-            out.append(None)
             continue
         if isinstance(entry, bytes):
             raw = entry
@@ -88,32 +95,57 @@ def _judge_chunk(entries) -> list:
             try:
                 raw = Path(entry).read_bytes()
             except OSError:
-                out.append(None)                 # the run reads it again and reports what it finds
-                continue
+                continue                         # the run reads it again and reports what it finds
         mark = fingerprint(raw)
         if not _FORCE and recorded_verdict(raw, _MODEL_ID) is not None:
-            out.append((mark, "recorded", None, None))
-            continue
+            out[i] = (mark, "recorded", None, None)
+        elif _SCORE is not None:
+            batch.append((i, raw, mark))
+        else:
+            try:
+                verdict, p = _CLASSIFY(raw)
+            except Exception as exc:             # noqa: BLE001 - reported as a failure of this message
+                out[i] = (mark, "error", f"{type(exc).__name__}: {exc}", None)
+                continue
+            out[i] = (mark, "ok", verdict, float(p))
+    if batch:
         try:
-            verdict, p = _CLASSIFY(raw)
-        except Exception as exc:                 # noqa: BLE001 - reported as a failure of this message
-            out.append((mark, "error", f"{type(exc).__name__}: {exc}", None))
-            continue
-        out.append((mark, "ok", verdict, float(p)))
+            rows = _scored([raw for _, raw, _ in batch])
+        except Exception:                        # noqa: BLE001 - find the message, one at a time
+            rows = None
+        for k, (i, raw, mark) in enumerate(batch):
+            if rows is None:
+                try:
+                    row, familiarity = _scored([raw])[0]
+                except Exception as exc:         # noqa: BLE001 - reported as a failure of this message
+                    out[i] = (mark, "error", f"{type(exc).__name__}: {exc}", None)
+                    continue
+            else:
+                row, familiarity = rows[k]
+            out[i] = (mark, "scored", row, familiarity)
     return out
+
+
+def _scored(raws) -> list:
+    """``[(class probabilities as floats, familiarity)]`` of messages, by the filter's ``score``."""
+    proba, familiarity = _SCORE(raws)
+    rows = [([float(v) for v in proba[k]], float(familiarity[k])) for k in range(len(raws))]
+    if len(proba) != len(raws) or len(familiarity) != len(raws):
+        raise ValueError(f"scored {len(proba)} of {len(raws)} messages")
+    return rows
 
 
 class JudgeAhead:
     """Worker processes that judge messages ahead of a filter run (use as a context manager)."""
 
-    def __init__(self, classify, model_id: str, force: bool, jobs: int, chunk: int = CHUNK):
+    def __init__(self, classify, model_id: str, force: bool, jobs: int, chunk: int = CHUNK, score=None):
         self.jobs, self.chunk = jobs, chunk
         self.broken = False
         self._pool = None
         if "fork" not in multiprocessing.get_all_start_methods():
             return
         self._pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
-                                         initializer=_start, initargs=(classify, model_id, force, os.getpid()))
+                                         initializer=_start, initargs=(classify, score, model_id, force, os.getpid()))
         # with fork, every worker starts at the first task: now, before the run takes any lock
         self._pool.submit(_ready).result()
 

@@ -81,12 +81,20 @@ class MailFilter:
     jobs : int
         Worker processes that classify the next messages while this process writes (see
         :mod:`spamkit.mailfilter.ahead`); 1: everything in this process. The result is the same.
+    score, decide : callable, optional
+        ``classify`` in two halves, for the workers: ``score(raws)`` gives class probabilities
+        and familiarity for many messages at once (in a worker), ``decide(row, familiarity)``
+        the verdict and P(spam) of one (here, in mailbox order); ``decide(*score([raw]))`` is
+        ``classify(raw)``. Without them the workers call ``classify``.
     """
 
     def __init__(self, classify, model_id: str, tag: bool = False, move: dict | None = None,
                  dry_run: bool = False, force: bool = False, wait: float = 30.0, progress=None, on_message=None,
-                 threshold: float = 0.5, jobs: int = 1):
+                 threshold: float = 0.5, jobs: int = 1, score=None, decide=None):
         self.classify = classify
+        if (score is None) != (decide is None):
+            raise ConfigError("score and decide go together (the two halves of classify)")
+        self.score, self.decide = score, decide
         self.jobs = jobs
         self._ahead = None
         self.model_id = model_id
@@ -122,6 +130,13 @@ class MailFilter:
         if ahead is not None and ahead[0] == _fingerprint(raw):
             if ahead[1] == "ok":
                 return ahead[2], ahead[3], True
+            if ahead[1] == "scored" and self.decide is not None:
+                try:
+                    verdict, p = self.decide(ahead[2], ahead[3])
+                except Exception as exc:          # noqa: BLE001 - one message must not stop the run
+                    self._fail(ref, f"{type(exc).__name__}: {exc}")
+                    return None
+                return verdict, p, True
             if ahead[1] == "error":
                 self._fail(ref, ahead[2])
                 return None
@@ -180,7 +195,8 @@ class MailFilter:
             if self.jobs > 1:
                 # forked now, before any lock is taken (imported here: pipe mode never needs it)
                 from .ahead import JudgeAhead
-                self._ahead = stack.enter_context(JudgeAhead(self.classify, self.model_id, self.force, self.jobs))
+                self._ahead = stack.enter_context(JudgeAhead(self.classify, self.model_id, self.force, self.jobs,
+                                                               score=self.score))
             try:
                 self._run(mailboxes)
             finally:

@@ -157,7 +157,13 @@ class FisherNBStack(CountingModel):
 
     def combined_log_odds(self, scores) -> np.ndarray:
         """The combiner's log-odds for rows of component log-odds (as :meth:`component_log_odds` gives)."""
-        return self._squash(scores) @ self.coef_ + self.intercept_
+        squashed = self._squash(scores)
+        # a sum per component, not a matrix product: BLAS may add a one-row product in another
+        # order than a many-row one, and a message must score the same alone and in a batch
+        z = np.zeros(squashed.shape[0])
+        for j, weight in enumerate(self.coef_):
+            z += weight * squashed[:, j]
+        return z + self.intercept_
 
     def _n_components(self) -> int:
         return 3 if self.logistic else 2
