@@ -379,7 +379,7 @@ def test_a_mail_client_lock_is_respected(kind, model, tmp_path):
 @pytest.mark.parametrize("kind", ["maildir", "mbox"])
 def test_ctrl_c_stops_cleanly_between_messages(kind, model, tmp_path):
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
-    build(kind, inbox, 2000)
+    build(kind, inbox, 4000)
     originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     proc = subprocess.Popen([sys.executable, "-m", "spamkit", "filter", str(model), str(inbox), "--tag",
@@ -388,16 +388,38 @@ def test_ctrl_c_stops_cleanly_between_messages(kind, model, tmp_path):
     deadline = time.monotonic() + 60
     while not junk.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)                              # the run creates the destination, then filters
-    time.sleep(0.5)
+    time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     if proc.returncode == 0:
         pytest.skip("the run finished before the interrupt arrived")
     assert proc.returncode == 130, err.decode()
     summary = json.loads(out)
-    assert summary["interrupted"] and 0 < summary["messages"] < 2000
+    assert summary["interrupted"] and 0 < summary["messages"] < 4000
     check_exactly_once(kind, [inbox, junk], originals)          # nothing lost, nothing half-done
     assert not [p for p in tmp_path.rglob("*") if "spamkit-new" in p.name or "journal" in p.name]
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_a_stop_after_the_last_message_interrupts_nothing(kind, tmp_path):
+    """Ctrl-C while the last message is judged (or while the summary is written) leaves nothing
+    unfiltered: the run is complete, not interrupted; one message earlier, it is interrupted."""
+    for stop_at, interrupted in ((9, False), (8, True)):
+        inbox = tmp_path / str(stop_at) / f"inbox.{kind}"
+        inbox.parent.mkdir()
+        build(kind, inbox, 10)
+        seen = []
+
+        def classify(raw):
+            seen.append(raw)
+            if len(seen) == stop_at + 1:
+                run.stop_requested = True
+            return "ham", 0.1
+
+        run = MailFilter(classify, "m@1", tag=True)
+        summary = run.run([inbox])
+        assert summary.interrupted is interrupted
+        assert summary.messages == stop_at + 1
 
 
 @pytest.mark.parametrize("kind", ["maildir", "mh"])

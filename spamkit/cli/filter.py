@@ -187,37 +187,46 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
     if move_unsure_to and (spam_filter.costs is None or "unsure" not in spam_filter.costs.decisions):
         raise click.UsageError("--move-unsure-to needs a decision layer with an unsure decision "
                                "(train or filter with --cost fp=...,fn=...,unsure=...)")
-    with Progress("filtering") as progress:
-        def listing(ref, verdict, p, tagged, moved_to):
-            actions = (["tag"] if tagged else []) + ([f"move to {moved_to}"] if moved_to is not None else [])
-            verb = "would " if dry_run else ""
-            click.echo(f"{ref}\t{verdict}\t{p:.6f}\t{verb + ', '.join(actions) if actions else 'unchanged'}")
+    previous = previous_term = None
+    try:
+        with Progress("filtering") as progress:
+            def listing(ref, verdict, p, tagged, moved_to):
+                actions = (["tag"] if tagged else []) + ([f"move to {moved_to}"] if moved_to is not None else [])
+                verb = "would " if dry_run else ""
+                click.echo(f"{ref}\t{verdict}\t{p:.6f}\t{verb + ', '.join(actions) if actions else 'unchanged'}")
 
-        on_message = listing if (dry_run or verbosity() > 0) and not as_json else None
-        if imap:
-            from ..mailfilter.imap import ImapFilter
-            runner = ImapFilter(spam_filter.verdict, tag=do_tag, move=move, dry_run=dry_run, force=force,
-                                progress=progress.step, on_message=on_message)
-        else:
-            from ..engines import default_jobs
-            runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
-                                force=force, wait=wait, progress=progress.step, on_message=on_message,
-                                threshold=spam_filter.spam_threshold(), jobs=jobs or default_jobs(),
-                                score=spam_filter.score, decide=spam_filter.verdict_from)
+            on_message = listing if (dry_run or verbosity() > 0) and not as_json else None
+            if imap:
+                from ..mailfilter.imap import ImapFilter
+                runner = ImapFilter(spam_filter.verdict, tag=do_tag, move=move, dry_run=dry_run, force=force,
+                                    progress=progress.step, on_message=on_message)
+            else:
+                from ..engines import default_jobs
+                runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
+                                    force=force, wait=wait, progress=progress.step, on_message=on_message,
+                                    threshold=spam_filter.spam_threshold(), jobs=jobs or default_jobs(),
+                                    score=spam_filter.score, decide=spam_filter.verdict_from)
 
-        def stop(signum, frame):
-            runner.stop_requested = True          # finish the current message (IMAP: batch), then stop cleanly
+            def stop(signum, frame):
+                runner.stop_requested = True      # finish the current message (IMAP: batch), then stop cleanly
 
-        previous = signal.signal(signal.SIGINT, stop)
-        previous_term = signal.signal(signal.SIGTERM, stop) if watch else None
-        try:
+            previous = signal.signal(signal.SIGINT, stop)
+            previous_term = signal.signal(signal.SIGTERM, stop) if watch else None
             summary = (_run_imap(runner, imap, password_command, ca_file, insecure, watch) if imap
                        else runner.run(mailboxes))
-        finally:
+        # the handlers stay until the summary is out: a Ctrl-C that comes after the last message
+        # has nothing left to stop and must not cut the report short
+        _report_filter(summary.as_dict(), spam_filter, summary_file, as_json, dry_run)
+    finally:
+        if previous is not None:
             signal.signal(signal.SIGINT, previous)
-            if previous_term is not None:
-                signal.signal(signal.SIGTERM, previous_term)
-    result = summary.as_dict()
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+
+
+def _report_filter(result: dict, spam_filter, summary_file, as_json: bool, dry_run: bool) -> None:
+    """A filter run's summary: to ``--summary FILE``, and as JSON or text on standard output;
+    exits with the run's status."""
     if spam_filter.guard is not None:
         result["guarded"] = {k: v for k, v in spam_filter.guard.counts.items() if k != "messages"}
     if summary_file:

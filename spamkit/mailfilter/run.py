@@ -110,6 +110,7 @@ class MailFilter:
         self.on_message = on_message
         self.threshold = threshold
         self.stop_requested = False
+        self._left_unfiltered = False
         self.summary = FilterSummary(dry_run=dry_run)
 
     # ------------------------------------------------------------- per message
@@ -201,7 +202,8 @@ class MailFilter:
                 self._run(mailboxes)
             finally:
                 self._ahead = None
-        self.summary.interrupted = self.stop_requested
+        # interrupted: a message was left unfiltered (a Ctrl-C after the last one interrupts nothing)
+        self.summary.interrupted = self._left_unfiltered
         self.summary.seconds = time.perf_counter() - started
         return self.summary
 
@@ -214,6 +216,7 @@ class MailFilter:
     def _run(self, mailboxes) -> None:
         for box in mailboxes:
             if self.stop_requested:
+                self._left_unfiltered = True
                 break
             path = Path(box)
             kind = mailbox_kind(path)
@@ -244,6 +247,7 @@ class MailFilter:
                 box.clean_up()
             for file, ahead in self._judged(box.messages(), lambda file: file):
                 if self.stop_requested:
+                    self._left_unfiltered = True
                     return
                 judged = self._judge_file(file, ahead)
                 if judged is None:
@@ -282,6 +286,7 @@ class MailFilter:
                 messages = (c for c in iter_mbox_chunks(path) if c.envelope is not None)
                 for number, (chunk, ahead) in enumerate(self._judged(messages, lambda c: c.message), 1):
                     if self.stop_requested:
+                        self._left_unfiltered = True
                         return
                     judged = self._judge(chunk.message, f"{path}#{number}", ahead)
                     if judged is None:
@@ -313,6 +318,7 @@ class MailFilter:
                                              lambda c: c.message if c.envelope is not None else None):
                 if chunk.envelope is None or self.stop_requested:
                     out.write(chunk.raw())                       # preamble, or the rest after Ctrl-C
+                    self._left_unfiltered |= chunk.envelope is not None
                     continue
                 number += 1
                 judged = self._judge(chunk.message, f"{path}#{number}", ahead)
