@@ -8,15 +8,18 @@ with ``--jobs 1`` (one process) and ``--jobs N`` (worker processes parse and tok
 results are identical, which this script checks). bogofilter 1.2.5: the messages written
 to files once (not timed), then ``bogofilter -s -B`` on the spam and ``-n -B`` on the ham
 (bulk training, one process), and ``bogofilter -B`` classifying every file (bulk
-classification). Ratios are printed; no threshold is asserted anywhere.
+classification). The configurations run in turns, ``--rounds`` times (default 3), and the
+median time of each is printed, so that a machine whose speed drifts during the run slows
+every row alike. Ratios are printed; no threshold is asserted anywhere.
 
     python scripts/bench_throughput.py [--corpus ../shared/corpora/trec07p-dev/trec07p-dev.tar.gz]
-                                       [--jobs N] [--no-install]
+                                       [--jobs N] [--rounds 3] [--no-install]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -85,19 +88,26 @@ def main():
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--jobs", type=int, default=default_jobs(), help="Worker processes of the second run.")
     parser.add_argument("--no-install", action="store_true", help="Do not apt-get install bogofilter.")
+    parser.add_argument("--rounds", type=int, default=3, help="Rounds of all configurations; medians are printed.")
     args = parser.parse_args()
-    rows = []
-    one = spamkit_run(args.corpus, 1)
-    rows.append(("spamkit, 1 process", one[2], one[0], one[1]))
-    if args.jobs > 1:
-        many = spamkit_run(args.corpus, args.jobs)
-        same = np.array_equal(one[3], many[3]) and one[4] == many[4]
-        rows.append((f"spamkit, --jobs {args.jobs}", many[2], many[0], many[1]))
-        print(f"--jobs {args.jobs} gives the same counts and AUC as one process: {same}")
     exe = ensure_bogofilter(not args.no_install)
-    if exe:
-        bogo = bogofilter_run(exe, args.corpus)
-        rows.append(("bogofilter -B (bulk, 1 process)", bogo[2], bogo[0], bogo[1]))
+    # rounds of every configuration in turn, the median of each: a machine whose speed drifts
+    # during the run (a shared 2-core VM does, by 10-40%) then slows every row alike
+    runs: dict = {}
+    same = True
+    for _ in range(args.rounds):
+        one = spamkit_run(args.corpus, 1)
+        runs.setdefault("spamkit, 1 process", []).append(one[:3])
+        if args.jobs > 1:
+            many = spamkit_run(args.corpus, args.jobs)
+            same = same and np.array_equal(one[3], many[3]) and one[4] == many[4]
+            runs.setdefault(f"spamkit, --jobs {args.jobs}", []).append(many[:3])
+        if exe:
+            runs.setdefault("bogofilter -B (bulk, 1 process)", []).append(bogofilter_run(exe, args.corpus))
+    if args.jobs > 1:
+        print(f"--jobs {args.jobs} gives the same counts and AUC as one process: {same}")
+    rows = [(name, times[0][2], statistics.median(t[0] for t in times), statistics.median(t[1] for t in times))
+            for name, times in runs.items()]
     print(f"{args.corpus.name}: {rows[0][1]} messages")
     print(f"{'':<34} {'train msg/s':>12} {'classify msg/s':>15}")
     for name, n, train_s, classify_s in rows:
