@@ -417,6 +417,41 @@ class Vectorizer:
         return information_gain(df_per_class, np.bincount(codes))
 
     def hash_counts(self, docs) -> sp.csr_matrix:
+        """Counts of ``docs`` over ``hashing`` columns: each token's column as scikit-learn's
+        ``FeatureHasher(alternate_sign=False)`` computes it (MurmurHash3 of its UTF-8 bytes),
+        by the compiled loop where it was built (``spamkit.speedups.hash_columns``, the same
+        columns: tests/test_features.py), else by FeatureHasher itself."""
+        from .compiled import speedups
+        compiled = speedups()
+        if compiled is None:
+            return self._feature_hasher_counts(docs)
+        n = int(self.hashing)
+        blocks, ids, ptr = [], [], [0]
+
+        def flush():
+            columns = np.frombuffer(bytearray(b"".join(ids)), dtype=np.int32)   # writable: sorted in place
+            block = sp.csr_matrix((np.ones(len(columns)), columns, np.asarray(ptr, dtype=np.int64)),
+                                  shape=(len(ptr) - 1, n))
+            block.sum_duplicates()                # also sorts each row's columns
+            blocks.append(block)
+            ids.clear()
+            ptr[1:] = []
+
+        for tokens in docs:
+            if isinstance(tokens, str):
+                raise ConfigError("a document must be a list of tokens, got a str; tokenize it first")
+            hashed = compiled.hash_columns(tokens, n)
+            ids.append(hashed)
+            ptr.append(ptr[-1] + len(hashed) // 4)
+            if len(ptr) > 2048:
+                flush()
+        if len(ptr) > 1 or not blocks:
+            flush()
+        X = blocks[0] if len(blocks) == 1 else sp.vstack(blocks, format="csr")
+        X.sort_indices()
+        return X
+
+    def _feature_hasher_counts(self, docs) -> sp.csr_matrix:
         from sklearn.feature_extraction import FeatureHasher
         hasher = FeatureHasher(n_features=int(self.hashing), input_type="string", alternate_sign=False)
         blocks = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -13,8 +14,11 @@ from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.metrics import mutual_info_score
 
+from spamkit.compiled import speedups
 from spamkit.errors import ConfigError, NotFittedError
 from spamkit.features import Vectorizer, information_gain, l2_normalize_rows
+
+from conftest import shared_corpus
 
 DOCS = [["free", "money", "free", "now"], ["meeting", "notes", "now"], ["free", "meeting"],
         ["money", "money", "money", "offer"], ["notes", "offer", "now", "free"]]
@@ -94,6 +98,38 @@ def test_hashing_matches_featurehasher():
     expected = FeatureHasher(64, input_type="string", alternate_sign=False).transform(DOCS)
     np.testing.assert_array_equal(X.toarray(), expected.toarray())
     assert v.terms_ is None and v.term(5) == "#5"
+
+
+_hashed = pytest.mark.skipif(speedups() is None and os.environ.get("CI", "").lower() != "true",
+                             reason="spamkit.speedups is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
+
+
+@_hashed
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.text(max_size=40).filter(lambda t: not any(0xD800 <= ord(c) <= 0xDFFF for c in t)),
+                         max_size=30), max_size=8),
+       st.sampled_from([1, 2, 7, 64, 2 ** 20, 2 ** 31 - 1]))
+def test_compiled_hashing_gives_featurehashers_columns(docs, n):
+    """The compiled MurmurHash3 loop against scikit-learn's FeatureHasher itself (any Unicode,
+    repeated tokens, empty documents, widths from 1 to 2**31 - 1)."""
+    v = Vectorizer("tf", hashing=n)
+    X = v.hash_counts(docs)
+    expected = v._feature_hasher_counts(docs)
+    assert X.shape == expected.shape and X.dtype == expected.dtype
+    assert np.array_equal(X.indptr, expected.indptr) and np.array_equal(X.indices, expected.indices)
+    assert np.array_equal(X.data, expected.data)
+
+
+@_hashed
+def test_compiled_hashing_on_mail_tokens():
+    from spamkit.corpus import Corpus
+    from spamkit.pipeline import BEST, build_filter
+    analyzer = build_filter(**BEST).analyzer              # the mail tokens
+    with Corpus(shared_corpus("csdmc2010/csdmc2010.tar.gz")) as corpus:
+        docs = [analyzer(m.raw) for m in corpus]
+    v = Vectorizer("binary", hashing=2 ** 20)
+    X, expected = v.hash_counts(docs), v._feature_hasher_counts(docs)
+    assert X.nnz > 100_000 and (X != expected).nnz == 0 and np.array_equal(X.indices, expected.indices)
 
 
 def test_errors():
