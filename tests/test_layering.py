@@ -35,7 +35,7 @@ ALLOWED = {
     "mime": set(),
     "message": {"errors", "htmltext", "mime"},
     "text": {"compiled", "errors", "message", "mime"},
-    "features": {"errors", "names"},
+    "features": {"compiled", "errors", "names"},
     "models": {"compiled", "errors", "labels", "names"},
     "decision": {"errors", "labels"},
     "metrics": {"errors", "labels"},
