@@ -161,3 +161,70 @@ def test_the_socket_mode_can_open_it_to_the_group(model, tmp_path):
         assert oct(sock.stat().st_mode & 0o777) == "0o660"
     finally:
         stop_server(proc)
+
+
+def test_connection_threads_wait_for_the_next_connection_and_are_capped(tmp_path, monkeypatch):
+    """A thread that served a connection serves the next one (no new thread per message); at
+    most IDLE_THREADS wait; the connection count is released after each."""
+    import socket
+    import socketserver
+    import threading
+    import time
+
+    from spamkit import server as srv
+
+    monkeypatch.setattr(srv, "IDLE_THREADS", 2)
+    seen, gate = [], threading.Event()
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self):
+            seen.append(threading.current_thread())   # kept alive here: distinct objects
+            if self.request.recv(1) == b"w":
+                gate.wait(10)                       # hold the thread: the next one needs another
+            self.request.sendall(b"ok")
+
+    class Echo(srv.Resident, srv.PrivateUnixServer):
+        def __init__(self, path):
+            self.setup_resident(srv.Workers(0, {}, 5.0), 1 << 10, 1 << 20, 5.0, max_clients=8)
+            super().__init__(path, Handler, 0o600)
+
+    path = str(tmp_path / "s.sock")
+    server = Echo(path)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def ask(byte=b"x"):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.sendall(byte)
+        return s
+
+    def answered(s):
+        out = s.recv(2)
+        s.close()
+        return out
+
+    def idle(n):
+        deadline = time.monotonic() + 5
+        while len(server._idle) != n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return len(server._idle)
+
+    try:
+        for _ in range(5):                          # one after the other: one thread serves them all
+            assert answered(ask()) == b"ok"
+            assert idle(1) == 1
+        assert len(set(seen)) == 1
+        held = [ask(b"w") for _ in range(4)]        # four at once: four threads
+        deadline = time.monotonic() + 5
+        while len(seen) < 9 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        gate.set()
+        assert [answered(s) for s in held] == [b"ok"] * 4
+        assert len(set(seen)) == 4 and idle(2) == 2          # two of them wait, the rest ended
+        deadline = time.monotonic() + 5
+        while server.clients._value != 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.clients._value == 8                     # every connection released its slot
+    finally:
+        server.shutdown()
+        server.server_close()
