@@ -129,10 +129,9 @@ def _judge_chunk(entries) -> list:
 def _scored(raws) -> list:
     """``[(class probabilities as floats, familiarity)]`` of messages, by the filter's ``score``."""
     proba, familiarity = _SCORE(raws)
-    rows = [([float(v) for v in proba[k]], float(familiarity[k])) for k in range(len(raws))]
     if len(proba) != len(raws) or len(familiarity) != len(raws):
         raise ValueError(f"scored {len(proba)} of {len(raws)} messages")
-    return rows
+    return [([float(v) for v in proba[k]], float(familiarity[k])) for k in range(len(raws))]
 
 
 class JudgeAhead:
