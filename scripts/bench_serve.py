@@ -30,6 +30,7 @@ from pathlib import Path
 
 from spamkit.client import ask
 from spamkit.corpus import Corpus
+from spamkit.message import split_tags
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -120,7 +121,10 @@ def main():
                     status, out = ask(str(sock), raw, timeout=120)
                 except OSError:
                     return False
-                return status in (0, 1, 2) and out.endswith(raw)
+                # tagged: spamkit's fields on top (after an mbox envelope line, which stays
+                # first), and nothing else changed
+                fields, rest = split_tags(out)
+                return status in (0, 1, 2) and "x-spamkit-model" in fields and rest == raw
 
             for n in levels:
                 rows.append(("spamkit serve", n, run_load(n, test, send)))
