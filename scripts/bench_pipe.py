@@ -105,8 +105,9 @@ def main():
             commands = [("spamkit filter MODEL - (new process)", spamkit, None),
                         ("  the same, SPAMKIT_LEAN=0 (full path)", spamkit, {"SPAMKIT_LEAN": "0"}),
                         ("spamkit-pipe -> spamkit serve", client, None)]
+            spamc_cmd = [spamc, "-U", str(spamd_sock)]
             if spamc:
-                commands.append(("spamc -> spamkit serve --spamd", [spamc, "-U", str(spamd_sock)], None))
+                commands.append(("spamc -> spamkit serve --spamd", spamc_cmd, None))
             if bogo:
                 commands.append(("bogofilter -T (new process)", bogo, None))
             # round robin, message by message: a machine whose speed drifts during the run
@@ -116,8 +117,7 @@ def main():
             # the server's caches cold), then spamkit-pipe alone
             big_commands = [c for c in commands if c[1][0] in (spamc, exe)]
             if spamc:
-                big_commands.insert(1, ("spamc -c -> spamkit serve --spamd", [spamc, "-U", str(spamd_sock), "-c"],
-                                        None))
+                big_commands.insert(1, ("spamc -c -> spamkit serve --spamd", spamc_cmd + ["-c"], None))
             big_rows = round_robin(big_commands, big)
             big_rows.insert(-1 if bogo else len(big_rows), ("spamkit-pipe -> spamkit serve",
                                                              [timed(client, m) for m in big]))
@@ -125,7 +125,7 @@ def main():
             if spamc:                              # in turns too: two rounds each, the mean rate
                 rates = {"spamc": [], "bogo": []}
                 for _ in range(2):
-                    rates["spamc"].append(concurrent_rate([spamc, "-U", str(spamd_sock)], big, clients=8,
+                    rates["spamc"].append(concurrent_rate(spamc_cmd, big, clients=8,
                                                           per_client=max(args.runs, 25) // 2 + 1))
                     if bogo:
                         rates["bogo"].append(concurrent_rate(bogo, big, clients=8,

@@ -105,7 +105,7 @@ def _judge_chunk(entries) -> list:
             try:
                 verdict, p = _CLASSIFY(raw)
             except Exception as exc:             # noqa: BLE001 - reported as a failure of this message
-                out[i] = (mark, "error", f"{type(exc).__name__}: {exc}", None)
+                out[i] = _failure(mark, exc)
                 continue
             out[i] = (mark, "ok", verdict, float(p))
     if batch:
@@ -118,12 +118,16 @@ def _judge_chunk(entries) -> list:
                 try:
                     row, familiarity = _scored([raw])[0]
                 except Exception as exc:         # noqa: BLE001 - reported as a failure of this message
-                    out[i] = (mark, "error", f"{type(exc).__name__}: {exc}", None)
+                    out[i] = _failure(mark, exc)
                     continue
             else:
                 row, familiarity = rows[k]
             out[i] = (mark, "scored", row, familiarity)
     return out
+
+
+def _failure(mark, exc: Exception) -> tuple:
+    return mark, "error", f"{type(exc).__name__}: {exc}", None
 
 
 def _scored(raws) -> list:

@@ -82,7 +82,7 @@ def _n_and_m(n, m) -> tuple[np.ndarray, np.ndarray]:
     n = np.atleast_1d(np.asarray(n, dtype=np.int64))
     m = np.atleast_1d(np.asarray(m, dtype=np.float64))
     if n.shape != m.shape:
-        n, m = (a.copy() for a in np.broadcast_arrays(n, m))
+        n, m = np.broadcast_arrays(n, m)          # read only: views will do
     return n, m
 
 
