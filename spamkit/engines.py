@@ -2,7 +2,9 @@
 
 A job (:mod:`spamkit.jobs`) given ``engine=ProcessEngine(jobs)`` reads the corpus in this
 process, sends chunks of messages to a pool of ``jobs`` worker processes (the standard
-library's :mod:`multiprocessing`, no scheduler of ours) which parse and tokenize them --
+library's :class:`~concurrent.futures.ProcessPoolExecutor`, no scheduler of ours: a worker
+that dies breaks the pool and the job fails with :class:`~spamkit.errors.WorkerError` instead
+of waiting for it for ever; workers start as :mod:`spamkit.processes` says) which parse and tokenize them --
 the bulk of the work on raw mail -- and takes the token lists back *in corpus order*, so
 vocabulary, counts, the logistic component's steps and every score are the same as with
 one process: the filter file and the scores are identical to ``--jobs 1`` (the tests
@@ -15,15 +17,18 @@ worker wait at a time, so memory stays bounded whatever the corpus size.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from array import array
 from collections import Counter, defaultdict, deque
 from functools import partial
 from itertools import islice
 
+from .errors import WorkerError
 from .features import IndexedChunk
 from .message import parse_message
+from .processes import start_context
 from .spamfilter import defect_families, distinct_tokens, parse_item
 
 #: messages per task sent to a worker
@@ -132,6 +137,11 @@ def _unpack_chunk(done) -> list:
     return out
 
 
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Shut ``pool`` down now: queued chunks are dropped, the workers end their current chunk."""
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
 def default_jobs() -> int:
     """All the cores this process may use."""
     try:
@@ -165,8 +175,7 @@ class ProcessEngine:
 
     def close(self) -> None:
         for pool in self._pools.values():
-            pool.terminate()
-            pool.join()
+            _stop(pool)
         self._pools.clear()
 
     def check(self, spam_filter) -> None:
@@ -175,15 +184,17 @@ class ProcessEngine:
     def parameters(self) -> dict:
         return {}                                            # the filter is the same as with one process
 
-    @staticmethod
-    def _context():
-        methods = multiprocessing.get_all_start_methods()
-        return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    def _new_pool(self, *initargs) -> ProcessPoolExecutor:
+        # one pool at a time: a pool's manager thread would make the next start a forkserver's
+        # workers instead of forking (spamkit.processes), and the engine uses one pool at a time
+        self.close()
+        return ProcessPoolExecutor(self.jobs, mp_context=start_context(preload=(__name__,)),
+                                   initializer=_start_worker, initargs=initargs)
 
     def _pool(self, analyzer):
         key = repr(sorted(analyzer.get_config().items()))
         if key not in self._pools:
-            self._pools[key] = self._context().Pool(self.jobs, initializer=_start_worker, initargs=(analyzer,))
+            self._pools[key] = self._new_pool(analyzer)
         return self._pools[key]
 
     def ordered(self, pool, work, items):
@@ -197,14 +208,18 @@ class ProcessEngine:
         def submit() -> bool:
             chunk = list(islice(source, self.chunk))
             if chunk:
-                pending.append(pool.apply_async(work, (chunk,)))
+                pending.append(pool.submit(work, chunk))
             return bool(chunk)
 
         more = True
         while more and len(pending) < 2 * self.jobs:
             more = submit()
         while pending:
-            done = pending.popleft().get()
+            try:
+                done = pending.popleft().result()
+            except BrokenProcessPool as exc:
+                raise WorkerError(f"a worker process died (killed, or out of memory?) before it returned "
+                                  f"its messages; run again, or with --jobs 1 ({exc})") from None
             if more:
                 more = submit()
             yield done
@@ -220,7 +235,7 @@ class ProcessEngine:
     def parsed(self, items):
         """``(source, kind, defects)`` of each message, parsed in the workers, in order."""
         if "parse" not in self._pools:
-            self._pools["parse"] = self._context().Pool(self.jobs)
+            self._pools["parse"] = self._new_pool(None)
         for done in self.ordered(self._pools["parse"], _parse_chunk, items):
             yield from done
 
@@ -241,8 +256,7 @@ class ProcessEngine:
         Parse fallbacks are counted on ``spam_filter.parse_fallbacks``."""
         import numpy as np
         import scipy.sparse as sp
-        pool = self._context().Pool(self.jobs, initializer=_start_worker,
-                                    initargs=(spam_filter.analyzer, spam_filter.vectorizer))
+        pool = self._new_pool(spam_filter.analyzer, spam_filter.vectorizer)
         try:
             blocks, distinct = [], []
             for (data, indices, indptr, shape), sizes, families in self.ordered(pool, _rows_chunk, items):
@@ -250,8 +264,7 @@ class ProcessEngine:
                 distinct.append(sizes)
                 spam_filter.count_fallbacks(families)
         finally:
-            pool.terminate()
-            pool.join()
+            _stop(pool)
         if not blocks:
             return spam_filter.vectorizer.transform([]), np.zeros(0)
         return sp.vstack(blocks, format="csr"), np.concatenate(distinct)

@@ -41,6 +41,10 @@ class OutputError(SpamkitError):
     """An output file cannot be written (a missing or read-only folder, a full disk)."""
 
 
+class WorkerError(SpamkitError):
+    """A worker process died (killed, out of memory) before it returned its work."""
+
+
 class ResourceMissingError(SpamkitError):
     """An optional resource (a user's stop-word file, an optional extra) is absent."""
 

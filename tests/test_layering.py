@@ -23,6 +23,8 @@ ALLOWED = {
     "manifest": {"errors", "version"},
     # pipe mode's fast path: a counting filter's file read and one message scored, standard library only
     "lean": {"errors", "manifest", "message", "text"},
+    # how worker processes start: fork only from a one-thread process (standard library only)
+    "processes": set(),
     # fsync helpers shared by filter files and mailboxes (standard library only)
     "durable": {"errors"},
     "labels": set(),
@@ -52,7 +54,7 @@ ALLOWED = {
     "jobs": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
              "evaluation", "selection", "version", "spamfilter", "config"},
     # the local engine on several cores: worker processes parse and tokenize for the jobs
-    "engines": {"features", "jobs", "message", "spamfilter"},
+    "engines": {"errors", "features", "jobs", "message", "processes", "spamfilter"},
     # bogofilter word lists in and out: counts -> a filter (spamkit.wordlist)
     "wordlist": {"decision", "errors", "features", "labels", "models", "spamfilter", "text"},
     # the one-import facade for scripts: re-exports spamfilter, config and jobs
@@ -65,7 +67,7 @@ ALLOWED = {
     "htmlreport": set(),
     # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out; IMAP
     # folders read for learning come out as the corpus stage's LabelledMessage
-    "mailfilter": {"errors", "version", "message", "durable", "passthrough", "corpus"},
+    "mailfilter": {"errors", "version", "message", "durable", "passthrough", "corpus", "processes"},
     # the resident filter process (takes a classify function) and its standard-library-only client
     "server": {"mailfilter", "client", "passthrough"},
     # SpamAssassin's spamd protocol on the server's machinery; TELL learns through the jobs

@@ -23,8 +23,11 @@ each message in mailbox order exactly as with one process. Nothing about writing
   exit when the run's process is gone (killed included), and write nothing to its standard
   output or error.
 
-The workers inherit the classifier by ``fork`` (nothing is pickled); where the platform has no
-``fork``, ``--jobs`` has no effect.
+The workers inherit the classifier by ``fork`` (nothing is pickled) when the run's process has
+one thread, as the ``spamkit filter`` command's has; a program that runs a filter with other
+threads alive gets ``forkserver`` workers and the classifier pickled to them in memory (see
+:mod:`spamkit.processes`: ``fork`` beside other threads can hang a worker for ever). Where the
+platform has no ``fork``, ``--jobs`` has no effect.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
 from pathlib import Path
 
+from ..processes import start_context
 from .tags import recorded_verdict
 
 #: messages per task
@@ -59,9 +63,14 @@ def _watch_parent(parent: int) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _start(classify, score, model_id: str, force: bool, parent: int) -> None:
+def _start(classify, score, model_id: str, force: bool, parent: int | None) -> None:
+    """A worker's start: what it judges with, standard streams to /dev/null, and a watch on
+    ``parent`` (the run, when forked from it; else this worker's parent now, a forkserver,
+    which exits with the run)."""
     global _CLASSIFY, _SCORE, _MODEL_ID, _FORCE
     _CLASSIFY, _SCORE, _MODEL_ID, _FORCE = classify, score, model_id, force
+    if parent is None:
+        parent = os.getppid()
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
@@ -147,9 +156,11 @@ class JudgeAhead:
         self._pool = None
         if "fork" not in multiprocessing.get_all_start_methods():
             return
-        self._pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
-                                         initializer=_start, initargs=(classify, score, model_id, force, os.getpid()))
-        # with fork, every worker starts at the first task: now, before the run takes any lock
+        context = start_context(preload=(__name__,))
+        forked = context.get_start_method() == "fork"
+        self._pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_start,
+                                         initargs=(classify, score, model_id, force, os.getpid() if forked else None))
+        # every worker starts at the first task: now, before the run takes any lock
         self._pool.submit(_ready).result()
 
     def __enter__(self) -> "JudgeAhead":

@@ -1,0 +1,44 @@
+"""How worker processes are started: ``fork`` only from a process with one thread.
+
+``fork`` copies the whole process but only the thread that called it. A lock another thread
+held at that moment (an import in progress, a logging handler, an event loop's selector) stays
+held for ever in the child, and the child hangs the first time it needs that lock; the parent
+then waits for ever on the child's result. The spamkit commands start their workers from a
+process with one thread, where ``fork`` is safe and cheapest (the workers inherit the loaded
+filter, nothing is copied). A program that calls spamkit's engines with other threads running
+(a notebook kernel, a test session that used a Dask client, whose event-loop thread lives on)
+gets ``forkserver`` instead: the workers are forked from a small server process that never
+ran other threads, and what they need is pickled to them (in memory; filter files are never
+pickles). Python documents the hazard (``os.fork``: "If you use fork in a multithreaded
+process ... deadlocks"), and 3.14 makes ``forkserver`` its default on Linux for this reason.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+
+__all__ = ["start_context", "forks"]
+
+
+def forks() -> bool:
+    """Whether :func:`start_context` gives ``fork`` now: the platform has it and this process
+    runs no other Python thread."""
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+def start_context(preload: tuple[str, ...] = ()):
+    """The multiprocessing context to start workers with now: ``fork`` where :func:`forks`,
+    else ``forkserver`` (its server process imports ``preload`` once, so each worker starts
+    with those modules loaded), else ``spawn``."""
+    if forks():
+        return multiprocessing.get_context("fork")
+    methods = multiprocessing.get_all_start_methods()
+    if "forkserver" in methods:
+        context = multiprocessing.get_context("forkserver")
+        if preload:
+            context.set_forkserver_preload(list(preload))
+        return context
+    return multiprocessing.get_context("spawn")

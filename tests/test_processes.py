@@ -1,0 +1,98 @@
+"""Worker processes start safely (spamkit.processes): ``fork`` from a one-thread process only,
+``forkserver`` beside other threads, and a worker that dies fails the job instead of hanging it.
+
+A CI run hung for 90 minutes here: a Dask client in an earlier test leaves its event-loop
+thread alive in the test process, and a worker forked beside it never answered."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from spamkit.corpus import Corpus
+from spamkit.engines import ProcessEngine
+from spamkit.errors import WorkerError
+from spamkit.mailfilter.ahead import JudgeAhead
+from spamkit.pipeline import BEST, build_filter
+from spamkit.processes import forks, start_context
+from spamkit.spamfilter import parse_item
+
+from conftest import SAMPLE
+
+
+class another_thread:
+    """A second thread alive for the duration of the ``with`` block."""
+
+    def __enter__(self):
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.stop.wait, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+def test_a_one_thread_process_forks_and_a_threaded_one_does_not():
+    code = ("import threading; from spamkit.processes import start_context as s; a = s().get_start_method(); "
+            "t = threading.Thread(target=threading.Event().wait, daemon=True); t.start(); "
+            "print(a, s().get_start_method())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["fork", "forkserver"]
+    with another_thread():
+        assert not forks() and start_context().get_start_method() == "forkserver"
+
+
+def test_the_engine_beside_another_thread_gives_the_same_tokens():
+    f = build_filter(**BEST)
+    with Corpus(SAMPLE) as corpus:
+        msgs = list(corpus)
+    with another_thread(), ProcessEngine(jobs=2, chunk=3) as engine:
+        remote = list(f.tokenized(msgs, engine.tokenizer(f.analyzer)))
+    assert remote == [f.tokens(m) for m in msgs]
+
+
+def worker_pid_as_familiarity(raws):
+    """A ``score`` for JudgeAhead that says who scored: P(spam) from the length, familiarity = pid."""
+    return [[0.5, len(r) % 2] for r in raws], [float(os.getpid())] * len(raws)
+
+
+def test_filter_workers_beside_another_thread_judge_in_order():
+    raws = [b"Subject: %d\n\n" % i + b"x" * i for i in range(100)]
+    with another_thread(), JudgeAhead(None, "m", False, jobs=2, chunk=7, score=worker_pid_as_familiarity) as ahead:
+        judged = list(ahead.judged(raws, lambda raw: raw))
+        assert not ahead.broken                        # the workers lived (their parent watch did not end them)
+    assert [item for item, _ in judged] == raws
+    pids = {judgement[3] for _, judgement in judged}
+    assert os.getpid() not in pids and len(pids) >= 1
+    assert [judgement[2][1] for _, judgement in judged] == [len(r) % 2 for r in raws]
+
+
+class DiesOn:
+    """An analyzer whose worker process is killed on the message with ``word`` in its body."""
+
+    def __init__(self, word: str):
+        self.word = word
+
+    def get_config(self) -> dict:
+        return {"dies_on": self.word}
+
+    def __call__(self, msg) -> list:
+        if self.word in msg.body:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return msg.body.split()
+
+
+def test_a_worker_killed_fails_the_job_instead_of_hanging_it():
+    with Corpus(SAMPLE) as corpus:
+        msgs = list(corpus)
+    victim = next(parse_item(m) for m in msgs[10:] if len(parse_item(m).body.split()) > 20)
+    word = max(victim.body.split(), key=len)
+    with ProcessEngine(jobs=2, chunk=3) as engine, pytest.raises(WorkerError, match="worker process died"):
+        list(engine.tokenizer(DiesOn(word))(msgs))
