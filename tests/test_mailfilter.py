@@ -6,6 +6,7 @@ import errno
 import json
 import fcntl
 import mailbox
+import multiprocessing
 import os
 import random
 import re
@@ -552,6 +553,17 @@ def _scores_of(raws):
     return rows, [0.5 + len(raw) % 7 / 100 for raw in raws]
 
 
+_CLASSIFIED_HERE: list = []
+
+
+def _classify_here(raw):
+    """``classify`` for a run whose workers score: records that the run classified a message
+    itself (module-level, so that forkserver workers can be sent it)."""
+    _CLASSIFIED_HERE.append(raw)
+    row = _scores_of([raw])[0][0]
+    return ("spam" if row[1] > 0.5 else "ham"), row[1]
+
+
 @pytest.mark.parametrize("kind", ["maildir", "mbox"])
 def test_workers_score_in_batches_and_the_run_decides_in_mailbox_order(kind, tmp_path):
     """Workers return scores; the run turns them into verdicts itself, in mailbox order (so a
@@ -567,26 +579,21 @@ def test_workers_score_in_batches_and_the_run_decides_in_mailbox_order(kind, tmp
         decided.append((row, familiarity))
         return ("spam" if row[1] > 0.5 else "ham"), row[1]
 
-    classified_here = []
-
-    def classify(raw):
-        classified_here.append(raw)
-        return decide(*[part[0] for part in _scores_of([raw])])
-
-    run = MailFilter(classify, "m@1", tag=True, move={"spam": junk}, jobs=2, score=_scores_of, decide=decide)
+    _CLASSIFIED_HERE.clear()
+    run = MailFilter(_classify_here, "m@1", tag=True, move={"spam": junk}, jobs=2, score=_scores_of, decide=decide)
     summary = run.run([inbox])
     assert summary.messages == 119 and len(summary.failed) == 1
     assert "message 13 cannot be scored" in summary.failed[0]["error"]
-    assert len(decided) == 119 and not classified_here    # scored in the workers, decided here
+    assert len(decided) == 119 and not _CLASSIFIED_HERE   # scored in the workers, decided here
     expected = [str(ident).startswith("1") for ident in order if ident != 13]
     assert [row[1] > 0.5 for row, _ in decided] == expected          # in mailbox order
     assert summary.counts["spam"] == len(stored(kind, junk)) == sum(expected)
     with pytest.raises(Exception, match="go together"):
-        MailFilter(classify, "m@1", score=_scores_of)
+        MailFilter(_classify_here, "m@1", score=_scores_of)
 
 
-def _dies_in_a_worker(raw, parent=os.getpid()):
-    if os.getpid() != parent and b"X-Test-Id: 7\n" in raw:
+def _dies_in_a_worker(raw):
+    if multiprocessing.parent_process() is not None and b"X-Test-Id: 7\n" in raw:
         os._exit(9)                                   # a worker killed mid-run (out of memory, say)
     return ("spam", 0.99) if b"X-Test-Id: 1" in raw else ("ham", 0.01)
 

@@ -96,3 +96,16 @@ def test_a_worker_killed_fails_the_job_instead_of_hanging_it():
     word = max(victim.body.split(), key=len)
     with ProcessEngine(jobs=2, chunk=3) as engine, pytest.raises(WorkerError, match="worker process died"):
         list(engine.tokenizer(DiesOn(word))(msgs))
+
+
+def test_filter_workers_that_cannot_be_sent_the_filter_leave_the_run_to_judge():
+    # beside another thread the workers come from a forkserver, and a closure does not pickle:
+    # the run is told, and judges every message itself (a None judgement), losing none
+    def score(raws):
+        return [[0.5, 0.5] for _ in raws], [1.0] * len(raws)
+
+    raws = [b"Subject: %d\n\nx" % i for i in range(10)]
+    with another_thread(), pytest.warns(RuntimeWarning, match="workers not started"):
+        ahead = JudgeAhead(None, "m", False, jobs=2, score=score)
+    with ahead:
+        assert list(ahead.judged(raws, lambda raw: raw)) == [(raw, None) for raw in raws]

@@ -37,6 +37,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 import zlib
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
@@ -161,7 +162,12 @@ class JudgeAhead:
         self._pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_start,
                                          initargs=(classify, score, model_id, force, os.getpid() if forked else None))
         # every worker starts at the first task: now, before the run takes any lock
-        self._pool.submit(_ready).result()
+        try:
+            self._pool.submit(_ready).result()
+        except Exception as exc:                  # noqa: BLE001 - forkserver workers need what pickles
+            self.close()
+            warnings.warn(f"filter workers not started ({type(exc).__name__}: {exc}); the run judges every "
+                          "message itself", RuntimeWarning, stacklevel=2)
 
     def __enter__(self) -> "JudgeAhead":
         return self
