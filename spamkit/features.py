@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -117,6 +118,22 @@ class IndexedChunk(NamedTuple):
     sizes: np.ndarray         # int64: distinct terms per document
 
 
+def _known_columns(index: dict):
+    """``known(tokens, out)``: appends to the list ``out`` the column of each token of ``tokens``
+    that ``index`` holds, in order -- ``out += [j for j in map(index.get, tokens) if j is not
+    None]``, which is its definition, or the compiled loop (``spamkit.speedups.known_columns``,
+    about twice as quick on a 20 KB message) where it was built and ``index`` is a dict."""
+    from .compiled import speedups
+    module = speedups()
+    if module is not None and isinstance(index, dict):
+        return partial(module.known_columns, index)
+    get = index.get
+
+    def known(tokens, out: list) -> None:
+        out += [j for j in map(get, tokens) if j is not None]
+    return known
+
+
 def count_matrix(docs, index: dict, grow: bool):
     """CSR counts of ``docs`` under ``index`` (token -> column); with ``grow`` new tokens get columns.
 
@@ -138,7 +155,8 @@ def count_matrix(docs, index: dict, grow: bool):
     chunk_ids: list = []      # a list takes a map's items faster than an array("i")
     chunk_ptr = [0]
     tables: dict = {}         # IndexedChunk: each worker's term numbers -> columns
-    lookup, get = index.__getitem__, index.get
+    lookup = index.__getitem__
+    known = _known_columns(index) if not grow else None
     if grow and getattr(index, "default_factory", None) != index.__len__:
         raise ValueError("a growing index must be a defaultdict whose factory is its __len__")
 
@@ -190,7 +208,7 @@ def count_matrix(docs, index: dict, grow: bool):
         if grow:
             chunk_ids += map(lookup, tokens)
         else:
-            chunk_ids += [j for j in map(get, tokens) if j is not None]
+            known(tokens, chunk_ids)
         chunk_ptr.append(len(chunk_ids))
         if len(chunk_ptr) > CHUNK_DOCS:
             flush()

@@ -562,7 +562,7 @@ static int get_buffer(PyObject *o, Py_buffer *view, const char *format, Py_ssize
    in row order, each seeing the weights the previous one left:
        z = clip(b + sum_j w_j x_j, -limit, limit);  g = sign * rate * weight_i * (y_i - 1/(1+e^-z))
        w_j += g x_j (the row's columns);  b += g
-   Returns the new b; w is updated in place. */
+   A row of weight 0 is skipped (its step would add zeros). Returns the new b; w is updated in place. */
 static PyObject *logistic_steps(PyObject *self, PyObject *args)
 {
     PyObject *o_indptr, *o_indices, *o_data, *o_w, *o_codes, *o_weights;
@@ -573,8 +573,18 @@ static PyObject *logistic_steps(PyObject *self, PyObject *args)
     Py_buffer indptr, indices, data, w, codes, weights;
     if (get_buffer(o_indptr, &indptr, "q", 8, 0, "indptr") < 0)
         return NULL;
-    if (get_buffer(o_indices, &indices, "q", 8, 0, "indices") < 0) {
+    /* the column indices as the matrix holds them: int32 (scipy's usual) or int64, not copied */
+    if (PyObject_GetBuffer(o_indices, &indices, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyBuffer_Release(&indptr);
+        return NULL;
+    }
+    const char *fmt = indices.format ? indices.format : "";
+    if (*fmt == '@' || *fmt == '=')
+        fmt++;
+    int narrow = indices.itemsize == 4 && strcmp(fmt, "i") == 0;
+    if (indices.ndim != 1 || !(narrow || (indices.itemsize == 8 && (strcmp(fmt, "q") == 0 || strcmp(fmt, "l") == 0)))) {
+        PyErr_SetString(PyExc_TypeError, "indices must be a one-dimensional array of int32 or int64");
+        PyBuffer_Release(&indptr); PyBuffer_Release(&indices);
         return NULL;
     }
     if (get_buffer(o_data, &data, "d", 8, 0, "data") < 0) {
@@ -594,7 +604,10 @@ static PyObject *logistic_steps(PyObject *self, PyObject *args)
         PyBuffer_Release(&codes);
         return NULL;
     }
-    const long long *ptr = indptr.buf, *col = indices.buf;
+    const long long *ptr = indptr.buf;
+    const int32_t *col32 = narrow ? indices.buf : NULL;
+    const long long *col64 = narrow ? NULL : indices.buf;
+#define COL(k) (narrow ? (long long)col32[k] : col64[k])
     const double *val = data.buf, *y = codes.buf, *sw = weights.buf;
     double *wv = w.buf;
     Py_ssize_t n_rows = indptr.shape[0] - 1, nnz = indices.shape[0], n_cols = w.shape[0];
@@ -603,23 +616,26 @@ static PyObject *logistic_steps(PyObject *self, PyObject *args)
         if (ptr[i] < 0 || ptr[i] > nnz || (i && ptr[i] < ptr[i - 1]))
             bad = 1;
     for (Py_ssize_t k = 0; !bad && k < nnz; k++)
-        if (col[k] < 0 || col[k] >= n_cols)
+        if (COL(k) < 0 || COL(k) >= n_cols)
             bad = 1;
     if (!bad) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n_rows; i++) {
+            if (sw[i] == 0.0)
+                continue;                    /* a step of weight 0 changes nothing: skipped */
             double dot = 0.0;
             for (long long k = ptr[i]; k < ptr[i + 1]; k++)
-                dot += wv[col[k]] * val[k];
+                dot += wv[COL(k)] * val[k];
             double z = b + dot;
             z = z < -limit ? -limit : (z > limit ? limit : z);
             double g = sign * rate * sw[i] * (y[i] - 1.0 / (1.0 + exp(-z)));
             for (long long k = ptr[i]; k < ptr[i + 1]; k++)
-                wv[col[k]] += g * val[k];
+                wv[COL(k)] += g * val[k];
             b += g;
         }
         Py_END_ALLOW_THREADS
     }
+#undef COL
     PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data); PyBuffer_Release(&w);
     PyBuffer_Release(&codes); PyBuffer_Release(&weights);
     if (bad) {
@@ -697,6 +713,38 @@ static PyObject *hash_columns(PyObject *self, PyObject *args)
     return out;
 }
 
+/* known_columns(index, tokens, out): appends index[token] to the list out for each token of
+   tokens that index holds, in order (spamkit.features.count_matrix's lookup of a fixed
+   vocabulary: [j for j in map(index.get, tokens) if j is not None], one C loop). index must
+   be a dict (a subclass's __missing__ is not called, as dict.get does not call it). */
+static PyObject *known_columns(PyObject *self, PyObject *args)
+{
+    PyObject *index, *tokens, *out;
+    if (!PyArg_ParseTuple(args, "O!OO!", &PyDict_Type, &index, &tokens, &PyList_Type, &out))
+        return NULL;
+    PyObject *seq = PySequence_Fast(tokens, "known_columns: tokens must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *column = PyDict_GetItemWithError(index, items[i]);   /* borrowed */
+        if (column == NULL) {
+            if (PyErr_Occurred()) {                                      /* an unhashable token */
+                Py_DECREF(seq);
+                return NULL;
+            }
+            continue;
+        }
+        if (PyList_Append(out, column) < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"html_to_text", html_to_text, METH_VARARGS,
      "html_to_text(html, block, invisible, raw_text, tag_attrs, unescape, max_tags) -> (text, urls, tags)\n\n"
@@ -711,6 +759,9 @@ static PyMethodDef methods[] = {
     {"hash_columns", hash_columns, METH_VARARGS,
      "hash_columns(tokens, n_features) -> bytes of int32\n\n"
      "Each token's column as scikit-learn's FeatureHasher(n_features, alternate_sign=False) puts it."},
+    {"known_columns", known_columns, METH_VARARGS,
+     "known_columns(index, tokens, out) -> None\n\n"
+     "Appends index[t] to the list out for each t of tokens in the dict index, in order."},
     {NULL, NULL, 0, NULL}
 };
 

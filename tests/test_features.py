@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -130,6 +131,33 @@ def test_compiled_hashing_on_mail_tokens():
     v = Vectorizer("binary", hashing=2 ** 20)
     X, expected = v.hash_counts(docs), v._feature_hasher_counts(docs)
     assert X.nnz > 100_000 and (X != expected).nnz == 0 and np.array_equal(X.indices, expected.indices)
+
+
+@_hashed
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=6), max_size=20, unique=True), st.lists(st.text(max_size=6), max_size=60),
+       st.booleans())
+def test_compiled_vocabulary_lookup_is_its_definition(vocabulary, tokens, default):
+    """The compiled lookup of a fixed vocabulary (``transform``) against its Python definition,
+    on a dict and on a defaultdict whose factory would number a new token (it must not)."""
+    from spamkit import speedups
+    index = defaultdict(int, zip(vocabulary, range(len(vocabulary)))) if default else dict(
+        zip(vocabulary, range(len(vocabulary))))
+    before = dict(index)
+    out = [-1]
+    speedups.known_columns(index, tokens, out)
+    assert out == [-1] + [index[t] for t in tokens if t in before] and dict(index) == before
+    with pytest.raises(TypeError):
+        speedups.known_columns(index, [["unhashable"]], [])
+    v = Vectorizer("tf").fit([vocabulary or ["x"], tokens[:3]])
+    docs = [tokens, [], tokens[::-1]]
+    X = v.transform(docs)
+    os.environ["SPAMKIT_PURE_PYTHON"] = "1"
+    try:
+        expected = v.transform(docs)
+    finally:
+        del os.environ["SPAMKIT_PURE_PYTHON"]
+    assert (X != expected).nnz == 0 and np.array_equal(X.indices, expected.indices) and X.shape == expected.shape
 
 
 def test_errors():

@@ -131,3 +131,27 @@ def test_compiled_steps_equal_the_python_loop():
     with pytest.raises(ValueError):
         logistic.speedups.logistic_steps(np.array([0, 1]), np.array([5]), np.array([1.0]), np.zeros(3), 0.0,
                                          np.array([1.0]), np.array([1.0]), 0.1, 1.0, 35.0)
+
+
+def test_a_row_of_weight_zero_is_no_step_and_the_indices_are_read_as_they_are():
+    # the stack's folds step a regression on "every row but the held fold" by giving the held
+    # rows weight 0 instead of copying the matrix without them: the same weights to the last bit,
+    # from int32 column indices (scipy's usual, read without a copy) as from int64
+    from spamkit.models import logistic
+    X, y = _stream(5, n=200)
+    X = sp.csr_matrix(X)
+    keep = np.arange(X.shape[0]) % 3 != 1
+    subset = OnlineLogistic(rate=0.2).partial_fit(X[keep], y[keep], classes=np.unique(y))
+    for indices_type in (np.int32, np.int64):
+        Xt = X.copy()
+        Xt.indices = Xt.indices.astype(indices_type)
+        weighted = OnlineLogistic(rate=0.2).partial_fit(Xt, y, classes=np.unique(y), sample_weight=keep.astype(float))
+        assert np.array_equal(weighted.coef_, subset.coef_) and weighted.intercept_ == subset.intercept_
+    python = OnlineLogistic(rate=0.2)
+    python._start(np.unique(y), X.shape[1])
+    python._steps_python(logistic.presence(X), python.class_codes(y), keep.astype(float), 0.2)
+    np.testing.assert_allclose(python.coef_, subset.coef_, rtol=1e-12, atol=1e-15)
+    if logistic.speedups is not None:
+        with pytest.raises(TypeError, match="int32 or int64"):
+            logistic.speedups.logistic_steps(np.array([0, 1]), np.array([0], dtype=np.int16), np.array([1.0]),
+                                             np.zeros(3), 0.0, np.array([1.0]), np.array([1.0]), 0.1, 1.0, 35.0)

@@ -160,3 +160,17 @@ def test_a_stack_with_a_logistic_component_round_trips_and_an_old_file_still_loa
     _, _, old, _ = load_filter(tmp_path / "old.spamkit")
     assert old.logistic == 0.0 and old.logistic_ is None
     np.testing.assert_allclose(old.predict_proba(Xv), stack.predict_proba(Xv), rtol=1e-12)
+
+
+def test_scoring_in_blocks_of_rows_changes_nothing(monkeypatch):
+    # rows are scored SCORE_ROWS at a time (memory); each row's scores depend on it alone, so the
+    # blocks give the very same numbers as one pass, in fit (the combiner's training scores) and after
+    from spamkit.models import stack as module
+    X, y = _data(4, n=150)
+    one_pass = FisherNBStack(folds=3, logistic=0.1, squash="slog").fit(X, y)
+    monkeypatch.setattr(module, "SCORE_ROWS", 7)
+    blocked = FisherNBStack(folds=3, logistic=0.1, squash="slog").fit(X, y)
+    assert np.array_equal(one_pass.coef_, blocked.coef_) and one_pass.intercept_ == blocked.intercept_
+    assert np.array_equal(one_pass.predict_log_proba(X), blocked.predict_log_proba(X))
+    monkeypatch.setattr(module, "SCORE_ROWS", 10 ** 6)
+    assert np.array_equal(one_pass.predict_log_proba(X), blocked.predict_log_proba(X))

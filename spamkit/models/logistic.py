@@ -113,7 +113,9 @@ class OnlineLogistic(ProbabilisticClassifier):
         may pair terms, so the two agree to rounding (tests/test_logistic.py)."""
         if speedups is not None and self.coef_.flags.c_contiguous and self.coef_.dtype == np.float64:
             self.intercept_ = speedups.logistic_steps(
-                np.ascontiguousarray(X.indptr, dtype=np.int64), np.ascontiguousarray(X.indices, dtype=np.int64),
+                np.ascontiguousarray(X.indptr, dtype=np.int64),
+                X.indices if X.indices.dtype in (np.int32, np.int64) and X.indices.flags.c_contiguous
+                else np.ascontiguousarray(X.indices, dtype=np.int64),
                 np.ascontiguousarray(X.data, dtype=np.float64), self.coef_, float(self.intercept_),
                 np.ascontiguousarray(codes, dtype=np.float64), np.ascontiguousarray(weights, dtype=np.float64),
                 float(rate), float(sign), SCORE_LIMIT)
@@ -126,6 +128,8 @@ class OnlineLogistic(ProbabilisticClassifier):
         w, indptr, indices, data = self.coef_, X.indptr, X.indices, X.data
         b = self.intercept_
         for i in range(X.shape[0]):
+            if weights[i] == 0.0:
+                continue                                   # a step of weight 0 changes nothing
             cols = indices[indptr[i]:indptr[i + 1]]
             vals = data[indptr[i]:indptr[i + 1]]
             z = min(max(b + float(w[cols] @ vals), -SCORE_LIMIT), SCORE_LIMIT)
