@@ -609,3 +609,37 @@ def test_a_dead_worker_leaves_the_run_to_judge_the_rest(kind, tmp_path):
     check_exactly_once(kind, [inbox, junk], originals)
     expected_spam = sum(1 for i in originals if str(i).startswith("1"))
     assert summary.counts["spam"] == expected_spam == len(stored(kind, junk))
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_folders_are_fsynced_per_group_and_before_the_messages_are_reported(kind, tmp_path, monkeypatch):
+    # a rename is reported only after the folders it touched were fsynced, but those fsyncs
+    # come once per group of GROUP_COMMIT messages, not two or three per message
+    from spamkit.mailfilter import run as run_module
+    inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
+    build(kind, inbox, 150)
+    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    events = []
+    monkeypatch.setattr(run_module, "GROUP_COMMIT", 40)
+    monkeypatch.setattr(run_module, "fsync_dir", lambda folder: events.append(("fsync", Path(folder))))
+
+    def reported(ref, verdict, p, tagged, moved_to):
+        events.append(("report", Path(ref), moved_to))
+
+    run = MailFilter(_dies_in_a_worker, "m@1", tag=True, move={"spam": junk}, on_message=reported)
+    summary = run.run([inbox])
+    assert summary.messages == 150 and not summary.failed
+    check_exactly_once(kind, [inbox, junk], originals)
+    fsyncs = [e for e in events if e[0] == "fsync"]
+    assert 0 < len(fsyncs) <= 4 * 3                                 # 4 groups, at most 3 folders each
+    synced, last = set(), None                  # the folders of the fsyncs just before a group's reports
+    for event in events:                        # every report follows the fsync of its folders
+        if event[0] == "fsync":
+            synced = synced | {event[1]} if last == "fsync" else {event[1]}
+        else:
+            _, file, moved_to = event
+            assert file.parent in synced
+            if moved_to is not None:
+                assert (Path(moved_to) / file.parent.name if kind == "maildir" else Path(moved_to)) in synced
+        last = event[0]
+    assert events[0][0] == "fsync" and events[-1][0] == "report"

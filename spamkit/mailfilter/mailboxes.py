@@ -10,7 +10,7 @@ import os
 from contextlib import ExitStack
 from pathlib import Path
 
-from ..durable import fsync_dir, write_durable
+from ..durable import write_durable
 from .failures import FilterError, describe
 from .locks import mbox_locks, pid_alive, spamkit_lock
 
@@ -100,9 +100,11 @@ class FolderMailbox:
 
     :meth:`lock` takes the locks of the mailbox and its destinations, :meth:`clean_up`
     removes what a killed run left, :meth:`messages` lists the message files in order,
-    :meth:`replace` writes a message's new bytes beside it and renames them over it
-    (atomic), :meth:`move` renames a message into a destination; after either, the
-    message's folder is fsynced (:meth:`sync`).
+    :meth:`replace` writes a message's new bytes beside it (fsynced) and renames them over
+    it (atomic), :meth:`move` renames a message into a destination (atomic) and returns the
+    folder it went to. Neither fsyncs a folder: the run fsyncs the folders its renames
+    touched once per group of messages, before it reports them (see
+    :class:`spamkit.mailfilter.run.MailFilter`).
     """
 
     kind = ""
@@ -133,11 +135,8 @@ class FolderMailbox:
     def replace(self, file: Path, new: bytes) -> None:
         raise NotImplementedError
 
-    def move(self, file: Path, dest: Path) -> None:
+    def move(self, file: Path, dest: Path) -> Path:
         raise NotImplementedError
-
-    def sync(self, file: Path) -> None:
-        fsync_dir(file.parent)
 
 
 class Maildir(FolderMailbox):
@@ -163,12 +162,12 @@ class Maildir(FolderMailbox):
         write_durable(tmp, new, like=file)
         os.replace(tmp, file)
 
-    def move(self, file: Path, dest: Path) -> None:
+    def move(self, file: Path, dest: Path) -> Path:
         target = dest / file.parent.name / file.name
         if target.exists():
             raise FilterError(f"{target} already exists; not overwriting a message")
         os.rename(file, target)
-        fsync_dir(target.parent)
+        return target.parent
 
 
 class MHFolder(FolderMailbox):
@@ -201,14 +200,14 @@ class MHFolder(FolderMailbox):
         write_durable(tmp, new, like=file)
         os.replace(tmp, file)
 
-    def move(self, file: Path, dest: Path) -> None:
+    def move(self, file: Path, dest: Path) -> Path:
         if dest not in self.next_number:
             self.next_number[dest] = max(self.numbers(dest), default=0) + 1
         while (dest / str(self.next_number[dest])).exists():
             self.next_number[dest] += 1
         os.rename(file, dest / str(self.next_number[dest]))
         self.next_number[dest] += 1
-        fsync_dir(dest)
+        return dest
 
 
 #: the one-message-per-file formats by kind

