@@ -28,7 +28,7 @@ from itertools import islice
 from .errors import WorkerError
 from .features import IndexedChunk
 from .message import parse_message
-from .processes import start_context
+from .processes import start_context, worker_pool
 from .spamfilter import defect_families, distinct_tokens, parse_item
 
 #: messages per task sent to a worker
@@ -188,8 +188,7 @@ class ProcessEngine:
         # one pool at a time: a pool's manager thread would make the next start a forkserver's
         # workers instead of forking (spamkit.processes), and the engine uses one pool at a time
         self.close()
-        return ProcessPoolExecutor(self.jobs, mp_context=start_context(preload=(__name__,)),
-                                   initializer=_start_worker, initargs=initargs)
+        return worker_pool(self.jobs, start_context(preload=(__name__,)), _start_worker, initargs)
 
     def _pool(self, analyzer):
         key = repr(sorted(analyzer.get_config().items()))

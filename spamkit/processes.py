@@ -20,7 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 
-__all__ = ["start_context", "forks"]
+__all__ = ["start_context", "forks", "worker_pool"]
 
 
 def forks() -> bool:
@@ -42,3 +42,23 @@ def start_context(preload: tuple[str, ...] = ()):
             context.set_forkserver_preload(list(preload))
         return context
     return multiprocessing.get_context("spawn")
+
+
+def worker_pool(jobs: int, context, initializer=None, initargs=()):
+    """A :class:`~concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers started by
+    ``context``, all of them started with the first task.
+
+    CPython starts ``fork`` workers all at once but ``forkserver`` and ``spawn`` workers one
+    per task submitted while none is idle. Then a pool whose worker died can hang for ever:
+    a task submitted while the pool is being torn down starts a new worker after the dying
+    pool has signalled the others to stop, and the pool then waits for that one (CPython
+    3.11; a CI run of ours hung in ``JudgeAhead.close`` exactly so). Starting every worker
+    with the first task, as CPython does for ``fork``, leaves no late worker: the pool's
+    ``_safe_to_dynamically_spawn_children`` switch (a private attribute, checked for) is
+    turned off.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=initializer, initargs=initargs)
+    if getattr(pool, "_safe_to_dynamically_spawn_children", None) is True:
+        pool._safe_to_dynamically_spawn_children = False
+    return pool

@@ -109,3 +109,20 @@ def test_filter_workers_that_cannot_be_sent_the_filter_leave_the_run_to_judge():
         ahead = JudgeAhead(None, "m", False, jobs=2, score=score)
     with ahead:
         assert list(ahead.judged(raws, lambda raw: raw)) == [(raw, None) for raw in raws]
+
+
+def test_every_worker_starts_with_the_first_task_whatever_the_start_method():
+    # forkserver workers started one per task can leave a late one that a broken pool never
+    # joins (a CI run hung so); worker_pool starts all of them at once, as CPython does for fork
+    import multiprocessing
+    from spamkit.processes import worker_pool
+    with another_thread():
+        context = start_context()
+        assert context.get_start_method() == "forkserver"
+        before = set(multiprocessing.active_children())
+        pool = worker_pool(3, context)
+        try:
+            assert pool.submit(os.getpid).result() != os.getpid()
+            assert len(set(multiprocessing.active_children()) - before) == 3
+        finally:
+            pool.shutdown()

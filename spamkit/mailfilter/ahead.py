@@ -40,12 +40,11 @@ import time
 import warnings
 import zlib
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
 from pathlib import Path
 
-from ..processes import start_context
+from ..processes import start_context, worker_pool
 from .tags import recorded_verdict
 
 #: messages per task
@@ -159,8 +158,7 @@ class JudgeAhead:
             return
         context = start_context(preload=(__name__,))
         forked = context.get_start_method() == "fork"
-        self._pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_start,
-                                         initargs=(classify, score, model_id, force, os.getpid() if forked else None))
+        self._pool = worker_pool(jobs, context, _start, (classify, score, model_id, force, os.getpid() if forked else None))
         # every worker starts at the first task: now, before the run takes any lock
         try:
             self._pool.submit(_ready).result()
