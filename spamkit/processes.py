@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from concurrent.futures import ProcessPoolExecutor
 
-__all__ = ["start_context", "forks", "worker_pool"]
+__all__ = ["start_context", "forks", "worker_pool", "UpFrontPool"]
 
 
 def forks() -> bool:
@@ -44,21 +45,27 @@ def start_context(preload: tuple[str, ...] = ()):
     return multiprocessing.get_context("spawn")
 
 
-def worker_pool(jobs: int, context, initializer=None, initargs=()):
-    """A :class:`~concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers started by
-    ``context``, all of them started with the first task.
+class UpFrontPool(ProcessPoolExecutor):
+    """A ProcessPoolExecutor that starts all its workers with the first task, whatever the
+    start method: it turns off the switch by which CPython (3.11+) starts non-``fork`` workers
+    on demand, ``_safe_to_dynamically_spawn_children``, where that switch exists (a CPython
+    implementation detail; without it the pool behaves as CPython's own)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if getattr(self, "_safe_to_dynamically_spawn_children", None) is True:
+            self._safe_to_dynamically_spawn_children = False
+
+
+def worker_pool(jobs: int, context, initializer=None, initargs=()) -> UpFrontPool:
+    """A process pool of ``jobs`` workers started by ``context``, all of them started with the
+    first task (:class:`UpFrontPool`).
 
     CPython starts ``fork`` workers all at once but ``forkserver`` and ``spawn`` workers one
     per task submitted while none is idle. Then a pool whose worker died can hang for ever:
     a task submitted while the pool is being torn down starts a new worker after the dying
-    pool has signalled the others to stop, and the pool then waits for that one (CPython
-    3.11; a CI run of ours hung in ``JudgeAhead.close`` exactly so). Starting every worker
-    with the first task, as CPython does for ``fork``, leaves no late worker: the pool's
-    ``_safe_to_dynamically_spawn_children`` switch (a private attribute, checked for) is
-    turned off.
+    pool has told the others to stop, and the pool then waits for that one (CPython 3.11; a
+    CI run of ours hung in ``JudgeAhead.close`` exactly so). Starting every worker with the
+    first task, as CPython does for ``fork``, leaves no late worker.
     """
-    from concurrent.futures import ProcessPoolExecutor
-    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=initializer, initargs=initargs)
-    if getattr(pool, "_safe_to_dynamically_spawn_children", None) is True:
-        pool._safe_to_dynamically_spawn_children = False
-    return pool
+    return UpFrontPool(jobs, mp_context=context, initializer=initializer, initargs=initargs)
