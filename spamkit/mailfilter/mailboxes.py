@@ -104,7 +104,7 @@ class FolderMailbox:
     it (atomic), :meth:`move` renames a message into a destination (atomic) and returns the
     folder it went to. Neither fsyncs a folder: the run fsyncs the folders its renames
     touched once per group of messages, before it reports them (see
-    :class:`spamkit.mailfilter.run.MailFilter`).
+    :class:`spamkit.mailfilter.run.GroupCommit`).
     """
 
     kind = ""

@@ -64,7 +64,7 @@ class GroupCommit:
     failure. That guarantee is kept -- no message is reported before its folders are fsynced
     -- but for :data:`GROUP_COMMIT` messages at a time: a run that tags and moves every
     message of a Maildir fsynced two or three folders per message (22,750 fsyncs for
-    10,000 messages, half of the run), and now does it twice per group. A new version of a
+    10,000 messages, half of the run), and now fsyncs each touched folder once per group. A new version of a
     tagged message is still fsynced on its own before it replaces the old one (a rename of
     unwritten data could leave an empty file after a crash)."""
 
