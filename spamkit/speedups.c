@@ -745,6 +745,242 @@ static PyObject *known_columns(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ Fisher and NB row sums */
+
+/* The column indices of a CSR matrix as it holds them: int32 (scipy's usual) or int64, not copied.
+   Sets *narrow to 1 for int32. */
+static int get_index_buffer(PyObject *o, Py_buffer *view, int *narrow)
+{
+    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    const char *fmt = view->format ? view->format : "";
+    if (*fmt == '@' || *fmt == '=')
+        fmt++;
+    *narrow = view->itemsize == 4 && strcmp(fmt, "i") == 0;
+    if (view->ndim != 1 || !(*narrow || (view->itemsize == 8 && (strcmp(fmt, "q") == 0 || strcmp(fmt, "l") == 0)))) {
+        PyErr_SetString(PyExc_TypeError, "indices must be a one-dimensional array of int32 or int64");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* indptr within [0, nnz], non-decreasing; every column within [0, n_cols) */
+static int csr_fits(const long long *ptr, Py_ssize_t n_rows, const void *idx, int narrow, Py_ssize_t nnz,
+                    Py_ssize_t n_cols)
+{
+    if (n_rows < 0)
+        return 0;
+    for (Py_ssize_t i = 0; i <= n_rows; i++)
+        if (ptr[i] < 0 || ptr[i] > nnz || (i && ptr[i] < ptr[i - 1]))
+            return 0;
+    for (Py_ssize_t k = 0; k < nnz; k++) {
+        long long c = narrow ? (long long)((const int32_t *)idx)[k] : ((const long long *)idx)[k];
+        if (c < 0 || c >= n_cols)
+            return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    double dev;
+    long long col;
+    Py_ssize_t pos;
+} Candidate;
+
+/* strongest first; ties: lower column, then earlier entry (NumPy's stable sorts in _clues) */
+static int stronger(const void *a, const void *b)
+{
+    const Candidate *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev > y->dev ? -1 : 1;
+    if (x->col != y->col)
+        return x->col < y->col ? -1 : 1;
+    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+}
+
+/* spamkit.models.robinson.RobinsonFisher.clue_sums: for each row of a CSR matrix of token
+   presence, Robinson's f(w) = (s x + n p) / (s + n) of each column (p = b / (b + g), b and g
+   the column's share of the spam and of the ham messages; x where there is no evidence),
+   its clues (|f - 1/2| >= min_dev; past max_clues > 0 the strongest, ties by lower column),
+   and out[3i .. 3i+2] = (number of clues, sum of ln f, sum of ln(1 - f)) over the clues in
+   the row's order, f clipped to [1e-300, 1 - 1e-16]. The same arithmetic in the same order
+   as RobinsonFisher._clues and the bincounts of its caller (tests/test_robinson.py). */
+static PyObject *fisher_sums(PyObject *self, PyObject *args)
+{
+    PyObject *o_indptr, *o_indices, *o_ham, *o_spam, *o_out;
+    double n_ham, n_spam, s, x, min_dev;
+    Py_ssize_t max_clues;
+    if (!PyArg_ParseTuple(args, "OOOOdddddnO:fisher_sums", &o_indptr, &o_indices, &o_ham, &o_spam, &n_ham, &n_spam,
+                          &s, &x, &min_dev, &max_clues, &o_out))
+        return NULL;
+    Py_buffer indptr, indices, ham, spam, out;
+    int narrow;
+    if (get_buffer(o_indptr, &indptr, "q", 8, 0, "indptr") < 0)
+        return NULL;
+    if (get_index_buffer(o_indices, &indices, &narrow) < 0) {
+        PyBuffer_Release(&indptr);
+        return NULL;
+    }
+    if (get_buffer(o_ham, &ham, "d", 8, 0, "ham") < 0) {
+        PyBuffer_Release(&indptr); PyBuffer_Release(&indices);
+        return NULL;
+    }
+    if (get_buffer(o_spam, &spam, "d", 8, 0, "spam") < 0) {
+        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&ham);
+        return NULL;
+    }
+    if (get_buffer(o_out, &out, "d", 8, 1, "out") < 0) {
+        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&ham); PyBuffer_Release(&spam);
+        return NULL;
+    }
+    const long long *ptr = indptr.buf;
+    Py_ssize_t n_rows = indptr.shape[0] - 1, nnz = indices.shape[0], n_cols = ham.shape[0];
+    int bad = spam.shape[0] != n_cols || out.shape[0] != 3 * (n_rows < 0 ? 0 : n_rows)
+              || !csr_fits(ptr, n_rows, indices.buf, narrow, nnz, n_cols);
+    Py_ssize_t longest = 0;
+    for (Py_ssize_t i = 0; !bad && i < n_rows; i++)
+        if (ptr[i + 1] - ptr[i] > longest)
+            longest = (Py_ssize_t)(ptr[i + 1] - ptr[i]);
+    double *f = NULL;
+    char *clue = NULL;
+    Candidate *cand = NULL;
+    if (!bad && longest) {
+        f = PyMem_Malloc(longest * sizeof(double));
+        clue = PyMem_Malloc(longest);
+        cand = PyMem_Malloc(longest * sizeof(Candidate));
+        if (f == NULL || clue == NULL || cand == NULL) {
+            PyMem_Free(f); PyMem_Free(clue); PyMem_Free(cand);
+            PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&ham); PyBuffer_Release(&spam);
+            PyBuffer_Release(&out);
+            return PyErr_NoMemory();
+        }
+    }
+    if (!bad) {
+        const double *hc = ham.buf, *sc = spam.buf;
+        const int32_t *c32 = indices.buf;
+        const long long *c64 = indices.buf;
+        double *o = out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n_rows; i++) {
+            long long start = ptr[i], len = ptr[i + 1] - ptr[i];
+            Py_ssize_t n_clues = 0;
+            for (long long k = 0; k < len; k++) {
+                long long j = narrow ? (long long)c32[start + k] : c64[start + k];
+                double h = hc[j], sp = sc[j];
+                double b = n_spam > 0 ? sp / n_spam : 0.0;
+                double g = n_ham > 0 ? h / n_ham : 0.0;
+                double p = b + g > 0 ? b / (b + g) : x;
+                double n = h + sp;
+                double den = s + n;
+                double fk = den > 0 ? (s * x + n * p) / den : x;
+                f[k] = fk;
+                clue[k] = fabs(fk - 0.5) >= min_dev;
+                n_clues += clue[k];
+            }
+            if (max_clues > 0 && n_clues > max_clues) {
+                Py_ssize_t m = 0;
+                for (long long k = 0; k < len; k++)
+                    if (clue[k]) {
+                        cand[m].dev = fabs(f[k] - 0.5);
+                        cand[m].col = narrow ? (long long)c32[start + k] : c64[start + k];
+                        cand[m].pos = (Py_ssize_t)k;
+                        m++;
+                        clue[k] = 0;
+                    }
+                qsort(cand, (size_t)m, sizeof(Candidate), stronger);
+                for (Py_ssize_t q = 0; q < max_clues; q++)
+                    clue[cand[q].pos] = 1;
+                n_clues = max_clues;
+            }
+            double log_f = 0.0, log_1mf = 0.0;
+            for (long long k = 0; k < len; k++)
+                if (clue[k]) {
+                    double fc = f[k] < 1e-300 ? 1e-300 : (f[k] > 1 - 1e-16 ? 1 - 1e-16 : f[k]);
+                    log_f += log(fc);
+                    log_1mf += log1p(-fc);
+                }
+            o[3 * i] = (double)n_clues;
+            o[3 * i + 1] = log_f;
+            o[3 * i + 2] = log_1mf;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyMem_Free(f); PyMem_Free(clue); PyMem_Free(cand);
+    PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&ham); PyBuffer_Release(&spam);
+    PyBuffer_Release(&out);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "fisher_sums: the matrix, counts and output do not fit together");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* spamkit.models.stack.FisherNBStack._nb_log_odds: for each row of a CSR matrix, out[i] =
+   sum over its entries, in order, of x_k [(ln(spam_j + a) - den1) - (ln(ham_j + a) - den0)]
+   (multinomial NB's log-odds without its prior), as np.bincount sums the weights. */
+static PyObject *nb_sums(PyObject *self, PyObject *args)
+{
+    PyObject *o_indptr, *o_indices, *o_data, *o_ham, *o_spam, *o_out;
+    double a, den0, den1;
+    if (!PyArg_ParseTuple(args, "OOOOOdddO:nb_sums", &o_indptr, &o_indices, &o_data, &o_ham, &o_spam, &a, &den0,
+                          &den1, &o_out))
+        return NULL;
+    Py_buffer indptr, indices, data, ham, spam, out;
+    int narrow;
+    if (get_buffer(o_indptr, &indptr, "q", 8, 0, "indptr") < 0)
+        return NULL;
+    if (get_index_buffer(o_indices, &indices, &narrow) < 0) {
+        PyBuffer_Release(&indptr);
+        return NULL;
+    }
+    if (get_buffer(o_data, &data, "d", 8, 0, "data") < 0) {
+        PyBuffer_Release(&indptr); PyBuffer_Release(&indices);
+        return NULL;
+    }
+    if (get_buffer(o_ham, &ham, "d", 8, 0, "ham") < 0) {
+        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (get_buffer(o_spam, &spam, "d", 8, 0, "spam") < 0) {
+        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data); PyBuffer_Release(&ham);
+        return NULL;
+    }
+    if (get_buffer(o_out, &out, "d", 8, 1, "out") < 0) {
+        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data); PyBuffer_Release(&ham);
+        PyBuffer_Release(&spam);
+        return NULL;
+    }
+    const long long *ptr = indptr.buf;
+    Py_ssize_t n_rows = indptr.shape[0] - 1, nnz = indices.shape[0], n_cols = ham.shape[0];
+    int bad = spam.shape[0] != n_cols || data.shape[0] != nnz || out.shape[0] != (n_rows < 0 ? 0 : n_rows)
+              || !csr_fits(ptr, n_rows, indices.buf, narrow, nnz, n_cols);
+    if (!bad) {
+        const double *hc = ham.buf, *sc = spam.buf, *val = data.buf;
+        const int32_t *c32 = indices.buf;
+        const long long *c64 = indices.buf;
+        double *o = out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n_rows; i++) {
+            double z = 0.0;
+            for (long long k = ptr[i]; k < ptr[i + 1]; k++) {
+                long long j = narrow ? (long long)c32[k] : c64[k];
+                double w = (log(sc[j] + a) - den1) - (log(hc[j] + a) - den0);
+                z += w * val[k];
+            }
+            o[i] = z;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data); PyBuffer_Release(&ham);
+    PyBuffer_Release(&spam); PyBuffer_Release(&out);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "nb_sums: the matrix, counts and output do not fit together");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"html_to_text", html_to_text, METH_VARARGS,
      "html_to_text(html, block, invisible, raw_text, tag_attrs, unescape, max_tags) -> (text, urls, tags)\n\n"
@@ -762,6 +998,12 @@ static PyMethodDef methods[] = {
     {"known_columns", known_columns, METH_VARARGS,
      "known_columns(index, tokens, out) -> None\n\n"
      "Appends index[t] to the list out for each t of tokens in the dict index, in order."},
+    {"fisher_sums", fisher_sums, METH_VARARGS,
+     "fisher_sums(indptr, indices, ham, spam, n_ham, n_spam, s, x, min_dev, max_clues, out) -> None\n\n"
+     "Per CSR row: (clues, sum ln f, sum ln(1 - f)) of Robinson/Fisher into out (3 per row)."},
+    {"nb_sums", nb_sums, METH_VARARGS,
+     "nb_sums(indptr, indices, data, ham, spam, alpha, den0, den1, out) -> None\n\n"
+     "Per CSR row: multinomial NB's log-odds without the prior, into out."},
     {NULL, NULL, 0, NULL}
 };
 

@@ -205,3 +205,54 @@ def test_sklearn_conventions():
     fitted = m.fit(X, ["spam", "ham", "spam", "ham"])
     assert fitted is m and m.predict(np.array([[1.0, 0.0]]))[0] == "spam"
     np.testing.assert_allclose(m.predict_proba(X).sum(axis=1), 1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), min_dev=st.sampled_from([0.0, 0.1, 0.3]), max_clues=st.sampled_from([0, 1, 3, 150]),
+       indices_type=st.sampled_from([np.int32, np.int64]), shuffle=st.booleans())
+def test_compiled_clue_sums_equal_the_numpy_definition(seed, min_dev, max_clues, indices_type, shuffle):
+    """spamkit.speedups.fisher_sums is RobinsonFisher._clue_sums_python in one C pass per row: the
+    same clue count, and the same sums to the last bits of a logarithm (NumPy's vector log may
+    round its last bit differently from the C library's), with small counts (many tied f
+    values, so max_clues must break ties as _clues does), empty rows, int32 or int64 column
+    indices and rows whose columns are not in order."""
+    from spamkit.models import robinson
+    if robinson.speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    rng = np.random.default_rng(seed)
+    X = (rng.random((30, 25)) < rng.random(25)).astype(float)
+    y = np.where(rng.random(30) < 0.5, "spam", "ham")
+    y[:2] = ["ham", "spam"]
+    m = RobinsonFisher(min_dev=min_dev, max_clues=max_clues).fit(X, y)
+    Q = sp.csr_matrix((rng.random((12, 25)) < rng.random((12, 1))).astype(float))
+    Q.indices = Q.indices.astype(indices_type)
+    if shuffle:
+        for r in range(Q.shape[0]):
+            a, b = Q.indptr[r], Q.indptr[r + 1]
+            Q.indices[a:b] = rng.permutation(Q.indices[a:b])
+        Q.has_sorted_indices = False
+    n, log_f, log_1mf = m.clue_sums(Q)
+    n_py, log_f_py, log_1mf_py = m._clue_sums_python(Q)
+    assert n.tolist() == n_py.tolist()
+    np.testing.assert_allclose(log_f, log_f_py, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(log_1mf, log_1mf_py, rtol=1e-13, atol=1e-15)
+
+
+def test_compiled_clue_sums_refuse_what_does_not_fit():
+    from spamkit.models import robinson
+    if robinson.speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    counts = np.zeros(3)
+    args = (1.0, 1.0, 0.45, 0.5, 0.1, 150)
+    with pytest.raises(ValueError, match="do not fit"):            # a column past the counts
+        robinson.speedups.fisher_sums(np.array([0, 1]), np.array([3], dtype=np.int32), counts, counts, *args,
+                                      np.zeros(3))
+    with pytest.raises(ValueError, match="do not fit"):            # an output of the wrong length
+        robinson.speedups.fisher_sums(np.array([0, 1]), np.array([2], dtype=np.int32), counts, counts, *args,
+                                      np.zeros(2))
+    with pytest.raises(ValueError, match="do not fit"):            # indptr past the indices
+        robinson.speedups.fisher_sums(np.array([0, 2]), np.array([2], dtype=np.int32), counts, counts, *args,
+                                      np.zeros(3))
+    with pytest.raises(TypeError, match="int32 or int64"):
+        robinson.speedups.fisher_sums(np.array([0, 1]), np.array([0], dtype=np.int16), counts, counts, *args,
+                                      np.zeros(3))
