@@ -535,6 +535,44 @@ static PyObject *words(PyObject *self, PyObject *args)
 }
 
 
+/* digit_shapes(text, cap, out): for each run of decimal digits in text (what the regular
+   expression \d+ finds in a str: Py_UNICODE_ISDECIMAL), appends "shape:dN" to the list out, N
+   the run's length capped at cap (spamkit.text.Analyzer's digit_shapes tokens). */
+static PyObject *shape_tokens[65];
+
+static PyObject *digit_shapes(PyObject *self, PyObject *args)
+{
+    PyObject *text, *out;
+    int cap;
+    if (!PyArg_ParseTuple(args, "UiO!:digit_shapes", &text, &cap, &PyList_Type, &out))
+        return NULL;
+    if (cap < 1 || cap > 64) {
+        PyErr_SetString(PyExc_ValueError, "digit_shapes: cap must be in [1, 64]");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    while (i < n) {
+        if (!is_decimal(PyUnicode_READ(kind, data, i))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        while (i < n && is_decimal(PyUnicode_READ(kind, data, i)))
+            i++;
+        int len = i - start > cap ? cap : (int)(i - start);
+        if (shape_tokens[len] == NULL) {
+            shape_tokens[len] = PyUnicode_FromFormat("shape:d%d", len);
+            if (shape_tokens[len] == NULL)
+                return NULL;
+        }
+        if (PyList_Append(out, shape_tokens[len]) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ logistic steps */
 
 #include <math.h>
@@ -998,6 +1036,9 @@ static PyMethodDef methods[] = {
     {"known_columns", known_columns, METH_VARARGS,
      "known_columns(index, tokens, out) -> None\n\n"
      "Appends index[t] to the list out for each t of tokens in the dict index, in order."},
+    {"digit_shapes", digit_shapes, METH_VARARGS,
+     "digit_shapes(text, cap, out) -> None\n\n"
+     "Appends 'shape:dN' to the list out for each run of decimal digits of text (N its length, at most cap)."},
     {"fisher_sums", fisher_sums, METH_VARARGS,
      "fisher_sums(indptr, indices, ham, spam, n_ham, n_spam, s, x, min_dev, max_clues, out) -> None\n\n"
      "Per CSR row: (clues, sum ln f, sum ln(1 - f)) of Robinson/Fisher into out (3 per row)."},

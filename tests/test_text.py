@@ -335,3 +335,17 @@ def test_without_the_extension_the_same_tokens_and_scores():
     assert not runs["1"]["compiled"]
     assert runs["1"]["tokens"] == runs["0"]["tokens"]
     assert runs["1"]["p"] == pytest.approx(runs["0"]["p"], rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("0123456789 ab.,\n") + ["٣", "७", "²", "Ⅻ", "𝟗", "١"]), max_size=80),
+       cap=st.sampled_from([1, 3, 20]))
+def test_compiled_digit_shapes_equal_the_regular_expression(text, cap):
+    """spamkit.speedups.digit_shapes finds the runs \\d+ finds in a str (Unicode decimal digits,
+    not superscripts or numerals), each as shape:dN with N capped."""
+    import spamkit.text as text_module
+    if text_module.speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    got = []
+    text_module.digit_shapes(text, got, cap)
+    assert got == [f"shape:d{min(len(run), cap)}" for run in re.findall(r"\d+", text)]

@@ -117,15 +117,15 @@ def fisher_log_odds(log_f: np.ndarray, log_1mf: np.ndarray, n: np.ndarray) -> tu
     log_c0 = np.full(n.shape, -np.log(2.0))
     log_c1 = np.full(n.shape, -np.log(2.0))
     has = n > 0
-    if has.any():
+    k = int(np.count_nonzero(has))
+    if k:
         nn = n[has]
-        m_h = -np.asarray(log_f, dtype=np.float64)[has]       # -2 Σ ln f = 2 m_h
-        m_s = -np.asarray(log_1mf, dtype=np.float64)[has]
+        # m_h (-2 Σ ln f = 2 m_h) and m_s side by side: one evaluation of the gamma functions
+        m = np.concatenate([-np.asarray(log_f, dtype=np.float64)[has], -np.asarray(log_1mf, dtype=np.float64)[has]])
+        q, p = _log_q_and_p(np.concatenate([nn, nn]), m)
         # P(c1) = (1 + S - H) / 2 = (Q(n, m_h) + P(n, m_s)) / 2; P(c0) = (P(n, m_h) + Q(n, m_s)) / 2
-        q_h, p_h = _log_q_and_p(nn, m_h)
-        q_s, p_s = _log_q_and_p(nn, m_s)
-        log_c1[has] = np.logaddexp(q_h, p_s) - np.log(2.0)
-        log_c0[has] = np.logaddexp(p_h, q_s) - np.log(2.0)
+        log_c1[has] = np.logaddexp(q[:k], p[k:]) - np.log(2.0)
+        log_c0[has] = np.logaddexp(p[:k], q[k:]) - np.log(2.0)
     return log_c0, log_c1
 
 

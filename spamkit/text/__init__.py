@@ -67,6 +67,20 @@ _SPACE_RUN = re.compile(r"\s+")
 _URL_PIECES = re.compile(r"[\s/?#=&.:;,_+%~!@\-]+")
 
 
+def digit_shapes(text: str, out: list, cap: int = 20) -> None:
+    """Appends ``shape:dN`` to ``out`` for each run of decimal digits of ``text``, N its length
+    (at most ``cap``): how long the numbers of a message are, not what they are. In C
+    (``spamkit.speedups.digit_shapes``, tests/test_text.py compares) when it was built.
+
+    >>> out = []; digit_shapes("call 0800 123456 now, ref 7", out); out
+    ['shape:d4', 'shape:d6', 'shape:d1']
+    """
+    if speedups is not None:
+        speedups.digit_shapes(text, cap, out)
+        return
+    out.extend(f"shape:d{min(len(run), cap)}" for run in _DIGIT_RUN.findall(text))
+
+
 def _check_untrusted(config: dict, stop_list) -> None:
     """Refuse an analyzer configuration that would make spamkit open a file or run a foreign regex."""
     pattern = config.get("token_pattern", WORD_PATTERN)
@@ -370,7 +384,7 @@ class Analyzer:
         if self.char_ngrams:
             tokens.extend(self.char_grams(doc.body))
         if self.digit_shapes:
-            tokens.extend(f"shape:d{min(len(run), 20)}" for run in _DIGIT_RUN.findall(doc.body))
+            digit_shapes(doc.body, tokens)
         if self.header_names:
             tokens.extend("header:" + name for name, _ in doc.headers)
         if self.received_ips:
