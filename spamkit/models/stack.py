@@ -35,7 +35,7 @@ from ..errors import ConfigError
 from .base import LOG_ODDS_LIMIT, check_alpha, finite_log_odds
 from .counting import CountingModel
 from .logistic import DEFAULT_RATE, OnlineLogistic
-from .robinson import RobinsonFisher, presence, speedups, two_class_presence_tags
+from .robinson import RobinsonFisher, fisher_log_odds, presence, speedups, two_class_presence_tags
 
 #: component log-odds are clipped to this magnitude before they are combined
 #: the stack of spamkit's best filter: a third component, online logistic regression at
@@ -157,11 +157,18 @@ class FisherNBStack(CountingModel):
         if X.shape[0] > SCORE_ROWS:
             return np.vstack([self.component_scores(class_count, feature_count, X[i:i + SCORE_ROWS], totals, logistic)
                               for i in range(0, X.shape[0], SCORE_ROWS)])
-        columns = [self._log_odds(self._fisher(class_count, feature_count, totals), X),
-                   self._nb_log_odds(class_count, feature_count, X, totals)]
+        X = presence(X)                      # (a presence matrix already: checked, not copied)
+        out = np.empty((X.shape[0], 2 if logistic is None else 3))
+        # Fisher's log-odds from its clue sums: what RobinsonFisher.decision_function computes,
+        # without validating X again and stacking columns only to subtract them
+        n, log_f, log_1mf = self._fisher(class_count, feature_count, totals).clue_sums(X)
+        log_c0, log_c1 = fisher_log_odds(log_f, log_1mf, n)
+        with np.errstate(invalid="ignore"):
+            out[:, 0] = finite_log_odds(log_c1 - log_c0)
+        out[:, 1] = self._nb_log_odds(class_count, feature_count, X, totals)
         if logistic is not None:
-            columns.append(logistic.decision_function(X))
-        return np.column_stack(columns)
+            out[:, 2] = logistic.decision_function(X)
+        return out
 
     def component_log_odds(self, X) -> np.ndarray:
         """(Fisher, NB[, logistic]) log-odds of each row, shape (n, 2 or 3), from the full model."""
@@ -290,7 +297,14 @@ class FisherNBStack(CountingModel):
     def joint_log_likelihood(self, X) -> np.ndarray:
         """log P(c | x) of the combiner, shape (n, 2) (already normalised)."""
         z = self.combined_log_odds(self.component_log_odds(X))
-        return np.column_stack([log_expit(-z), log_expit(z)])
+        out = np.empty((len(z), 2))
+        out[:, 0], out[:, 1] = log_expit(-z), log_expit(z)
+        return out
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """log P(c | x) = (log σ(-z), log σ(z)) of the combiner's log-odds z: normalised as they
+        are (σ(-z) + σ(z) = 1), so the log-sum-exp of the general method is skipped."""
+        return self.joint_log_likelihood(X)
 
     def contributions(self, x):
         """The Fisher component's clues (see :meth:`RobinsonFisher.contributions`)."""
