@@ -21,6 +21,7 @@ is what a reader without images sees. Nothing here raises.
 from __future__ import annotations
 
 import re
+from functools import partial
 from html import unescape
 
 from .compiled import speedups as _compiled
@@ -91,6 +92,11 @@ def _tag_attrs(attr_text: str) -> tuple[list[str], str | None]:
     return urls, attrs.get("alt")
 
 
+#: _tag_attrs in C (``spamkit.speedups.tag_attrs``; tests/test_htmltext.py compares the two)
+_compiled_tag_attrs = (partial(speedups.tag_attrs, _URL_ATTRS, unescape, MAX_ATTRIBUTES) if speedups is not None
+                       else _tag_attrs)
+
+
 def html_to_text(html: str) -> tuple[str, list[str], list[str]]:
     """Visible text, attribute URLs and tag names of an HTML document.
 
@@ -110,7 +116,7 @@ def html_to_text(html: str) -> tuple[str, list[str], list[str]]:
     (['http://x.example/p?q=1&r=2'], ['p', 'b', 'a', 'style'])
     """
     if speedups is not None:
-        return speedups.html_to_text(html, _BLOCK, _INVISIBLE, _RAW_TEXT, _tag_attrs, unescape, MAX_TAGS)
+        return speedups.html_to_text(html, _BLOCK, _INVISIBLE, _RAW_TEXT, _compiled_tag_attrs, unescape, MAX_TAGS)
     return _html_to_text_python(html)
 
 

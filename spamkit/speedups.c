@@ -284,6 +284,168 @@ static int self_closing(State *s, Py_ssize_t a, Py_ssize_t b)
     return b > a && CH(s, b - 1) == '/';
 }
 
+/* tag_attrs(url_attrs, unescape, text) -> (urls, alt): spamkit.htmltext._tag_attrs in C, for
+   html_to_text's start tags. The attributes are what the regular expression
+   ([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))? finds, one after the other, at most
+   max_attrs of them: a name (lower case, by str.lower() where it is not ASCII), then
+   optionally "=" and a value, double-quoted, single-quoted or bare (a quote that is never
+   closed is read as a bare value); the first of a name wins; quotes are taken off (an
+   unclosed one: the opening one only) and character references decoded by unescape where
+   there is a "&". The urls are the values, stripped, of the attributes named in url_attrs
+   that are not empty and do not start with "#", "cid:" or "data:", in the order of the
+   attributes; alt is the alt attribute's value or None. */
+static int attr_stop(Py_UCS4 c)
+{
+    return c == '"' || c == '\'' || c == '>' || c == '/' || c == '=' || Py_UNICODE_ISSPACE(c);
+}
+
+/* text[a:b] starts with the ASCII string prefix (case-sensitive, as str.startswith) */
+static int starts_with_ascii(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, const char *prefix)
+{
+    for (; *prefix; prefix++, a++)
+        if (a >= b || PyUnicode_READ(kind, data, a) != (Py_UCS4)(unsigned char)*prefix)
+            return 0;
+    return 1;
+}
+
+static PyObject *tag_attrs(PyObject *self, PyObject *args)
+{
+    PyObject *url_attrs, *unescape, *text;
+    Py_ssize_t max_attrs;
+    if (!PyArg_ParseTuple(args, "O!OnU:tag_attrs", &PyFrozenSet_Type, &url_attrs, &unescape, &max_attrs, &text))
+        return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), pos = 0, count = 0;
+    PyObject *urls = PyList_New(0), *attrs = NULL, *result = NULL;
+    if (urls == NULL)
+        return NULL;
+    if (PyUnicode_FindChar(text, '=', 0, n, 1) < 0) {           /* no value anywhere: nothing wanted */
+        result = Py_BuildValue("(OO)", urls, Py_None);
+        Py_DECREF(urls);
+        return result;
+    }
+    attrs = PyDict_New();
+    if (attrs == NULL)
+        goto done;
+#define AT(i) PyUnicode_READ(kind, data, (i))
+    while (pos < n) {
+        if (attr_stop(AT(pos))) {
+            pos++;
+            continue;
+        }
+        if (count >= max_attrs)
+            break;
+        count++;
+        Py_ssize_t start = pos;
+        int ascii = 1;
+        while (pos < n && !attr_stop(AT(pos))) {
+            if (AT(pos) > 127)
+                ascii = 0;
+            pos++;
+        }
+        Py_ssize_t name_end = pos, vs = -1, ve = -1, p = pos;
+        while (p < n && Py_UNICODE_ISSPACE(AT(p)))
+            p++;
+        if (p < n && AT(p) == '=') {
+            p++;
+            while (p < n && Py_UNICODE_ISSPACE(AT(p)))
+                p++;
+            Py_ssize_t close = -1;
+            if (p < n && (AT(p) == '"' || AT(p) == '\'')) {
+                close = PyUnicode_FindChar(text, AT(p), p + 1, n, 1);
+                if (close == -2)
+                    goto done;
+            }
+            if (close >= 0) {
+                vs = p; ve = close + 1;
+            } else {
+                Py_ssize_t q = p;
+                while (q < n && AT(q) != '>' && !Py_UNICODE_ISSPACE(AT(q)))
+                    q++;
+                vs = p; ve = q;
+            }
+            pos = ve;
+        }
+        PyObject *name;
+        if (ascii) {
+            char small[64], *buf = name_end - start <= 64 ? small : PyMem_Malloc(name_end - start);
+            if (buf == NULL) { PyErr_NoMemory(); goto done; }
+            for (Py_ssize_t i = start; i < name_end; i++) {
+                Py_UCS4 c = AT(i);
+                buf[i - start] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+            }
+            name = PyUnicode_FromStringAndSize(buf, name_end - start);
+            if (buf != small)
+                PyMem_Free(buf);
+        } else {
+            PyObject *raw = PyUnicode_Substring(text, start, name_end);
+            name = raw ? PyObject_CallMethod(raw, "lower", NULL) : NULL;
+            Py_XDECREF(raw);
+        }
+        if (name == NULL)
+            goto done;
+        int known = PyDict_Contains(attrs, name);
+        if (known != 0) {
+            Py_DECREF(name);
+            if (known < 0) goto done;
+            continue;
+        }
+        if (vs >= 0 && ve - vs >= 1 && (AT(vs) == '"' || AT(vs) == '\'')) {
+            if (ve - vs > 1 && AT(ve - 1) == AT(vs))
+                ve--;
+            vs++;
+        }
+        PyObject *value = vs < 0 ? PyUnicode_New(0, 0) : PyUnicode_Substring(text, vs, ve);
+        if (value != NULL && PyUnicode_GET_LENGTH(value) && PyUnicode_FindChar(value, '&', 0, PyUnicode_GET_LENGTH(value), 1) >= 0) {
+            PyObject *decoded = PyObject_CallOneArg(unescape, value);
+            Py_DECREF(value);
+            value = decoded;
+        }
+        if (value == NULL || PyDict_SetItem(attrs, name, value) < 0) {
+            Py_DECREF(name); Py_XDECREF(value);
+            goto done;
+        }
+        Py_DECREF(name);
+        Py_DECREF(value);
+    }
+#undef AT
+    {
+        PyObject *key, *value;
+        Py_ssize_t it = 0;
+        while (PyDict_Next(attrs, &it, &key, &value)) {
+            int wanted = PySet_Contains(url_attrs, key);
+            if (wanted < 0) goto done;
+            if (!wanted || !PyUnicode_Check(value) || PyUnicode_GET_LENGTH(value) == 0)
+                continue;
+            int vk = PyUnicode_KIND(value);
+            const void *vd = PyUnicode_DATA(value);
+            Py_ssize_t a = 0, b = PyUnicode_GET_LENGTH(value);
+            while (a < b && Py_UNICODE_ISSPACE(PyUnicode_READ(vk, vd, a)))
+                a++;
+            while (b > a && Py_UNICODE_ISSPACE(PyUnicode_READ(vk, vd, b - 1)))
+                b--;
+            if (a == b || PyUnicode_READ(vk, vd, a) == '#' || starts_with_ascii(vk, vd, a, b, "cid:")
+                    || starts_with_ascii(vk, vd, a, b, "data:"))
+                continue;
+            PyObject *stripped = PyUnicode_Substring(value, a, b);
+            if (stripped == NULL || PyList_Append(urls, stripped) < 0) {
+                Py_XDECREF(stripped);
+                goto done;
+            }
+            Py_DECREF(stripped);
+        }
+    }
+    {
+        PyObject *alt = PyDict_GetItemString(attrs, "alt");         /* borrowed */
+        result = Py_BuildValue("(OO)", urls, alt ? alt : Py_None);
+    }
+done:
+    Py_XDECREF(attrs);
+    Py_DECREF(urls);
+    return result;
+}
+
 static PyObject *html_to_text(PyObject *self, PyObject *args)
 {
     PyObject *html, *block, *invisible, *raw_text, *tag_attrs, *unescape;
@@ -1036,6 +1198,9 @@ static PyMethodDef methods[] = {
     {"known_columns", known_columns, METH_VARARGS,
      "known_columns(index, tokens, out) -> None\n\n"
      "Appends index[t] to the list out for each t of tokens in the dict index, in order."},
+    {"tag_attrs", tag_attrs, METH_VARARGS,
+     "tag_attrs(url_attrs, unescape, max_attrs, text) -> (urls, alt)\n\n"
+     "The URLs and alt text of a start tag's attribute text: spamkit.htmltext._tag_attrs in C."},
     {"digit_shapes", digit_shapes, METH_VARARGS,
      "digit_shapes(text, cap, out) -> None\n\n"
      "Appends 'shape:dN' to the list out for each run of decimal digits of text (N its length, at most cap)."},

@@ -105,3 +105,25 @@ def test_compiled_equals_python_on_every_html_part_of_the_corpora(monkeypatch):
     assert len(seen) > 3000                            # 3,873 HTML parts when this was written
     differ = [html[:200] for html in seen if html_to_text(html) != _html_to_text_python(html)]
     assert differ == []
+
+
+ATTR_PIECES = st.sampled_from([" ", "\t", "\n", "\xa0", "\u2003", "=", '"', "'", ">", "/", "&amp;", "&#65;", "&", "a",
+                               "B", "İ", "ſ", "\u212a", "é", "href", "HREF", "src", "alt", "ALT", "data", "x",
+                               "cid:", "data:", "#", " http://x.example/?q=1", "background"])
+
+
+@compiled
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(ATTR_PIECES, max_size=40).map("".join))
+def test_compiled_attributes_equal_python(text):
+    """spamkit.speedups.tag_attrs against _tag_attrs (the regular expression's reading of a tag's
+    attributes), on generated attribute text, and past MAX_ATTRIBUTES attributes."""
+    assert htmltext._compiled_tag_attrs(text) == htmltext._tag_attrs(text)
+
+
+@compiled
+def test_compiled_attributes_stop_where_python_does():
+    many = " ".join(f"a{i}=v{i}" for i in range(htmltext.MAX_ATTRIBUTES + 5)) + " href=http://late.example/ alt=x"
+    assert htmltext._compiled_tag_attrs(many) == htmltext._tag_attrs(many) == ([], None)
+    first = ' HREF="http://one.example/" href=http://two.example/ alt="a &amp; b" src=\'cid:x\' data=" #y"'
+    assert htmltext._compiled_tag_attrs(first) == htmltext._tag_attrs(first) == (["http://one.example/"], "a & b")
