@@ -34,6 +34,18 @@
  * n, as sklearn/feature_extraction/_hashing_fast.pyx defines it). FeatureHasher spends most
  * of its time per call and per token in Python; this is one C loop over a token list.
  * tests/test_features.py compares the two on corpus tokens and generated strings.
+ *
+ * 5. known_columns(): a fixed vocabulary's columns of a token list (one C loop of dict lookups).
+ *
+ * 6. tag_attrs() and digit_shapes(): a start tag's attributes as spamkit.htmltext._tag_attrs
+ * reads them (called by html_to_text for each start tag that may hold a URL or alt text), and
+ * the "shape:dN" tokens of the runs of decimal digits (tests/test_htmltext.py, test_text.py).
+ *
+ * 7. fisher_sums() and nb_sums(): per CSR row, Robinson/Fisher's clue count and log sums and
+ * multinomial NB's log-odds, the arithmetic of spamkit.models.robinson.RobinsonFisher._clues
+ * and FisherNBStack._nb_log_odds in the same order (tests/test_robinson.py, test_stack.py).
+ * setup.py builds this file with -ffp-contract=off: no fused multiply-add, so each sum rounds
+ * step by step as NumPy's does.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
