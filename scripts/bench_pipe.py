@@ -19,7 +19,7 @@ slows every row alike.
 The package's bytecode is compiled first (``compileall``), as ``pip install .`` does at
 install time: an editable install compiles nothing, and where ``PYTHONDONTWRITEBYTECODE`` is
 set (this project's CI machines set it) every new process would recompile spamkit's sources,
-about 40 ms of each one-shot run that no installed copy pays.
+20-40 ms of each one-shot run that no installed copy pays.
 
     python scripts/bench_pipe.py [--corpus ../shared/corpora/trec07p-dev/trec07p-dev.tar.gz] [--runs 30]
 """
