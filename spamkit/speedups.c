@@ -628,16 +628,9 @@ static Py_UCS4 exact_max(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
     return m;
 }
 
-static PyObject *words(PyObject *self, PyObject *args)
+/* appends the words of text to the list out (see words()); -1 on an error */
+static int words_into(PyObject *out, PyObject *text, Py_ssize_t max_len, PyObject *prefix, PyObject *long_token)
 {
-    PyObject *text, *prefix, *long_token;
-    Py_ssize_t max_len;
-    if (!PyArg_ParseTuple(args, "UnOU:words", &text, &max_len, &prefix, &long_token))
-        return NULL;
-    if (prefix != Py_None && !PyUnicode_Check(prefix)) {
-        PyErr_SetString(PyExc_TypeError, "prefix must be str or None");
-        return NULL;
-    }
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
@@ -647,8 +640,6 @@ static PyObject *words(PyObject *self, PyObject *args)
         plen = PyUnicode_GET_LENGTH(prefix);
         pmax = exact_max(PyUnicode_KIND(prefix), PyUnicode_DATA(prefix), 0, plen);
     }
-    PyObject *out = PyList_New(0);
-    if (!out) return NULL;
     while (i < n) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         Py_ssize_t start = i;
@@ -700,12 +691,58 @@ static PyObject *words(PyObject *self, PyObject *args)
         }
         if (!token || PyList_Append(out, token) < 0) {
             Py_XDECREF(token);
-            Py_DECREF(out);
-            return NULL;
+            return -1;
         }
         Py_DECREF(token);
     }
+    return 0;
+}
+
+static PyObject *words(PyObject *self, PyObject *args)
+{
+    PyObject *text, *prefix, *long_token;
+    Py_ssize_t max_len;
+    if (!PyArg_ParseTuple(args, "UnOU:words", &text, &max_len, &prefix, &long_token))
+        return NULL;
+    if (prefix != Py_None && !PyUnicode_Check(prefix)) {
+        PyErr_SetString(PyExc_TypeError, "prefix must be str or None");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    if (words_into(out, text, max_len, prefix, long_token) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
     return out;
+}
+
+/* header_words(fields, max_len, long_token, out): for each (name, value) of the list fields,
+   appends to the list out the words of value prefixed "name:" (words() with that prefix): the
+   field tokens of spamkit.text.Analyzer for every header field, in one call. */
+static PyObject *header_words(PyObject *self, PyObject *args)
+{
+    PyObject *fields, *long_token, *out;
+    Py_ssize_t max_len;
+    if (!PyArg_ParseTuple(args, "O!nUO!:header_words", &PyList_Type, &fields, &max_len, &long_token,
+                          &PyList_Type, &out))
+        return NULL;
+    for (Py_ssize_t f = 0; f < PyList_GET_SIZE(fields); f++) {
+        PyObject *field = PyList_GET_ITEM(fields, f);
+        if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(field, 0))
+                || !PyUnicode_Check(PyTuple_GET_ITEM(field, 1))) {
+            PyErr_SetString(PyExc_TypeError, "header_words: each field must be a (name, value) tuple of str");
+            return NULL;
+        }
+        PyObject *prefix = PyUnicode_FromFormat("%U:", PyTuple_GET_ITEM(field, 0));
+        if (prefix == NULL)
+            return NULL;
+        int rc = words_into(out, PyTuple_GET_ITEM(field, 1), max_len, prefix, long_token);
+        Py_DECREF(prefix);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 
@@ -1210,6 +1247,9 @@ static PyMethodDef methods[] = {
     {"known_columns", known_columns, METH_VARARGS,
      "known_columns(index, tokens, out) -> None\n\n"
      "Appends index[t] to the list out for each t of tokens in the dict index, in order."},
+    {"header_words", header_words, METH_VARARGS,
+     "header_words(fields, max_len, long_token, out) -> None\n\n"
+     "Appends the words of each (name, value) of fields, prefixed 'name:', to the list out."},
     {"tag_attrs", tag_attrs, METH_VARARGS,
      "tag_attrs(url_attrs, unescape, max_attrs, text) -> (urls, alt)\n\n"
      "The URLs and alt text of a start tag's attribute text: spamkit.htmltext._tag_attrs in C."},

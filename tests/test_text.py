@@ -349,3 +349,20 @@ def test_compiled_digit_shapes_equal_the_regular_expression(text, cap):
     got = []
     text_module.digit_shapes(text, got, cap)
     assert got == [f"shape:d{min(len(run), cap)}" for run in re.findall(r"\d+", text)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(fields=st.lists(st.tuples(st.sampled_from(["subject", "from", "received", "x-ünï", "to"]),
+                                 st.text(alphabet=st.sampled_from(list("ab Zé€$1,.-'’\n") + ["ſ", "İ", "ß", "日", "本"]),
+                                         max_size=60)), max_size=6),
+       max_len=st.sampled_from([3, 40]), lowercase=st.booleans())
+def test_every_field_in_one_call_equals_the_field_loop(fields, max_len, lowercase):
+    """With every header field wanted (the mail analyzer), the field tokens come from one C call
+    (spamkit.speedups.header_words): each field's words prefixed "name:", markers left out, in
+    field order, as the loop over the fields gives them."""
+    from spamkit.message import Message
+    a = Analyzer(max_len=max_len, headers=("*",), lowercase=lowercase, urls=False, url_parts=False, meta=False,
+                 header_names=False, received_ips=False, digit_shapes=False)
+    doc = Message(body="", kind="rfc822", size=0, headers=list(fields))
+    expected = [f"{name}:{t}" for name, value in fields for t in a.words(value) if not t.startswith("meta:")]
+    assert a(doc) == expected
