@@ -717,6 +717,61 @@ static PyObject *words(PyObject *self, PyObject *args)
     return out;
 }
 
+/* url_parts(urls, out): for each str of the list urls, its lower-case form (str.lower()) cut at
+   every run of white space and of the characters / ? # = & . : ; , _ + % ~ ! @ - (what
+   spamkit.text's _URL_PIECES.split finds), and each piece of 2 to 30 characters appended to
+   the list out as "url:part:" + piece. */
+static int url_separator(Py_UCS4 c)
+{
+    switch (c) {
+    case '/': case '?': case '#': case '=': case '&': case '.': case ':': case ';': case ',': case '_':
+    case '+': case '%': case '~': case '!': case '@': case '-':
+        return 1;
+    }
+    return Py_UNICODE_ISSPACE(c);
+}
+
+static PyObject *url_parts(PyObject *self, PyObject *args)
+{
+    PyObject *urls, *out;
+    if (!PyArg_ParseTuple(args, "O!O!:url_parts", &PyList_Type, &urls, &PyList_Type, &out))
+        return NULL;
+    for (Py_ssize_t u = 0; u < PyList_GET_SIZE(urls); u++) {
+        PyObject *url = PyList_GET_ITEM(urls, u);
+        if (!PyUnicode_Check(url)) {
+            PyErr_SetString(PyExc_TypeError, "url_parts: every URL must be a str");
+            return NULL;
+        }
+        PyObject *low = PyObject_CallMethod(url, "lower", NULL);
+        if (low == NULL)
+            return NULL;
+        int kind = PyUnicode_KIND(low);
+        const void *data = PyUnicode_DATA(low);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(low), i = 0;
+        while (i < n) {
+            while (i < n && url_separator(PyUnicode_READ(kind, data, i)))
+                i++;
+            Py_ssize_t start = i;
+            while (i < n && !url_separator(PyUnicode_READ(kind, data, i)))
+                i++;
+            Py_ssize_t len = i - start;
+            if (len < 2 || len > 30)
+                continue;
+            PyObject *piece = PyUnicode_Substring(low, start, i);
+            PyObject *token = piece ? PyUnicode_FromFormat("url:part:%U", piece) : NULL;
+            Py_XDECREF(piece);
+            if (token == NULL || PyList_Append(out, token) < 0) {
+                Py_XDECREF(token);
+                Py_DECREF(low);
+                return NULL;
+            }
+            Py_DECREF(token);
+        }
+        Py_DECREF(low);
+    }
+    Py_RETURN_NONE;
+}
+
 /* header_words(fields, max_len, long_token, out): for each (name, value) of the list fields,
    appends to the list out the words of value prefixed "name:" (words() with that prefix): the
    field tokens of spamkit.text.Analyzer for every header field, in one call. */
@@ -1247,6 +1302,9 @@ static PyMethodDef methods[] = {
     {"known_columns", known_columns, METH_VARARGS,
      "known_columns(index, tokens, out) -> None\n\n"
      "Appends index[t] to the list out for each t of tokens in the dict index, in order."},
+    {"url_parts", url_parts, METH_VARARGS,
+     "url_parts(urls, out) -> None\n\n"
+     "Appends 'url:part:' + each 2-30 character piece of each URL (lower case, cut at separators) to out."},
     {"header_words", header_words, METH_VARARGS,
      "header_words(fields, max_len, long_token, out) -> None\n\n"
      "Appends the words of each (name, value) of fields, prefixed 'name:', to the list out."},

@@ -366,3 +366,18 @@ def test_every_field_in_one_call_equals_the_field_loop(fields, max_len, lowercas
     doc = Message(body="", kind="rfc822", size=0, headers=list(fields))
     expected = [f"{name}:{t}" for name, value in fields for t in a.words(value) if not t.startswith("meta:")]
     assert a(doc) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(urls=st.lists(st.text(alphabet=st.sampled_from(list("aZ09/?#=&.:;,_+%~!@- \t\n\u2003é") + ["İ", "ẞ", "ſ", "Σ"]),
+                             max_size=50), max_size=4))
+def test_compiled_url_parts_equal_the_regular_expression(urls):
+    """spamkit.speedups.url_parts against its definition: str.lower() (İ becomes two characters,
+    ẞ becomes ß), then re.split on white space and URL punctuation, pieces of 2 to 30 characters."""
+    import spamkit.text as text_module
+    if text_module.speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    got = []
+    text_module.url_part_tokens(urls, got)
+    assert got == ["url:part:" + p for url in urls for p in text_module._URL_PIECES.split(url.lower())
+                   if 2 <= len(p) <= 30]
