@@ -772,6 +772,81 @@ static PyObject *url_parts(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* received_ips(values, out): for each str of the list values (the Received fields), each dotted
+   quad the regular expression (?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])
+   finds (\d: Unicode decimal digits) whose four numbers are at most 255, appended to the list
+   out as "received:ip:A.B.C.D", "received:ip:A.B.C" and "received:ip:A.B", digits as written
+   (spamkit.text.Analyzer's received_ips tokens). A run of digits matches a group only whole:
+   a shorter match would leave a digit where the pattern needs a dot or an end. */
+static PyObject *received_ips(PyObject *self, PyObject *args)
+{
+    PyObject *values, *out;
+    if (!PyArg_ParseTuple(args, "O!O!:received_ips", &PyList_Type, &values, &PyList_Type, &out))
+        return NULL;
+    for (Py_ssize_t v = 0; v < PyList_GET_SIZE(values); v++) {
+        PyObject *text = PyList_GET_ITEM(values, v);
+        if (!PyUnicode_Check(text)) {
+            PyErr_SetString(PyExc_TypeError, "received_ips: every value must be a str");
+            return NULL;
+        }
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+        while (i < n) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (!is_decimal(c) || (i > 0 && (is_decimal(PyUnicode_READ(kind, data, i - 1))
+                                            || PyUnicode_READ(kind, data, i - 1) == '.'))) {
+                i++;
+                continue;
+            }
+            Py_ssize_t at = i, ends[4];
+            int values4[4], ok = 1;
+            for (int g = 0; g < 4 && ok; g++) {
+                Py_ssize_t start = at;
+                int number = 0;
+                while (at < n && is_decimal(PyUnicode_READ(kind, data, at))) {
+                    number = number * 10 + Py_UNICODE_TODECIMAL(PyUnicode_READ(kind, data, at));
+                    at++;
+                    if (at - start > 3)
+                        break;
+                }
+                if (at - start < 1 || at - start > 3 || (at < n && is_decimal(PyUnicode_READ(kind, data, at)))) {
+                    ok = 0;
+                    break;
+                }
+                ends[g] = at;
+                values4[g] = number;
+                if (g < 3) {
+                    if (at < n && PyUnicode_READ(kind, data, at) == '.')
+                        at++;
+                    else
+                        ok = 0;
+                } else if (at < n && PyUnicode_READ(kind, data, at) == '.') {
+                    ok = 0;
+                }
+            }
+            if (!ok) {
+                i++;
+                continue;
+            }
+            if (values4[0] <= 255 && values4[1] <= 255 && values4[2] <= 255 && values4[3] <= 255) {
+                for (int g = 3; g >= 1; g--) {
+                    PyObject *quad = PyUnicode_Substring(text, i, ends[g]);
+                    PyObject *token = quad ? PyUnicode_FromFormat("received:ip:%U", quad) : NULL;
+                    Py_XDECREF(quad);
+                    if (token == NULL || PyList_Append(out, token) < 0) {
+                        Py_XDECREF(token);
+                        return NULL;
+                    }
+                    Py_DECREF(token);
+                }
+            }
+            i = ends[3];
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 /* header_words(fields, max_len, long_token, out): for each (name, value) of the list fields,
    appends to the list out the words of value prefixed "name:" (words() with that prefix): the
    field tokens of spamkit.text.Analyzer for every header field, in one call. */
@@ -1302,6 +1377,9 @@ static PyMethodDef methods[] = {
     {"known_columns", known_columns, METH_VARARGS,
      "known_columns(index, tokens, out) -> None\n\n"
      "Appends index[t] to the list out for each t of tokens in the dict index, in order."},
+    {"received_ips", received_ips, METH_VARARGS,
+     "received_ips(values, out) -> None\n\n"
+     "Appends the received:ip: tokens (a.b.c.d, a.b.c, a.b) of each dotted quad in values to out."},
     {"url_parts", url_parts, METH_VARARGS,
      "url_parts(urls, out) -> None\n\n"
      "Appends 'url:part:' + each 2-30 character piece of each URL (lower case, cut at separators) to out."},

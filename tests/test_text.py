@@ -381,3 +381,43 @@ def test_compiled_url_parts_equal_the_regular_expression(urls):
     text_module.url_part_tokens(urls, got)
     assert got == ["url:part:" + p for url in urls for p in text_module._URL_PIECES.split(url.lower())
                    if 2 <= len(p) <= 30]
+
+
+@settings(max_examples=500, deadline=None)
+@given(values=st.lists(st.lists(st.sampled_from(["1", "25", "255", "256", "999", "0", "1234", ".", "..", " ", "a",
+                                                "[", "]", "٣", "٢٥", "١٩٢", "𝟗", "²"]), max_size=14).map("".join),
+                       max_size=3))
+def test_compiled_received_ips_equal_the_regular_expression(values):
+    """spamkit.speedups.received_ips against its definition, the regular expression with its
+    look-behind and look-ahead (Unicode decimal digits included, superscripts not), on generated
+    runs of digits and dots: the same quads, prefixes and order."""
+    import spamkit.text as text_module
+    if text_module.speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    got = []
+    text_module.received_ip_tokens(values, got)
+    expected = []
+    for value in values:
+        for m in text_module._IPV4.finditer(value):
+            o = m.groups()
+            if all(int(x) <= 255 for x in o):
+                expected += ["received:ip:" + ".".join(o), "received:ip:" + ".".join(o[:3]), "received:ip:" + ".".join(o[:2])]
+    assert got == expected
+
+
+def test_received_ips_by_hand():
+    import spamkit.text as text_module
+    cases = {"from a (b [10.0.0.1]) by c (1.2.3.4)": ["10.0.0.1", "1.2.3.4"],
+             "1.2.3.4.5 x.1.2.3.4 1.2.3.4x 01.002.255.0": ["1.2.3.4", "01.002.255.0"],   # x is not a digit or dot
+             "1234.1.1.1 256.1.1.1 ١٩٢.٠.٢.٧": ["١٩٢.٠.٢.٧"],
+             "9.9.9.9.": [], ".9.9.9.9": []}
+    for value, quads in cases.items():
+        got = []
+        text_module.received_ip_tokens([value], got)
+        assert got[::3] == ["received:ip:" + q for q in quads], value
+        expected = []
+        for m in text_module._IPV4.finditer(value):
+            o = m.groups()
+            if all(int(x) <= 255 for x in o):
+                expected += ["received:ip:" + ".".join(o), "received:ip:" + ".".join(o[:3]), "received:ip:" + ".".join(o[:2])]
+        assert got == expected, value

@@ -97,6 +97,26 @@ def url_part_tokens(urls: list, out: list) -> None:
         out.extend("url:part:" + p for p in _URL_PIECES.split(url.lower()) if 2 <= len(p) <= 30)
 
 
+def received_ip_tokens(values: list, out: list) -> None:
+    """Appends, for each dotted quad of the ``Received:`` field values whose numbers are all at
+    most 255, ``received:ip:A.B.C.D`` and its /24 and /16 prefixes ``received:ip:A.B.C`` and
+    ``received:ip:A.B`` to ``out``: the relays a message passed through, and their networks.
+    In C (``spamkit.speedups.received_ips``, tests/test_text.py compares) when it was built.
+
+    >>> out = []; received_ip_tokens(["from x ([192.0.2.7]) by mx; 1.2.3.4.5 and 300.1.1.1"], out); out
+    ['received:ip:192.0.2.7', 'received:ip:192.0.2', 'received:ip:192.0']
+    """
+    if speedups is not None:
+        speedups.received_ips(values, out)
+        return
+    for value in values:
+        for m in _IPV4.finditer(value):
+            octets = m.groups()
+            if all(int(o) <= 255 for o in octets):
+                out.extend(("received:ip:" + ".".join(octets), "received:ip:" + ".".join(octets[:3]),
+                            "received:ip:" + ".".join(octets[:2])))
+
+
 def _check_untrusted(config: dict, stop_list) -> None:
     """Refuse an analyzer configuration that would make spamkit open a file or run a foreign regex."""
     pattern = config.get("token_pattern", WORD_PATTERN)
@@ -408,12 +428,7 @@ class Analyzer:
         if self.header_names:
             tokens.extend("header:" + name for name, _ in doc.headers)
         if self.received_ips:
-            for value in doc.get_all("received"):
-                for m in _IPV4.finditer(value):
-                    octets = m.groups()
-                    if all(int(o) <= 255 for o in octets):
-                        tokens.extend(("received:ip:" + ".".join(octets), "received:ip:" + ".".join(octets[:3]),
-                                       "received:ip:" + ".".join(octets[:2])))
+            received_ip_tokens(doc.get_all("received"), tokens)
         if self.meta:
             if doc.html_tags:
                 tokens.append("meta:html")
