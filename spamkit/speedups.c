@@ -37,9 +37,11 @@
  *
  * 5. known_columns(): a fixed vocabulary's columns of a token list (one C loop of dict lookups).
  *
- * 6. tag_attrs() and digit_shapes(): a start tag's attributes as spamkit.htmltext._tag_attrs
- * reads them (called by html_to_text for each start tag that may hold a URL or alt text), and
- * the "shape:dN" tokens of the runs of decimal digits (tests/test_htmltext.py, test_text.py).
+ * 6. tag_attrs(), digit_shapes(), header_words(), url_parts(), received_ips(): a start tag's
+ * attributes as spamkit.htmltext._tag_attrs reads them (called by html_to_text for each start
+ * tag that may hold a URL or alt text), and the mail analyzer's digit shapes, field words, URL
+ * pieces and relay addresses, each against its Python definition (a regular expression) in
+ * tests/test_htmltext.py and tests/test_text.py.
  *
  * 7. fisher_sums() and nb_sums(): per CSR row, Robinson/Fisher's clue count and log sums and
  * multinomial NB's log-odds, the arithmetic of spamkit.models.robinson.RobinsonFisher._clues
