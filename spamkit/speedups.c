@@ -849,18 +849,21 @@ static PyObject *received_ips(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* header_words(fields, max_len, long_token, out): for each (name, value) of the list fields,
+/* header_words(fields, max_len, long_token, out): for each (name, value) of fields (a list or tuple),
    appends to the list out the words of value prefixed "name:" (words() with that prefix): the
    field tokens of spamkit.text.Analyzer for every header field, in one call. */
 static PyObject *header_words(PyObject *self, PyObject *args)
 {
     PyObject *fields, *long_token, *out;
     Py_ssize_t max_len;
-    if (!PyArg_ParseTuple(args, "O!nUO!:header_words", &PyList_Type, &fields, &max_len, &long_token,
-                          &PyList_Type, &out))
+    if (!PyArg_ParseTuple(args, "OnUO!:header_words", &fields, &max_len, &long_token, &PyList_Type, &out))
         return NULL;
-    for (Py_ssize_t f = 0; f < PyList_GET_SIZE(fields); f++) {
-        PyObject *field = PyList_GET_ITEM(fields, f);
+    if (!PyList_Check(fields) && !PyTuple_Check(fields)) {
+        PyErr_SetString(PyExc_TypeError, "header_words: fields must be a list or tuple");
+        return NULL;
+    }
+    for (Py_ssize_t f = 0; f < PySequence_Fast_GET_SIZE(fields); f++) {
+        PyObject *field = PySequence_Fast_GET_ITEM(fields, f);
         if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(field, 0))
                 || !PyUnicode_Check(PyTuple_GET_ITEM(field, 1))) {
             PyErr_SetString(PyExc_TypeError, "header_words: each field must be a (name, value) tuple of str");

@@ -355,17 +355,37 @@ def test_compiled_digit_shapes_equal_the_regular_expression(text, cap):
 @given(fields=st.lists(st.tuples(st.sampled_from(["subject", "from", "received", "x-ünï", "to"]),
                                  st.text(alphabet=st.sampled_from(list("ab Zé€$1,.-'’\n") + ["ſ", "İ", "ß", "日", "本"]),
                                          max_size=60)), max_size=6),
-       max_len=st.sampled_from([3, 40]), lowercase=st.booleans())
-def test_every_field_in_one_call_equals_the_field_loop(fields, max_len, lowercase):
+       max_len=st.sampled_from([3, 40]), lowercase=st.booleans(), container=st.sampled_from([list, tuple]))
+def test_every_field_in_one_call_equals_the_field_loop(fields, max_len, lowercase, container):
     """With every header field wanted (the mail analyzer), the field tokens come from one C call
     (spamkit.speedups.header_words): each field's words prefixed "name:", markers left out, in
     field order, as the loop over the fields gives them."""
     from spamkit.message import Message
     a = Analyzer(max_len=max_len, headers=("*",), lowercase=lowercase, urls=False, url_parts=False, meta=False,
                  header_names=False, received_ips=False, digit_shapes=False)
-    doc = Message(body="", kind="rfc822", size=0, headers=list(fields))
+    doc = Message(body="", kind="rfc822", size=0, headers=container(fields))
     expected = [f"{name}:{t}" for name, value in fields for t in a.words(value) if not t.startswith("meta:")]
     assert a(doc) == expected
+
+
+def test_a_parsed_messages_fields_take_the_one_call(monkeypatch):
+    """parse_message gives the header fields as a tuple: the mail analyzer reads them in one call."""
+    import spamkit.text as text_module
+    if text_module.speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    calls = []
+    real = text_module.speedups.header_words
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(text_module.speedups_module, name)
+
+    monkeypatch.setattr(text_module, "speedups_module", text_module.speedups, raising=False)
+    spy = Spy()
+    spy.header_words = lambda *args: calls.append(1) or real(*args)
+    monkeypatch.setattr(text_module, "speedups", spy)
+    tokens = Analyzer.mail()(parse_message(b"Subject: cheap pills\nFrom: a@b.example\n\nbody"))
+    assert calls == [1] and "subject:cheap" in tokens and "from:b.example" in tokens
 
 
 @settings(max_examples=300, deadline=None)

@@ -406,7 +406,7 @@ class Analyzer:
             scan = (speedups.words if speedups is not None and self._regex_min is not None and self.ngram_max == 1
                     and not self._stop_list and self._stem.function is None and self.numbers == "keep" else None)
             fields = doc.headers
-            if scan is not None and every and not skip and not self.lowercase and isinstance(fields, list):
+            if scan is not None and every and not skip and not self.lowercase and isinstance(fields, (list, tuple)):
                 # every field, as the loop below would take them, in one call (speedups.header_words)
                 speedups.header_words(fields, self.max_len, "meta:long-token", tokens)
                 fields = ()
