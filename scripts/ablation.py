@@ -132,16 +132,37 @@ def load(path: Path):
         return [(m.id, m.label, m.raw, parse_message(m.raw, m.kind)) for m in corpus]
 
 
-def run_config(messages, rows, model: str, kwargs: dict):
+def hashed_rows(messages, scheme: str, representation: str) -> list:
+    """Each message's row under a token scheme of :data:`SCHEMES` (or spamkit.pipeline's), hashed."""
+    base, settings = SCHEMES.get(scheme, (scheme, {}))
+    analyzer = make_analyzer(base, **settings)
+    vectorizer = Vectorizer.hashed(HASHING, representation)
+    return [vectorizer.transform([analyzer(msg)]) for _, _, _, msg in messages]
+
+
+def online_scores(messages, rows, model: str, kwargs: dict):
+    """(the online run, is spam, P(spam) of each message before it was learned)."""
     if model == "grams-to-logistic":
         learner = GramsToLogistic(**SPAMBAYES, **kwargs["stack"])
     else:
         learner = online_model("multinomial" if model == "multinomial-presence" else model, **kwargs)
     result = online_run(((ident, label, x) for (ident, label, _, _), x in zip(messages, rows)), learner)
     gold = np.array([g == "spam" for g in result.gold])
-    scores = np.asarray(result.scores)
-    p_spam = 1.0 / (1.0 + np.exp(-np.clip(scores, -700, 700)))
+    p_spam = 1.0 / (1.0 + np.exp(-np.clip(np.asarray(result.scores), -700, 700)))
+    return result, gold, p_spam
+
+
+def run_config(messages, rows, model: str, kwargs: dict):
+    result, gold, p_spam = online_scores(messages, rows, model, kwargs)
     return result.measures, three_way_rates(gold, p_spam, *DEFAULT_BAND)
+
+
+def corpus_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every corpus-by-corpus script here takes: where the corpora are, which, bogofilter."""
+    parser.add_argument("--corpora", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--only", default=",".join(CORPORA), help="Comma-separated corpus names.")
+    parser.add_argument("--bogofilter", action="store_true", help="Also run bogofilter on every corpus.")
+    parser.add_argument("--no-install", action="store_true", help="Do not apt-get install bogofilter.")
 
 
 def run_bogofilter(exe: str, messages):
@@ -154,10 +175,7 @@ def run_bogofilter(exe: str, messages):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpora", type=Path, default=DEFAULT_DIR)
-    parser.add_argument("--only", default=",".join(CORPORA), help="Comma-separated corpus names.")
-    parser.add_argument("--bogofilter", action="store_true", help="Also run bogofilter on every corpus.")
-    parser.add_argument("--no-install", action="store_true", help="Do not apt-get install bogofilter.")
+    corpus_arguments(parser)
     parser.add_argument("--quick", action="store_true", help="Only the main configurations.")
     parser.add_argument("--configs", default=None,
                         help="Only the configurations whose name contains one of these |-separated texts.")
@@ -186,10 +204,7 @@ def main():
                                                   hashed_grams.transform([grams.char_grams(msg.body)])], format="csr")
                                        for _, _, _, msg in messages]
             if key not in rows_by_scheme:
-                base, settings = SCHEMES.get(scheme, (scheme, {}))
-                analyzer = make_analyzer(base, **settings)
-                vectorizer = Vectorizer.hashed(HASHING, representation)
-                rows_by_scheme[key] = [vectorizer.transform([analyzer(msg)]) for _, _, _, msg in messages]
+                rows_by_scheme[key] = hashed_rows(messages, scheme, representation)
             measures, rates = run_config(messages, rows_by_scheme[key], model, kwargs)
             table[corpus, name] = measures["roca_pct"]
             decisions[corpus, name] = rates

@@ -25,14 +25,11 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.decision import DEFAULT_COSTS, unsure_band
-from spamkit.features import Vectorizer
 from spamkit.metrics import three_way_rates
-from spamkit.pipeline import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ablation import CONFIGS, CORPORA, DEFAULT_DIR, HASHING, load, run_bogofilter  # noqa: E402
+from ablation import CONFIGS, CORPORA, corpus_arguments, hashed_rows, load, online_scores, run_bogofilter  # noqa: E402
 from _bogofilter import ensure_bogofilter  # noqa: E402
-from spamkit.evaluation import online_model, online_run  # noqa: E402
 
 #: (c_FP, c_FN, unsure) candidates: the default first; the spam cut 1 - u / c_FP, the ham cut u / c_FN
 CANDIDATES = [(100.0, 10.0, 2.0), (200.0, 10.0, 2.0), (400.0, 10.0, 2.0), (1000.0, 10.0, 2.0),
@@ -42,21 +39,13 @@ CANDIDATES = [(100.0, 10.0, 2.0), (200.0, 10.0, 2.0), (400.0, 10.0, 2.0), (1000.
 def default_scores(messages) -> tuple[np.ndarray, np.ndarray]:
     """(is spam, P(spam) before learning) of the default configuration, online."""
     _, scheme, model, kwargs = CONFIGS[0]
-    analyzer = make_analyzer(scheme)
-    vectorizer = Vectorizer.hashed(HASHING, "binary")
-    rows = [vectorizer.transform([analyzer(msg)]) for _, _, _, msg in messages]
-    result = online_run(((ident, label, x) for (ident, label, _, _), x in zip(messages, rows)),
-                        online_model(model, **kwargs))
-    gold = np.array([g == "spam" for g in result.gold])
-    return gold, 1.0 / (1.0 + np.exp(-np.clip(np.asarray(result.scores), -700, 700)))
+    _, gold, p_spam = online_scores(messages, hashed_rows(messages, scheme, "binary"), model, kwargs)
+    return gold, p_spam
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpora", type=Path, default=DEFAULT_DIR)
-    parser.add_argument("--only", default=",".join(CORPORA), help="Comma-separated corpus names.")
-    parser.add_argument("--bogofilter", action="store_true", help="Also run bogofilter on every corpus.")
-    parser.add_argument("--no-install", action="store_true", help="Do not apt-get install bogofilter.")
+    corpus_arguments(parser)
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n]
     exe = ensure_bogofilter(not args.no_install) if args.bogofilter else None

@@ -922,12 +922,15 @@ static PyObject *digit_shapes(PyObject *self, PyObject *args)
 /* ------------------------------------------------------------------ logistic steps */
 
 #include <math.h>
+#include <stdarg.h>
 
 static int get_buffer(PyObject *o, Py_buffer *view, const char *format, Py_ssize_t itemsize, int writable,
                       const char *what)
 {
-    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) {
+        view->obj = NULL;                       /* nothing to release */
         return -1;
+    }
     /* NumPy writes int64 as 'l' (C long) on LP64 systems and 'q' elsewhere; a native byte-order
        prefix may come first */
     const char *f = view->format ? view->format : "";
@@ -942,6 +945,54 @@ static int get_buffer(PyObject *o, Py_buffer *view, const char *format, Py_ssize
     return 0;
 }
 
+/* The column indices of a CSR matrix as it holds them: int32 (scipy's usual) or int64, not copied.
+   Sets *narrow to 1 for int32. */
+static int get_index_buffer(PyObject *o, Py_buffer *view, int *narrow)
+{
+    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        view->obj = NULL;
+        return -1;
+    }
+    const char *fmt = view->format ? view->format : "";
+    if (*fmt == '@' || *fmt == '=')
+        fmt++;
+    *narrow = view->itemsize == 4 && strcmp(fmt, "i") == 0;
+    if (view->ndim != 1 || !(*narrow || (view->itemsize == 8 && (strcmp(fmt, "q") == 0 || strcmp(fmt, "l") == 0)))) {
+        PyErr_SetString(PyExc_TypeError, "indices must be a one-dimensional array of int32 or int64");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* indptr within [0, nnz], non-decreasing; every column within [0, n_cols) */
+static int csr_fits(const long long *ptr, Py_ssize_t n_rows, const void *idx, int narrow, Py_ssize_t nnz,
+                    Py_ssize_t n_cols)
+{
+    if (n_rows < 0)
+        return 0;
+    for (Py_ssize_t i = 0; i <= n_rows; i++)
+        if (ptr[i] < 0 || ptr[i] > nnz || (i && ptr[i] < ptr[i - 1]))
+            return 0;
+    for (Py_ssize_t k = 0; k < nnz; k++) {
+        long long c = narrow ? (long long)((const int32_t *)idx)[k] : ((const long long *)idx)[k];
+        if (c < 0 || c >= n_cols)
+            return 0;
+    }
+    return 1;
+}
+
+/* releases each view of a NULL-terminated list; a view never acquired (obj NULL: zero-initialised,
+   or left so by a failed get_buffer) is skipped by PyBuffer_Release */
+static void release_views(Py_buffer *view, ...)
+{
+    va_list more;
+    va_start(more, view);
+    for (; view != NULL; view = va_arg(more, Py_buffer *))
+        PyBuffer_Release(view);
+    va_end(more);
+}
+
 /* spamkit.models.logistic.OnlineLogistic._steps: one gradient step per row of a CSR matrix,
    in row order, each seeing the weights the previous one left:
        z = clip(b + sum_j w_j x_j, -limit, limit);  g = sign * rate * weight_i * (y_i - 1/(1+e^-z))
@@ -954,38 +1005,13 @@ static PyObject *logistic_steps(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOdOOddd:logistic_steps", &o_indptr, &o_indices, &o_data, &o_w, &b,
                           &o_codes, &o_weights, &rate, &sign, &limit))
         return NULL;
-    Py_buffer indptr, indices, data, w, codes, weights;
-    if (get_buffer(o_indptr, &indptr, "q", 8, 0, "indptr") < 0)
-        return NULL;
-    /* the column indices as the matrix holds them: int32 (scipy's usual) or int64, not copied */
-    if (PyObject_GetBuffer(o_indices, &indices, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyBuffer_Release(&indptr);
-        return NULL;
-    }
-    const char *fmt = indices.format ? indices.format : "";
-    if (*fmt == '@' || *fmt == '=')
-        fmt++;
-    int narrow = indices.itemsize == 4 && strcmp(fmt, "i") == 0;
-    if (indices.ndim != 1 || !(narrow || (indices.itemsize == 8 && (strcmp(fmt, "q") == 0 || strcmp(fmt, "l") == 0)))) {
-        PyErr_SetString(PyExc_TypeError, "indices must be a one-dimensional array of int32 or int64");
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices);
-        return NULL;
-    }
-    if (get_buffer(o_data, &data, "d", 8, 0, "data") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices);
-        return NULL;
-    }
-    if (get_buffer(o_w, &w, "d", 8, 1, "w") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data);
-        return NULL;
-    }
-    if (get_buffer(o_codes, &codes, "d", 8, 0, "codes") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data); PyBuffer_Release(&w);
-        return NULL;
-    }
-    if (get_buffer(o_weights, &weights, "d", 8, 0, "weights") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data); PyBuffer_Release(&w);
-        PyBuffer_Release(&codes);
+    Py_buffer indptr = {0}, indices = {0}, data = {0}, w = {0}, codes = {0}, weights = {0};
+    int narrow;
+    if (get_buffer(o_indptr, &indptr, "q", 8, 0, "indptr") < 0 || get_index_buffer(o_indices, &indices, &narrow) < 0
+            || get_buffer(o_data, &data, "d", 8, 0, "data") < 0 || get_buffer(o_w, &w, "d", 8, 1, "w") < 0
+            || get_buffer(o_codes, &codes, "d", 8, 0, "codes") < 0
+            || get_buffer(o_weights, &weights, "d", 8, 0, "weights") < 0) {
+        release_views(&indptr, &indices, &data, &w, &codes, &weights, NULL);
         return NULL;
     }
     const long long *ptr = indptr.buf;
@@ -995,13 +1021,9 @@ static PyObject *logistic_steps(PyObject *self, PyObject *args)
     const double *val = data.buf, *y = codes.buf, *sw = weights.buf;
     double *wv = w.buf;
     Py_ssize_t n_rows = indptr.shape[0] - 1, nnz = indices.shape[0], n_cols = w.shape[0];
-    int bad = n_rows < 0 || codes.shape[0] < n_rows || weights.shape[0] < n_rows || data.shape[0] != nnz;
-    for (Py_ssize_t i = 0; !bad && i <= n_rows; i++)          /* indices checked once, before any step */
-        if (ptr[i] < 0 || ptr[i] > nnz || (i && ptr[i] < ptr[i - 1]))
-            bad = 1;
-    for (Py_ssize_t k = 0; !bad && k < nnz; k++)
-        if (COL(k) < 0 || COL(k) >= n_cols)
-            bad = 1;
+    /* indices checked once, before any step */
+    int bad = n_rows < 0 || codes.shape[0] < n_rows || weights.shape[0] < n_rows || data.shape[0] != nnz
+              || !csr_fits(ptr, n_rows, indices.buf, narrow, nnz, n_cols);
     if (!bad) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n_rows; i++) {
@@ -1020,8 +1042,7 @@ static PyObject *logistic_steps(PyObject *self, PyObject *args)
         Py_END_ALLOW_THREADS
     }
 #undef COL
-    PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data); PyBuffer_Release(&w);
-    PyBuffer_Release(&codes); PyBuffer_Release(&weights);
+    release_views(&indptr, &indices, &data, &w, &codes, &weights, NULL);
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "logistic_steps: the matrix, weights and labels do not fit together");
         return NULL;
@@ -1131,41 +1152,6 @@ static PyObject *known_columns(PyObject *self, PyObject *args)
 
 /* ------------------------------------------------------------------ Fisher and NB row sums */
 
-/* The column indices of a CSR matrix as it holds them: int32 (scipy's usual) or int64, not copied.
-   Sets *narrow to 1 for int32. */
-static int get_index_buffer(PyObject *o, Py_buffer *view, int *narrow)
-{
-    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    const char *fmt = view->format ? view->format : "";
-    if (*fmt == '@' || *fmt == '=')
-        fmt++;
-    *narrow = view->itemsize == 4 && strcmp(fmt, "i") == 0;
-    if (view->ndim != 1 || !(*narrow || (view->itemsize == 8 && (strcmp(fmt, "q") == 0 || strcmp(fmt, "l") == 0)))) {
-        PyErr_SetString(PyExc_TypeError, "indices must be a one-dimensional array of int32 or int64");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-/* indptr within [0, nnz], non-decreasing; every column within [0, n_cols) */
-static int csr_fits(const long long *ptr, Py_ssize_t n_rows, const void *idx, int narrow, Py_ssize_t nnz,
-                    Py_ssize_t n_cols)
-{
-    if (n_rows < 0)
-        return 0;
-    for (Py_ssize_t i = 0; i <= n_rows; i++)
-        if (ptr[i] < 0 || ptr[i] > nnz || (i && ptr[i] < ptr[i - 1]))
-            return 0;
-    for (Py_ssize_t k = 0; k < nnz; k++) {
-        long long c = narrow ? (long long)((const int32_t *)idx)[k] : ((const long long *)idx)[k];
-        if (c < 0 || c >= n_cols)
-            return 0;
-    }
-    return 1;
-}
-
 typedef struct {
     double dev;
     long long col;
@@ -1198,24 +1184,12 @@ static PyObject *fisher_sums(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOdddddnO:fisher_sums", &o_indptr, &o_indices, &o_ham, &o_spam, &n_ham, &n_spam,
                           &s, &x, &min_dev, &max_clues, &o_out))
         return NULL;
-    Py_buffer indptr, indices, ham, spam, out;
+    Py_buffer indptr = {0}, indices = {0}, ham = {0}, spam = {0}, out = {0};
     int narrow;
-    if (get_buffer(o_indptr, &indptr, "q", 8, 0, "indptr") < 0)
-        return NULL;
-    if (get_index_buffer(o_indices, &indices, &narrow) < 0) {
-        PyBuffer_Release(&indptr);
-        return NULL;
-    }
-    if (get_buffer(o_ham, &ham, "d", 8, 0, "ham") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices);
-        return NULL;
-    }
-    if (get_buffer(o_spam, &spam, "d", 8, 0, "spam") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&ham);
-        return NULL;
-    }
-    if (get_buffer(o_out, &out, "d", 8, 1, "out") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&ham); PyBuffer_Release(&spam);
+    if (get_buffer(o_indptr, &indptr, "q", 8, 0, "indptr") < 0 || get_index_buffer(o_indices, &indices, &narrow) < 0
+            || get_buffer(o_ham, &ham, "d", 8, 0, "ham") < 0 || get_buffer(o_spam, &spam, "d", 8, 0, "spam") < 0
+            || get_buffer(o_out, &out, "d", 8, 1, "out") < 0) {
+        release_views(&indptr, &indices, &ham, &spam, &out, NULL);
         return NULL;
     }
     const long long *ptr = indptr.buf;
@@ -1235,8 +1209,7 @@ static PyObject *fisher_sums(PyObject *self, PyObject *args)
         cand = PyMem_Malloc(longest * sizeof(Candidate));
         if (f == NULL || clue == NULL || cand == NULL) {
             PyMem_Free(f); PyMem_Free(clue); PyMem_Free(cand);
-            PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&ham); PyBuffer_Release(&spam);
-            PyBuffer_Release(&out);
+            release_views(&indptr, &indices, &ham, &spam, &out, NULL);
             return PyErr_NoMemory();
         }
     }
@@ -1291,8 +1264,7 @@ static PyObject *fisher_sums(PyObject *self, PyObject *args)
         Py_END_ALLOW_THREADS
     }
     PyMem_Free(f); PyMem_Free(clue); PyMem_Free(cand);
-    PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&ham); PyBuffer_Release(&spam);
-    PyBuffer_Release(&out);
+    release_views(&indptr, &indices, &ham, &spam, &out, NULL);
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "fisher_sums: the matrix, counts and output do not fit together");
         return NULL;
@@ -1310,29 +1282,12 @@ static PyObject *nb_sums(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOOdddO:nb_sums", &o_indptr, &o_indices, &o_data, &o_ham, &o_spam, &a, &den0,
                           &den1, &o_out))
         return NULL;
-    Py_buffer indptr, indices, data, ham, spam, out;
+    Py_buffer indptr = {0}, indices = {0}, data = {0}, ham = {0}, spam = {0}, out = {0};
     int narrow;
-    if (get_buffer(o_indptr, &indptr, "q", 8, 0, "indptr") < 0)
-        return NULL;
-    if (get_index_buffer(o_indices, &indices, &narrow) < 0) {
-        PyBuffer_Release(&indptr);
-        return NULL;
-    }
-    if (get_buffer(o_data, &data, "d", 8, 0, "data") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices);
-        return NULL;
-    }
-    if (get_buffer(o_ham, &ham, "d", 8, 0, "ham") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data);
-        return NULL;
-    }
-    if (get_buffer(o_spam, &spam, "d", 8, 0, "spam") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data); PyBuffer_Release(&ham);
-        return NULL;
-    }
-    if (get_buffer(o_out, &out, "d", 8, 1, "out") < 0) {
-        PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data); PyBuffer_Release(&ham);
-        PyBuffer_Release(&spam);
+    if (get_buffer(o_indptr, &indptr, "q", 8, 0, "indptr") < 0 || get_index_buffer(o_indices, &indices, &narrow) < 0
+            || get_buffer(o_data, &data, "d", 8, 0, "data") < 0 || get_buffer(o_ham, &ham, "d", 8, 0, "ham") < 0
+            || get_buffer(o_spam, &spam, "d", 8, 0, "spam") < 0 || get_buffer(o_out, &out, "d", 8, 1, "out") < 0) {
+        release_views(&indptr, &indices, &data, &ham, &spam, &out, NULL);
         return NULL;
     }
     const long long *ptr = indptr.buf;
@@ -1356,8 +1311,7 @@ static PyObject *nb_sums(PyObject *self, PyObject *args)
         }
         Py_END_ALLOW_THREADS
     }
-    PyBuffer_Release(&indptr); PyBuffer_Release(&indices); PyBuffer_Release(&data); PyBuffer_Release(&ham);
-    PyBuffer_Release(&spam); PyBuffer_Release(&out);
+    release_views(&indptr, &indices, &data, &ham, &spam, &out, NULL);
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "nb_sums: the matrix, counts and output do not fit together");
         return NULL;

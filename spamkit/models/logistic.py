@@ -45,7 +45,7 @@ from ..names import DEFAULT_RATE
 from ..compiled import speedups as _compiled
 
 speedups = _compiled()                   # spamkit/speedups.c, or None: the Python definition
-from .base import ProbabilisticClassifier, check_sample_weight
+from .base import ProbabilisticClassifier, check_sample_weight, csr_index_arrays
 from .robinson import presence, two_class_presence_tags
 
 #: scores are clipped to this magnitude (σ(±35) is within 1e-15 of 0 and 1)
@@ -113,11 +113,8 @@ class OnlineLogistic(ProbabilisticClassifier):
         may pair terms, so the two agree to rounding (tests/test_logistic.py)."""
         if speedups is not None and self.coef_.flags.c_contiguous and self.coef_.dtype == np.float64:
             self.intercept_ = speedups.logistic_steps(
-                np.ascontiguousarray(X.indptr, dtype=np.int64),
-                X.indices if X.indices.dtype in (np.int32, np.int64) and X.indices.flags.c_contiguous
-                else np.ascontiguousarray(X.indices, dtype=np.int64),
-                np.ascontiguousarray(X.data, dtype=np.float64), self.coef_, float(self.intercept_),
-                np.ascontiguousarray(codes, dtype=np.float64), np.ascontiguousarray(weights, dtype=np.float64),
+                *csr_index_arrays(X), np.ascontiguousarray(X.data, dtype=np.float64), self.coef_,
+                float(self.intercept_), np.ascontiguousarray(codes, dtype=np.float64), np.ascontiguousarray(weights, dtype=np.float64),
                 float(rate), float(sign), SCORE_LIMIT)
             self.n_steps_ += X.shape[0]
             return

@@ -45,7 +45,7 @@ from scipy.special import gammainc, gammaincc, gammaln
 
 from ..compiled import speedups as _compiled
 from ..errors import ConfigError
-from .base import ProbabilisticClassifier
+from .base import ProbabilisticClassifier, csr_index_arrays
 from .counting import CountingModel
 
 speedups = _compiled()                   # spamkit/speedups.c, or None: the NumPy definitions
@@ -272,19 +272,16 @@ class RobinsonFisher(CountingModel):
         clues (f clipped to [1e-300, 1 - 1e-16]), what Fisher combining needs of a message.
 
         In C (``spamkit.speedups.fisher_sums``) when the extension is built: one pass per row
-        with the same arithmetic in the same order as :meth:`_clues_python`, which is its
+        with the same arithmetic in the same order as :meth:`_clue_sums_python`, which is its
         definition; they agree to the last bits of a logarithm (tests/test_robinson.py). One
         message costs a few microseconds there, against a few dozen NumPy calls here.
         """
         if speedups is not None and self.feature_count_.dtype == np.float64:
             s, x, min_dev, max_clues = self.check_params()
             out = np.empty((X.shape[0], 3))
-            speedups.fisher_sums(np.ascontiguousarray(X.indptr, dtype=np.int64),
-                                 X.indices if X.indices.dtype in (np.int32, np.int64) and X.indices.flags.c_contiguous
-                                 else np.ascontiguousarray(X.indices, dtype=np.int64),
-                                 np.ascontiguousarray(self.feature_count_[0]), np.ascontiguousarray(self.feature_count_[1]),
-                                 float(self.class_count_[0]), float(self.class_count_[1]), s, x, min_dev, max_clues,
-                                 out.reshape(-1))
+            ham, spam = np.ascontiguousarray(self.feature_count_[0]), np.ascontiguousarray(self.feature_count_[1])
+            speedups.fisher_sums(*csr_index_arrays(X), ham, spam, float(self.class_count_[0]),
+                                 float(self.class_count_[1]), s, x, min_dev, max_clues, out.reshape(-1))
             return out[:, 0].astype(np.int64), out[:, 1], out[:, 2]
         return self._clue_sums_python(X)
 

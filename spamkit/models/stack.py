@@ -32,7 +32,7 @@ from scipy.special import log_expit
 from sklearn.linear_model import LogisticRegression
 
 from ..errors import ConfigError
-from .base import LOG_ODDS_LIMIT, check_alpha, finite_log_odds
+from .base import LOG_ODDS_LIMIT, check_alpha, csr_index_arrays, finite_log_odds
 from .counting import CountingModel
 from .logistic import DEFAULT_RATE, OnlineLogistic
 from .robinson import RobinsonFisher, fisher_log_odds, presence, speedups, two_class_presence_tags
@@ -129,11 +129,9 @@ class FisherNBStack(CountingModel):
         if speedups is not None and feature_count.dtype == np.float64:
             # in C: the same sums, term by term in the same order (tests/test_stack.py)
             out = np.empty(X.shape[0])
-            speedups.nb_sums(np.ascontiguousarray(X.indptr, dtype=np.int64),
-                             X.indices if X.indices.dtype in (np.int32, np.int64) and X.indices.flags.c_contiguous
-                             else np.ascontiguousarray(X.indices, dtype=np.int64),
-                             np.ascontiguousarray(X.data, dtype=np.float64), np.ascontiguousarray(feature_count[0]),
-                             np.ascontiguousarray(feature_count[1]), a, float(log_den[0]), float(log_den[1]), out)
+            speedups.nb_sums(*csr_index_arrays(X), np.ascontiguousarray(X.data, dtype=np.float64),
+                             np.ascontiguousarray(feature_count[0]), np.ascontiguousarray(feature_count[1]), a,
+                             float(log_den[0]), float(log_den[1]), out)
             out += log_prior[1] - log_prior[0]
         else:
             cols = X.indices

@@ -379,6 +379,21 @@ class Analyzer:
         for n in range(2, self.ngram_max + 1):
             out.extend(" ".join(grams[i:i + n]) for i in range(len(grams) - n + 1))
 
+    def _field_tokens(self, fields, wanted, every: bool, skip, scan, tokens: list) -> None:
+        """Appends the words of the wanted header ``fields``, each prefixed with its name and a
+        colon, markers left out; ``scan`` is the compiled word scanner where it applies."""
+        for name, value in fields:
+            if (every or name in wanted) and name not in skip:
+                if scan is not None:
+                    tokens.extend(scan(value.lower() if self.lowercase else value, self.max_len, name + ":",
+                                       "meta:long-token"))
+                    continue
+                words = self.words(value)
+                # markers (meta:long-token, meta:number) are not field tokens: drop them
+                if self.numbers == "collapse" or "meta:long-token" in words:
+                    words = [t for t in words if not t.startswith("meta:")]
+                tokens.extend(map((name + ":").__add__, words))
+
     def __call__(self, doc) -> list[str]:
         """Tokens of a :class:`~spamkit.message.Message`, a ``str`` of plain text, or raw ``bytes``."""
         if self.lexer == "bogofilter":
@@ -405,22 +420,12 @@ class Analyzer:
             # the default words of a field, prefixed and without markers, in one call to C
             scan = (speedups.words if speedups is not None and self._regex_min is not None and self.ngram_max == 1
                     and not self._stop_list and self._stem.function is None and self.numbers == "keep" else None)
-            fields = doc.headers
-            if scan is not None and every and not skip and not self.lowercase and isinstance(fields, (list, tuple)):
-                # every field, as the loop below would take them, in one call (speedups.header_words)
-                speedups.header_words(fields, self.max_len, "meta:long-token", tokens)
-                fields = ()
-            for name, value in fields:
-                if (every or name in wanted) and name not in skip:
-                    if scan is not None:
-                        tokens.extend(scan(value.lower() if self.lowercase else value, self.max_len, name + ":",
-                                           "meta:long-token"))
-                        continue
-                    words = self.words(value)
-                    # markers (meta:long-token, meta:number) are not field tokens: drop them
-                    if self.numbers == "collapse" or "meta:long-token" in words:
-                        words = [t for t in words if not t.startswith("meta:")]
-                    tokens.extend(map((name + ":").__add__, words))
+            if (scan is not None and every and not skip and not self.lowercase
+                    and isinstance(doc.headers, (list, tuple))):
+                # every field as _field_tokens takes them, in one call (speedups.header_words)
+                speedups.header_words(doc.headers, self.max_len, "meta:long-token", tokens)
+            else:
+                self._field_tokens(doc.headers, wanted, every, skip, scan, tokens)
         if self.char_ngrams:
             tokens.extend(self.char_grams(doc.body))
         if self.digit_shapes:
