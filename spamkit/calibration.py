@@ -20,7 +20,6 @@ model (with the opposite sign of ``a``, ``b``) and is the oracle of the tests.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
 from .errors import ConfigError
@@ -77,6 +76,8 @@ class PlattScaling:
             return value, np.array([np.sum(r * z), np.sum(r)])
 
         prior = 0.0 if self.balanced else np.log((n_pos + 1.0) / (n_neg + 1.0))
+        from scipy.optimize import minimize  # fitting only: applying a calibration needs no SciPy optimiser
+
         result = minimize(loss, np.array([0.0, prior]), jac=True, method="L-BFGS-B")
         a_z, b_z = result.x
         self.a_ = float(a_z / scale)

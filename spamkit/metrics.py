@@ -11,7 +11,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.stats import rankdata
 
 from .errors import ConfigError, DegenerateDataWarning
 
@@ -60,6 +59,28 @@ def per_class_scores(C: np.ndarray, labels) -> dict:
     return out
 
 
+def average_ranks(values) -> np.ndarray:
+    """1-based ranks of ``values``, tied values sharing the mean of the ranks they span (what
+    ``scipy.stats.rankdata`` calls "average"; written out because importing ``scipy.stats``
+    takes longer than scoring a mailbox).
+
+    >>> average_ranks([0.5, 0.1, 0.5, 0.9]).tolist()
+    [2.5, 1.0, 2.5, 4.0]
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    order = np.argsort(v, kind="stable")
+    ordered = v[order]
+    # tie groups: [start, end) runs of equal sorted values; a group's ranks start+1..end average (start+1+end)/2
+    new_group = np.empty(len(v), dtype=bool)
+    new_group[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new_group[1:])
+    starts = np.flatnonzero(new_group)
+    ends = np.append(starts[1:], len(v))
+    ranks = np.empty(len(v), dtype=np.float64)
+    ranks[order] = np.repeat((starts + 1 + ends) / 2.0, ends - starts)
+    return ranks
+
+
 def roc_auc(y_true, scores) -> float:
     """Area under the ROC curve: the probability that a random spam scores above a random ham.
 
@@ -88,7 +109,7 @@ def roc_auc(y_true, scores) -> float:
     if n_pos == 0 or n_neg == 0:
         warnings.warn("ROC AUC is undefined with only one class present", DegenerateDataWarning, stacklevel=2)
         return float("nan")
-    ranks = rankdata(s)                       # average ranks for ties
+    ranks = average_ranks(s)
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 

@@ -21,7 +21,8 @@ import numpy as np
 from .calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
 from .corpus import LabelledMessage, require_classes
 from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
-from .errors import ConfigError, CorpusError, ModelFormatError, NotFittedError
+from . import errors
+from .errors import ConfigError, CorpusError, ModelFormatError
 from .features import Vectorizer, columns_per_row
 from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, parse_message
@@ -292,7 +293,7 @@ class SpamFilter:
 
     def check_fitted(self):
         if not hasattr(self, "classes_"):
-            raise NotFittedError("this SpamFilter is not trained yet; call fit or load a filter file")
+            raise errors.NotFittedError("this SpamFilter is not trained yet; call fit or load a filter file")
 
     def predict_proba(self, items) -> np.ndarray:
         """p(class | message), shape (n, n_classes), columns in ``classes_`` order."""

@@ -232,3 +232,20 @@ def test_numbered_chunks_give_the_matrix_and_vocabulary_of_the_token_lists():
     mixed.default_factory = mixed.__len__
     with pytest.raises(ConfigError):
         count_matrix([docs[0], chunks[0]], mixed, grow=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 12), st.integers(1, 15), st.floats(0.0, 1.0), st.integers(0, 2 ** 31 - 1))
+def test_columns_per_row_counts_the_marked_non_zeros_of_each_row(n_rows, n_cols, density, seed):
+    # the definition: a row index and a 0/1 weight per non-zero, summed by row
+    from spamkit.features import columns_per_row
+
+    rng = np.random.default_rng(seed)
+    X = sp.random(n_rows, n_cols, density=density, format="csr", random_state=rng)  # empty rows included
+    marked = rng.integers(0, 2, n_cols)
+    rows = np.repeat(np.arange(n_rows), np.diff(X.indptr))
+    expected = np.bincount(rows, weights=marked[X.indices].astype(np.float64), minlength=n_rows)
+    for m in (marked, marked.astype(bool), marked.astype(np.float64)):
+        got = columns_per_row(X, m)
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, expected)

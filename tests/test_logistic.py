@@ -9,6 +9,7 @@ from sklearn.linear_model import SGDClassifier
 
 from spamkit.errors import ConfigError
 from spamkit.models import OnlineLogistic
+from spamkit.models.logistic import fit_l2_logistic
 
 
 def test_two_gradient_steps_by_hand():
@@ -155,3 +156,32 @@ def test_a_row_of_weight_zero_is_no_step_and_the_indices_are_read_as_they_are():
         with pytest.raises(TypeError, match="int32 or int64"):
             logistic.speedups.logistic_steps(np.array([0, 1]), np.array([0], dtype=np.int16), np.array([1.0]),
                                              np.zeros(3), 0.0, np.array([1.0]), np.array([1.0]), 0.1, 1.0, 35.0)
+
+
+def test_the_combiners_regression_by_hand():
+    # two points, x = +1 (c1) and x = -1 (c0): by symmetry b = 0, and the objective
+    # 2 log(1 + e^(-w)) + w^2 / 2 is stationary where w = 2 σ(-w) = 2 / (1 + e^w): w = 0.6748...
+    w, b = fit_l2_logistic([[1.0], [-1.0]], [True, False])
+    assert b == pytest.approx(0.0, abs=1e-12)
+    assert w[0] == pytest.approx(2.0 / (1.0 + np.exp(w[0])), abs=1e-12)
+    assert w[0] == pytest.approx(0.6748, abs=1e-4)
+    # C scales the penalty: with C -> large the same points are separable and w grows
+    assert fit_l2_logistic([[1.0], [-1.0]], [True, False], C=100.0)[0][0] > 3.0
+    with pytest.raises(ConfigError, match="both classes"):
+        fit_l2_logistic([[1.0], [2.0]], [True, True])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_combiners_regression_equals_scikit_learns_solved_exactly(seed):
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(10, 2000))
+    X = rng.normal(size=(n, 3)) * rng.uniform(0.1, 50.0, 3)     # log-odds columns of any scale
+    y = X @ rng.normal(size=3) + rng.normal(size=n) * 3 > rng.normal()
+    if y.all() or not y.any():
+        y[0] = not y[0]
+    w, b = fit_l2_logistic(X, y)
+    oracle = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(X, y)
+    np.testing.assert_allclose(w, oracle.coef_[0], rtol=1e-6, atol=1e-7)
+    assert b == pytest.approx(oracle.intercept_[0], rel=1e-6, abs=1e-7)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sklearn import metrics as skm
 
 from spamkit.errors import DegenerateDataWarning
-from spamkit.metrics import binary_report, confusion_matrix, multiclass_report, roc_auc
+from spamkit.metrics import average_ranks, binary_report, confusion_matrix, multiclass_report, roc_auc
 
 
 def test_auc_by_hand_with_a_tie():
@@ -143,3 +143,12 @@ def test_jaccard_score_matches_scikit_learn():
     report = binary_report(*two, p_spam=(two[1] == "spam").astype(float))
     assert report["jaccard"] == pytest.approx(jaccard_score(*two, pos_label="spam"), rel=1e-12)
     assert report["jaccard"] == pytest.approx(report["tp"] / (report["tp"] + report["fp"] + report["fn"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.1, 0.5, 0.5000000000000001, 1.0, -3.0, 1e300]) | st.floats(-1e6, 1e6),
+                min_size=0, max_size=60))
+def test_average_ranks_equal_scipys_rankdata(values):
+    from scipy.stats import rankdata
+
+    np.testing.assert_array_equal(average_ranks(values), rankdata(values) if values else np.zeros(0))

@@ -273,3 +273,50 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(estimator)
+
+
+def test_scikit_learn_takes_our_estimators_without_us_importing_it():
+    # spamkit's Estimator implements scikit-learn's contract itself (so that loading a filter
+    # does not import scikit-learn); scikit-learn's own tools must still see an estimator
+    from sklearn.base import clone, is_classifier, is_regressor
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+
+    from spamkit.models import FisherNBStack, KNNClassifier, KNNRegressor, RobinsonFisher
+
+    nb = MultinomialNB(alpha=0.5)
+    twin = clone(nb)
+    assert twin is not nb and twin.get_params() == {"alpha": 0.5, "class_prior": None, "fit_prior": True}
+    assert repr(nb) == "MultinomialNB(alpha=0.5)" and repr(MultinomialNB()) == "MultinomialNB()"
+    assert all(is_classifier(m) for m in (nb, KNNClassifier(), RobinsonFisher(), FisherNBStack()))
+    assert is_regressor(KNNRegressor()) and not is_classifier(KNNRegressor())
+    with pytest.raises(ValueError, match="Invalid parameter 'beta' for estimator MultinomialNB"):
+        nb.set_params(beta=1)
+
+    texts = ["cheap pills now", "cheap cheap offer", "pills offer now", "lunch at noon",
+             "meeting at noon", "lunch meeting notes"] * 3
+    y = ["spam"] * 3 + ["ham"] * 3
+    y = y * 3
+    pipe = make_pipeline(CountVectorizer(), MultinomialNB())
+    pipe.set_params(multinomialnb__alpha=0.25)                       # nested through the pipeline
+    assert pipe.get_params()["multinomialnb__alpha"] == 0.25
+    grid = GridSearchCV(pipe, {"multinomialnb__alpha": [0.01, 1.0]}, cv=3).fit(texts, y)
+    assert grid.best_score_ == 1.0 and grid.score(["cheap pills", "noon lunch"], ["spam", "ham"]) == 1.0
+
+
+def test_the_fast_input_path_agrees_with_scikit_learns_validation(random_counts):
+    # a float64 CSR matrix skips scikit-learn's validation; anything else goes through it
+    X, y = random_counts
+    fast = MultinomialNB().fit(X, y)
+    slow = MultinomialNB().fit(X.toarray().astype(np.int64), list(y))
+    assert fast.n_features_in_ == slow.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(fast.predict_log_proba(X), slow.predict_log_proba(X.toarray()))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        MultinomialNB().fit(X, np.linspace(0.0, 1.0, X.shape[0]))     # continuous labels
+    with pytest.raises(ValueError, match="features"):
+        fast.predict(sp.csr_matrix((1, X.shape[1] + 1)))
+    bad = X.copy()
+    bad.data[0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        MultinomialNB().fit(bad, y)

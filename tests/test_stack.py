@@ -45,9 +45,9 @@ def test_combiner_is_a_logistic_regression_on_out_of_fold_scores():
         nb = SkMultinomialNB(alpha=1.0).fit(X[~held], y[~held])
         jn = nb.predict_joint_log_proba(X[held])
         scores[held] = np.column_stack([jf[:, 1] - jf[:, 0], jn[:, 1] - jn[:, 0]])
-    lr = LogisticRegression(C=1.0, max_iter=1000).fit(scores, codes == 1)
-    np.testing.assert_allclose(stack.coef_, lr.coef_[0], rtol=1e-4, atol=1e-5)
-    assert stack.intercept_ == pytest.approx(lr.intercept_[0], rel=1e-4, abs=1e-5)
+    lr = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(scores, codes == 1)   # solved exactly
+    np.testing.assert_allclose(stack.coef_, lr.coef_[0], rtol=1e-6, atol=1e-7)
+    assert stack.intercept_ == pytest.approx(lr.intercept_[0], rel=1e-6, abs=1e-7)
     z = stack.component_log_odds(X) @ stack.coef_ + stack.intercept_
     np.testing.assert_allclose(stack.predict_proba(X)[:, 1], 1 / (1 + np.exp(-z)))
 
@@ -112,7 +112,7 @@ def test_the_logistic_component_is_an_online_logistic_regression_on_the_same_row
         two[held] = part.component_log_odds(X[held])[:, :2]
     inputs = np.column_stack([two, held_scores])
     slog = np.sign(inputs) * np.log1p(np.abs(inputs))
-    oracle = LogisticRegression(C=1.0, max_iter=1000).fit(slog, codes == 1)
+    oracle = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(slog, codes == 1)
     np.testing.assert_allclose(stack.coef_, oracle.coef_[0], rtol=1e-5, atol=1e-6)
     assert stack.intercept_ == pytest.approx(float(oracle.intercept_[0]), rel=1e-5, abs=1e-6)
     z = stack.combined_log_odds(comps)

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import validate_data
-
-from ..errors import ConfigError, NotFittedError
-from .base import ProbabilisticClassifier
+from .. import errors
+from ..errors import ConfigError
+from .base import Estimator, ProbabilisticClassifier, RegressorMixin
 from .neighbours import NeighbourSearch
 
 
@@ -248,7 +246,7 @@ class KNNClassifier(NeighbourSearch, ProbabilisticClassifier):
         return sp.csr_matrix(self.rows_ @ sp.diags(inverse))
 
 
-class KNNRegressor(NeighbourSearch, RegressorMixin, BaseEstimator):
+class KNNRegressor(NeighbourSearch, RegressorMixin, Estimator):
     """k-nearest-neighbour regression: the weighted mean of the neighbours' targets.
 
     Same parameters as :class:`KNNClassifier`.
@@ -263,6 +261,8 @@ class KNNRegressor(NeighbourSearch, RegressorMixin, BaseEstimator):
 
     def fit(self, X, y):
         self.check_search_params()
+        from sklearn.utils.validation import validate_data
+
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
         self._target = np.asarray(y, dtype=np.float64)
         self._store(sp.csr_matrix(X))
@@ -270,7 +270,7 @@ class KNNRegressor(NeighbourSearch, RegressorMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         if not hasattr(self, "rows_"):
-            raise NotFittedError("this KNNRegressor is not fitted yet; call fit first")
+            raise errors.NotFittedError("this KNNRegressor is not fitted yet; call fit first")
         scores, idx = self.search(X, self.k)
         w = self.neighbour_weights(scores)
         t = self._target[idx]

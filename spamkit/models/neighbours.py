@@ -34,16 +34,25 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
-from sklearn.utils.validation import validate_data
-
-from ..errors import ConfigError, NotFittedError
+from .. import errors
+from ..errors import ConfigError
 from ..names import METRICS, WEIGHTS
-from .base import unit_rows
+from .base import is_plain_csr, unit_rows
 
-try:  # scikit-learn >= 1.7: sparse @ sparse straight into a dense array, about 3x scipy's speed
-    from sklearn.utils.sparsefuncs import sparse_matmul_to_dense as _sparse_dense_product
-except ImportError:  # pragma: no cover - older scikit-learn
-    _sparse_dense_product = None
+def sparse_dense_product(A: sp.csr_matrix, B, out=None) -> np.ndarray:
+    """A @ B (both sparse) as a dense array, written into ``out`` if given: scikit-learn's
+    ``sparse_matmul_to_dense`` (>= 1.7; about 3x scipy's product then ``toarray``), imported on
+    the first search so that loading a filter does not import scikit-learn."""
+    try:
+        from sklearn.utils.sparsefuncs import sparse_matmul_to_dense
+    except ImportError:  # pragma: no cover - older scikit-learn
+        dense = (A @ B).toarray()
+        if out is None:
+            return dense
+        out[...] = dense
+        return out
+    return sparse_matmul_to_dense(A, B, out=out)
+
 
 #: default memory budget of one search, in bytes
 DEFAULT_MEMORY = 256 * 2 ** 20
@@ -138,8 +147,7 @@ class CosineIndex:
         """
         Qr, QdT = query
         Xd = self.dense_T[:, lo:hi]
-        R = _sparse_dense_product(Qr, self.rare_T[:, lo:hi], out=out) if _sparse_dense_product is not None \
-            else (Qr @ self.rare_T[:, lo:hi]).toarray()
+        R = sparse_dense_product(Qr, self.rare_T[:, lo:hi], out=out)
         A = QdT.T @ Xd if len(self.dense_cols) else R.copy()
         if len(self.dense_cols):
             A += R
@@ -316,10 +324,7 @@ class NeighbourSearch:
             kind = ("chebyshev",) if math.isinf(p) else ("minkowski",)
             extra = {} if math.isinf(p) else {"p": p}
             return -cdist(Q[:, cols].toarray(), X[:, cols].toarray(), *kind, **extra)
-        if _sparse_dense_product is not None:
-            dots = _sparse_dense_product(Q, XT, out=out)
-        else:
-            dots = (Q @ XT).toarray()
+        dots = sparse_dense_product(Q, XT, out=out)
         if self.metric == "cosine":
             return dots
         if self.metric == "jaccard":
@@ -408,7 +413,7 @@ class NeighbourSearch:
     def search(self, X, k: int):
         """(scores, indices) of the k nearest stored rows for every row of X."""
         if not hasattr(self, "rows_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+            raise errors.NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
         n_train = self.rows_.shape[0]
         if k > n_train:
             raise ConfigError(f"k={k} is larger than the {n_train} stored training rows")
@@ -427,6 +432,10 @@ class NeighbourSearch:
         return np.vstack([p[0] for p in parts]), np.vstack([p[1] for p in parts])
 
     def check_query(self, X):
+        if is_plain_csr(X, self.n_features_in_):  # spamkit's own matrices: no general validation
+            return X
+        from sklearn.utils.validation import validate_data
+
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
         return sp.csr_matrix(X)
 

@@ -12,8 +12,9 @@ and I. H. Witten, "Issues in stacked generalization", *JAIR* 10 (1999): the leve
 is fitted on the level-0 models' cross-validated outputs, and a linear (logistic) combiner
 of class-probability outputs works best. The components are
 :class:`~spamkit.models.robinson.RobinsonFisher` and
-:class:`~spamkit.models.naive_bayes.MultinomialNB`; the combiner is scikit-learn's
-``LogisticRegression`` (L2, C = 1).
+:class:`~spamkit.models.naive_bayes.MultinomialNB`; the combiner is an L2-regularised
+logistic regression (C = 1; scikit-learn's ``LogisticRegression`` objective, solved exactly by
+Newton's method in :func:`~spamkit.models.logistic.fit_l2_logistic`).
 
 Because the counts are additive, the cross-validated scores cost one counting pass: the
 model of fold k is the total counts minus the counts of fold k.
@@ -29,12 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import log_expit
-from sklearn.linear_model import LogisticRegression
 
 from ..errors import ConfigError
 from .base import LOG_ODDS_LIMIT, check_alpha, csr_index_arrays, finite_log_odds
 from .counting import CountingModel
-from .logistic import DEFAULT_RATE, OnlineLogistic
+from .logistic import DEFAULT_RATE, OnlineLogistic, fit_l2_logistic
 from .robinson import RobinsonFisher, fisher_log_odds, presence, speedups, two_class_presence_tags
 
 #: component log-odds are clipped to this magnitude before they are combined
@@ -264,9 +264,7 @@ class FisherNBStack(CountingModel):
         is_c1 = np.asarray(is_c1, dtype=bool)
         if is_c1.all() or not is_c1.any():
             raise ConfigError("the combiner needs held-out scores of both classes")
-        lr = LogisticRegression(C=1.0, max_iter=1000).fit(scores, is_c1)
-        self.coef_ = lr.coef_[0].astype(np.float64)
-        self.intercept_ = float(lr.intercept_[0])
+        self.coef_, self.intercept_ = fit_l2_logistic(scores, is_c1, C=1.0)
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
