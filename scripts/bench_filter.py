@@ -27,11 +27,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter  # noqa: E402  (standard library only)
+from _measure import run_child  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
@@ -64,18 +64,6 @@ def build(kind: str, path: Path, messages, n: int) -> None:
             box.flush()
     box.flush()
     box.unlock()
-
-
-def run_child(cmd, stdin=None) -> tuple[float, float]:
-    """(seconds, peak resident memory in MB) of one child process, from wait4's own rusage."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - started
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1, 2):
-        raise RuntimeError(f"{cmd[0]} failed with status {code}: {proc.stderr.read().decode()[-500:]}")
-    return seconds, usage.ru_maxrss / 1024
 
 
 def prepare(work: Path, corpora: Path, n: int, exe) -> None:

@@ -48,8 +48,10 @@ def take_mode(fd: int, like) -> None:
             pass                                  # only root may give a file away; the mode still holds
 
 
-def write_durable(path: Path, data: bytes, like=None) -> None:
-    """Create ``path`` (which must not exist) with ``data``, flushed and fsynced.
+def write_file(path: Path, data: bytes, like=None) -> int:
+    """Create ``path`` (which must not exist) with ``data`` and return its open descriptor,
+    written but not yet fsynced (the caller fsyncs and closes it; :func:`write_durable` does
+    both at once). On an error nothing is left behind.
 
     The file is created 0600; ``like`` names a file whose mode and owner it takes
     (:func:`take_mode`), for a file that will replace ``like``.
@@ -62,13 +64,29 @@ def write_durable(path: Path, data: bytes, like=None) -> None:
         while view:
             n = os.write(fd, view)
             view = view[n:]
+    except BaseException:
+        os.close(fd)
+        unlink_quietly(path)
+        raise
+    return fd
+
+
+def unlink_quietly(path) -> None:
+    """Remove a file if it is there (a temporary that may already have been renamed)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_durable(path: Path, data: bytes, like=None) -> None:
+    """Create ``path`` (which must not exist) with ``data``, flushed and fsynced (see :func:`write_file`)."""
+    fd = write_file(path, data, like)
+    try:
         os.fsync(fd)
     except BaseException:
         os.close(fd)
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        unlink_quietly(path)
         raise
     os.close(fd)
 

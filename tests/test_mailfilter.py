@@ -643,3 +643,57 @@ def test_folders_are_fsynced_per_group_and_before_the_messages_are_reported(kind
                 assert (Path(moved_to) / file.parent.name if kind == "maildir" else Path(moved_to)) in synced
         last = event[0]
     assert events[0][0] == "fsync" and events[-1][0] == "report"
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_a_groups_new_versions_are_fsynced_before_they_replace_a_message(kind, tmp_path, monkeypatch):
+    # the new versions of a group are written, then fsynced together, then renamed: never a
+    # rename of a file that was not fsynced (after a power failure it could be empty)
+    inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
+    build(kind, inbox, 150)
+    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    synced, renamed = set(), []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        synced.add(os.readlink(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    def replace(src, dst):
+        assert str(src) in synced, f"{src} renamed over {dst} before it was fsynced"
+        renamed.append(src)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    summary = MailFilter(_dies_in_a_worker, "m@1", tag=True, move={"spam": junk}).run([inbox])
+    monkeypatch.undo()
+    assert summary.messages == summary.tagged == len(renamed) == 150 and not summary.failed
+    check_exactly_once(kind, [inbox, junk], originals)
+    assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]      # no temporary left
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_a_message_a_mail_client_moves_while_its_group_is_pending_stays_where_the_client_put_it(kind, tmp_path):
+    inbox, junk, client = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}", tmp_path / "client"
+    client.mkdir()
+    build(kind, inbox, 30)
+    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    order = [p for sub in (("new", "cur") if kind == "maildir" else ("",)) for p in
+             sorted((inbox / sub).iterdir(), key=lambda p: (len(p.name), p.name)) if p.name[0].isalnum()]
+    judged = []
+
+    def classify(raw):
+        judged.append(raw)
+        if len(judged) == 11:                         # the 10th message is judged and pending: a client takes it
+            os.rename(order[9], client / order[9].name)
+        return ("spam", 0.99) if b"X-Test-Id: 1" in raw else ("ham", 0.01)
+
+    summary = MailFilter(classify, "m@1", tag=True, move={"spam": junk}).run([inbox])
+    taken = (client / order[9].name).read_bytes()
+    assert not split_tags(taken)[0]                   # the client has the message as it was, untagged
+    assert summary.messages == 29 and not summary.failed
+    (taken_id, (as_taken,)), = by_id([taken]).items()
+    assert as_taken == originals[taken_id]
+    check_exactly_once(kind, [inbox, junk], {k: v for k, v in originals.items() if k != taken_id})
+    assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]

@@ -22,10 +22,12 @@ Tags
 
 Never losing a message
     Maildir and MH hold one message per file. Tagging writes the new file beside the old
-    one (Maildir ``tmp/``, a hidden name in an MH folder), flushes and fsyncs it and renames
-    it over the original (POSIX rename is atomic: a reader sees the old or the new file,
-    never half of one). Moving is a rename into the destination folder. A SIGKILL at any
-    instant therefore leaves every message exactly once, tagged or not.
+    one (Maildir ``tmp/``, a hidden name in an MH folder), fsyncs it and renames it over
+    the original (POSIX rename is atomic: a reader sees the old or the new file, never half
+    of one). Moving is a rename into the destination folder. A SIGKILL at any instant
+    therefore leaves every message exactly once, tagged or not. The fsyncs, renames and
+    folder fsyncs are done 64 messages at a time, in order, by a thread of their own while
+    the next messages are read and judged (:class:`~spamkit.mailfilter.run.GroupCommit`).
 
     An mbox is one file, and moving spam to another mbox changes two files, which no
     single system call can do at once. The run writes the new source and the new

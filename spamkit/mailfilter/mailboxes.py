@@ -10,7 +10,7 @@ import os
 from contextlib import ExitStack
 from pathlib import Path
 
-from ..durable import write_durable
+from ..durable import write_durable, write_file
 from .failures import FilterError, describe
 from .locks import mbox_locks, pid_alive, spamkit_lock
 
@@ -100,10 +100,11 @@ class FolderMailbox:
 
     :meth:`lock` takes the locks of the mailbox and its destinations, :meth:`clean_up`
     removes what a killed run left, :meth:`messages` lists the message files in order,
-    :meth:`replace` writes a message's new bytes beside it (fsynced) and renames them over
-    it (atomic), :meth:`move` renames a message into a destination (atomic) and returns the
-    folder it went to. Neither fsyncs a folder: the run fsyncs the folders its renames
-    touched once per group of messages, before it reports them (see
+    :meth:`write_new` writes a message's new bytes to a temporary file beside it (not yet
+    fsynced: the run fsyncs a group's new versions together), :meth:`put` renames such a
+    file over the message (atomic), :meth:`move` renames a message into a destination
+    (atomic) and returns the folder it went to. None fsyncs a folder: the run fsyncs the
+    folders its renames touched once per group of messages, before it reports them (see
     :class:`spamkit.mailfilter.run.GroupCommit`).
     """
 
@@ -132,8 +133,19 @@ class FolderMailbox:
     def messages(self):
         raise NotImplementedError
 
-    def replace(self, file: Path, new: bytes) -> None:
+    def temporary_for(self, file: Path) -> Path:
+        """Where the new version of ``file`` is written before it replaces it."""
         raise NotImplementedError
+
+    def write_new(self, file: Path, new: bytes) -> tuple[Path, int]:
+        """``new`` written to :meth:`temporary_for` ``file``, with its mode and owner:
+        (the temporary's path, its open descriptor), not yet fsynced."""
+        tmp = self.temporary_for(file)
+        return tmp, write_file(tmp, new, like=file)
+
+    def put(self, tmp: Path, file: Path) -> None:
+        """Rename a new version (made durable by the caller) over the message."""
+        os.replace(tmp, file)
 
     def move(self, file: Path, dest: Path) -> Path:
         raise NotImplementedError
@@ -144,6 +156,7 @@ class Maildir(FolderMailbox):
     name and its subfolder."""
 
     kind = "maildir"
+    _tmp_ready = False                                # tmp/ made once per run, not per message
 
     def clean_up(self) -> None:
         if (self.path / "tmp").is_dir():
@@ -156,11 +169,11 @@ class Maildir(FolderMailbox):
                 if not name.startswith("."):
                     yield folder / name
 
-    def replace(self, file: Path, new: bytes) -> None:
-        tmp = self.path / "tmp" / f"{file.name.split(':', 1)[0]}.spamkit-{os.getpid()}"
-        (self.path / "tmp").mkdir(exist_ok=True)
-        write_durable(tmp, new, like=file)
-        os.replace(tmp, file)
+    def temporary_for(self, file: Path) -> Path:
+        if not self._tmp_ready:
+            (self.path / "tmp").mkdir(exist_ok=True)
+            self._tmp_ready = True
+        return self.path / "tmp" / f"{file.name.split(':', 1)[0]}.spamkit-{os.getpid()}"
 
     def move(self, file: Path, dest: Path) -> Path:
         target = dest / file.parent.name / file.name
@@ -195,10 +208,8 @@ class MHFolder(FolderMailbox):
         for number in self.numbers(self.path):
             yield self.path / str(number)
 
-    def replace(self, file: Path, new: bytes) -> None:
-        tmp = self.path / f".spamkit-tmp-{os.getpid()}-{file.name}"
-        write_durable(tmp, new, like=file)
-        os.replace(tmp, file)
+    def temporary_for(self, file: Path) -> Path:
+        return self.path / f".spamkit-tmp-{os.getpid()}-{file.name}"
 
     def move(self, file: Path, dest: Path) -> Path:
         if dest not in self.next_number:

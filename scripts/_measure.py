@@ -1,0 +1,21 @@
+"""What the benchmark scripts measure a command with (standard library only)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+
+def run_child(cmd, stdin=None, ok=(0, 1, 2)) -> tuple[float, float]:
+    """(seconds, peak resident memory in MB) of one child process, from wait4's own rusage (the
+    child's peak, or that of its largest descendant: the worker processes it waited for)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        raise RuntimeError(f"{cmd[0]} failed with status {code}: {proc.stderr.read().decode()[-500:]}")
+    proc.stderr.close()
+    return seconds, usage.ru_maxrss / 1024
