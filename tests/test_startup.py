@@ -1,8 +1,8 @@
 """The command line starts without the heavy libraries: ``spamkit --help``, every
 ``spamkit COMMAND --help`` and ``spamkit info`` import neither SciPy, scikit-learn,
 matplotlib, Dask nor nltk, and the commands that use a trained filter (``classify``,
-``filter``, ``learn``) import neither scikit-learn nor SciPy's statistics, optimisers or
-linear algebra (checked in a fresh interpreter, so nothing a test imported earlier hides it)."""
+``filter``, ``learn``) or train the default one import neither scikit-learn nor SciPy's
+statistics, optimisers or linear algebra (checked in a fresh interpreter, so nothing a test imported earlier hides it)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,13 @@ def test_scoring_with_a_trained_filter_imports_no_scikit_learn(tmp_path):
                  ["learn", str(tmp_path / "learned.spamkit"), "--spam", str(SAMPLE / "spam")]):
         assert heavy_modules_after(args, SCORING_HEAVY) == [], args
     assert len(box) + len(mailbox.Maildir(tmp_path / "junk", create=False)) == 6
+
+
+def test_training_the_default_filter_imports_no_scikit_learn(tmp_path):
+    # the goal of 150 MB for training on 10,000 messages leaves no room for its 60 MB
+    args = ["train", str(SAMPLE), "-o", str(tmp_path / "m.spamkit")]
+    assert heavy_modules_after(args, SCORING_HEAVY) == []
+    assert heavy_modules_after(args + ["--jobs", "2"], SCORING_HEAVY) == []
 
 
 def test_the_scoring_check_sees_a_training_import():
