@@ -125,3 +125,30 @@ def test_save_is_atomic_and_keeps_old_file_on_failure(tmp_path, trained, monkeyp
         trained.save(path)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["m.spamkit"]       # no temporary left behind
+
+
+@pytest.mark.parametrize("bad", ["two\nlines", "carriage\rreturn", "\n", "end\n"])
+def test_a_term_with_a_line_break_is_refused_not_split(bad, tmp_path):
+    # terms.txt holds one term per line; the check is made on the joined text, so it must still
+    # see a break anywhere in any term (and not be fooled by an empty term)
+    f = SpamFilter().fit([b"Subject: a\n\ncheap pills", b"Subject: b\n\nlunch today"], y=["spam", "ham"])
+    f.save(tmp_path / "ok.spamkit")
+    f.vectorizer.terms_ = list(f.vectorizer.terms_[:-1]) + [bad]
+    with pytest.raises(ModelFormatError, match="line break"):
+        f.save(tmp_path / "bad.spamkit")
+
+
+def test_the_term_index_keys_are_term_hash_and_stored_uncompressed(tmp_path):
+    from spamkit.lean import term_hash
+    from spamkit.persist import term_hash_index
+
+    terms = ["viagra", "ünïcode", "", "x" * 300, "subject:free"]
+    keys, columns = term_hash_index(terms)
+    assert [int(k) for k in keys] == sorted(term_hash(t) for t in terms)
+    assert [terms[c] for c in columns] == sorted(terms, key=term_hash)
+    f = SpamFilter().fit([b"Subject: a\n\ncheap pills", b"Subject: b\n\nlunch today"], y=["spam", "ham"])
+    f.save(tmp_path / "m.spamkit")
+    with zipfile.ZipFile(tmp_path / "m.spamkit") as z:
+        methods = {i.filename: i.compress_type for i in z.infolist()}
+    assert methods["arrays/filter.term_hash.npy"] == zipfile.ZIP_STORED
+    assert methods["terms.txt"] == zipfile.ZIP_DEFLATED
