@@ -151,10 +151,13 @@ def term_hash_index(terms: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
     >>> [int(k) for k in keys] == sorted(term_hash(t) for t in "ab"), sorted(columns.tolist())
     (True, [0, 1])
     """
-    # term_hash's keys, the digests joined and read as one array (a Python int per term costs twice)
+    # term_hash's keys, the digests of 4,096 terms at a time joined and read as one array (a
+    # Python int per term costs twice the time; all the digests at once, 9 MB more at the peak)
     blake2b = hashlib.blake2b
-    keys = np.frombuffer(b"".join([blake2b(t.encode("utf-8"), digest_size=8).digest() for t in terms]),
-                         dtype="<u8").astype(np.uint64)
+    keys = np.empty(len(terms), dtype=np.uint64)
+    for start in range(0, len(terms), 4096):
+        digests = b"".join([blake2b(t.encode("utf-8"), digest_size=8).digest() for t in terms[start:start + 4096]])
+        keys[start:start + 4096] = np.frombuffer(digests, dtype="<u8")
     order = np.argsort(keys, kind="stable")
     keys = keys[order]
     if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
