@@ -19,3 +19,14 @@ def run_child(cmd, stdin=None, ok=(0, 1, 2)) -> tuple[float, float]:
         raise RuntimeError(f"{cmd[0]} failed with status {code}: {proc.stderr.read().decode()[-500:]}")
     proc.stderr.close()
     return seconds, usage.ru_maxrss / 1024
+
+
+def compile_package() -> None:
+    """Compile spamkit's bytecode, as ``pip install .`` does for an installed copy: a checkout run
+    with PYTHONDONTWRITEBYTECODE set would otherwise compile every module in every new process."""
+    import compileall
+    from pathlib import Path
+
+    import spamkit
+
+    compileall.compile_dir(Path(spamkit.__file__).parent, quiet=1)

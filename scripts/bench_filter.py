@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter  # noqa: E402  (standard library only)
-from _measure import run_child  # noqa: E402
+from _measure import compile_package, run_child  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
@@ -138,6 +138,7 @@ def main():
                         help="Worker processes of the parallel runs.")
     args = parser.parse_args()
     exe = shutil.which("bogofilter") if args.prepare else ensure_bogofilter(True)
+    compile_package()                              # as an installed copy has it
     if args.prepare is not None:
         prepare(args.prepare, args.corpora, args.messages, exe)
         return

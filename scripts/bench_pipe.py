@@ -42,6 +42,7 @@ from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter, serving, trained_wordlist  # noqa: E402
+from _measure import compile_package  # noqa: E402
 from bench_bogofilter import DEFAULT_CORPUS  # noqa: E402
 
 
@@ -86,9 +87,7 @@ def main():
     parser.add_argument("--train", type=int, default=2000, help="Messages to train both filters on.")
     parser.add_argument("--runs", type=int, default=30, help="Messages piped through each filter.")
     args = parser.parse_args()
-    import compileall
-    import spamkit
-    compileall.compile_dir(Path(spamkit.__file__).parent, quiet=1)     # as an installed copy has it
+    compile_package()                                                  # as an installed copy has it
     with Corpus(args.corpus) as corpus:
         msgs = list(corpus)
     train, test = msgs[:args.train], msgs[args.train:args.train + args.runs]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter  # noqa: E402  (standard library only)
-from _measure import run_child  # noqa: E402
+from _measure import compile_package, run_child  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 DEFAULT_CORPORA = [SHARED / "trec07p-dev" / "trec07p-dev.tar.gz", SHARED / "enron-spam" / "enron1.tar.gz"]
@@ -67,6 +67,7 @@ def main():
     parser.add_argument("--no-install", action="store_true", help="Do not apt-get install bogofilter.")
     args = parser.parse_args()
     exe = ensure_bogofilter(not args.no_install)
+    compile_package()                              # as an installed copy has it
     runs: dict[str, list] = {}
     with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
         tmp = Path(tmp)
