@@ -30,3 +30,21 @@ def compile_package() -> None:
     import spamkit
 
     compileall.compile_dir(Path(spamkit.__file__).parent, quiet=1)
+
+
+def run_clients(cmd, messages, clients: int, per_client: int, stride: int = 1) -> float:
+    """Seconds for ``clients`` threads each running ``cmd`` once per message, ``per_client``
+    messages each (client k starts at message ``k * stride``), a new process per message."""
+    import threading
+
+    def client(k: int) -> None:
+        for i in range(per_client):
+            subprocess.run(cmd, input=messages[(k * stride + i) % len(messages)], capture_output=True)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - started

@@ -33,7 +33,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -42,7 +41,7 @@ from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter, serving, trained_wordlist  # noqa: E402
-from _measure import compile_package  # noqa: E402
+from _measure import compile_package, run_clients  # noqa: E402
 from bench_bogofilter import DEFAULT_CORPUS  # noqa: E402
 
 
@@ -69,16 +68,7 @@ def round_robin(commands, messages) -> list:
 
 def concurrent_rate(cmd, messages, clients: int, per_client: int) -> float:
     """Messages per second with ``clients`` threads each running ``cmd`` once per message."""
-    def client(k: int) -> None:
-        for i in range(per_client):
-            subprocess.run(cmd, input=messages[(k + i) % len(messages)], capture_output=True)
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return clients * per_client / (time.perf_counter() - started)
+    return clients * per_client / run_clients(cmd, messages, clients, per_client)
 
 
 def main():

@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from spamkit.corpus import Corpus
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import run_clients  # noqa: E402
 from bench_pipe import DEFAULT_CORPUS, twenty_kb  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -63,17 +63,7 @@ def measure(root: Path, model: Path, messages: list, clients: int, sock: Path, w
         before = {pid: cpu_seconds(pid) for pid in [server.pid, *children]}
         times_before = os.times()
 
-        def client(k: int) -> None:
-            for i in range(per_client):
-                subprocess.run(cmd, input=messages[(k * 7 + i) % len(messages)], capture_output=True)
-
-        threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
-        started = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        elapsed = time.perf_counter() - started
+        elapsed = run_clients(cmd, messages, clients, per_client, stride=7)
         times_after = os.times()
         n = per_client * clients
         spent = {pid: cpu_seconds(pid) - before[pid] for pid in before}

@@ -67,8 +67,8 @@ class GroupCommit:
     a destination, then fsyncs each folder those renames touched, once, and only then reports
     the messages (``report(*args)``, in order). Groups are committed in order by a thread of
     their own while the run reads, judges and writes the next group (fsyncs and renames wait
-    on the disk, not on Python; ``background=False`` commits in the caller), and an error it
-    meets is raised in the run at its next message or at the end.
+    on the disk, not on Python), and an error it meets is raised in the run at its next
+    message or at the end.
 
     A rename is atomic, so a crash or a SIGKILL at any point leaves each message in exactly
     one place, tagged or not (a temporary that was never renamed is removed by the next
@@ -84,10 +84,9 @@ class GroupCommit:
     put it (its new version is dropped, and it is not reported).
     """
 
-    def __init__(self, box, report, size: int = 0, background: bool = True):
+    def __init__(self, box, report, size: int = 0):
         self.box, self.report, self.size = box, report, size or GROUP_COMMIT
         self.pending: list = []
-        self.background = background
         self._groups: queue.Queue | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -100,13 +99,10 @@ class GroupCommit:
             self.flush()
 
     def flush(self) -> None:
-        """Commit the pending group: in the committing thread, which takes it once the group
-        before it is committed (so at most two groups' files are open), or here."""
+        """Hand the pending group to the committing thread, which takes it once the group before
+        it is committed (so at most two groups' files are open)."""
         pending, self.pending = self.pending, []
         if not pending:
-            return
-        if not self.background:
-            self.commit(pending)
             return
         if self._thread is None:
             self._groups = queue.Queue(maxsize=1)

@@ -180,12 +180,6 @@ def is_plain_csr(X, n_features: int | None = None) -> bool:
             and X.indices.dtype in (np.int32, np.int64) and bool(np.isfinite(X.data).all()))
 
 
-def forget_feature_names(estimator) -> None:
-    """A fit on a matrix (no column names) drops names a fit on a DataFrame left, as
-    scikit-learn's validation does."""
-    estimator.__dict__.pop("feature_names_in_", None)
-
-
 class ProbabilisticClassifier(ClassifierMixin, Estimator):
     """Base class: subclasses implement ``joint_log_likelihood(X)`` (log p(x, c), shape (n, C)).
 
@@ -216,16 +210,25 @@ class ProbabilisticClassifier(ClassifierMixin, Estimator):
         except KeyError as exc:
             raise ConfigError(f"label {exc.args[0]!r} is not one of the classes {self.classes_.tolist()}") from None
 
+    def _is_own_matrix(self, X, reset: bool) -> bool:
+        """Whether X can skip scikit-learn's validation (:func:`is_plain_csr`, of the fitted width
+        unless this is a fit)."""
+        return bool(self._accept_sparse) and is_plain_csr(X, None if reset else self.n_features_in_)
+
+    def _note_width(self, X, reset: bool) -> None:
+        """On a fit, what scikit-learn's validation records: the width, and no column names."""
+        if reset:
+            self.n_features_in_ = X.shape[1]
+            self.__dict__.pop("feature_names_in_", None)
+
     def _validate_X(self, X, reset: bool):
         """CSR (or dense) float64 input, with the feature count checked against fit."""
         if not reset:
             self.check_fitted()
         # Fast path for what spamkit's vectorizer produces: a float64 CSR of the right width.
         # scikit-learn's general validation costs more than scoring one short message.
-        if self._accept_sparse and is_plain_csr(X, None if reset else self.n_features_in_):
-            if reset:
-                self.n_features_in_ = X.shape[1]
-                forget_feature_names(self)
+        if self._is_own_matrix(X, reset):
+            self._note_width(X, reset)
             return X
         from sklearn.utils.validation import validate_data
 
@@ -242,14 +245,11 @@ class ProbabilisticClassifier(ClassifierMixin, Estimator):
         # Fast path for spamkit's own matrices with labels that are strings, integers or
         # booleans (never continuous: scikit-learn's target check would refuse floats; a
         # fitted model's class_codes refuses any label it does not know).
-        if self._accept_sparse and is_plain_csr(X, None if reset else self.n_features_in_) \
-                and isinstance(y, (list, np.ndarray)) and len(y) == X.shape[0]:
+        if self._is_own_matrix(X, reset) and isinstance(y, (list, np.ndarray)) and len(y) == X.shape[0]:
             y = np.asarray(y)
             if y.ndim == 1 and (y.dtype.kind in "Uiub" or (y.dtype.kind == "O" and (
                     not reset or all(isinstance(v, str) for v in y.tolist())))):
-                if reset:
-                    self.n_features_in_ = X.shape[1]
-                    forget_feature_names(self)
+                self._note_width(X, reset)
                 return X, y
         from sklearn.utils.multiclass import check_classification_targets
         from sklearn.utils.validation import validate_data
