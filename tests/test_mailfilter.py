@@ -222,6 +222,38 @@ def test_a_second_run_waits_then_stops_clearly(model, tmp_path):
     assert result.exit_code == 1 and "another spamkit run is filtering" in result.output
 
 
+_LOCK_LOOP = """
+import sys
+from pathlib import Path
+from spamkit.mailfilter.locks import mbox_locks
+path = Path(sys.argv[1])
+print("ready", flush=True)
+while True:
+    with mbox_locks(path, 60):
+        pass
+"""
+
+
+def test_a_run_killed_while_taking_the_dot_lock_leaves_none_that_blocks(tmp_path):
+    # CI found it: the dot-lock was created empty and its pid written after, so a run killed in
+    # between left a lock naming no process, and every later run waited --wait out and failed.
+    from spamkit.mailfilter.locks import mbox_locks
+    inbox = tmp_path / "inbox.mbox"
+    inbox.write_bytes(b"From a@b Mon Jan  1 00:00:00 2024\nSubject: x\n\nbody\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    rng = random.Random(7)
+    for attempt in range(40):
+        proc = subprocess.Popen([sys.executable, "-c", _LOCK_LOOP, str(inbox)], env=env, stdout=subprocess.PIPE)
+        assert proc.stdout.readline() == b"ready\n"
+        time.sleep(rng.uniform(0.0, 0.05))                  # the loop takes and drops the locks all the time
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        with mbox_locks(inbox, 0.5):                        # a dead process's lock never blocks
+            pass
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox.mbox"]     # nothing left behind
+
+
 @pytest.mark.parametrize("failure", [(errno.ENOSPC, "No space left on device", "no space left"),
                                      (errno.EROFS, "Read-only file system", "not writable")])
 @pytest.mark.parametrize("kind", FORMATS)

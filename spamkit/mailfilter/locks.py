@@ -3,6 +3,7 @@ clients take on an mbox (a dot-lock ``NAME.lock`` and ``fcntl`` on the file)."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import time
@@ -64,23 +65,83 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+_PRIVATE = ".spamkit-"
+
+
+def _take_dotlock(dotlock: Path) -> bool:
+    """Create ``dotlock`` holding our pid, atomically: False if it exists.
+
+    The pid goes into a private file first, which is then hard-linked to the lock's name (the
+    way liblockfile and procmail make dot-locks). Creating the lock with ``O_EXCL`` and writing
+    the pid after left a window: a run killed between the two left an empty lock that no one
+    can tell is stale, and every later run waited its ``--wait`` out and failed.
+    """
+    private = Path(f"{dotlock}{_PRIVATE}{os.getpid()}")
+    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+    try:
+        os.link(private, dotlock)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+    finally:
+        os.unlink(private)
+    # a file system without hard links: create and write (the window above comes back)
+    try:
+        fd = os.open(dotlock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+    return True
+
+
+def _remove_dead_private_files(dotlock: Path) -> None:
+    """Private lock files of killed runs (a kill between creating one and linking it)."""
+    prefix = dotlock.name + _PRIVATE
+    try:
+        names = [n for n in os.listdir(dotlock.parent) if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix):]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            try:
+                os.unlink(dotlock.parent / name)
+            except FileNotFoundError:
+                pass
+
+
 @contextmanager
 def mbox_locks(path: Path, wait: float):
-    """The locks mail clients take on an mbox: a dot-lock ``PATH.lock`` and ``fcntl`` on the file."""
+    """The locks mail clients take on an mbox: a dot-lock ``PATH.lock`` and ``fcntl`` on the file.
+
+    A dot-lock whose process is gone is removed; one that names no process (another program's)
+    counts as stale after five minutes, as procmail and liblockfile count it.
+    """
     dotlock = Path(str(path) + ".lock")
     deadline = time.monotonic() + wait
+    _remove_dead_private_files(dotlock)
     while True:
         try:
-            fd = os.open(dotlock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            os.write(fd, f"{os.getpid()}\n".encode())
-            os.close(fd)
-            break
-        except FileExistsError:
+            if _take_dotlock(dotlock):
+                break
             try:
                 owner = int(dotlock.read_text().split()[0])
             except (OSError, ValueError, IndexError):
                 owner = None
-            stale_age = time.time() - dotlock.stat().st_mtime if dotlock.exists() else 0
+            try:
+                stale_age = time.time() - dotlock.stat().st_mtime
+            except FileNotFoundError:
+                continue                             # released meanwhile: try again
             if (owner is not None and not pid_alive(owner)) or (owner is None and stale_age > 300):
                 try:
                     dotlock.unlink()                 # left by a process that is gone
