@@ -43,6 +43,10 @@
  * pieces and relay addresses, each against its Python definition (a regular expression) in
  * tests/test_htmltext.py and tests/test_text.py.
  *
+ * 8. sort_terms(): the order in which sorted() puts a vocabulary's terms, comparing their UTF-8
+ * bytes (the order of code points, which is how Python compares str) with memcmp instead of
+ * calling a key function and comparing str objects (tests/test_features.py, against sorted()).
+ *
  * 7. fisher_sums() and nb_sums(): per CSR row, Robinson/Fisher's clue count and log sums and
  * multinomial NB's log-odds, the arithmetic of spamkit.models.robinson.RobinsonFisher._clues
  * and FisherNBStack._nb_log_odds in the same order (tests/test_robinson.py, test_stack.py).
@@ -1150,6 +1154,84 @@ static PyObject *known_columns(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ sorting terms */
+
+typedef struct {
+    uint64_t head;              /* the first 8 bytes, big-endian, zero-padded: most comparisons end here */
+    const char *bytes;
+    Py_ssize_t len;
+    Py_ssize_t pos;
+} Term;
+
+/* code point order: the UTF-8 bytes compared as unsigned bytes, a prefix first (UTF-8 keeps
+   the order of code points); equal terms by position, so the sort is stable. The heads
+   decide unless they are equal (zero padding sorts a shorter term first only when it is a
+   prefix; equal heads of terms shorter than 8 bytes go on to the full comparison). */
+static int term_order(const void *a, const void *b)
+{
+    const Term *x = a, *y = b;
+    if (x->head != y->head)
+        return x->head < y->head ? -1 : 1;
+    Py_ssize_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->bytes, y->bytes, (size_t)n) : 0;
+    if (c != 0)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+}
+
+/* sort_terms(terms) -> bytes of int64 or None: the positions of the list's str items in the
+   order sorted() puts them (Python compares str by code point; equal items keep their
+   order), i.e. sorted(range(len(terms)), key=terms.__getitem__). None when an item is not a
+   str or has no UTF-8 form (a lone surrogate): the caller sorts in Python then. Vocabularies
+   of a few hundred thousand terms sort about four times faster than with the key function. */
+static PyObject *sort_terms(PyObject *self, PyObject *args)
+{
+    PyObject *terms;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &terms))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(terms);
+    Term *items = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Term));
+    if (items == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(terms, i);
+        if (!PyUnicode_Check(t)) {
+            PyMem_Free(items);
+            Py_RETURN_NONE;
+        }
+        Py_ssize_t len;
+        const char *bytes = PyUnicode_AsUTF8AndSize(t, &len);
+        if (bytes == NULL) {
+            PyErr_Clear();
+            PyMem_Free(items);
+            Py_RETURN_NONE;
+        }
+        uint64_t head = 0;
+        for (Py_ssize_t k = 0; k < 8; k++)
+            head = (head << 8) | (k < len ? (unsigned char)bytes[k] : 0u);
+        items[i].head = head;
+        items[i].bytes = bytes;
+        items[i].len = len;
+        items[i].pos = i;
+    }
+    if (PyList_GET_SIZE(terms) != n) {          /* the UTF-8 forms cannot run code, but be sure */
+        PyMem_Free(items);
+        PyErr_SetString(PyExc_RuntimeError, "sort_terms: the list changed while it was read");
+        return NULL;
+    }
+    qsort(items, (size_t)n, sizeof(Term), term_order);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (out != NULL) {
+        int64_t *order = (int64_t *)PyBytes_AS_STRING(out);
+        for (Py_ssize_t i = 0; i < n; i++)
+            order[i] = (int64_t)items[i].pos;
+    }
+    PyMem_Free(items);
+    return out;
+}
+
 /* ------------------------------------------------------------------ Fisher and NB row sums */
 
 typedef struct {
@@ -1333,6 +1415,9 @@ static PyMethodDef methods[] = {
     {"hash_columns", hash_columns, METH_VARARGS,
      "hash_columns(tokens, n_features) -> bytes of int32\n\n"
      "Each token's column as scikit-learn's FeatureHasher(n_features, alternate_sign=False) puts it."},
+    {"sort_terms", sort_terms, METH_VARARGS,
+     "sort_terms(terms) -> bytes of int64, or None\n\n"
+     "The positions of a list of str in sorted order (stable), as sorted(range(len(terms)), key=terms.__getitem__)."},
     {"known_columns", known_columns, METH_VARARGS,
      "known_columns(index, tokens, out) -> None\n\n"
      "Appends index[t] to the list out for each t of tokens in the dict index, in order."},

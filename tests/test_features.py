@@ -133,6 +133,35 @@ def test_compiled_hashing_on_mail_tokens():
     assert X.nnz > 100_000 and (X != expected).nnz == 0 and np.array_equal(X.indices, expected.indices)
 
 
+# terms that share long prefixes (as mail tokens do: "received:ip:...") and every kind of character
+_TERMS = st.lists(st.builds(lambda p, t: p + t, st.sampled_from(["", "received:", "received:ip:", "é", "\U0001F600"]),
+                            st.text(max_size=10)), max_size=80)
+
+
+@_hashed
+@settings(max_examples=400, deadline=None)
+@given(_TERMS)
+def test_the_compiled_sort_of_terms_is_sorted(terms):
+    """speedups.sort_terms against its definition, sorted() over positions (stable: equal
+    terms keep their order)."""
+    from spamkit import speedups
+    from spamkit.features import sort_order
+    expected = sorted(range(len(terms)), key=terms.__getitem__)
+    order = speedups.sort_terms(terms)
+    assert np.frombuffer(order, dtype=np.int64).tolist() == expected
+    assert sort_order(terms).tolist() == expected                  # the fallback takes over
+
+
+def test_the_compiled_sort_refuses_what_is_not_a_list_of_str():
+    from spamkit import speedups
+    from spamkit.features import sort_order
+    assert speedups.sort_terms(["a", b"b"]) is None and speedups.sort_terms([]) == b""
+    with_surrogate = ["b", "\ud800", "a"]                 # no UTF-8 form: sorted in Python
+    assert speedups.sort_terms(with_surrogate) is None and sort_order(with_surrogate).tolist() == [2, 0, 1]
+    with pytest.raises(TypeError):
+        speedups.sort_terms(("a", "b"))
+
+
 @_hashed
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(max_size=6), max_size=20, unique=True), st.lists(st.text(max_size=6), max_size=60),
