@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spamkit.corpus import Corpus, iter_corpora, require_classes
 from spamkit.corpus.tree import natural_key
@@ -449,3 +451,37 @@ def test_plain_tar_index_reads_plain_members_and_leaves_the_rest_to_tarfile(tmp_
     assert _plain_index(tmp_path / "bad.tar") is None
     (tmp_path / "zeros.tar").write_bytes(bytes(10240))
     assert _plain_index(tmp_path / "zeros.tar") is None                # tarfile says "empty file"
+
+
+def _listing_by_definition(members):
+    """An archive's folders as ArchiveTree._add defines them, member by member: each member's
+    entry in its folder (the last one of a name wins) after asserting every parent folder."""
+    dirs, files = {"": {}}, {}
+    from spamkit.corpus.tree import Entry
+    for name, is_dir, size in members:
+        parts = [p for p in name.split("/") if p not in ("", ".")]
+        if not parts or ".." in parts:
+            continue
+        for depth in range(len(parts) - 1):
+            dirs.setdefault("/".join(parts[:depth]), {})[parts[depth]] = Entry(parts[depth], True, 0)
+            dirs.setdefault("/".join(parts[:depth + 1]), {})
+        dirs.setdefault("/".join(parts[:-1]), {})[parts[-1]] = Entry(parts[-1], is_dir, size)
+        if is_dir:
+            dirs.setdefault("/".join(parts), {})
+        else:
+            files["/".join(parts)] = name
+    return dirs, files
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(["a", "b", ".", "..", ""]), min_size=1, max_size=4).map("/".join),
+                          st.booleans(), st.integers(0, 2)), max_size=15))
+def test_an_archive_listing_lists_each_folders_parents_once_with_the_same_result(members):
+    # ArchiveTree._add asserts a folder's parents the first time it sees the folder (and again
+    # after a member replaced a listed folder's entry): the same listing as doing it every time
+    from spamkit.corpus.tree import ArchiveTree
+    tree = ArchiveTree.__new__(ArchiveTree)
+    tree._dirs, tree._files, tree._listed = {"": {}}, {}, {""}
+    for name, is_dir, size in members:
+        tree._add(name, is_dir, size, name)
+    assert (tree._dirs, tree._files) == _listing_by_definition(members)

@@ -4,12 +4,17 @@ processes parse and tokenize, and every result equals the one-process result."""
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spamkit.cli import cli
+from spamkit.compiled import speedups
 from spamkit.corpus import Corpus
 from spamkit.engines import ProcessEngine
 from spamkit.errors import CorpusError
@@ -111,3 +116,36 @@ def test_corpus_survey_on_workers_equals_one_process():
     errors = {jobs: runner.invoke(cli, ["corpus", str(SAMPLE), "--strict", "--jobs", jobs]).output
               for jobs in ("1", "2")}
     assert errors["1"] == errors["2"] and "parse fallback needed" in errors["1"]
+
+
+_TOKEN = st.sampled_from(["free", "money", "free!", "é", "\U0001F600", "", "a" * 50]) | st.text(max_size=4)
+
+
+@pytest.mark.skipif(speedups() is None and os.environ.get("CI", "").lower() != "true",
+                    reason="spamkit.speedups is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_TOKEN, max_size=30), max_size=6), st.lists(st.lists(_TOKEN, max_size=30), max_size=6))
+def test_the_compiled_numbering_of_terms_is_its_definition(first, second):
+    """A worker's numbering in C (speedups.number_terms) against the Python loop, over two
+    chunks in a row (the second sees the numbers the first gave)."""
+    from spamkit import engines
+    compiled, python = {}, {}
+    for chunk in (first, second):
+        got = engines.number_terms(compiled, chunk)
+        os.environ["SPAMKIT_PURE_PYTHON"] = "1"
+        try:
+            expected = engines.number_terms(python, chunk)
+        finally:
+            del os.environ["SPAMKIT_PURE_PYTHON"]
+        assert got == expected and compiled == python
+    ids = np.frombuffer(got[1], dtype=np.int32)                 # and what the numbers mean
+    sizes = np.frombuffer(got[3], dtype=np.int64)
+    assert sizes.tolist() == [len(set(tokens)) for tokens in second] and len(ids) == sizes.sum()
+
+
+def test_the_compiled_numbering_refuses_what_python_refuses():
+    from spamkit import speedups as module
+    with pytest.raises(TypeError):
+        module.number_terms({}, [["a", ["unhashable"]]])
+    with pytest.raises(TypeError):
+        module.number_terms({}, [5])

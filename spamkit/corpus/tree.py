@@ -316,6 +316,7 @@ class ArchiveTree(Tree):
         self._spool = None
         self._files: dict[str, object] = {}
         self._dirs: dict[str, dict[str, Entry]] = {"": {}}
+        self._listed: set = {""}                    # folders whose parents _add has listed
         try:
             if kind == "zip":
                 self._zip = zipfile.ZipFile(self.path)
@@ -373,13 +374,16 @@ class ArchiveTree(Tree):
         parts = [p for p in name.split("/") if p not in ("", ".")]
         if not parts or ".." in parts:
             return                                  # never follow paths out of the archive
-        for depth in range(len(parts) - 1):         # implied parent folders
-            parent = "/".join(parts[:depth])
-            self._dirs.setdefault(parent, {})[parts[depth]] = Entry(parts[depth], True, 0)
-            self._dirs.setdefault("/".join(parts[:depth + 1]), {})
         rel = "/".join(parts)
         parent = "/".join(parts[:-1])
-        self._dirs.setdefault(parent, {})[parts[-1]] = Entry(parts[-1], is_dir, size)
+        if parent not in self._listed:              # its implied parent folders (once per folder)
+            for depth in range(len(parts) - 1):
+                self._dirs.setdefault("/".join(parts[:depth]), {})[parts[depth]] = Entry(parts[depth], True, 0)
+                self._dirs.setdefault("/".join(parts[:depth + 1]), {})
+            self._listed.add(parent)
+        if rel in self._dirs:
+            self._listed.clear()                    # a member named as a listed folder took its entry
+        self._dirs[parent][parts[-1]] = Entry(parts[-1], is_dir, size)
         if is_dir:
             self._dirs.setdefault(rel, {})
         else:
