@@ -43,6 +43,9 @@
  * pieces and relay addresses, each against its Python definition (a regular expression) in
  * tests/test_htmltext.py and tests/test_text.py.
  *
+ * 10. term_keys(): BLAKE2b-64 of each term of a vocabulary (RFC 7693), the keys of a filter file's
+ * hash index, against hashlib in tests/test_persist.py.
+ *
  * 9. number_terms(): a worker's numbering of a chunk of training documents, the Python loop of
  * spamkit.engines._numbered_chunk in one C call (tests/test_engines.py compares the two).
  *
@@ -1296,6 +1299,129 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ BLAKE2b term keys */
+
+/* BLAKE2b as RFC 7693 specifies it (section 3: the G mixing function, the compression function
+   F with 12 rounds over the message schedule SIGMA, the parameter block folded into h[0];
+   the IV is SHA-512's), unkeyed, with an 8-byte digest: the key spamkit.lean.term_hash gives a
+   term (hashlib.blake2b(term.encode("utf-8"), digest_size=8), read little-endian), which is
+   the first word of the final state. tests/test_persist.py compares it with hashlib. */
+static const uint64_t blake2b_iv[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
+    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL};
+
+static const unsigned char blake2b_sigma[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3}};
+
+static inline uint64_t rotr64(uint64_t x, unsigned n) { return (x >> n) | (x << (64 - n)); }
+
+#define BLAKE2B_G(a, b, c, d, x, y)                  \
+    do {                                             \
+        v[a] = v[a] + v[b] + (x);                    \
+        v[d] = rotr64(v[d] ^ v[a], 32);              \
+        v[c] = v[c] + v[d];                          \
+        v[b] = rotr64(v[b] ^ v[c], 24);              \
+        v[a] = v[a] + v[b] + (y);                    \
+        v[d] = rotr64(v[d] ^ v[a], 16);              \
+        v[c] = v[c] + v[d];                          \
+        v[b] = rotr64(v[b] ^ v[c], 63);              \
+    } while (0)
+
+/* F: one 128-byte block into the state h; t the bytes hashed so far (with this block), last
+   whether it is the final block */
+static void blake2b_compress(uint64_t h[8], const unsigned char block[128], uint64_t t, int last)
+{
+    uint64_t v[16], m[16];
+    for (int i = 0; i < 16; i++) {
+        uint64_t w = 0;
+        for (int k = 7; k >= 0; k--)
+            w = (w << 8) | block[8 * i + k];            /* little-endian words */
+        m[i] = w;
+    }
+    for (int i = 0; i < 8; i++) {
+        v[i] = h[i];
+        v[i + 8] = blake2b_iv[i];
+    }
+    v[12] ^= t;                                         /* the high word of the 128-bit counter stays 0 */
+    if (last)
+        v[14] = ~v[14];
+    for (int r = 0; r < 12; r++) {
+        const unsigned char *s = blake2b_sigma[r];
+        BLAKE2B_G(0, 4, 8, 12, m[s[0]], m[s[1]]);
+        BLAKE2B_G(1, 5, 9, 13, m[s[2]], m[s[3]]);
+        BLAKE2B_G(2, 6, 10, 14, m[s[4]], m[s[5]]);
+        BLAKE2B_G(3, 7, 11, 15, m[s[6]], m[s[7]]);
+        BLAKE2B_G(0, 5, 10, 15, m[s[8]], m[s[9]]);
+        BLAKE2B_G(1, 6, 11, 12, m[s[10]], m[s[11]]);
+        BLAKE2B_G(2, 7, 8, 13, m[s[12]], m[s[13]]);
+        BLAKE2B_G(3, 4, 9, 14, m[s[14]], m[s[15]]);
+    }
+    for (int i = 0; i < 8; i++)
+        h[i] ^= v[i] ^ v[i + 8];
+}
+
+/* the first 8 bytes of BLAKE2b-64 of data, as a little-endian number */
+static uint64_t blake2b_64(const unsigned char *data, Py_ssize_t len)
+{
+    uint64_t h[8];
+    unsigned char block[128];
+    memcpy(h, blake2b_iv, sizeof h);
+    h[0] ^= 0x01010000ULL ^ 8ULL;                       /* depth 1, fanout 1, no key, 8-byte digest */
+    uint64_t t = 0;
+    while (len > 128) {                                 /* every block but the last */
+        t += 128;
+        blake2b_compress(h, data, t, 0);
+        data += 128;
+        len -= 128;
+    }
+    memset(block, 0, sizeof block);
+    if (len)
+        memcpy(block, data, (size_t)len);
+    t += (uint64_t)len;
+    blake2b_compress(h, block, t, 1);
+    return h[0];
+}
+
+/* term_keys(terms) -> bytes of uint64, or None: BLAKE2b-64 of each term's UTF-8 bytes
+   (spamkit.persist.term_hash_index's keys); None when an item is not a str or has no UTF-8
+   form, for the caller's Python path to report as it does. */
+static PyObject *term_keys(PyObject *self, PyObject *args)
+{
+    PyObject *terms;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &terms))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(terms);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (out == NULL)
+        return NULL;
+    unsigned char *keys = (unsigned char *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(terms, i);
+        Py_ssize_t len;
+        const char *bytes = PyUnicode_Check(t) ? PyUnicode_AsUTF8AndSize(t, &len) : NULL;
+        if (bytes == NULL) {
+            PyErr_Clear();
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        }
+        uint64_t key = blake2b_64((const unsigned char *)bytes, len);
+        for (int k = 0; k < 8; k++)
+            keys[8 * i + k] = (unsigned char)(key >> (8 * k));
+    }
+    return out;
+}
+
 /* ------------------------------------------------------------------ sorting terms */
 
 typedef struct {
@@ -1560,6 +1686,9 @@ static PyMethodDef methods[] = {
     {"number_terms", number_terms, METH_VARARGS,
      "number_terms(numbers, token_lists) -> (new_terms, ids, counts, sizes)\n\n"
      "A chunk of documents' distinct terms numbered through the dict numbers (see spamkit.engines._numbered_chunk)."},
+    {"term_keys", term_keys, METH_VARARGS,
+     "term_keys(terms) -> bytes of uint64 (little-endian), or None\n\n"
+     "BLAKE2b with an 8-byte digest of each term's UTF-8 bytes (spamkit.lean.term_hash), in C."},
     {"sort_terms", sort_terms, METH_VARARGS,
      "sort_terms(terms) -> bytes of int64, or None\n\n"
      "The positions of a list of str in sorted order (stable), as sorted(range(len(terms)), key=terms.__getitem__)."},

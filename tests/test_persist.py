@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import zipfile
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spamkit.errors import ModelFormatError
 from spamkit.persist import FORMAT_VERSION, load_filter, read_manifest
@@ -138,11 +141,34 @@ def test_a_term_with_a_line_break_is_refused_not_split(bad, tmp_path):
         f.save(tmp_path / "bad.spamkit")
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=20) | st.text(min_size=120, max_size=400), max_size=30))
+def test_the_compiled_term_keys_are_blake2b(terms):
+    """speedups.term_keys (BLAKE2b from RFC 7693, in C) against hashlib: terms of one block,
+    exactly one, and several (128 bytes of UTF-8 and more), and every kind of character."""
+    import hashlib
+    from spamkit.compiled import speedups
+    from spamkit.persist import term_keys
+    expected = [int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest(), "little") for t in terms]
+    if speedups() is not None or os.environ.get("CI", "").lower() == "true":
+        assert np.frombuffer(speedups().term_keys(terms), dtype="<u8").tolist() == expected
+    assert term_keys(terms).tolist() == expected
+
+
+def test_a_term_without_utf8_is_refused_as_before():
+    from spamkit.compiled import speedups
+    from spamkit.persist import term_keys
+    if speedups() is not None:
+        assert speedups().term_keys(["a", "\ud800"]) is None and speedups().term_keys(["a", 1]) is None
+    with pytest.raises(UnicodeEncodeError):
+        term_keys(["a", "\ud800"])
+
+
 def test_the_term_index_keys_are_term_hash_and_stored_uncompressed(tmp_path):
     from spamkit.lean import term_hash
     from spamkit.persist import term_hash_index
 
-    terms = ["viagra", "ünïcode", "", "x" * 300, "subject:free"]
+    terms = ["viagra", "ünïcode", "", "x" * 128, "x" * 300, "subject:free"]
     keys, columns = term_hash_index(terms)
     assert [int(k) for k in keys] == sorted(term_hash(t) for t in terms)
     assert [terms[c] for c in columns] == sorted(terms, key=term_hash)
