@@ -317,6 +317,7 @@ class ArchiveTree(Tree):
         self._files: dict[str, object] = {}
         self._dirs: dict[str, dict[str, Entry]] = {"": {}}
         self._listed: set = {""}                    # folders whose parents _add has listed
+        self._sorted: dict[str, list[Entry]] = {}    # entries() of each folder asked for
         try:
             if kind == "zip":
                 self._zip = zipfile.ZipFile(self.path)
@@ -392,7 +393,10 @@ class ArchiveTree(Tree):
     def entries(self, rel: str = "") -> list[Entry]:
         if rel not in self._dirs:
             raise CorpusError(f"{self.display(rel)}: no such folder in the archive")
-        return sorted(self._dirs[rel].values(), key=lambda e: natural_key(e.name))
+        listing = self._sorted.get(rel)                # an archive does not change: sorted once
+        if listing is None:
+            listing = self._sorted[rel] = sorted(self._dirs[rel].values(), key=lambda e: natural_key(e.name))
+        return list(listing)
 
     def kind_of(self, rel: str) -> str | None:
         if rel in self._dirs:
