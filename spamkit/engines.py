@@ -29,6 +29,7 @@ from .errors import WorkerError
 from .features import IndexedChunk
 from .message import parse_message
 from .processes import start_context, worker_pool
+from .corpus.base import LabelledMessage
 from .spamfilter import defect_families, distinct_tokens, parse_item
 
 #: messages per task sent to a worker
@@ -49,11 +50,17 @@ def _start_worker(analyzer, vectorizer=None) -> None:
     _VECTORIZER = vectorizer
 
 
+def _on_the_wire(item):
+    """What a worker needs of an item to tokenize it: a LabelledMessage travels as its bytes and
+    kind (pickling the whole record cost the driver and each worker three times as much)."""
+    return (item.raw, item.kind) if isinstance(item, LabelledMessage) else item
+
+
 def _tokens_of(items) -> tuple[list, list]:
     """Each item's tokens and defect families (what every kind of chunk starts from)."""
     token_lists, families = [], []
     for item in items:
-        msg = parse_item(item)
+        msg = parse_message(*item) if isinstance(item, tuple) else parse_item(item)
         token_lists.append(_ANALYZER(msg))
         families.append(defect_families(msg) if msg.defects else ())
     return token_lists, families
@@ -209,18 +216,19 @@ class ProcessEngine:
             self._pools[key] = self._new_pool(analyzer)
         return self._pools[key]
 
-    def ordered(self, pool, work, items):
+    def ordered(self, pool, work, items, wire=None):
         """``work(chunk)`` for consecutive chunks of ``items`` on ``pool``, results in order.
 
         The items are drawn here, in this process, so a bad message raises here, at its place
-        in the corpus; at most two chunks per worker wait at a time."""
+        in the corpus; at most two chunks per worker wait at a time. ``wire(item)``: what of
+        an item travels (the whole item without it)."""
         source = iter(items)
         pending: deque = deque()
 
         def submit() -> bool:
             chunk = list(islice(source, self.chunk))
             if chunk:
-                pending.append(pool.submit(work, chunk))
+                pending.append(pool.submit(work, chunk if wire is None else [wire(item) for item in chunk]))
             return bool(chunk)
 
         more = True
@@ -240,7 +248,7 @@ class ProcessEngine:
         """``tokenize(items)`` for :meth:`spamkit.spamfilter.SpamFilter.tokenized`: ``(tokens,
         defect families)`` per item, in order (see :meth:`ordered`)."""
         def tokenize(items):
-            for done in self.ordered(self._pool(analyzer), _tokenize_chunk, items):
+            for done in self.ordered(self._pool(analyzer), _tokenize_chunk, items, _on_the_wire):
                 yield from _unpack_chunk(done)
         return tokenize
 
@@ -257,7 +265,7 @@ class ProcessEngine:
         def count(items):
             session = next(_SESSIONS)
             work = partial(_numbered_chunk, (os.getpid(), session))
-            for done in self.ordered(self._pool(analyzer), work, items):
+            for done in self.ordered(self._pool(analyzer), work, items, _on_the_wire):
                 yield _indexed(done)
         return count
 
@@ -271,7 +279,7 @@ class ProcessEngine:
         pool = self._new_pool(spam_filter.analyzer, spam_filter.vectorizer)
         try:
             blocks, distinct = [], []
-            for (data, indices, indptr, shape), sizes, families in self.ordered(pool, _rows_chunk, items):
+            for (data, indices, indptr, shape), sizes, families in self.ordered(pool, _rows_chunk, items, _on_the_wire):
                 blocks.append(sp.csr_matrix((data, indices, indptr), shape=shape))
                 distinct.append(sizes)
                 spam_filter.count_fallbacks(families)
