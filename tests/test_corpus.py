@@ -485,3 +485,39 @@ def test_an_archive_listing_lists_each_folders_parents_once_with_the_same_result
     for name, is_dir, size in members:
         tree._add(name, is_dir, size, name)
     assert (tree._dirs, tree._files) == _listing_by_definition(members)
+
+
+@pytest.mark.parametrize("with_isal", [True, False])
+@pytest.mark.parametrize("suffix", ["tar.gz", "tar.bz2", "tar.xz", "tar"])
+def test_a_compressed_archive_is_read_while_it_is_decompressed(suffix, with_isal, tmp_path, monkeypatch):
+    # the archive is decompressed by a background thread (several 1 MB blocks here) while its
+    # headers are indexed; every member comes back as tarfile reads it, and a cut archive is
+    # "damaged" however far the index got
+    import builtins
+    import random
+    from spamkit.corpus.tree import ArchiveTree
+    if not with_isal:
+        real_import = builtins.__import__
+        monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name))
+                            if name == "isal" else real_import(name, *a, **k))
+    rng = random.Random(3)
+    path = tmp_path / f"mail.{suffix}"
+    with tarfile.open(path, "w:" + ("" if suffix == "tar" else suffix.split(".")[1])) as tf:
+        for i in range(300):
+            data = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 12000)))
+            info = tarfile.TarInfo(f"box/ham/{i}.eml")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    expected = {name: data for name, is_dir, _, data in _tarfile_index(path) if not is_dir}
+    tree = ArchiveTree(path)
+    try:
+        assert {f"box/ham/{e.name}": tree.read(f"box/ham/{e.name}") for e in tree.entries("box/ham")} == expected
+        assert tree.read_span("box/ham/7.eml", 5, 40) == expected["box/ham/7.eml"][5:40]
+    finally:
+        tree.close()
+    if suffix != "tar":
+        whole = path.read_bytes()
+        for cut in (len(whole) // 2, len(whole) - 20):
+            path.write_bytes(whole[:cut])
+            with pytest.raises(CorpusError, match=f"damaged ({suffix} archive|{suffix[4:]} file: its beginning)"):
+                ArchiveTree(path)
