@@ -20,13 +20,12 @@ import itertools
 import os
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from array import array
-from collections import Counter, deque
+from collections import deque
 from functools import partial
 from itertools import islice
 
 from .errors import WorkerError
-from .features import IndexedChunk
+from .features import IndexedChunk, number_terms
 from .message import parse_message
 from .processes import start_context, worker_pool
 from .corpus.base import LabelledMessage
@@ -76,30 +75,6 @@ def _numbered_chunk(session, items) -> tuple:
         _SESSION, _NUMBERS = session, {}
     token_lists, families = _tokens_of(items)
     return (os.getpid(), *number_terms(_NUMBERS, token_lists), families)
-
-
-def number_terms(numbers: dict, token_lists: list) -> tuple[list, bytes, bytes, bytes]:
-    """``(new terms, ids, counts, sizes)`` of documents numbered through ``numbers`` (a term not
-    in it gets the next number, ``len(numbers)``): for each document its distinct terms in order
-    of first appearance, as int32 numbers, with int32 counts, and its number of distinct terms
-    (int64). The Python loop below is the definition; ``spamkit.speedups.number_terms`` is the
-    same loop in C (a third of a worker's time on TREC mail went to this loop in Python)."""
-    from .compiled import speedups
-    module = speedups()
-    if module is not None and type(numbers) is dict and isinstance(token_lists, list):
-        return module.number_terms(numbers, token_lists)
-    ids, counts, sizes, new_terms = array("i"), array("i"), array("q"), []
-    for tokens in token_lists:
-        tally = Counter(tokens)                      # distinct terms in order of first appearance
-        for term in tally:
-            j = numbers.get(term)
-            if j is None:
-                j = numbers[term] = len(numbers)     # a term new to this worker gets the next number
-                new_terms.append(term)
-            ids.append(j)
-        counts.extend(tally.values())
-        sizes.append(len(tally))
-    return new_terms, ids.tobytes(), counts.tobytes(), sizes.tobytes()
 
 
 def _indexed(done) -> tuple:

@@ -128,13 +128,13 @@ _TOKEN = st.sampled_from(["free", "money", "free!", "é", "\U0001F600", "", "a" 
 def test_the_compiled_numbering_of_terms_is_its_definition(first, second):
     """A worker's numbering in C (speedups.number_terms) against the Python loop, over two
     chunks in a row (the second sees the numbers the first gave)."""
-    from spamkit import engines
+    from spamkit import features
     compiled, python = {}, {}
     for chunk in (first, second):
-        got = engines.number_terms(compiled, chunk)
+        got = features.number_terms(compiled, chunk)
         os.environ["SPAMKIT_PURE_PYTHON"] = "1"
         try:
-            expected = engines.number_terms(python, chunk)
+            expected = features.number_terms(python, chunk)
         finally:
             del os.environ["SPAMKIT_PURE_PYTHON"]
         assert got == expected and compiled == python

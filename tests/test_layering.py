@@ -54,7 +54,8 @@ ALLOWED = {
     "jobs": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
              "evaluation", "selection", "version", "spamfilter", "config"},
     # the local engine on several cores: worker processes parse and tokenize for the jobs
-    "engines": {"errors", "features", "jobs", "message", "processes", "spamfilter"},
+    # (corpus: a corpus record travels to a worker as its bytes and kind)
+    "engines": {"corpus", "errors", "features", "jobs", "message", "processes", "spamfilter"},
     # bogofilter word lists in and out: counts -> a filter (spamkit.wordlist)
     "wordlist": {"decision", "errors", "features", "labels", "models", "spamfilter", "text"},
     # the one-import facade for scripts: re-exports spamfilter, config and jobs
@@ -62,7 +63,9 @@ ALLOWED = {
     "evaluation": {"corpus", "decision", "errors", "features", "labels", "message", "metrics", "models", "names", "persist", "selection", "text"},
     # model selection over matrices (folds, out-of-fold scores, kNN tuning, thresholds)
     "selection": {"errors", "models", "decision"},
-    "persist": {"decision", "durable", "errors", "features", "labels", "lean", "manifest", "models", "text", "version"},
+    # (compiled: the vocabulary's hash keys in C)
+    "persist": {"compiled", "decision", "durable", "errors", "features", "labels", "lean", "manifest", "models", "text",
+                "version"},
     "report": {"errors", "labels"},
     "htmlreport": set(),
     # writing mailboxes: verdicts in (from the CLI's SpamFilter), tagged and moved mail out; IMAP
