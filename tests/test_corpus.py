@@ -521,3 +521,24 @@ def test_a_compressed_archive_is_read_while_it_is_decompressed(suffix, with_isal
             path.write_bytes(whole[:cut])
             with pytest.raises(CorpusError, match=f"damaged ({suffix} archive|{suffix[4:]} file: its beginning)"):
                 ArchiveTree(path)
+
+
+def test_an_opened_archive_leaves_no_thread_running(tmp_path, enron, monkeypatch):
+    # workers fork only from a process with one thread (spamkit.processes): the thread that
+    # decompresses an archive has ended by the time the corpus is open, even one that lingers
+    # after its last byte
+    import threading
+    import time
+    from spamkit.corpus import tree as module
+    real_fill = module.Spool._fill
+
+    def lingering_fill(self, opener, path):
+        real_fill(self, opener, path)
+        time.sleep(0.2)
+
+    monkeypatch.setattr(module.Spool, "_fill", lingering_fill)
+    archive = _tar(enron, tmp_path / "e.tar.gz", "w:gz")
+    before = threading.active_count()
+    tree = module.ArchiveTree(archive)
+    assert threading.active_count() == before
+    tree.close()

@@ -375,8 +375,13 @@ class Spool:
                 raise self._error
 
     def finish(self) -> None:
-        """Wait for the whole archive; raise what stopped its decompression."""
+        """Wait for the whole archive and for the thread to end (a process with no other thread
+        starts its workers by ``fork``: :mod:`spamkit.processes`); raise what stopped the
+        decompression."""
         self._wait(None)
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
     def read_at(self, offset: int, n: int) -> bytes:
         """Up to ``n`` bytes at ``offset`` (fewer only at the end of the archive)."""
