@@ -1269,9 +1269,13 @@ static PyObject *number_terms(PyObject *self, PyObject *args)
                     Py_XDECREF(fresh);
                     id = (int32_t)next;
                 } else {
-                    long value_of = PyLong_AsLong(number);
-                    if (value_of == -1 && PyErr_Occurred())
+                    long long value_of = PyLong_AsLongLong(number);
+                    if (value_of == -1 && PyErr_Occurred()) {
                         failed = 1;
+                    } else if (value_of < INT32_MIN || value_of > INT32_MAX) {
+                        PyErr_SetString(PyExc_OverflowError, "number_terms: a number does not fit 32 bits");
+                        failed = 1;
+                    }
                     id = (int32_t)value_of;
                 }
                 if (!failed && (buffer_put(&ids, &id, sizeof id) < 0 ||

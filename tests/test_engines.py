@@ -149,3 +149,7 @@ def test_the_compiled_numbering_refuses_what_python_refuses():
         module.number_terms({}, [["a", ["unhashable"]]])
     with pytest.raises(TypeError):
         module.number_terms({}, [5])
+    with pytest.raises(OverflowError):                        # array("i") refuses it too
+        module.number_terms({"a": 2 ** 31}, [["a"]])
+    with pytest.raises(TypeError):
+        module.number_terms({"a": "not a number"}, [["a"]])
