@@ -189,8 +189,11 @@ def _known_columns(index: dict):
     return known
 
 
-def count_matrix(docs, index: dict, grow: bool):
+def count_matrix(docs, index: dict, grow: bool, sort: bool = True):
     """CSR counts of ``docs`` under ``index`` (token -> column); with ``grow`` new tokens get columns.
+
+    ``sort=False``: the rows of :class:`IndexedChunk` documents keep their columns in the order
+    the chunk gave them (a caller that renumbers the columns sorts afterwards anyway).
 
     With ``grow``, ``index`` is a ``defaultdict`` whose factory is its own ``__len__``: looking
     a new token up gives it the next free column, so the ids of a document come from one
@@ -216,7 +219,7 @@ def count_matrix(docs, index: dict, grow: bool):
         raise ValueError("a growing index must be a defaultdict whose factory is its __len__")
 
     def append(block: sp.csr_matrix) -> None:
-        """Append a canonical block's rows (sorted indices, no duplicates) to the result."""
+        """Append a block's rows (no duplicates; indices sorted unless the caller said sort=False)."""
         base = out_indptr[-1]
         out_indptr.frombytes((block.indptr[1:].astype(np.int64) + base).tobytes())
         out_indices.frombytes(block.indices.astype(np.int32).tobytes())
@@ -254,7 +257,8 @@ def count_matrix(docs, index: dict, grow: bool):
         np.cumsum(chunk.sizes, out=ptr[1:])
         block = sp.csr_matrix((chunk.counts.astype(np.float64), columns, ptr),
                               shape=(len(chunk.sizes), max(len(index), 1)))
-        block.sort_indices()                       # one entry per term and row already: sorted, it is canonical
+        if sort:
+            block.sort_indices()                   # one entry per term and row already: sorted, it is canonical
         append(block)
 
     numbered = None                                # the first document decides: chunks or token lists
@@ -416,7 +420,7 @@ class Vectorizer:
         else:
             index: defaultdict[str, int] = defaultdict()
             index.default_factory = index.__len__
-            counts = count_matrix(docs, index, grow=True)
+            counts = count_matrix(docs, index, grow=True, sort=False)        # _limit sorts the rows
             index.default_factory = None               # from here on, a plain mapping
             counts = self._limit(counts, index, y)
         self.n_docs_ = counts.shape[0]
