@@ -542,3 +542,15 @@ def test_an_opened_archive_leaves_no_thread_running(tmp_path, enron, monkeypatch
     tree = module.ArchiveTree(archive)
     assert threading.active_count() == before
     tree.close()
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b"x", b"Date: 1 Jan 2020 00:00:00 +0000"]), max_size=30),
+       st.integers(0, 200))
+def test_the_header_block_ends_where_its_definition_says(pieces, limit):
+    # _header_end: where \r?\n\r?\n first matches within raw[:limit] (else limit), by two finds
+    import re
+    from spamkit.corpus.base import _header_end
+    raw = b"".join(pieces)
+    match = re.search(rb"\r?\n\r?\n", raw[:limit])
+    assert _header_end(raw, limit) == (match.start() if match else limit)

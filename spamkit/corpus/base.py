@@ -102,7 +102,11 @@ def _header_end(raw: bytes, limit: int) -> int:
     ``bytes.find`` calls: a regular-expression search with no literal prefix was a tenth of
     reading a TREC corpus. The earliest line feed followed by an empty line, less the carriage
     return before it."""
-    found = [i for i in (raw.find(b"\n\n", 0, limit), raw.find(b"\n\r\n", 0, limit)) if i >= 0]
+    lf = raw.find(b"\n\n", 0, limit)
+    # a "\n\r\n" only counts before that (one ending at its second line feed included): the
+    # search stops there rather than running to the limit through every LF-only message
+    crlf = raw.find(b"\n\r\n", 0, lf + 1 if lf >= 0 else limit)
+    found = [i for i in (lf, crlf) if i >= 0]
     if not found:
         return limit
     at = min(found)
@@ -122,8 +126,7 @@ def sniff_date(raw: bytes) -> _dt.date | None:
     >>> sniff_date(b"no headers here") is None
     True
     """
-    head = raw[:_header_end(raw, 65536)]
-    match = _DATE_LINE.search(head)
+    match = _DATE_LINE.search(raw, 0, _header_end(raw, 65536))      # the header block, uncopied
     if not match:
         return None
     common = _COMMON_DATE.fullmatch(match.group(1))
