@@ -206,18 +206,20 @@ class ProcessEngine:
                 pending.append(pool.submit(work, chunk if wire is None else [wire(item) for item in chunk]))
             return bool(chunk)
 
-        more = True
-        while more and len(pending) < 2 * self.jobs:
-            more = submit()
-        while pending:
-            try:
-                done = pending.popleft().result()
-            except BrokenProcessPool as exc:
-                raise WorkerError(f"a worker process died (killed, or out of memory?) before it returned "
-                                  f"its messages; run again, or with --jobs 1 ({exc})") from None
-            if more:
+        # a worker that dies breaks the pool: the next result raises, or already the next submit
+        # (when the pool learned of the death first); either way the job fails, it never hangs
+        try:
+            more = True
+            while more and len(pending) < 2 * self.jobs:
                 more = submit()
-            yield done
+            while pending:
+                done = pending.popleft().result()
+                if more:
+                    more = submit()
+                yield done
+        except BrokenProcessPool as exc:
+            raise WorkerError(f"a worker process died (killed, or out of memory?) before it returned "
+                              f"its messages; run again, or with --jobs 1 ({exc})") from None
 
     def tokenizer(self, analyzer):
         """``tokenize(items)`` for :meth:`spamkit.spamfilter.SpamFilter.tokenized`: ``(tokens,

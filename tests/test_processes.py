@@ -126,3 +126,25 @@ def test_every_worker_starts_with_the_first_task_whatever_the_start_method():
             assert len(set(multiprocessing.active_children()) - before) == 3
         finally:
             pool.shutdown()
+
+
+def test_a_pool_found_broken_at_submit_also_fails_the_job_clearly():
+    # CI met it: the pool learned of a worker's death before the next chunk was submitted, so
+    # submit() itself raised BrokenProcessPool, past the handler around result()
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    class BreaksOnThirdSubmit:
+        calls = 0
+
+        def submit(self, fn, chunk):
+            self.calls += 1
+            if self.calls == 3:
+                raise BrokenProcessPool("A child process terminated abruptly")
+            future = Future()
+            future.set_result(fn(chunk))
+            return future
+
+    engine = ProcessEngine(jobs=2, chunk=1)
+    with pytest.raises(WorkerError, match="worker process died"):
+        list(engine.ordered(BreaksOnThirdSubmit(), len, [[1], [2], [3], [4], [5]]))
