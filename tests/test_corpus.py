@@ -554,3 +554,18 @@ def test_the_header_block_ends_where_its_definition_says(pieces, limit):
     raw = b"".join(pieces)
     match = re.search(rb"\r?\n\r?\n", raw[:limit])
     assert _header_end(raw, limit) == (match.start() if match else limit)
+
+
+@pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT])
+def test_a_compressed_archive_with_long_names_is_read_by_tarfile_through_the_spool(fmt, tmp_path):
+    # long names are tarfile's job; it reads the decompressed archive through the same spool
+    path = tmp_path / "long.tar.gz"
+    with tarfile.open(path, "w:gz", format=fmt) as tf:
+        for i in range(50):
+            data = (b"Subject: m%d\n\nbody " % i) * 200
+            info = tarfile.TarInfo("d/" + "x" * 150 + f"{i:02d}.eml")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    with Corpus(path, format="eml") as corpus:
+        raws = [m.raw for m in corpus]
+    assert raws == [(b"Subject: m%d\n\nbody " % i) * 200 for i in range(50)]
