@@ -24,11 +24,11 @@ from collections import deque
 from functools import partial
 from itertools import islice
 
+from .corpus.base import LabelledMessage
 from .errors import WorkerError
 from .features import IndexedChunk, number_terms
 from .message import parse_message
 from .processes import start_context, worker_pool
-from .corpus.base import LabelledMessage
 from .spamfilter import defect_families, distinct_tokens, parse_item
 
 #: messages per task sent to a worker

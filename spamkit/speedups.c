@@ -1303,6 +1303,16 @@ done:
     return result;
 }
 
+/* a vocabulary term's UTF-8 bytes (cached by the str), or NULL, with no error set, when it is
+   not a str or has no UTF-8 form (a lone surrogate): sort_terms and term_keys then answer None */
+static const char *utf8_of(PyObject *t, Py_ssize_t *len)
+{
+    const char *bytes = PyUnicode_Check(t) ? PyUnicode_AsUTF8AndSize(t, len) : NULL;
+    if (bytes == NULL)
+        PyErr_Clear();
+    return bytes;
+}
+
 /* ------------------------------------------------------------------ BLAKE2b term keys */
 
 /* BLAKE2b as RFC 7693 specifies it (section 3: the G mixing function, the compression function
@@ -1411,11 +1421,9 @@ static PyObject *term_keys(PyObject *self, PyObject *args)
         return NULL;
     unsigned char *keys = (unsigned char *)PyBytes_AS_STRING(out);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *t = PyList_GET_ITEM(terms, i);
         Py_ssize_t len;
-        const char *bytes = PyUnicode_Check(t) ? PyUnicode_AsUTF8AndSize(t, &len) : NULL;
+        const char *bytes = utf8_of(PyList_GET_ITEM(terms, i), &len);
         if (bytes == NULL) {
-            PyErr_Clear();
             Py_DECREF(out);
             Py_RETURN_NONE;
         }
@@ -1468,15 +1476,9 @@ static PyObject *sort_terms(PyObject *self, PyObject *args)
     if (items == NULL)
         return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *t = PyList_GET_ITEM(terms, i);
-        if (!PyUnicode_Check(t)) {
-            PyMem_Free(items);
-            Py_RETURN_NONE;
-        }
         Py_ssize_t len;
-        const char *bytes = PyUnicode_AsUTF8AndSize(t, &len);
+        const char *bytes = utf8_of(PyList_GET_ITEM(terms, i), &len);
         if (bytes == NULL) {
-            PyErr_Clear();
             PyMem_Free(items);
             Py_RETURN_NONE;
         }

@@ -228,27 +228,40 @@ _MAGIC = [(b"\x1f\x8b", "gz", gzip.open), (b"BZh", "bz2", bz2.open),
           (b"\xfd7zXZ\x00", "xz", lzma.open)]
 
 
+def _head(path: Path) -> bytes | None:
+    """The first bytes of a file (enough for every magic number), or None if it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(6)
+    except OSError:
+        return None
+
+
+def _compression(head: bytes):
+    """``(suffix, opener)`` of the compression whose magic number ``head`` starts with, or None."""
+    return next(((suffix, opener) for magic, suffix, opener in _MAGIC if head.startswith(magic)), None)
+
+
 def archive_kind(path: str | os.PathLike) -> str | None:
     """``"tar"``, ``"tar.gz"``, ``"tar.bz2"``, ``"tar.xz"``, ``"zip"``, or ``None``.
 
     Decided by content (magic numbers), not by the file name.
     """
     path = Path(path)
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(6)
-    except OSError:
+    head = _head(path)
+    if head is None:
         return None
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         return "zip" if zipfile.is_zipfile(path) else None
-    for magic, suffix, opener in _MAGIC:
-        if head.startswith(magic):
-            try:
-                with opener(path, "rb") as fh:
-                    block = fh.read(512)
-            except (OSError, EOFError, lzma.LZMAError):
-                return None
-            return f"tar.{suffix}" if _looks_like_tar(block) else None
+    compressed = _compression(head)
+    if compressed is not None:
+        suffix, opener = compressed
+        try:
+            with opener(path, "rb") as fh:
+                block = fh.read(512)
+        except (OSError, EOFError, lzma.LZMAError):
+            return None
+        return f"tar.{suffix}" if _looks_like_tar(block) else None
     try:
         return "tar" if tarfile.is_tarfile(path) else None
     except OSError:
@@ -323,7 +336,8 @@ class Spool:
     ``.tar.xz``) while the reader already indexes the headers that have arrived.
 
     The decompressors release the GIL while they work, so decompressing and indexing overlap
-    (reading trec07p-dev's listing: 0.30 -> 0.2 s). A read waits for its bytes; an error of the
+    (listing trec07p-dev: 0.205 -> 0.19 s with gzip, 0.092 s with isal's reader, whose 0.067 s of
+    decompression then covers the indexing). A read waits for its bytes; an error of the
     decompression (a damaged or cut archive) is raised by the read that needs bytes it could not
     give, or by :meth:`finish`. Also a minimal binary file (``read``, ``seek``, ``tell``) for
     :func:`plain_tar_index` and :mod:`tarfile`.
@@ -423,14 +437,9 @@ class ArchiveTree(Tree):
         self.path = Path(path)
         kind = archive_kind(self.path)
         if kind is None:
-            try:
-                with open(self.path, "rb") as fh:
-                    head = fh.read(6)
-            except OSError:
-                head = b""
-            suffix = next((suffix for magic, suffix, _ in _MAGIC if head.startswith(magic)), None)
-            if suffix is not None:                       # compressed, but its start does not decompress
-                raise CorpusError(f"{self.path}: damaged {suffix} file: its beginning cannot be decompressed")
+            compressed = _compression(_head(self.path) or b"")
+            if compressed is not None:                   # compressed, but its start does not decompress
+                raise CorpusError(f"{self.path}: damaged {compressed[0]} file: its beginning cannot be decompressed")
             raise CorpusError(f"{self.path}: not a tar or zip archive")
         self.container = kind
         self._spool = None

@@ -68,6 +68,15 @@ def pid_alive(pid: int) -> bool:
 _PRIVATE = ".spamkit-"
 
 
+def _write_pid(path: Path, flags: int) -> None:
+    """Create ``path`` (``os.open`` flags) holding this process's pid."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+
+
 def _take_dotlock(dotlock: Path) -> bool:
     """Create ``dotlock`` holding our pid, atomically: False if it exists.
 
@@ -77,11 +86,7 @@ def _take_dotlock(dotlock: Path) -> bool:
     can tell is stale, and every later run waited its ``--wait`` out and failed.
     """
     private = Path(f"{dotlock}{_PRIVATE}{os.getpid()}")
-    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, f"{os.getpid()}\n".encode())
-    finally:
-        os.close(fd)
+    _write_pid(private, os.O_TRUNC)
     try:
         os.link(private, dotlock)
         return True
@@ -92,15 +97,10 @@ def _take_dotlock(dotlock: Path) -> bool:
             raise
     finally:
         os.unlink(private)
-    # a file system without hard links: create and write (the window above comes back)
-    try:
-        fd = os.open(dotlock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:                               # a file system without hard links: the window above comes back
+        _write_pid(dotlock, os.O_EXCL)
     except FileExistsError:
         return False
-    try:
-        os.write(fd, f"{os.getpid()}\n".encode())
-    finally:
-        os.close(fd)
     return True
 
 
