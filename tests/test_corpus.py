@@ -339,6 +339,28 @@ def test_natural_key():
     assert sorted(["inmail.10", "inmail.9", "inmail.100"], key=natural_key) == ["inmail.9", "inmail.10", "inmail.100"]
 
 
+def test_a_file_named_with_digits_int_does_not_read_is_still_listed(tmp_path):
+    # "²" is str.isdigit() but not a decimal digit: the key once called int() on it and the
+    # whole corpus failed to list
+    write(tmp_path / "ham" / "²", mail("superscript"))
+    write(tmp_path / "ham" / "m10", mail("ten"))
+    write(tmp_path / "ham" / "m9", mail("nine"))
+    with Corpus(tmp_path, classes=None) as c:
+        assert [m.id for m in c] == ["ham/m9", "ham/m10", "ham/²"]
+
+
+@given(st.lists(st.text(max_size=12), max_size=8))
+def test_natural_key_orders_digit_runs_by_value_and_never_raises(names):
+    keys = [natural_key(n) for n in names]
+    for name, key in zip(names, keys):
+        assert "".join(part for _, _, part in key) == name     # the key keeps every character, in order
+        for kind, value, part in key:
+            assert (kind == 0) == part.isdecimal()          # runs of decimal digits, and text without any
+            if kind == 0:
+                assert value == int(part)
+    assert sorted(["a10", "a9", "a09", "b", "a"], key=natural_key) == ["a", "a09", "a9", "a10", "b"]
+
+
 def test_header_end_equals_the_regular_expression():
     # sniff_date finds the header block's end with two bytes.find calls; the definition is the
     # regular expression it replaced
@@ -569,3 +591,24 @@ def test_a_compressed_archive_with_long_names_is_read_by_tarfile_through_the_spo
     with Corpus(path, format="eml") as corpus:
         raws = [m.raw for m in corpus]
     assert raws == [(b"Subject: m%d\n\nbody " % i) * 200 for i in range(50)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(reads=st.lists(st.tuples(st.integers(0, 70_000), st.integers(0, 40_000)), min_size=1, max_size=40),
+       kind=st.sampled_from(["plain", "gz"]))
+def test_spool_reads_give_the_archive_bytes_at_any_offsets_in_any_order(reads, kind, tmp_path_factory):
+    # whatever the order and sizes of the reads (past the end of the file too), while the
+    # archive is still being decompressed or after, the bytes are the file's
+    import gzip
+    import os
+    from spamkit.corpus import tree as module
+    folder = tmp_path_factory.mktemp("spool")
+    data = os.urandom(1000) * 60                                  # 60,000 bytes
+    path = folder / ("a.tar" if kind == "plain" else "a.tar.gz")
+    path.write_bytes(data if kind == "plain" else gzip.compress(data))
+    spool = module.Spool(path, None if kind == "plain" else module.gzip_open)
+    try:
+        for offset, n in reads:
+            assert spool.read_at(offset, n) == data[offset:offset + n]
+    finally:
+        spool.close()

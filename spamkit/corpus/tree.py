@@ -44,9 +44,13 @@ def natural_key(name: str) -> tuple:
     --------
     >>> sorted(["b10", "b2", "a"], key=natural_key)
     ['a', 'b2', 'b10']
+    >>> natural_key("²")
+    ((1, 0, '²'),)
     """
-    return tuple((0, int(part), part) if part.isdigit() else (1, 0, part)
-                 for part in _NUMBER.split(name) if part)
+    # split() puts the runs of digits at the odd positions; a text part may hold characters
+    # that str.isdigit() accepts but int() does not ("²"), so the position decides, not isdigit
+    return tuple([(0, int(part), part) if i & 1 else (1, 0, part)
+                  for i, part in enumerate(_NUMBER.split(name)) if part])
 
 
 def is_hidden(name: str) -> bool:
