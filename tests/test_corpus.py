@@ -446,6 +446,7 @@ def test_plain_tar_index_equals_tarfile_on_the_shared_archives(relative):
 
 
 def test_plain_tar_index_reads_plain_members_and_leaves_the_rest_to_tarfile(tmp_path):
+    from spamkit.corpus.tree import plain_tar_index
     def member(tf, name, data=b"", kind=tarfile.REGTYPE):
         info = tarfile.TarInfo(name)
         info.type, info.size = kind, len(data)
@@ -473,6 +474,21 @@ def test_plain_tar_index_reads_plain_members_and_leaves_the_rest_to_tarfile(tmp_
     assert _plain_index(tmp_path / "bad.tar") is None
     (tmp_path / "zeros.tar").write_bytes(bytes(10240))
     assert _plain_index(tmp_path / "zeros.tar") is None                # tarfile says "empty file"
+
+    # the checksum is the exact byte sum, also above Adler-32's modulus (65,521), where one
+    # adler32 of the whole header would be off by it: a header of 0xFF bytes in its name and
+    # prefix sums to about 68,000
+    high = tmp_path / "high.tar"
+    with tarfile.open(high, "w", format=tarfile.USTAR_FORMAT, encoding="latin-1") as tf:
+        member(tf, "\xff" * 150 + "/" + "\xff" * 99, b"high bytes")
+    header = bytearray(high.read_bytes()[:512])
+    true_sum = int(header[148:154], 8)
+    assert true_sum > 65521
+    plain_index = plain_tar_index(io.BytesIO(high.read_bytes()))
+    assert plain_index is not None and plain_index[0][2] == len(b"high bytes")
+    whole = bytearray(high.read_bytes())
+    whole[148:156] = b"%06o\0 " % (true_sum - 65521)                   # off by the modulus: refused
+    assert plain_tar_index(io.BytesIO(bytes(whole))) is None
 
 
 def _listing_by_definition(members):

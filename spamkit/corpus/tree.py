@@ -29,6 +29,7 @@ import tarfile
 import tempfile
 import threading
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -281,6 +282,8 @@ def _looks_like_tar(block: bytes) -> bool:
 #: folders; links, devices and FIFOs are skipped, as ``tarfile`` members that are neither
 _TAR_FILE_TYPES = (b"0", b"\0", b"7")
 _TAR_SKIPPED_TYPES = (b"1", b"2", b"3", b"4", b"6")
+#: bytes :func:`plain_tar_index` reads at once
+INDEX_BLOCK = 1 << 16
 
 
 def plain_tar_index(fh) -> list[tuple[str, bool, int, int]] | None:
@@ -294,15 +297,27 @@ def plain_tar_index(fh) -> list[tuple[str, bool, int, int]] | None:
     folder's trailing slashes removed, bytes decoded as the file system's encoding with
     surrogate escapes); ``tests/test_corpus.py`` compares the two on every archive of the shared
     corpora. Reading 5,000 headers this way costs a tenth of building ``TarInfo`` objects.
+
+    The headers are read from blocks of :data:`INDEX_BLOCK` bytes read in order (a small
+    member's header is most often in the block already), and each header's checksum — the sum
+    of its bytes — is taken by ``zlib.adler32`` of each half: Adler-32's low word is one plus
+    the sum of the bytes modulo 65,521, and 256 bytes sum to at most 65,280, so each half's sum
+    is exact (RFC 1950, section 8.2). ``sum(block)`` in Python cost as much as the rest of the
+    header's reading.
     """
     encoding = tarfile.ENCODING
     out = []
     offset = 0
-    fh.seek(0)
+    buffer, start = b"", 0                                         # the block read last, and its offset
     while True:
-        block = fh.read(512)
-        if len(block) < 512:
+        at = offset - start
+        if at + 512 > len(buffer):
+            fh.seek(offset)
+            buffer, start, at = fh.read(INDEX_BLOCK), offset, 0
+        view = memoryview(buffer)[at:at + 512]
+        if len(view) < 512:
             return None
+        block = bytes(view)
         if block.count(0) == 512:                                  # the end-of-archive marker
             return out if offset else None                         # (first: tarfile's "empty file")
         try:
@@ -310,7 +325,8 @@ def plain_tar_index(fh) -> list[tuple[str, bool, int, int]] | None:
             size = int(block[124:136].rstrip(b"\0 ").strip() or b"0", 8)
         except ValueError:
             return None                                            # base-256 numbers, or no number
-        unsigned = sum(block) - sum(block[148:156]) + 256
+        total = (zlib.adler32(view[:256]) & 0xFFFF) + (zlib.adler32(view[256:]) & 0xFFFF) - 2
+        unsigned = total - sum(block[148:156]) + 256
         if stored != unsigned or size < 0:
             return None                                            # tarfile accepts signed sums too
         kind = block[156:157]
@@ -325,7 +341,6 @@ def plain_tar_index(fh) -> list[tuple[str, bool, int, int]] | None:
         if kind in _TAR_FILE_TYPES:
             out.append((name, False, size, offset + 512))
             offset += 512 + (size + 511) // 512 * 512
-            fh.seek(offset)
         elif (kind == b"5" or kind in _TAR_SKIPPED_TYPES) and size == 0:
             if kind == b"5":
                 out.append((name, True, 0, offset + 512))
