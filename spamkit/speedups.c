@@ -43,11 +43,16 @@
  * pieces and relay addresses, each against its Python definition (a regular expression) in
  * tests/test_htmltext.py and tests/test_text.py.
  *
+ * 11. grow_columns(): the columns of the terms a worker numbered first, looked up (or added) in
+ * the driver's growing vocabulary, against the Python definition in tests/test_features.py.
+ *
  * 10. term_keys(): BLAKE2b-64 of each term of a vocabulary (RFC 7693), the keys of a filter file's
  * hash index, against hashlib in tests/test_persist.py.
  *
  * 9. number_terms(): a worker's numbering of a chunk of training documents, the Python loop of
- * spamkit.engines._numbered_chunk in one C call (tests/test_engines.py compares the two).
+ * spamkit.features.number_terms in one C call (tests/test_engines.py compares the two). Each
+ * document's tokens are tallied in an open-addressing table reused from one document to the
+ * next, not a dict (see Tally).
  *
  * 8. sort_terms(): the order in which sorted() puts a vocabulary's terms, comparing their UTF-8
  * bytes (the order of code points, which is how Python compares str) with memcmp instead of
@@ -1160,6 +1165,65 @@ static PyObject *known_columns(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* grow_columns(index, terms) -> bytes of int32: each term's column in the dict index, a term
+   not in it getting the next one, len(index) -- [index.setdefault(t, len(index)) for t in terms]
+   as int32, which is the definition (spamkit.features.count_matrix, tests/test_features.py): the
+   driver's lookup of the terms a worker numbered for the first time. */
+static PyObject *grow_columns(PyObject *self, PyObject *args)
+{
+    PyObject *index, *terms;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &index, &PyList_Type, &terms))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(terms);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (out == NULL)
+        return NULL;
+    int32_t *columns = (int32_t *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(terms) && i < n; i++) {
+        PyObject *term = PyList_GET_ITEM(terms, i);
+        Py_INCREF(term);                                   /* a key's == may run Python code */
+        PyObject *column = PyDict_GetItemWithError(index, term);          /* borrowed */
+        long long value;
+        if (column == NULL) {
+            if (PyErr_Occurred())
+                goto fail_term;
+            Py_ssize_t next = PyDict_GET_SIZE(index);
+            if (next > INT32_MAX) {
+                PyErr_SetString(PyExc_OverflowError, "grow_columns: more columns than 32-bit numbers");
+                goto fail_term;
+            }
+            PyObject *fresh = PyLong_FromSsize_t(next);
+            if (fresh == NULL || PyDict_SetItem(index, term, fresh) < 0) {
+                Py_XDECREF(fresh);
+                goto fail_term;
+            }
+            Py_DECREF(fresh);
+            value = next;
+        } else {
+            value = PyLong_AsLongLong(column);
+            if (value == -1 && PyErr_Occurred())
+                goto fail_term;
+            if (value < INT32_MIN || value > INT32_MAX) {
+                PyErr_SetString(PyExc_OverflowError, "grow_columns: a column does not fit 32 bits");
+                goto fail_term;
+            }
+        }
+        Py_DECREF(term);
+        columns[i] = (int32_t)value;
+        continue;
+    fail_term:
+        Py_DECREF(term);
+        Py_DECREF(out);
+        return NULL;
+    }
+    if (PyList_GET_SIZE(terms) != n) {
+        PyErr_SetString(PyExc_RuntimeError, "grow_columns: the list of terms changed size");
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* number_terms(numbers, token_lists) -> (new_terms, ids, counts, sizes): a chunk of training
    documents as a worker process numbers their terms (spamkit.engines._numbered_chunk, whose
    Python loop is the definition): for each document, its distinct tokens in order of first
@@ -1191,17 +1255,104 @@ static int buffer_put(Buffer *b, const void *item, Py_ssize_t size)
     return 0;
 }
 
+/* The tally of one document: an open-addressing table of its distinct tokens, keyed by the
+   tokens' hashes and compared as a dict compares keys (identity, then hash and ==). It is reused
+   from one document to the next: a slot belongs to the current document when its stamp is the
+   document's, so nothing is cleared between documents (a dict cleared and grown again per
+   document was most of the loop's time). Keys are borrowed: the token lists hold them. */
+typedef struct {
+    PyObject *key;
+    Py_hash_t hash;
+    Py_ssize_t pos;                     /* the token's rank among the document's distinct tokens */
+    uint64_t stamp;
+} TallySlot;
+
+typedef struct {
+    TallySlot *slots;
+    size_t mask;                        /* capacity - 1 (a power of two), 0 before the first use */
+    uint64_t stamp;
+} Tally;
+
+/* Make room for a document of n tokens (capacity at least 2n) and start it. */
+static int tally_start(Tally *t, Py_ssize_t n)
+{
+    size_t want = 16;
+    while (want < 2 * (size_t)n)
+        want *= 2;
+    if (t->mask + 1 < want || t->slots == NULL) {
+        TallySlot *slots = PyMem_Calloc(want, sizeof(TallySlot));
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        PyMem_Free(t->slots);
+        t->slots = slots;
+        t->mask = want - 1;
+        t->stamp = 0;
+    }
+    t->stamp++;                         /* stamps start at 1: a zeroed slot is free */
+    return 0;
+}
+
+/* The position of token in the current document, or -1 after inserting it at position `next`;
+   -2 with an exception set. */
+static Py_ssize_t tally_find_or_add(Tally *t, PyObject *token, Py_ssize_t next)
+{
+    Py_hash_t hash = PyObject_Hash(token);
+    if (hash == -1)
+        return -2;
+    size_t i = (size_t)hash & t->mask;
+    for (;;) {
+        TallySlot *slot = &t->slots[i];
+        if (slot->stamp != t->stamp) {
+            slot->key = token;
+            slot->hash = hash;
+            slot->pos = next;
+            slot->stamp = t->stamp;
+            return -1;
+        }
+        if (slot->key == token)
+            return slot->pos;
+        if (slot->hash == hash) {
+            int equal = PyObject_RichCompareBool(slot->key, token, Py_EQ);
+            if (equal < 0)
+                return -2;
+            if (equal)
+                return slot->pos;
+        }
+        i = (i + 1) & t->mask;
+    }
+}
+
 static PyObject *number_terms(PyObject *self, PyObject *args)
 {
     PyObject *numbers, *token_lists;
     if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &numbers, &PyList_Type, &token_lists))
         return NULL;
     Buffer ids = {0}, counts = {0}, sizes = {0};
-    PyObject *new_terms = PyList_New(0), *tally = PyDict_New(), *result = NULL;
+    PyObject *new_terms = PyList_New(0), *result = NULL;
     int32_t *doc_counts = NULL;
+    PyObject **distinct_tokens = NULL;
     Py_ssize_t doc_cap = 0;
-    if (new_terms == NULL || tally == NULL)
+    Tally tally = {NULL, 0, 0};
+    if (new_terms == NULL)
         goto done;
+    /* tokens other than exact str (whose == could run Python code while the tally borrows its
+       keys) are left to the Python loop: None */
+    for (Py_ssize_t d = 0; d < PyList_GET_SIZE(token_lists); d++) {
+        PyObject *doc = PyList_GET_ITEM(token_lists, d);
+        if (!PyList_CheckExact(doc) && !PyTuple_CheckExact(doc)) {
+            Py_DECREF(new_terms);
+            Py_RETURN_NONE;
+        }
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(doc);
+        PyObject **tokens = PySequence_Fast_ITEMS(doc);
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!PyUnicode_CheckExact(tokens[i])) {
+                Py_DECREF(new_terms);
+                Py_RETURN_NONE;
+            }
+    }
     for (Py_ssize_t d = 0; d < PyList_GET_SIZE(token_lists); d++) {
         PyObject *seq = PySequence_Fast(PyList_GET_ITEM(token_lists, d), "number_terms: a document must be a sequence");
         if (seq == NULL)
@@ -1210,83 +1361,73 @@ static PyObject *number_terms(PyObject *self, PyObject *args)
         PyObject **tokens = PySequence_Fast_ITEMS(seq);
         if (n > doc_cap) {
             int32_t *grown = PyMem_Realloc(doc_counts, (size_t)n * sizeof(int32_t));
-            if (grown == NULL) {
+            PyObject **grown_tokens = grown ? PyMem_Realloc(distinct_tokens, (size_t)n * sizeof(PyObject *)) : NULL;
+            if (grown != NULL)
+                doc_counts = grown;
+            if (grown_tokens != NULL)
+                distinct_tokens = grown_tokens;
+            if (grown == NULL || grown_tokens == NULL) {
                 PyErr_NoMemory();
                 Py_DECREF(seq);
                 goto done;
             }
-            doc_counts = grown;
             doc_cap = n;
         }
-        /* the distinct tokens in order of first appearance: tally maps each to its position */
-        PyDict_Clear(tally);
+        /* the distinct tokens in order of first appearance, with their counts */
         Py_ssize_t distinct = 0;
-        int failed = 0;
+        int failed = tally_start(&tally, n) < 0;
         for (Py_ssize_t i = 0; i < n && !failed; i++) {
-            PyObject *at = PyDict_GetItemWithError(tally, tokens[i]);      /* borrowed */
-            if (at != NULL) {
-                Py_ssize_t k = PyLong_AsSsize_t(at);
-                if (doc_counts[k] == INT32_MAX) {
-                    PyErr_SetString(PyExc_OverflowError, "number_terms: a count does not fit 32 bits");
-                    failed = 1;
-                } else {
-                    doc_counts[k]++;
-                }
-                continue;
-            }
-            if (PyErr_Occurred()) {
+            Py_ssize_t k = tally_find_or_add(&tally, tokens[i], distinct);
+            if (k == -2) {
                 failed = 1;
-                break;
-            }
-            PyObject *k = PyLong_FromSsize_t(distinct);
-            if (k == NULL || PyDict_SetItem(tally, tokens[i], k) < 0)
+            } else if (k == -1) {
+                distinct_tokens[distinct] = tokens[i];
+                doc_counts[distinct++] = 1;
+            } else if (doc_counts[k] == INT32_MAX) {
+                PyErr_SetString(PyExc_OverflowError, "number_terms: a count does not fit 32 bits");
                 failed = 1;
-            Py_XDECREF(k);
-            doc_counts[distinct++] = 1;
+            } else {
+                doc_counts[k]++;
+            }
         }
-        if (!failed) {
-            /* tally's keys are in insertion order: the distinct tokens */
-            Py_ssize_t pos = 0, k = 0;
-            PyObject *token, *value;
-            while (!failed && PyDict_Next(tally, &pos, &token, &value)) {
-                PyObject *number = PyDict_GetItemWithError(numbers, token);
-                int32_t id;
-                if (number == NULL) {
-                    if (PyErr_Occurred()) {
-                        failed = 1;
-                        break;
-                    }
-                    Py_ssize_t next = PyDict_GET_SIZE(numbers);
-                    if (next > INT32_MAX) {
-                        PyErr_SetString(PyExc_OverflowError, "number_terms: more terms than 32-bit numbers");
-                        failed = 1;
-                        break;
-                    }
-                    PyObject *fresh = PyLong_FromSsize_t(next);
-                    if (fresh == NULL || PyDict_SetItem(numbers, token, fresh) < 0 ||
-                        PyList_Append(new_terms, token) < 0)
-                        failed = 1;
-                    Py_XDECREF(fresh);
-                    id = (int32_t)next;
-                } else {
-                    long long value_of = PyLong_AsLongLong(number);
-                    if (value_of == -1 && PyErr_Occurred()) {
-                        failed = 1;
-                    } else if (value_of < INT32_MIN || value_of > INT32_MAX) {
-                        PyErr_SetString(PyExc_OverflowError, "number_terms: a number does not fit 32 bits");
-                        failed = 1;
-                    }
-                    id = (int32_t)value_of;
-                }
-                if (!failed && (buffer_put(&ids, &id, sizeof id) < 0 ||
-                                buffer_put(&counts, &doc_counts[k], sizeof(int32_t)) < 0))
+        for (Py_ssize_t k = 0; k < distinct && !failed; k++) {
+            PyObject *token = distinct_tokens[k];
+            PyObject *number = PyDict_GetItemWithError(numbers, token);         /* borrowed */
+            int32_t id;
+            if (number == NULL) {
+                if (PyErr_Occurred()) {
                     failed = 1;
-                k++;
+                    break;
+                }
+                Py_ssize_t next = PyDict_GET_SIZE(numbers);
+                if (next > INT32_MAX) {
+                    PyErr_SetString(PyExc_OverflowError, "number_terms: more terms than 32-bit numbers");
+                    failed = 1;
+                    break;
+                }
+                PyObject *fresh = PyLong_FromSsize_t(next);
+                if (fresh == NULL || PyDict_SetItem(numbers, token, fresh) < 0 ||
+                    PyList_Append(new_terms, token) < 0)
+                    failed = 1;
+                Py_XDECREF(fresh);
+                id = (int32_t)next;
+            } else {
+                long long value_of = PyLong_AsLongLong(number);
+                if (value_of == -1 && PyErr_Occurred()) {
+                    failed = 1;
+                } else if (value_of < INT32_MIN || value_of > INT32_MAX) {
+                    PyErr_SetString(PyExc_OverflowError, "number_terms: a number does not fit 32 bits");
+                    failed = 1;
+                }
+                id = (int32_t)value_of;
             }
-            int64_t size = (int64_t)distinct;
-            if (!failed && buffer_put(&sizes, &size, sizeof size) < 0)
+            if (!failed && (buffer_put(&ids, &id, sizeof id) < 0 ||
+                            buffer_put(&counts, &doc_counts[k], sizeof(int32_t)) < 0))
                 failed = 1;
         }
+        int64_t size = (int64_t)distinct;
+        if (!failed && buffer_put(&sizes, &size, sizeof size) < 0)
+            failed = 1;
         Py_DECREF(seq);
         if (failed)
             goto done;
@@ -1295,7 +1436,8 @@ static PyObject *number_terms(PyObject *self, PyObject *args)
                            counts.data ? counts.data : "", counts.len, sizes.data ? sizes.data : "", sizes.len);
 done:
     Py_XDECREF(new_terms);
-    Py_XDECREF(tally);
+    PyMem_Free(tally.slots);
+    PyMem_Free(distinct_tokens);
     PyMem_Free(ids.data);
     PyMem_Free(counts.data);
     PyMem_Free(sizes.data);
@@ -1690,8 +1832,12 @@ static PyMethodDef methods[] = {
      "hash_columns(tokens, n_features) -> bytes of int32\n\n"
      "Each token's column as scikit-learn's FeatureHasher(n_features, alternate_sign=False) puts it."},
     {"number_terms", number_terms, METH_VARARGS,
-     "number_terms(numbers, token_lists) -> (new_terms, ids, counts, sizes)\n\n"
-     "A chunk of documents' distinct terms numbered through the dict numbers (see spamkit.engines._numbered_chunk)."},
+     "number_terms(numbers, token_lists) -> (new_terms, ids, counts, sizes), or None\n\n"
+     "A chunk of documents' distinct terms numbered through the dict numbers (spamkit.features.number_terms);\n"
+     "None when a document is not a list or tuple or a token is not an exact str."},
+    {"grow_columns", grow_columns, METH_VARARGS,
+     "grow_columns(index, terms) -> bytes of int32\n\n"
+     "Each term's column in the dict index, a new term getting len(index) (spamkit.features.count_matrix)."},
     {"term_keys", term_keys, METH_VARARGS,
      "term_keys(terms) -> bytes of uint64 (little-endian), or None\n\n"
      "BLAKE2b with an 8-byte digest of each term's UTF-8 bytes (spamkit.lean.term_hash), in C."},

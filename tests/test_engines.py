@@ -143,12 +143,41 @@ def test_the_compiled_numbering_of_terms_is_its_definition(first, second):
     assert sizes.tolist() == [len(set(tokens)) for tokens in second] and len(ids) == sizes.sum()
 
 
+class _Word(str):
+    """A str subclass: counted as its str value, by the Python loop."""
+
+
+@pytest.mark.parametrize("case", ["long documents", "tuples and str subclasses"])
+def test_the_compiled_numbering_of_long_and_unusual_documents_is_its_definition(case):
+    # documents longer than any table the tally had before (it grows), repeated tokens far
+    # apart; and documents the C loop hands back to the Python one
+    from spamkit import features
+    rng = np.random.default_rng(7)
+    vocabulary = [f"w{i}" for i in range(3000)] + ["é", "\U0001F600", ""]
+    docs = [[vocabulary[i] for i in rng.integers(0, len(vocabulary), size=n)] for n in (5, 4000, 17, 9000, 0, 1)]
+    if case == "tuples and str subclasses":
+        docs = [tuple(docs[0]), docs[1], [_Word("w1"), "w1", _Word("w2")]]
+    compiled, python = {"w5": 0}, {"w5": 0}
+    got = features.number_terms(compiled, docs)
+    os.environ["SPAMKIT_PURE_PYTHON"] = "1"
+    try:
+        expected = features.number_terms(python, docs)
+    finally:
+        del os.environ["SPAMKIT_PURE_PYTHON"]
+    assert got == expected and compiled == python
+
+
 def test_the_compiled_numbering_refuses_what_python_refuses():
+    from spamkit import features
     from spamkit import speedups as module
+    # tokens that are not exact str, and documents that are not lists or tuples, are left to
+    # the Python loop (None), which refuses what it cannot count
+    assert module.number_terms({}, [["a", ["unhashable"]]]) is None
+    assert module.number_terms({}, [5]) is None
     with pytest.raises(TypeError):
-        module.number_terms({}, [["a", ["unhashable"]]])
+        features.number_terms({}, [["a", ["unhashable"]]])
     with pytest.raises(TypeError):
-        module.number_terms({}, [5])
+        features.number_terms({}, [5])
     with pytest.raises(OverflowError):                        # array("i") refuses it too
         module.number_terms({"a": 2 ** 31}, [["a"]])
     with pytest.raises(TypeError):

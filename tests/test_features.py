@@ -189,6 +189,24 @@ def test_compiled_vocabulary_lookup_is_its_definition(vocabulary, tokens, defaul
     assert (X != expected).nnz == 0 and np.array_equal(X.indices, expected.indices) and X.shape == expected.shape
 
 
+@_hashed
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=4), max_size=20, unique=True), st.lists(st.text(max_size=4), max_size=40))
+def test_compiled_column_growth_is_its_definition(known, terms):
+    """speedups.grow_columns against its definition: each term's column, a new one getting the
+    next free column (a term seen twice in the list keeps the column it got first)."""
+    from array import array
+    from spamkit import speedups
+    index = {t: i for i, t in enumerate(known)}
+    expected_index = dict(index)
+    expected = array("i", [expected_index.setdefault(t, len(expected_index)) for t in terms])
+    assert speedups.grow_columns(index, terms) == expected.tobytes() and index == expected_index
+    with pytest.raises(TypeError):
+        speedups.grow_columns(index, [["unhashable"]])
+    with pytest.raises(OverflowError):
+        speedups.grow_columns({"big": 2 ** 31}, ["big"])
+
+
 def test_errors():
     with pytest.raises(ConfigError, match="unknown representation"):
         Vectorizer("bm25")
@@ -257,6 +275,20 @@ def test_numbered_chunks_give_the_matrix_and_vocabulary_of_the_token_lists():
     assert list(plain) == list(numbered) == ["b", "a", "c", "d", "e", "f"]
     assert (X != Y).nnz == 0 and Y.has_sorted_indices
     assert X.toarray().tolist()[4] == [0, 1, 0, 1, 2, 0]
+    # unsorted (the rows as the chunks give them: training's path, _limit sorts them), and in
+    # Python alone: the same matrix
+    for pure in ("0", "1"):
+        os.environ["SPAMKIT_PURE_PYTHON"] = pure
+        try:
+            again = defaultdict()
+            again.default_factory = again.__len__
+            Z = count_matrix(chunks, again, grow=True, sort=False)
+        finally:
+            del os.environ["SPAMKIT_PURE_PYTHON"]
+        assert list(again) == list(plain) and Z.indices.dtype == np.int32
+        assert Z.indices[Z.indptr[4]:Z.indptr[5]].tolist() == [4, 1, 3]       # e, a, d: first appearance
+        Z.sort_indices()
+        assert (X != Z).nnz == 0 and np.array_equal(X.indptr, Z.indptr)
     mixed = defaultdict()
     mixed.default_factory = mixed.__len__
     with pytest.raises(ConfigError):
