@@ -10,8 +10,9 @@ vocabulary, counts, the logistic component's steps and every score are the same 
 one process: the filter file and the scores are identical to ``--jobs 1`` (the tests
 compare them). Counting, fitting and scoring stay in this process.
 
-Chunks of :data:`CHUNK` messages keep the pickling overhead small; at most two chunks per
-worker wait at a time, so memory stays bounded whatever the corpus size.
+Chunks of up to :data:`CHUNK` messages and :data:`CHUNK_BYTES` bytes keep the pickling
+overhead small; at most two chunks per worker wait at a time, so memory stays bounded
+whatever the corpus size.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from collections import deque
 from functools import partial
-from itertools import islice
 
 from .corpus.base import LabelledMessage
 from .errors import WorkerError
@@ -31,8 +31,15 @@ from .message import parse_message
 from .processes import start_context, worker_pool
 from .spamfilter import defect_families, distinct_tokens, parse_item
 
-#: messages per task sent to a worker
-CHUNK = 64
+#: messages per task sent to a worker, at most
+CHUNK = 256
+#: raw mail per task: a chunk ends at CHUNK messages or once it holds this many bytes. Bounding
+#: the bytes rather than the messages alone lets a chunk of short messages (Enron's, 2.4 KB on
+#: average) be large -- fewer hand-overs through the pool's queues, whose threads share this
+#: process with the reading -- while one of long messages (trec07p-dev's, 8 KB) stays as small
+#: as 64 of them were: trec07p-dev + Enron1-6 trained in 5.33-5.65 s (medians of 4, in turns)
+#: against 5.80 s with chunks of 64 messages, the same peak memory for 10,000 messages.
+CHUNK_BYTES = 256 * 1024
 #: numbers training runs, so that a worker knows when to start numbering terms again
 _SESSIONS = itertools.count()
 
@@ -157,9 +164,10 @@ class ProcessEngine:
     #: the corpus is read here and the messages travel to the workers
     reads_files = False
 
-    def __init__(self, jobs: int | None = None, chunk: int = CHUNK):
+    def __init__(self, jobs: int | None = None, chunk: int = CHUNK, chunk_bytes: int = CHUNK_BYTES):
         self.jobs = default_jobs() if not jobs else int(jobs)
         self.chunk = chunk
+        self.chunk_bytes = chunk_bytes
         self._pools: dict = {}
 
     def __enter__(self) -> "ProcessEngine":
@@ -192,7 +200,8 @@ class ProcessEngine:
         return self._pools[key]
 
     def ordered(self, pool, work, items, wire=None):
-        """``work(chunk)`` for consecutive chunks of ``items`` on ``pool``, results in order.
+        """``work(chunk)`` for consecutive chunks of ``items`` on ``pool``, results in order (a
+        chunk ends at ``chunk`` items or once its raw messages reach ``chunk_bytes`` bytes).
 
         The items are drawn here, in this process, so a bad message raises here, at its place
         in the corpus; at most two chunks per worker wait at a time. ``wire(item)``: what of
@@ -201,7 +210,13 @@ class ProcessEngine:
         pending: deque = deque()
 
         def submit() -> bool:
-            chunk = list(islice(source, self.chunk))
+            chunk, size = [], 0
+            for item in source:
+                chunk.append(item)
+                raw = item if isinstance(item, (bytes, bytearray)) else getattr(item, "raw", None)
+                size += len(raw) if isinstance(raw, (bytes, bytearray)) else 0
+                if len(chunk) >= self.chunk or size >= self.chunk_bytes:
+                    break
             if chunk:
                 pending.append(pool.submit(work, chunk if wire is None else [wire(item) for item in chunk]))
             return bool(chunk)

@@ -645,6 +645,50 @@ static Py_UCS4 exact_max(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
     return m;
 }
 
+/* A cache of the word tokens made lately, so that a word met again is the same str object:
+   no new string to allocate, its hash already computed for the dicts that count and look it
+   up, and the identity test that dicts try first then succeeds. Direct-mapped by an FNV-1a hash
+   of the characters; a slot holds a strong reference until another word takes it. Words longer
+   than TOKEN_CACHE_MAX_LEN rarely repeat and are made fresh. Equal strings are
+   interchangeable, so what callers see is the same. */
+#define TOKEN_CACHE_SIZE 16384
+#define TOKEN_CACHE_MAX_LEN 24
+static PyObject *token_cache[TOKEN_CACHE_SIZE];
+
+static PyObject *cached_substring(PyObject *text, int kind, const void *data, Py_ssize_t start, Py_ssize_t len)
+{
+    if (len > TOKEN_CACHE_MAX_LEN)
+        return PyUnicode_Substring(text, start, start + len);
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t k = 0; k < len; k++) {
+        h ^= (uint32_t)PyUnicode_READ(kind, data, start + k);
+        h *= 16777619u;
+    }
+    PyObject **slot = &token_cache[h & (TOKEN_CACHE_SIZE - 1)];
+    PyObject *cached = *slot;
+    if (cached != NULL && PyUnicode_GET_LENGTH(cached) == len) {
+        int ckind = PyUnicode_KIND(cached);
+        const void *cdata = PyUnicode_DATA(cached);
+        int same = 1;
+        if (ckind == kind) {
+            same = memcmp(cdata, (const char *)data + start * kind, (size_t)(len * kind)) == 0;
+        } else {
+            for (Py_ssize_t k = 0; k < len && same; k++)
+                same = PyUnicode_READ(ckind, cdata, k) == PyUnicode_READ(kind, data, start + k);
+        }
+        if (same) {
+            Py_INCREF(cached);
+            return cached;
+        }
+    }
+    PyObject *token = PyUnicode_Substring(text, start, start + len);
+    if (token != NULL) {
+        Py_INCREF(token);
+        Py_XSETREF(*slot, token);
+    }
+    return token;
+}
+
 /* appends the words of text to the list out (see words()); -1 on an error */
 static int words_into(PyObject *out, PyObject *text, Py_ssize_t max_len, PyObject *prefix, PyObject *long_token)
 {
@@ -690,7 +734,7 @@ static int words_into(PyObject *out, PyObject *text, Py_ssize_t max_len, PyObjec
             token = long_token;
             Py_INCREF(token);
         } else if (prefix == Py_None) {
-            token = PyUnicode_Substring(text, start, i);
+            token = cached_substring(text, kind, data, start, len);
         } else {
             Py_UCS4 m = exact_max(kind, data, start, i);
             token = PyUnicode_New(plen + len, m > pmax ? m : pmax);

@@ -58,6 +58,31 @@ def test_tokens_come_back_in_order_with_their_defects():
     assert remote_fallbacks == dict(f.parse_fallbacks) and remote_fallbacks      # the sample has odd mail
 
 
+def test_a_chunk_ends_at_its_count_or_once_its_bytes_reach_the_bound():
+    # the chunks a pool is given: consecutive, none empty, each at most `chunk` items and closed
+    # by the item that took its raw bytes to `chunk_bytes`; results come back in order
+    from spamkit.corpus.base import LabelledMessage
+    sizes = [10, 10, 100, 1, 1, 1, 1, 1, 50, 50, 0, 7]
+    items = [LabelledMessage(str(i), "ham", b"x" * n, str(i)) for i, n in enumerate(sizes)]
+
+    class Pool:
+        """Runs each task at once, noting the chunk sizes it was given."""
+        given: list = []
+
+        def submit(self, work, chunk):
+            from concurrent.futures import Future
+            self.given.append([len(item.raw) for item in chunk])
+            done = Future()
+            done.set_result(work(chunk))
+            return done
+
+    engine = ProcessEngine(jobs=2, chunk=4, chunk_bytes=100)
+    pool = Pool()
+    out = [x for done in engine.ordered(pool, lambda chunk: [item.id for item in chunk], items) for x in done]
+    assert out == [str(i) for i in range(len(sizes))]
+    assert pool.given == [[10, 10, 100], [1, 1, 1, 1], [1, 50, 50], [0, 7]]
+
+
 @pytest.mark.parametrize("command", ["train", "evaluate", "cv", "online"])
 def test_jobs_give_the_same_results(command, tmp_path):
     runner = CliRunner()

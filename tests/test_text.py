@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -287,6 +288,26 @@ def test_compiled_words_equal_the_word_pattern(text, max_len):
     for prefix in ("subject:", "x-é:", "x-\u4e2d:"):
         assert speedups.words(text, max_len, prefix, "meta:long-token") == \
             [prefix + t for t in _regex_words(text, max_len) if t != "meta:long-token"]
+
+
+def test_compiled_words_reuse_recent_words_and_stay_equal_to_the_pattern():
+    # the scanner hands back the str object of a word it made lately (a cache of 16,384 slots):
+    # in texts of every width (ASCII, Latin-1, two- and four-byte), over many more words than
+    # slots, what it returns stays what the pattern finds, and a word met again is one object
+    from spamkit.text.tokenize import speedups
+    if speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    rng = np.random.default_rng(3)
+    letters = list("abcdefghij") + ["é", "ß", "\u4e2d", "\U0001f600"]
+    vocabulary = ["".join(rng.choice(letters, size=int(rng.integers(2, 30)))) for _ in range(60_000)]
+    for start in range(0, len(vocabulary), 500):
+        words = vocabulary[start:start + 500]
+        for text in (" ".join(words), "\u4e2d " + " ".join(words), "\U0001f600 " + " ".join(words)):
+            assert speedups.words(text, 40, None, "meta:long-token") == _regex_words(text, 40)
+    again = speedups.words("cached word cached", 40, None, "meta:long-token")
+    assert again == ["cached", "word", "cached"] and again[0] is again[2]
+    wide = speedups.words("\u4e2d cached", 40, None, "meta:long-token")      # the same word in a wider text
+    assert wide[-1] == "cached" and type(wide[-1]) is str and wide[-1].isascii()
 
 
 @pytest.mark.slow
