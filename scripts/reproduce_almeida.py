@@ -39,6 +39,7 @@ def main():
     print(f"{'filter':<50} {'acc%':>7} {'SC%':>7} {'BH%':>6} {'MCC':>6}")
     configs = [("spamkit best (fisher-nb + logistic, mail tokens)", BEST),
                ("spamkit best + character 4-grams (--char-ngrams 4)", {**BEST, "char_ngrams": 4}),
+               ("spamkit best + digit prefixes (--digit-prefixes)", {**BEST, "digit_prefixes": True}),
                ("spamkit fisher + Platt, mail tokens", {"model": "fisher", "tokens": "mail", "calibrate": "platt"}),
                ("spamkit fisher + Platt, s=0.1 min_dev=0.3", {"model": "fisher", "tokens": "mail",
                                                              "calibrate": "platt",

@@ -87,7 +87,7 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
                  tokens: str = "words", fisher: dict | None = None, calibrate: str = "none",
                  stack: dict | None = None, rate: float = DEFAULT_RATE, char_ngrams: int = 0,
                  tf_transform: bool | None = None, length_norm: bool | None = None,
-                 weight_norm: bool | None = None) -> "SpamFilter":
+                 weight_norm: bool | None = None, digit_prefixes: bool = False) -> "SpamFilter":
     """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers.
 
     ``knn``: KNNClassifier parameters for ``model="knn"`` (k, weights, metric, tau, epsilon,
@@ -95,7 +95,9 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
     ``fisher``: RobinsonFisher parameters for ``model="fisher"``. ``tokens``: "mail" or
     "words" (see :data:`TOKENS`). ``stack``: FisherNBStack's own parameters (default
     :data:`STACK`); ``rate``: the learning rate of ``model="logistic"``. ``char_ngrams``: also
-    character n-grams of the body (Analyzer ``char_ngrams``; 0 = off). ``tf_transform``,
+    character n-grams of the body (Analyzer ``char_ngrams``; 0 = off). ``digit_prefixes``: also
+    the first two digits and the length of each long digit run (Analyzer ``digit_prefixes``).
+    ``tf_transform``,
     ``length_norm``, ``weight_norm``: complement NB's transforms (Rennie et al. 2003).
     ``alpha``, ``min_df`` and those left ``None`` take the model's own best values
     (:data:`MODEL_DEFAULTS`), else alpha 1 and min_df 1.
@@ -116,7 +118,7 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
     vectorizer = Vectorizer(representation or default_rep, min_df=min_df,
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
     analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams,
-                             char_ngrams=char_ngrams)
+                             char_ngrams=char_ngrams, **({"digit_prefixes": True} if digit_prefixes else {}))
     return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate)
 
 
@@ -131,7 +133,8 @@ CONFIG_KEYS = {"model": str, "tokens": str, "alpha": float, "representation": st
                "max_features": int, "select": str, "hashing": int, "stem": str, "stop_words": str,
                "ngrams": int, "calibrate": str, "strength": float, "prior": float, "min_dev": float,
                "max_clues": int, "k": int, "weights": str, "metric": str, "p": float, "rate": float,
-               "char_ngrams": int, "tf_transform": "bool", "length_norm": "bool", "weight_norm": "bool"}
+               "char_ngrams": int, "tf_transform": "bool", "length_norm": "bool", "weight_norm": "bool",
+               "digit_prefixes": "bool"}
 _FISHER_KEYS = ("strength", "prior", "min_dev", "max_clues")
 _KNN_KEYS = ("k", "weights", "metric", "p")
 

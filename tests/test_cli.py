@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
@@ -142,6 +143,22 @@ def test_train_with_character_ngrams(tmp_path):
     bad = CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "x.spamkit"), "--char-ngrams", "2"])
     assert bad.exit_code != 0 and "char_ngrams must be 0 (off) or 3 to 6" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_train_with_digit_prefixes_and_pipe_mode_reads_them(tmp_path):
+    # the option reaches the filter file, the tokens, and the lean pipe-mode scorer, which
+    # scores the message as the full path does
+    model = tmp_path / "p.spamkit"
+    result = run("train", str(SAMPLE), "-o", str(model), "--digit-prefixes", "--json")
+    assert result.exit_code == 0, result.output
+    from spamkit.lean import lean_filter
+    from spamkit.pipeline import SpamFilter
+    f = SpamFilter.load(model)
+    raw = b"Subject: hi\n\ncall 09058094583 now"
+    assert f.analyzer.digit_prefixes is True and "shape:09d11" in f.tokens(raw)
+    assert f.training["parameters"]["digit_prefixes"] is True
+    lean = lean_filter(model)
+    assert lean is not None and lean.verdict(raw)[1] == pytest.approx(f.verdict(raw)[1], rel=1e-9, abs=1e-12)
 
 
 def test_quiet_and_verbose_on_every_command():

@@ -372,6 +372,21 @@ def test_compiled_digit_shapes_equal_the_regular_expression(text, cap):
     assert got == [f"shape:d{min(len(run), cap)}" for run in re.findall(r"\d+", text)]
 
 
+def test_digit_prefixes_name_the_kind_of_long_numbers():
+    # a run of five or more digits gives its first two digits and its length; shorter runs
+    # (dates, times, prices) give none; the setting is saved with the analyzer, and a filter
+    # file written before it existed reads as without it
+    a = Analyzer(digit_prefixes=True, urls=False, url_parts=False, meta=False, headers=())
+    tokens = a("Call 09058094583 now! Or +447797706009, 0800 505060; 12/10/2007 for £1000 ref 1234567890123456789012")
+    assert [t for t in tokens if t.startswith("shape:")] == ["shape:09d11", "shape:44d12", "shape:50d6",
+                                                             "shape:12d20"]
+    assert Analyzer.from_config(a.get_config()).digit_prefixes is True
+    old = Analyzer().get_config()
+    del old["digit_prefixes"]
+    assert Analyzer.from_config(old).digit_prefixes is False
+    assert not [t for t in Analyzer(urls=False)("call 09058094583") if t.startswith("shape:")]
+
+
 @settings(max_examples=300, deadline=None)
 @given(fields=st.lists(st.tuples(st.sampled_from(["subject", "from", "received", "x-ünï", "to"]),
                                  st.text(alphabet=st.sampled_from(list("ab Zé€$1,.-'’\n") + ["ſ", "İ", "ß", "日", "本"]),

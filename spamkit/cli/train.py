@@ -60,6 +60,10 @@ from .progress import Progress, verbosity_options
 @click.option("--char-ngrams", type=click.IntRange(0, 6), default=0, show_default=True, metavar="N",
               help="Also use the character N-grams (3-6) of the first 3,000 characters of each body; 0: off. "
                    "Best on short texts (SMS: 99.10% accuracy at 4), worse on mail.")
+@click.option("--digit-prefixes", is_flag=True,
+              help="Also a token of the first two digits and the length of each run of 5 or more digits "
+                   "(the kind of a telephone number: premium-rate, freephone, mobile). SMS: 99.05% "
+                   "accuracy; on mail about even (docs/results.md).")
 @click.option("--k", "k", default="15", show_default=True, metavar="N|auto",
               help="kNN: neighbours that vote; 'auto' picks k and --weights by 5-fold cross-validation.")
 @click.option("--weights", type=click.Choice(WEIGHTS), default="softmax", show_default=True,
@@ -91,7 +95,7 @@ from .progress import Progress, verbosity_options
 @engine_options
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                   max_clues, rate, calibrate, alpha, representation, min_df, tf_transform, length_norm, weight_norm,
-                  max_features, select, hashing, stem, language, stop_words, ngrams, char_ngrams, k, weights, metric, p, standardize, tau,
+                  max_features, select, hashing, stem, language, stop_words, ngrams, char_ngrams, digit_prefixes, k, weights, metric, p, standardize, tau,
                   memory_limit, condense, cost, test_fraction, split, seed, as_json, engine, scheduler,
                   partition_size, ship, jobs):
     """Train a filter on labelled corpora and write it to a filter file.
@@ -117,7 +121,8 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
     spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
                                max_features=max_features, select=select, hashing=hashing, stem=stem,
                                language=language, stop_words=stop_words, ngrams=ngrams,
-                               char_ngrams=char_ngrams, knn=knn if model == "knn" else None, tokens=tokens,
+                               char_ngrams=char_ngrams, digit_prefixes=digit_prefixes,
+                               knn=knn if model == "knn" else None, tokens=tokens,
                                fisher=(fisher_params(strength, prior, min_dev, max_clues)
                                        if model in ("fisher", "fisher-nb") else None),
                                calibrate=calibrate or ("platt" if model == "fisher" else "none"),
@@ -133,6 +138,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                   "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
                   "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
                   **({"char_ngrams": char_ngrams} if char_ngrams else {}),
+                  **({"digit_prefixes": True} if digit_prefixes else {}),
                   **({"complement": spam_filter.model.get_params()} if model == "complement" else {}),
                   "test_fraction": test_fraction, "split": split, "seed": seed,
                   **({"knn": {**knn, "condense": condense}} if model == "knn" else {}),
