@@ -36,10 +36,12 @@ CHUNK = 256
 #: raw mail per task: a chunk ends at CHUNK messages or once it holds this many bytes. Bounding
 #: the bytes rather than the messages alone lets a chunk of short messages (Enron's, 2.4 KB on
 #: average) be large -- fewer hand-overs through the pool's queues, whose threads share this
-#: process with the reading -- while one of long messages (trec07p-dev's, 8 KB) stays as small
-#: as 64 of them were: trec07p-dev + Enron1-6 trained in 5.33-5.65 s (medians of 4, in turns)
-#: against 5.80 s with chunks of 64 messages, the same peak memory for 10,000 messages.
-CHUNK_BYTES = 256 * 1024
+#: process with the reading -- while one of long messages stays bounded in memory. Measured in
+#: turns (`spamkit train --jobs 2`): trec07p-dev + Enron1-6 5.33-5.65 s (medians of 4) at 256 KB
+#: against 5.80 s with chunks of 64 messages; trec07p-dev alone 2.11-2.32 s at 256 KB, 1.87-2.43
+#: at 512 KB, 1.94-2.07 at 1 MB; peak memory for trec07p-dev + Enron1 (10,172 messages) 145,
+#: 147 and 150 MB: 512 KB keeps the goal of 150 MB with room.
+CHUNK_BYTES = 512 * 1024
 #: numbers training runs, so that a worker knows when to start numbering terms again
 _SESSIONS = itertools.count()
 
