@@ -1303,7 +1303,8 @@ static int buffer_put(Buffer *b, const void *item, Py_ssize_t size)
    tokens' hashes and compared as a dict compares keys (identity, then hash and ==). It is reused
    from one document to the next: a slot belongs to the current document when its stamp is the
    document's, so nothing is cleared between documents (a dict cleared and grown again per
-   document was most of the loop's time). Keys are borrowed: the token lists hold them. */
+   document: 100 ns a token on TREC mail, this table 88). Keys are borrowed: the token lists
+   hold them, and only exact str keys come here, whose == runs no Python code. */
 typedef struct {
     PyObject *key;
     Py_hash_t hash;
