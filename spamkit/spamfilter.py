@@ -27,7 +27,7 @@ from .features import Vectorizer, columns_per_row
 from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, parse_message
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
-from .persist import load_filter, save_filter
+from .persist import TermIndexJob, load_filter, save_filter
 from .text import Analyzer
 
 __all__ = ["SpamFilter"]
@@ -182,6 +182,20 @@ class SpamFilter:
         else:
             X = self.vectorizer.fit_transform(stream)
         y_arr = np.asarray(labels)
+        # the file's hash index of the vocabulary, made while the model is fitted (a thread that
+        # hashes without the GIL; joined below, so no thread outlives fit)
+        index_job = TermIndexJob(self.vectorizer.terms_) if self.vectorizer.terms_ is not None else None
+        try:
+            self._fit_model(X, y_arr, ids, distinct)
+        except BaseException:
+            if index_job is not None:
+                index_job.wait()
+            raise
+        self._term_index = index_job.result() if index_job is not None else None
+        return self
+
+    def _fit_model(self, X, y_arr, ids, distinct) -> None:
+        """The model, its calibration and the familiarity guard, on the training matrix."""
         require_classes(Counter(y_arr.tolist()), "training data")
         if isinstance(self.model, (RobinsonFisher, FisherNBStack)) and len(set(y_arr.tolist())) != 2:
             raise ConfigError(f"the fisher models separate two classes; the training data has "
@@ -201,7 +215,6 @@ class SpamFilter:
         if self.calibrate != "none":
             self.calibration = self.fit_calibration(X, y_arr)
         self._fit_guard(X, np.asarray(distinct, dtype=np.float64))
-        return self
 
     # ------------------------------------------------------------------ familiarity
 
@@ -209,6 +222,8 @@ class SpamFilter:
     guard = None
     #: hashed filters: which columns training saw (vocabulary filters know only what they saw)
     seen_columns = None
+    #: ``(terms, term_hash_index(terms), len(terms))`` made during :meth:`fit`, for :meth:`save`
+    _term_index = None
 
     def known_without_self(self, df) -> np.ndarray:
         """1.0 for the columns a training message would find known if it were left out: those
@@ -496,7 +511,8 @@ class SpamFilter:
         arrays = {"learned_keys": keys, "learned_labels": labels} if self.learned else {}
         if self.seen_columns is not None:
             arrays["seen_columns"] = np.packbits(self.seen_columns)
-        save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra, arrays)
+        save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra, arrays,
+                    term_index=self._term_index)
 
     @classmethod
     def load(cls, path) -> "SpamFilter":

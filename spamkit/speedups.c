@@ -1602,22 +1602,43 @@ static PyObject *term_keys(PyObject *self, PyObject *args)
     PyObject *terms;
     if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &terms))
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(terms);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 8);
-    if (out == NULL)
+    /* the terms' UTF-8 bytes gathered with the GIL (a copy of the list keeps every term alive),
+       then hashed without it: a thread can hash a vocabulary while another fits a model */
+    PyObject *held = PyList_GetSlice(terms, 0, PyList_GET_SIZE(terms));
+    if (held == NULL)
         return NULL;
-    unsigned char *keys = (unsigned char *)PyBytes_AS_STRING(out);
+    Py_ssize_t n = PyList_GET_SIZE(held);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 8);
+    const char **starts = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(const char *));
+    Py_ssize_t *lengths = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    if (out == NULL || starts == NULL || lengths == NULL) {
+        Py_XDECREF(out);
+        PyMem_Free(starts);
+        PyMem_Free(lengths);
+        Py_DECREF(held);
+        return out == NULL ? NULL : PyErr_NoMemory();
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t len;
-        const char *bytes = utf8_of(PyList_GET_ITEM(terms, i), &len);
-        if (bytes == NULL) {
+        starts[i] = utf8_of(PyList_GET_ITEM(held, i), &lengths[i]);
+        if (starts[i] == NULL) {
             Py_DECREF(out);
+            PyMem_Free(starts);
+            PyMem_Free(lengths);
+            Py_DECREF(held);
             Py_RETURN_NONE;
         }
-        uint64_t key = blake2b_64((const unsigned char *)bytes, len);
+    }
+    unsigned char *keys = (unsigned char *)PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t key = blake2b_64((const unsigned char *)starts[i], lengths[i]);
         for (int k = 0; k < 8; k++)
             keys[8 * i + k] = (unsigned char)(key >> (8 * k));
     }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(starts);
+    PyMem_Free(lengths);
+    Py_DECREF(held);
     return out;
 }
 

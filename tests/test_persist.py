@@ -178,3 +178,41 @@ def test_the_term_index_keys_are_term_hash_and_stored_uncompressed(tmp_path):
         methods = {i.filename: i.compress_type for i in z.infolist()}
     assert methods["arrays/filter.term_hash.npy"] == zipfile.ZIP_STORED
     assert methods["terms.txt"] == zipfile.ZIP_DEFLATED
+
+
+def test_the_term_index_made_during_fit_is_the_one_save_would_make(tmp_path, monkeypatch):
+    # fit hashes the vocabulary in a thread while the model fits; save uses that index while the
+    # vocabulary is the one it was made for, and makes it again after the vocabulary grew
+    import threading
+    from spamkit import persist
+    f = build_filter(**{"model": "fisher-nb", "tokens": "mail"})
+    before = threading.active_count()
+    f.fit([p.read_bytes() for p in MESSAGES], y=[p.parent.name for p in MESSAGES])
+    assert threading.active_count() == before                       # no thread outlives fit
+    terms, index, size = f._term_index
+    assert terms is f.vectorizer.terms_ and size == len(terms)
+    expected = persist.term_hash_index(list(terms))
+    assert np.array_equal(index[0], expected[0]) and np.array_equal(index[1], expected[1])
+    made = []
+    real = persist.term_hash_index
+    monkeypatch.setattr(persist, "term_hash_index", lambda t: made.append(len(t)) or real(t))
+    f.save(tmp_path / "a.spamkit")
+    assert made == []                                               # the index made during fit
+    f.vectorizer.terms_.append("a-term-learned-later")                # (the file would not load: no count)
+    f.save(tmp_path / "b.spamkit")
+    assert made == [size + 1]                                       # made again for the grown list
+    f.vectorizer.terms_.pop()
+    loaded = SpamFilter.load(tmp_path / "a.spamkit")
+    assert loaded.verdict(MESSAGES[0].read_bytes()) == f.verdict(MESSAGES[0].read_bytes())
+    with zipfile.ZipFile(tmp_path / "a.spamkit") as z:
+        stored = np.load(io.BytesIO(z.read("arrays/filter.term_hash.npy")))
+    assert np.array_equal(stored, expected[0])
+
+
+def test_a_fit_that_fails_leaves_no_thread_behind():
+    import threading
+    f = build_filter(**{"model": "fisher-nb", "tokens": "mail"})
+    before = threading.active_count()
+    with pytest.raises(Exception):
+        f.fit([p.read_bytes() for p in MESSAGES[:3]], y=["ham"] * 3)   # one class: the fit refuses
+    assert threading.active_count() == before
