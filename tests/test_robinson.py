@@ -238,6 +238,30 @@ def test_compiled_clue_sums_equal_the_numpy_definition(seed, min_dev, max_clues,
     np.testing.assert_allclose(log_1mf, log_1mf_py, rtol=1e-13, atol=1e-15)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), max_clues=st.sampled_from([1, 20, 150, 299]), levels=st.sampled_from([2, 5, 50]))
+def test_compiled_clue_choice_on_wide_rows_is_the_definitions(seed, max_clues, levels):
+    """Rows of hundreds of candidate clues, many tied in strength (counts from a few levels), cut to
+    max_clues: the compiled kernel selects them by quickselect, the definition by a stable sort;
+    the same clues, so the same count and sums."""
+    from spamkit.models import robinson
+    if robinson.speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    rng = np.random.default_rng(seed)
+    n_cols = 400
+    m = RobinsonFisher(min_dev=0.0, max_clues=max_clues)
+    counts = rng.integers(0, levels, size=(2, n_cols)).astype(np.float64)
+    m.fit(np.eye(2, n_cols), ["ham", "spam"])
+    m.feature_count_[:] = counts
+    m.class_count_[:] = [float(levels), float(levels)]
+    Q = sp.csr_matrix((rng.random((6, n_cols)) < rng.random((6, 1)) * 0.9 + 0.1).astype(float))
+    n, log_f, log_1mf = m.clue_sums(Q)
+    n_py, log_f_py, log_1mf_py = m._clue_sums_python(Q)
+    assert n.tolist() == n_py.tolist()
+    np.testing.assert_allclose(log_f, log_f_py, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(log_1mf, log_1mf_py, rtol=1e-13, atol=1e-15)
+
+
 def test_compiled_clue_sums_refuse_what_does_not_fit():
     from spamkit.models import robinson
     if robinson.speedups is None:
