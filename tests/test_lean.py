@@ -110,6 +110,7 @@ def test_a_saved_threshold_and_a_file_without_hash_index(mail, tmp_path, monkeyp
     full.threshold = 0.7
     path = tmp_path / "old.spamkit"
     monkeypatch.setattr(persist, "term_hash_index", lambda terms: None)   # as files before the index
+    full._term_index = None                                # (not the one made while it was fitted)
     full.save(path)
     with zipfile.ZipFile(path) as z:
         assert "arrays/filter.term_hash.npy" not in z.namelist()
