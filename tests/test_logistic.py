@@ -5,6 +5,8 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.linear_model import SGDClassifier
 
 from spamkit.errors import ConfigError
@@ -185,3 +187,20 @@ def test_the_combiners_regression_equals_scikit_learns_solved_exactly(seed):
     oracle = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(X, y)
     np.testing.assert_allclose(w, oracle.coef_[0], rtol=1e-6, atol=1e-7)
     assert b == pytest.approx(oracle.intercept_[0], rel=1e-6, abs=1e-7)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["ham", "spam", "hamm", "", "é"]), max_size=30))
+def test_class_codes_of_text_labels_are_the_lookups(labels):
+    # text labels are mapped by one comparison per class; the codes are the dict lookup's, and
+    # a label that is no class is named in the error either way
+    from spamkit.errors import ConfigError
+    m = OnlineLogistic().partial_fit(sp.csr_matrix(np.eye(2)), ["ham", "spam"], classes=["ham", "spam"])
+    known = all(label in ("ham", "spam") for label in labels)
+    for given_as in (labels, np.array(labels, dtype=str), np.array(labels, dtype=object)):
+        if known:
+            assert m.class_codes(given_as).tolist() == [["ham", "spam"].index(v) for v in labels]
+        else:
+            first = next(v for v in labels if v not in ("ham", "spam"))
+            with pytest.raises(ConfigError, match=f"label {first!r} is not one of the classes"):
+                m.class_codes(given_as)
