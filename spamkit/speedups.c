@@ -67,6 +67,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <errno.h>
+#include <unistd.h>
 
 #define MAX_PIECES 4096
 
@@ -1052,6 +1054,49 @@ static void release_views(Py_buffer *view, ...)
     va_end(more);
 }
 
+/* pread_held(fd, n, offset) -> bytes: os.pread without letting go of the GIL. A small read of
+   a file the page cache holds is a copy of a few kilobytes; letting go of the GIL for it, as
+   os.pread does, hands the GIL to whichever thread waits for it (a process pool's feeder and
+   manager threads while `spamkit train` reads), and the reading thread waits for it back
+   (spamkit.corpus.tree.Spool.read_at). Short reads at the end of the file as pread gives them. */
+static PyObject *pread_held(PyObject *self, PyObject *args)
+{
+    int fd;
+    Py_ssize_t n;
+    long long offset;
+    if (!PyArg_ParseTuple(args, "inL:pread_held", &fd, &n, &offset))
+        return NULL;
+    if (n < 0 || offset < 0) {
+        PyErr_SetString(PyExc_ValueError, "pread_held: negative size or offset");
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n);
+    if (out == NULL)
+        return NULL;
+    char *buf = PyBytes_AS_STRING(out);
+    Py_ssize_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, (size_t)(n - got), (off_t)(offset + got));
+        if (r < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0) {
+                    Py_DECREF(out);
+                    return NULL;
+                }
+                continue;
+            }
+            Py_DECREF(out);
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        if (r == 0)
+            break;
+        got += r;
+    }
+    if (got < n && _PyBytes_Resize(&out, got) < 0)
+        return NULL;
+    return out;
+}
+
 /* spamkit.models.logistic.OnlineLogistic._steps: one gradient step per row of a CSR matrix,
    in row order, each seeing the weights the previous one left:
        z = clip(b + sum_j w_j x_j, -limit, limit);  g = sign * rate * weight_i * (y_i - 1/(1+e^-z))
@@ -1963,6 +2008,9 @@ static PyMethodDef methods[] = {
     {"digit_shapes", digit_shapes, METH_VARARGS,
      "digit_shapes(text, cap, out) -> None\n\n"
      "Appends 'shape:dN' to the list out for each run of decimal digits of text (N its length, at most cap)."},
+    {"pread_held", pread_held, METH_VARARGS,
+     "pread_held(fd, n, offset) -> bytes\n\n"
+     "os.pread without releasing the GIL (a small read from the page cache; spamkit.corpus.tree.Spool)."},
     {"fisher_sums", fisher_sums, METH_VARARGS,
      "fisher_sums(indptr, indices, ham, spam, n_ham, n_spam, s, x, min_dev, max_clues, out) -> None\n\n"
      "Per CSR row: (clues, sum ln f, sum ln(1 - f)) of Robinson/Fisher into out (3 per row)."},

@@ -628,3 +628,25 @@ def test_spool_reads_give_the_archive_bytes_at_any_offsets_in_any_order(reads, k
             assert spool.read_at(offset, n) == data[offset:offset + n]
     finally:
         spool.close()
+
+
+def test_a_read_that_keeps_the_gil_is_os_pread(tmp_path):
+    # Spool.read_at reads members through speedups.pread_held (no GIL hand-over): the same bytes
+    # as os.pread, short at the end of the file, and the same errors
+    import os
+    from spamkit.compiled import speedups
+    module = speedups()
+    if module is None:
+        pytest.skip("spamkit.speedups is not in use")
+    path = tmp_path / "f"
+    path.write_bytes(bytes(range(256)) * 40)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for offset, n in ((0, 0), (0, 10), (100, 5000), (10_000, 500), (10_240, 1), (20_000, 3)):
+            assert module.pread_held(fd, n, offset) == os.pread(fd, n, offset)
+        with pytest.raises(ValueError):
+            module.pread_held(fd, -1, 0)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError):
+        module.pread_held(fd, 10, 0)                       # closed

@@ -349,6 +349,19 @@ def plain_tar_index(fh) -> list[tuple[str, bool, int, int]] | None:
             return None                                            # L, K, x, g, S, V, M, ...; data on a link
 
 
+#: reads a :class:`Spool` makes without letting go of the GIL, at most (bytes)
+HELD_READ = 256 * 1024
+
+
+def _pread_held():
+    from ..compiled import speedups
+    module = speedups()
+    return module.pread_held if module is not None else None
+
+
+_PREAD_HELD = _pread_held()
+
+
 class Spool:
     """A tar archive's bytes, read by offset: the file itself (``.tar``), or a temporary file
     that a background thread fills with the decompressed archive (``.tar.gz``, ``.tar.bz2``,
@@ -417,8 +430,15 @@ class Spool:
             self._thread = None
 
     def read_at(self, offset: int, n: int) -> bytes:
-        """Up to ``n`` bytes at ``offset`` (fewer only at the end of the archive)."""
+        """Up to ``n`` bytes at ``offset`` (fewer only at the end of the archive).
+
+        A read of at most :data:`HELD_READ` bytes keeps the GIL (``speedups.pread_held``): members
+        are read one by one, and a thread that lets go of the GIL for each waits to get it back
+        from the threads that hand work to worker processes (``spamkit train --jobs 2``).
+        """
         self._wait(offset + n)
+        if n <= HELD_READ and _PREAD_HELD is not None:
+            return _PREAD_HELD(self.file.fileno(), n, offset)
         return os.pread(self.file.fileno(), n, offset)
 
     def read(self, n: int = -1) -> bytes:
