@@ -268,6 +268,56 @@ def test_watch_filters_new_mail_as_it_arrives_and_reconnects(dovecot, model):
     assert '"messages": 8' in out.decode()
 
 
+@pytest.mark.parametrize("when", ["while the folder is filtered", "just before IDLE"])
+def test_watch_misses_no_message_that_arrives_before_idle_begins(dovecot, model, when):
+    # Dovecot does not announce during an IDLE a message that arrived before the IDLE began; it
+    # reports it in the next command's response. The watcher asks (a NOOP before each IDLE) and
+    # ends each IDLE after idle_seconds to read its DONE: a message appended while the first
+    # pass runs, or between the NOOP and the IDLE, is filtered all the same.
+    import threading
+    spam_filter = SpamFilter.load(model)
+    spam = next(raw for raw in sample_messages(40) if spam_filter.verdict(raw)[0] == "spam")
+    user = fill(dovecot, sample_messages(4))
+    url = ImapURL.parse(dovecot.url(user))
+    runner = ImapFilter(spam_filter.verdict, tag=True, move={"spam": "Junk"})
+    appended = []
+
+    def arrive():
+        if not appended:
+            appended.append(True)
+            _append(dovecot, user, 100, spam)
+
+    def connect_again():
+        client = connect(url, "secret", ca_file=str(dovecot.cert))
+        hook = "run" if when == "while the folder is filtered" else "idle"
+        original = getattr(client, "idle") if hook == "idle" else None
+        if hook == "idle":
+            def idle():
+                arrive()                                  # after the NOOP, before the IDLE command
+                return original()
+            client.idle = idle
+        return client
+
+    if when == "while the folder is filtered":
+        real_run = runner.run
+
+        def run(client, target):
+            done = real_run(client, target)
+            arrive()                                      # after the pass, before the NOOP
+            return done
+        runner.run = run
+    watcher = threading.Thread(target=runner.watch, args=(connect_again, url), kwargs={"idle_seconds": 1.0})
+    watcher.start()
+    try:
+        assert _wait_for(lambda: 100 in ids_on_disk(dovecot, user).get("Junk", []), seconds=30)
+    finally:
+        runner.stop_requested = True
+        watcher.join(30)
+    assert not watcher.is_alive()
+    on_disk = ids_on_disk(dovecot, user)
+    assert sorted(on_disk["INBOX"] + on_disk.get("Junk", [])) == [0, 1, 2, 3, 100]
+
+
 def test_learning_from_imap_folders_reads_each_message_once(dovecot, model, tmp_path):
     path = tmp_path / "m.spamkit"
     path.write_bytes(model.read_bytes())

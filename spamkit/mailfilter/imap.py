@@ -167,6 +167,15 @@ def _batches(items: list, n: int):
         yield items[i:i + n]
 
 
+#: seconds an IDLE lasts before it is ended to read what its DONE reports (ImapFilter.watch)
+RECHECK_SECONDS = 10.0
+
+
+def _news(responses) -> list:
+    """The responses of an IDLE, a DONE or a NOOP that say new mail came: EXISTS and RECENT."""
+    return [r for r in responses if isinstance(r, tuple) and len(r) > 1 and r[1] in (b"EXISTS", b"RECENT")]
+
+
 class ImapFilter:
     """Runs a classifier over one IMAP folder (see the module docstring).
 
@@ -285,12 +294,19 @@ class ImapFilter:
                 if uidplus:
                     client.uid_expunge(group)
 
-    def watch(self, connect_again, url: ImapURL, idle_seconds: float = 25 * 60, max_delay: float = 300.0,
+    def watch(self, connect_again, url: ImapURL, idle_seconds: float = RECHECK_SECONDS, max_delay: float = 300.0,
               log=None) -> FilterSummary:
         """Filter the folder, then stay connected and filter each new message as it arrives
         (IMAP IDLE, RFC 2177), until :attr:`stop_requested`. ``connect_again()`` gives a new
         logged-in client; a lost connection is retried after 1, 2, 4 ... ``max_delay`` seconds.
-        IDLE is renewed every ``idle_seconds`` (servers drop an IDLE after 30 minutes)."""
+
+        A message that arrives between a command and the start of IDLE is not announced during
+        the IDLE (Dovecot 2.3 reports it in the response to the next command: measured, a
+        message appended just before IDLE was not announced in 45 s of it, and came with the
+        DONE). So a NOOP before each IDLE asks for what came while the folder was being
+        filtered, and each IDLE ends after ``idle_seconds`` (:data:`RECHECK_SECONDS`; servers
+        drop an IDLE after 30 minutes anyway) to read what its DONE reports: a message that came
+        in the moment between the NOOP and the IDLE waits at most that long."""
         import imaplib
 
         import imapclient
@@ -303,20 +319,25 @@ class ImapFilter:
                 self.run(client, url)
                 delay = 1.0
                 while not self.stop_requested:
+                    if _news(client.noop()[1]):               # it came while the folder was filtered
+                        self.run(client, url)
+                        continue
                     client.idle()
                     renew = time.monotonic() + idle_seconds
                     news = []
                     while not self.stop_requested and not news and time.monotonic() < renew:
                         asked = time.monotonic()
-                        got = client.idle_check(timeout=1)
-                        news = [r for r in got if len(r) > 1 and r[1] in (b"EXISTS", b"RECENT")]
-                        if not got and time.monotonic() - asked < 0.5:
+                        got = client.idle_check(timeout=min(1.0, max(renew - asked, 0.0)))
+                        news = _news(got)
+                        if not got and time.monotonic() - asked < 0.5 and renew - asked >= 0.5:
                             # woken with nothing to read: imapclient reports a closed connection as no
                             # news, so ask the server; a connection that is gone raises here
-                            client.idle_done()
-                            client.noop()
+                            news = _news(client.idle_done()[1]) or _news(client.noop()[1])
+                            if news:
+                                break
                             client.idle()
-                    client.idle_done()
+                    else:
+                        news = _news(client.idle_done()[1]) or news
                     if news and not self.stop_requested:
                         self.run(client, url)
             except lost as exc:
