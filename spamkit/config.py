@@ -118,7 +118,7 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
     vectorizer = Vectorizer(representation or default_rep, min_df=min_df,
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
     analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams,
-                             char_ngrams=char_ngrams, **({"digit_prefixes": True} if digit_prefixes else {}))
+                             char_ngrams=char_ngrams, digit_prefixes=digit_prefixes)
     return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate)
 
 

@@ -219,9 +219,9 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
 
     ``filter_arrays``: arrays that belong to the filter rather than its model (the keys of
     the messages ``spamkit learn`` has learned); :func:`load_filter` returns them in
-    ``manifest["filter_arrays"]``. ``term_index``: ``(terms, term_hash_index(terms))`` made
-    beforehand (:class:`TermIndexJob`), used when ``terms`` is still the vectorizer's
-    vocabulary (the same list, unchanged).
+    ``manifest["filter_arrays"]``. ``term_index``: ``(terms, term_hash_index(terms), len(terms))``
+    made beforehand (:meth:`TermIndexJob.result`), used when ``terms`` is still the
+    vectorizer's vocabulary (the same list, of the same length).
     """
     kind = model_type_of(model)
     cls, param_names = MODEL_TYPES[kind]

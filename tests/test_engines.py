@@ -143,6 +143,15 @@ def test_corpus_survey_on_workers_equals_one_process():
     assert errors["1"] == errors["2"] and "parse fallback needed" in errors["1"]
 
 
+def _in_python(function, *args):
+    """``function(*args)`` on the Python definitions (SPAMKIT_PURE_PYTHON=1), not spamkit.speedups."""
+    os.environ["SPAMKIT_PURE_PYTHON"] = "1"
+    try:
+        return function(*args)
+    finally:
+        del os.environ["SPAMKIT_PURE_PYTHON"]
+
+
 _TOKEN = st.sampled_from(["free", "money", "free!", "é", "\U0001F600", "", "a" * 50]) | st.text(max_size=4)
 
 
@@ -157,11 +166,7 @@ def test_the_compiled_numbering_of_terms_is_its_definition(first, second):
     compiled, python = {}, {}
     for chunk in (first, second):
         got = features.number_terms(compiled, chunk)
-        os.environ["SPAMKIT_PURE_PYTHON"] = "1"
-        try:
-            expected = features.number_terms(python, chunk)
-        finally:
-            del os.environ["SPAMKIT_PURE_PYTHON"]
+        expected = _in_python(features.number_terms, python, chunk)
         assert got == expected and compiled == python
     ids = np.frombuffer(got[1], dtype=np.int32)                 # and what the numbers mean
     sizes = np.frombuffer(got[3], dtype=np.int64)
@@ -184,12 +189,7 @@ def test_the_compiled_numbering_of_long_and_unusual_documents_is_its_definition(
         docs = [tuple(docs[0]), docs[1], [_Word("w1"), "w1", _Word("w2")]]
     compiled, python = {"w5": 0}, {"w5": 0}
     got = features.number_terms(compiled, docs)
-    os.environ["SPAMKIT_PURE_PYTHON"] = "1"
-    try:
-        expected = features.number_terms(python, docs)
-    finally:
-        del os.environ["SPAMKIT_PURE_PYTHON"]
-    assert got == expected and compiled == python
+    assert got == _in_python(features.number_terms, python, docs) and compiled == python
 
 
 def test_the_compiled_numbering_refuses_what_python_refuses():
