@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import re
 import mailbox
 import tarfile
 import zipfile
@@ -349,15 +351,29 @@ def test_a_file_named_with_digits_int_does_not_read_is_still_listed(tmp_path):
         assert [m.id for m in c] == ["ham/m9", "ham/m10", "ham/²"]
 
 
-@given(st.lists(st.text(max_size=12), max_size=8))
+def _natural_key_definition(name: str) -> tuple:
+    """The key's definition: the name as (0, value, digits) for each run of decimal digits and
+    (1, 0, text) for the text between, empty text left out: digits before text at the same
+    place, digit runs by value then as written."""
+    return tuple([(0, int(part), part) if part.isdecimal() else (1, 0, part)
+                  for part in re.split(r"(\d+)", name) if part])
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("ab.-_0129\u00b2\u0663 "), max_size=12), max_size=8)
+       | st.lists(st.text(max_size=12), max_size=8))
 def test_natural_key_orders_digit_runs_by_value_and_never_raises(names):
     keys = [natural_key(n) for n in names]
     for name, key in zip(names, keys):
-        assert "".join(part for _, _, part in key) == name     # the key keeps every character, in order
-        for kind, value, part in key:
-            assert (kind == 0) == part.isdecimal()          # runs of decimal digits, and text without any
-            if kind == 0:
-                assert value == int(part)
+        assert "".join(p if isinstance(p, str) else p[1] for p in key) == name   # every character, in order
+        for i, part in enumerate(key):
+            if i % 2:
+                assert part[1].isdecimal() and part[0] == int(part[1])
+            else:
+                assert not any(c.isdecimal() for c in part)
+    # the compact key orders names exactly as the definition does (arabic-indic digits and "²" included)
+    assert sorted(names, key=natural_key) == sorted(names, key=_natural_key_definition)
+    for a, b in zip(names, names[1:]):
+        assert (natural_key(a) < natural_key(b)) == (_natural_key_definition(a) < _natural_key_definition(b))
     assert sorted(["a10", "a9", "a09", "b", "a"], key=natural_key) == ["a", "a09", "a9", "a10", "b"]
 
 
@@ -489,6 +505,72 @@ def test_plain_tar_index_reads_plain_members_and_leaves_the_rest_to_tarfile(tmp_
     whole = bytearray(high.read_bytes())
     whole[148:156] = b"%06o\0 " % (true_sum - 65521)                   # off by the modulus: refused
     assert plain_tar_index(io.BytesIO(bytes(whole))) is None
+
+
+def _index_both_ways(data: bytes):
+    """plain_tar_index of ``data`` with the compiled header scan and with the Python loop alone."""
+    from spamkit.corpus import tree
+    compiled = tree.plain_tar_index(io.BytesIO(data))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tree, "_TAR_HEADERS", None)
+        python = tree.plain_tar_index(io.BytesIO(data))
+    return compiled, python
+
+
+_NUMBER_FORMS = [b"%011o\0", b"%011o ", b" %010o\0", b"%o\0\0\0\0\0\0\0\0\0\0\0", b"+%010o\0", b"0o%09o\0",
+                 b"%011o\n", b"\x80\0\0\0\0\0\0\0\0\0\0%c", b"", b"%011o\0\0\0\0"]
+_CHECKSUM_FORMS = [b"%06o\0 ", b"%07o\0", b" %06o\0", b"%06o  ", b"%o\0", b"0%07o"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.just(b"0"), st.sampled_from([b"0", b"\0", b"7", b"5", b"1", b"2", b"3", b"4", b"6",
+                                                                     b"L", b"x", b"g"])),
+                          st.binary(min_size=1, max_size=12).filter(lambda b: b"\0" not in b),
+                          st.booleans(), st.one_of(st.just(b""), st.binary(max_size=4).filter(lambda b: b"\0" not in b)),
+                          st.integers(0, 1100),
+                          st.one_of(st.just(0), st.just(0), st.sampled_from(range(len(_NUMBER_FORMS)))),
+                          st.one_of(st.just(0), st.just(0), st.sampled_from(range(len(_CHECKSUM_FORMS)))),
+                          st.sampled_from([False] * 6 + [True])), min_size=1, max_size=5),
+       st.booleans())
+def test_the_compiled_tar_header_scan_gives_what_the_python_loop_gives(members, end_marker):
+    # speedups.tar_headers reads the canonical headers and leaves every other one to the Python
+    # loop: on headers with every kind of type, name, ustar prefix, number and checksum spelling
+    # (signs, "0o", base-256, a bad sum) the index is the same, None included
+    out = bytearray()
+    for kind, name, slash, prefix, size, size_form, sum_form, bad_sum in members:
+        header = bytearray(512)
+        header[:len(name) + slash] = name + (b"/" if slash else b"")
+        header[100:108], header[108:116], header[116:124] = b"0000644\0", b"0000000\0", b"0000000\0"
+        form = _NUMBER_FORMS[size_form]
+        field = (form % size if b"%" in form.replace(b"%c", b"") else (form % (size & 0xFF) if b"%c" in form else form))
+        header[124:136] = field[:12].ljust(12, b"\0")
+        header[136:148] = b"00000000000\0"
+        header[156:157] = kind
+        header[257:265] = b"ustar\x0000"
+        header[345:345 + len(prefix)] = prefix
+        header[148:156] = b" " * 8
+        total = sum(header) + (1 if bad_sum else 0)
+        form = _CHECKSUM_FORMS[sum_form]
+        header[148:156] = (form % total)[:8].ljust(8, b"\0")
+        out += header + bytes((size + 511) // 512 * 512)
+    if end_marker:
+        out += bytes(1024)
+    compiled, python = _index_both_ways(bytes(out))
+    assert compiled == python
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("relative", ["trec07p-dev/trec07p-dev.tar.gz", "enron-spam/enron3.tar.gz"])
+def test_the_compiled_tar_header_scan_on_shared_archives(relative):
+    import gzip
+
+    from conftest import shared_corpus
+    from spamkit.corpus import tree
+    assert tree._TAR_HEADERS is not None or not os.environ.get("CI"), "the compiled module is built in CI"
+    with gzip.open(shared_corpus(relative), "rb") as f:
+        data = f.read()
+    compiled, python = _index_both_ways(data)
+    assert compiled is not None and compiled == python
 
 
 def _listing_by_definition(members):

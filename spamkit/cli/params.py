@@ -9,6 +9,7 @@ import click
 from pathlib import Path
 
 from ..corpus import FORMATS, Corpus
+from ..corpus.tree import decompressing_ahead
 from ..errors import ConfigError
 from ..labels import normalise_label
 from ..durable import check_writable
@@ -163,8 +164,9 @@ def open_corpora(corpus, ham, spam, extra, fmt, classes) -> list[Corpus]:
                                    "command copy the mail to a local folder first")
     opened = []
     try:
-        for path, label in specs:
-            opened.append(Corpus(path, format=fmt, label=label, classes=allowed))
+        with decompressing_ahead([path for path, _ in specs]):
+            for path, label in specs:
+                opened.append(Corpus(path, format=fmt, label=label, classes=allowed))
     except BaseException:
         for c in opened:
             c.close()

@@ -8,6 +8,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..errors import CorpusError
+
 #: how ``spamkit.message.parse_message`` should read ``raw``:
 #: "rfc822" (headers, blank line, body), "enron" (a ``Subject:`` line, then the
 #: body with no blank line), "text" (no headers at all: an SMS, a TSV cell),
@@ -76,7 +78,6 @@ def read_or_skip(tree, rel: str, stats: ReadStats) -> bytes | None:
     """A message file's bytes, or ``None`` when it cannot be read (a dangling link, a folder
     where a file should be, no permission): counted as ``unreadable`` with its name, so that
     one bad file never stops a run over thousands."""
-    from ..errors import CorpusError
     try:
         return tree.read(rel)
     except CorpusError as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections import Counter
 
 from ..errors import CorpusError
 from .base import LabelledMessage, ReadStats, read_or_skip
@@ -71,7 +72,7 @@ def iter_enron(tree: Tree, rel: str, stats: ReadStats):
         raise CorpusError(f"{tree.display(rel)}: not an Enron-spam folder (expected ham/ and spam/ "
                           "with files named NNNN.YYYY-MM-DD.*.ham.txt / .spam.txt)")
     for dataset in datasets:
-        items = []
+        numbered, others = [], []
         for sub in ("ham", "spam"):
             folder = join(dataset, sub)
             if not tree.is_dir(folder):
@@ -82,12 +83,17 @@ def iter_enron(tree: Tree, rel: str, stats: ReadStats):
                 if parsed is None:
                     # Not an Enron message name: keep it (never drop mail), label from its folder,
                     # ordered after the numbered ones.
-                    items.append(((1, natural_key(name)), path, None, sub))
+                    others.append((natural_key(name), path, None, sub))
                     continue
                 number, date, label = parsed
-                items.append(((0, number, natural_key(name)), path, date, sub))
-        items.sort(key=lambda item: item[0])
-        items = [item[1:] for item in items]      # the sort keys are a third of the memory held
+                numbered.append((number, path, date, sub))
+        # arrival order: by number, a number written twice (ham and spam both hold a 0005) by
+        # the names' natural order -- the key made only for those, most numbers being unique
+        numbers = Counter(item[0] for item in numbered)
+        numbered.sort(key=lambda item: (item[0], natural_key(item[1].rsplit("/", 1)[-1]))
+                      if numbers[item[0]] > 1 else (item[0],))
+        others.sort(key=lambda item: item[0])
+        items = [item[1:] for item in numbered] + [item[1:] for item in others]
         for path, date, label in items:
             raw = read_or_skip(tree, path, stats)
             if raw is None:
