@@ -664,6 +664,39 @@ def test_an_opened_archive_leaves_no_thread_running(tmp_path, enron, monkeypatch
     tree.close()
 
 
+def test_archives_decompressed_ahead_read_the_same_and_leave_nothing_behind(tmp_path, enron, monkeypatch):
+    # decompressing_ahead starts every compressed archive's decompression before the corpora are
+    # opened in turn: the same messages; an archive the block did not open is stopped and its
+    # temporary file closed; no thread outlives the block; a damaged archive still says so
+    import threading
+    from spamkit.corpus import tree as module
+    first = _tar(enron, tmp_path / "one.tar.gz", "w:gz")
+    second = _tar(enron, tmp_path / "two.tar.bz2", "w:bz2")
+    plain = _tar(enron, tmp_path / "three.tar", "w")
+    expected = {p: [(m.id, m.label, m.raw) for m in Corpus(p)] for p in (first, second, plain)}
+    spools = []
+    real_spool = module.Spool
+    monkeypatch.setattr(module, "Spool", lambda *a: spools.append(real_spool(*a)) or spools[-1])
+    before = threading.active_count()
+    with module.decompressing_ahead([first, second, plain, tmp_path / "missing.tar.gz", enron]):
+        assert len(spools) == 2                         # the compressed ones, each once
+        with Corpus(first) as c:
+            assert [(m.id, m.label, m.raw) for m in c] == expected[first]
+            assert c.tree._spool is spools[0]           # the one started ahead
+    assert threading.active_count() == before
+    assert spools[1].file.closed                        # never opened: stopped and closed
+    assert module._AHEAD == {}
+    with module.decompressing_ahead([second]):
+        with Corpus(second) as c:
+            assert [(m.id, m.label, m.raw) for m in c] == expected[second]
+    whole = first.read_bytes()
+    first.write_bytes(whole[: len(whole) // 2])
+    with module.decompressing_ahead([first]):
+        with pytest.raises(CorpusError, match="damaged tar.gz archive"):
+            Corpus(first)
+    assert module._AHEAD == {} and threading.active_count() == before
+
+
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b"x", b"Date: 1 Jan 2020 00:00:00 +0000"]), max_size=30),
        st.integers(0, 200))
