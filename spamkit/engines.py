@@ -285,7 +285,7 @@ class ProcessEngine:
 
     def fit(self, spam_filter, messages, progress=None):
         return spam_filter.fit(messages, progress=progress, tokenize=self.tokenizer(spam_filter.analyzer),
-                               count=self.counter(spam_filter.analyzer), threads=self.jobs)
+                               count=self.counter(spam_filter.analyzer))
 
     def score(self, spam_filter, corpora, progress=None):
         from .jobs.evaluate import score_locally

@@ -27,7 +27,6 @@ from .features import Vectorizer, columns_per_row
 from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, parse_message
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
-from .models.base import fit_threads
 from .persist import TermIndexJob, load_filter, save_filter
 from .text import Analyzer
 
@@ -133,15 +132,14 @@ class SpamFilter:
 
     # ------------------------------------------------------------------ training
 
-    def fit(self, items, y=None, progress=None, tokenize=None, count=None, threads: int = 1) -> "SpamFilter":
+    def fit(self, items, y=None, progress=None, tokenize=None, count=None) -> "SpamFilter":
         """Learn from messages in one streaming pass; labels from ``y`` or from each LabelledMessage.
 
         ``tokenize``: see :meth:`tokenized` (the same tokens in the same order, so the same filter).
         ``count(items)``: like ``tokenize`` but yields chunks of messages as
         ``(IndexedChunk, defect families of each)`` (:class:`~spamkit.features.IndexedChunk`),
         used where the vectorizer counts a vocabulary (the same matrix and vocabulary, so again
-        the same filter). ``threads``: how many threads the model's fit may use for its
-        independent parts (:func:`spamkit.models.base.fit_threads`; the same model for any number).
+        the same filter).
         """
         labels: list = []
         ids: list = []
@@ -188,8 +186,7 @@ class SpamFilter:
         # hashes without the GIL; joined below, so no thread outlives fit)
         index_job = TermIndexJob(self.vectorizer.terms_) if self.vectorizer.terms_ is not None else None
         try:
-            with fit_threads(threads):
-                self._fit_model(X, y_arr, ids, distinct)
+            self._fit_model(X, y_arr, ids, distinct)
         except BaseException:
             if index_job is not None:
                 index_job.wait()

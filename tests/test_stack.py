@@ -176,44 +176,6 @@ def test_scoring_in_blocks_of_rows_changes_nothing(monkeypatch):
     assert np.array_equal(one_pass.predict_log_proba(X), blocked.predict_log_proba(X))
 
 
-def test_folds_in_threads_give_the_same_model(monkeypatch):
-    # the local engine lets a fit run its folds (and the logistic component) in --jobs threads;
-    # each fold writes its own rows, so the model is the same bit for bit -- and the threads ran
-    import threading
-
-    from spamkit.models import stack as module
-    from spamkit.models.base import fit_thread_count, fit_threads
-    X, y = _data(5, n=300, d=60)
-    serial = FisherNBStack(folds=5, logistic=0.1).fit(X, y)
-    seen = set()
-    scores = module.FisherNBStack.component_scores
-
-    def spy(self, *args, **kwargs):
-        seen.add(threading.current_thread().name)
-        return scores(self, *args, **kwargs)
-    monkeypatch.setattr(module.FisherNBStack, "component_scores", spy)
-    with fit_threads(3):
-        assert fit_thread_count() == 3
-        threaded = FisherNBStack(folds=5, logistic=0.1).fit(X, y)
-    assert fit_thread_count() == 1
-    assert seen and all(name.startswith("spamkit-fit") for name in seen)
-    assert np.array_equal(serial.coef_, threaded.coef_) and serial.intercept_ == threaded.intercept_
-    assert np.array_equal(serial.logistic_.coef_, threaded.logistic_.coef_)
-    assert np.array_equal(serial.predict_log_proba(X), threaded.predict_log_proba(X))
-
-
-def test_a_fold_that_fails_in_a_thread_raises_in_fit(monkeypatch):
-    from spamkit.models import stack as module
-    from spamkit.models.base import fit_threads
-    X, y = _data(6)
-
-    def broken(self, *args, **kwargs):
-        raise MemoryError("no room for the clue arrays")
-    monkeypatch.setattr(module.FisherNBStack, "component_scores", broken)
-    with fit_threads(2), pytest.raises(MemoryError, match="clue arrays"):
-        FisherNBStack(folds=3).fit(X, y)
-
-
 def test_compiled_component_scores_equal_the_numpy_definitions(monkeypatch):
     """Fisher's clue sums and NB's log-odds in C (spamkit.speedups.fisher_sums, nb_sums) against
     their NumPy definitions, on count data (a token several times in a message) with int32 and

@@ -16,37 +16,13 @@ that loads a filter paid before it read a message.
 from __future__ import annotations
 
 import inspect
-import threading
 import warnings
-from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
 
 from .. import errors
 from ..errors import ConfigError, DegenerateDataWarning
-
-
-_FIT = threading.local()
-
-
-@contextmanager
-def fit_threads(n: int):
-    """Within the block, a model's fit in this thread may run its independent parts (the
-    stacked model's cross-validation folds) in up to ``n`` threads: the local process engine
-    sets it to its ``--jobs``, so that ``--jobs 1`` stays on one core. The result does not
-    depend on ``n`` (each part writes its own rows; tests compare)."""
-    before = getattr(_FIT, "threads", 1)
-    _FIT.threads = max(int(n), 1)
-    try:
-        yield
-    finally:
-        _FIT.threads = before
-
-
-def fit_thread_count() -> int:
-    """The threads a fit may use here (:func:`fit_threads`; 1 outside it)."""
-    return getattr(_FIT, "threads", 1)
 
 
 #: log-odds are kept within this magnitude wherever they are compared or combined (exp(700) is

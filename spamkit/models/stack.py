@@ -28,13 +28,11 @@ alone 0.079). Scripts: ``reproduce_metsis.py``, ``reproduce_almeida.py``, ``benc
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 from scipy.special import log_expit
 
 from ..errors import ConfigError
-from .base import LOG_ODDS_LIMIT, check_alpha, csr_index_arrays, finite_log_odds, fit_thread_count
+from .base import LOG_ODDS_LIMIT, check_alpha, csr_index_arrays, finite_log_odds
 from .counting import CountingModel
 from .logistic import DEFAULT_RATE, OnlineLogistic, fit_l2_logistic
 from .robinson import RobinsonFisher, fisher_log_odds, presence, speedups, two_class_presence_tags
@@ -60,24 +58,6 @@ def fold_of_rows(codes: np.ndarray, n_folds: int) -> np.ndarray:
         rows = np.flatnonzero(codes == c)
         folds[rows] = np.arange(len(rows)) % n_folds
     return folds
-
-
-def run_parts(jobs, threads: int) -> None:
-    """Call each of ``jobs`` (independent of each other: no two write the same thing), in
-    order in this thread, or spread over up to ``threads`` threads. The heavy steps of a
-    stacked fit (sparse products, the compiled clue and NB sums, the logistic steps) let go of
-    the GIL, so two folds run on two cores. The first exception raised is raised here, after
-    every job has ended."""
-    threads = min(threads, len(jobs))
-    if threads <= 1:
-        for job in jobs:
-            job()
-        return
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(threads, thread_name_prefix="spamkit-fit") as pool:
-        futures = [pool.submit(job) for job in jobs]
-    for future in futures:
-        future.result()
 
 
 class FisherNBStack(CountingModel):
@@ -257,12 +237,10 @@ class FisherNBStack(CountingModel):
         self.add_counts(*self.count_rows(X, codes, ones))
         labels = self.classes_[codes]
         k = int(min(self.folds, np.bincount(codes, minlength=2).min()))
-        jobs = []
         if k >= 2:
             folds = fold_of_rows(codes, k)
             scores = np.zeros((X.shape[0], self._n_components()))
-
-            def fold_scores(fold: int) -> None:
+            for fold in range(k):
                 held = folds == fold
                 cc, fc = self.count_rows(X[held], codes[held], ones[held])
                 logistic = self._new_logistic()
@@ -271,12 +249,9 @@ class FisherNBStack(CountingModel):
                     logistic.partial_fit(X, labels, classes=self.classes_, sample_weight=(~held).astype(np.float64))
                 scores[held] = self.component_scores(self.class_count_ - cc, self.feature_count_ - fc, X[held],
                                                      logistic=logistic)
-            jobs += [partial(fold_scores, fold) for fold in range(k)]
-        if self.logistic_ is not None:
-            jobs.append(partial(self.logistic_.partial_fit, X, labels, classes=self.classes_))
-        run_parts(jobs, fit_thread_count())
-        if k >= 2:
             self.fit_combiner(scores, codes == 1)
+        if self.logistic_ is not None:
+            self.logistic_.partial_fit(X, labels, classes=self.classes_)
         return self
 
     def fit_combiner(self, scores, is_c1) -> "FisherNBStack":
