@@ -26,7 +26,7 @@ from functools import partial
 
 from .corpus.base import LabelledMessage
 from .errors import WorkerError
-from .features import IndexedChunk, number_terms
+from .features import IndexedChunk, new_numbering, number_terms
 from .message import parse_message
 from .processes import start_context, worker_pool
 from .spamfilter import defect_families, distinct_tokens, parse_item
@@ -49,7 +49,7 @@ _ANALYZER = None
 _VECTORIZER = None
 #: the training run whose terms this worker numbers, and its numbers (see _numbered_chunk)
 _SESSION = None
-_NUMBERS: dict = {}
+_NUMBERS: object = {}                    # the numbering of the session (features.new_numbering)
 
 
 def _start_worker(analyzer, vectorizer=None) -> None:
@@ -81,7 +81,7 @@ def _numbered_chunk(session, items) -> tuple:
     ``session`` (another training run on the same pool) starts the numbering again."""
     global _SESSION, _NUMBERS
     if session != _SESSION:
-        _SESSION, _NUMBERS = session, {}
+        _SESSION, _NUMBERS = session, new_numbering()
     token_lists, families = _tokens_of(items)
     return (os.getpid(), *number_terms(_NUMBERS, token_lists), families)
 

@@ -130,19 +130,25 @@ class IndexedChunk(NamedTuple):
     sizes: np.ndarray         # int64: distinct terms per document
 
 
-def number_terms(numbers: dict, token_lists: list) -> tuple[list, bytes, bytes, bytes]:
+def new_numbering():
+    """A worker's numbers for :func:`number_terms`: a compiled table
+    (``spamkit.speedups.Numbering``, one probe per token) where it was built, else a dict."""
+    from .compiled import speedups
+    module = speedups()
+    return module.Numbering() if module is not None else {}
+
+
+def number_terms(numbers, token_lists: list) -> tuple[list, bytes, bytes, bytes]:
     """``(new terms, ids, counts, sizes)`` of documents numbered through ``numbers`` (a term not
     in it gets the next number, ``len(numbers)``): for each document its distinct terms in order
     of first appearance, as int32 numbers, with int32 counts, and its number of distinct terms
-    (int64). The Python loop below is the definition; ``spamkit.speedups.number_terms`` is the
-    same loop in C (a third of a worker's time on TREC mail went to this loop in Python). Worker
-    processes number their chunks this way (:class:`IndexedChunk`, :mod:`spamkit.engines`)."""
-    from .compiled import speedups
-    module = speedups()
-    if module is not None and type(numbers) is dict and isinstance(token_lists, list):
-        done = module.number_terms(numbers, token_lists)
-        if done is not None:        # None: a token not exactly a str, a document neither list nor tuple
-            return done
+    (int64). ``numbers`` is a dict, for which the Python loop below is the definition, or
+    what :func:`new_numbering` made: ``speedups.Numbering`` does the same in C (a third of a
+    worker's time on TREC mail went to this loop in Python; then 95-110 ns a token to a C loop
+    that tallied each document and looked its terms up in the dict). Worker processes number
+    their chunks this way (:class:`IndexedChunk`, :mod:`spamkit.engines`)."""
+    if not isinstance(numbers, dict):
+        return numbers.number(token_lists if type(token_lists) is list else list(token_lists))
     ids, counts, sizes, new_terms = array("i"), array("i"), array("q"), []
     for tokens in token_lists:
         tally = Counter(tokens)                      # distinct terms in order of first appearance

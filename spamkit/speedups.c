@@ -49,10 +49,9 @@
  * 10. term_keys(): BLAKE2b-64 of each term of a vocabulary (RFC 7693), the keys of a filter file's
  * hash index, against hashlib in tests/test_persist.py.
  *
- * 9. number_terms(): a worker's numbering of a chunk of training documents, the Python loop of
- * spamkit.features.number_terms in one C call (tests/test_engines.py compares the two). Each
- * document's tokens are tallied in an open-addressing table reused from one document to the
- * next, not a dict (see Tally).
+ * 9. Numbering: a worker's numbering of the chunks of training documents it is given, the
+ * Python loop of spamkit.features.number_terms with a table of its own in place of the dict
+ * (tests/test_engines.py compares the two), one probe of that table per token.
  *
  * 8. sort_terms(): the order in which sorted() puts a vocabulary's terms, comparing their UTF-8
  * bytes (the order of code points, which is how Python compares str) with memcmp instead of
@@ -1429,13 +1428,22 @@ static PyObject *grow_columns(PyObject *self, PyObject *args)
     return out;
 }
 
-/* number_terms(numbers, token_lists) -> (new_terms, ids, counts, sizes): a chunk of training
-   documents as a worker process numbers their terms (spamkit.engines._numbered_chunk, whose
-   Python loop is the definition): for each document, its distinct tokens in order of first
-   appearance, each one's number in the dict `numbers` (a token not in it gets the next number,
-   len(numbers), and is appended to new_terms) and how often it occurs; ids and counts are bytes
-   of int32, sizes (distinct tokens per document) bytes of int64. One C loop where Python spends
-   a Counter and a map per document. */
+/* Numbering: a worker's numbers of the terms it has seen (spamkit.features.new_numbering), in
+   place of the dict of spamkit.features.number_terms's Python loop, and that loop in one call:
+   number(token_lists) -> (new_terms, ids, counts, sizes), the same four things: for each
+   document its distinct tokens in order of first appearance, each one's number (a term not
+   seen before gets the next number, len(self), and is appended to new_terms) and how often it
+   occurs; ids and counts bytes of int32, sizes (distinct tokens per document) bytes of int64.
+
+   One open-addressing table (linear probing, at most 2/3 full) maps a term to its number, the
+   document it was last seen in and its rank among that document's distinct terms; by number,
+   the term itself (a strong reference). A token costs one probe of the table: its number and
+   its place in the current document from the slot found (the loop it replaces tallied each
+   document in a table of its own, then looked each distinct term up in the dict, and read its
+   number back from a Python int). Keys compare as a dict compares them: identity, then hash
+   and ==; two str by their length, kind and code units (what str == compares). Any other
+   hashable token is compared with ==, which may run Python code: the table holds its keys,
+   and a call that comes back into number() while one runs raises. */
 typedef struct {
     char *data;
     Py_ssize_t len, cap;
@@ -1455,201 +1463,287 @@ static int buffer_put(Buffer *b, const void *item, Py_ssize_t size)
         b->data = data;
         b->cap = cap;
     }
-    memcpy(b->data + b->len, item, (size_t)size);
+    if (size > 0)
+        memcpy(b->data + b->len, item, (size_t)size);
     b->len += size;
     return 0;
 }
 
-/* The tally of one document: an open-addressing table of its distinct tokens, keyed by the
-   tokens' hashes and compared as a dict compares keys (identity, then hash and ==). It is reused
-   from one document to the next: a slot belongs to the current document when its stamp is the
-   document's, so nothing is cleared between documents (a dict cleared and grown again per
-   document: 100 ns a token on TREC mail, this table 88). Keys are borrowed: the token lists
-   hold them, and only exact str keys come here, whose == runs no Python code. */
 typedef struct {
-    PyObject *key;
     Py_hash_t hash;
-    Py_ssize_t pos;                     /* the token's rank among the document's distinct tokens */
-    uint64_t stamp;
-} TallySlot;
+    int32_t id1;                        /* the term's number + 1; 0: a free slot */
+    uint32_t seen;                      /* the last document the term was in (0: none yet) */
+    int32_t rank;                       /* its rank among that document's distinct terms */
+} NumberSlot;
 
 typedef struct {
-    TallySlot *slots;
-    size_t mask;                        /* capacity - 1 (a power of two), 0 before the first use */
-    uint64_t stamp;
-} Tally;
+    PyObject_HEAD
+    NumberSlot *slots;
+    size_t mask;                        /* capacity - 1, a power of two */
+    PyObject **keys;                    /* by number: the term */
+    Py_ssize_t count, cap;
+    uint32_t doc;
+    int busy;
+} Numbering;
 
-/* Make room for a document of n tokens (capacity at least 2n) and start it. */
-static int tally_start(Tally *t, Py_ssize_t n)
+static void numbering_dealloc(Numbering *self)
 {
-    size_t want = 16;
-    while (want < 2 * (size_t)n)
-        want *= 2;
-    if (t->mask + 1 < want || t->slots == NULL) {
-        TallySlot *slots = PyMem_Calloc(want, sizeof(TallySlot));
-        if (slots == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        PyMem_Free(t->slots);
-        t->slots = slots;
-        t->mask = want - 1;
-        t->stamp = 0;
+    for (Py_ssize_t i = 0; i < self->count; i++)
+        Py_DECREF(self->keys[i]);
+    PyMem_Free(self->slots);
+    PyMem_Free(self->keys);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *numbering_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) != 0 || (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "Numbering() takes no arguments");
+        return NULL;
     }
-    t->stamp++;                         /* stamps start at 1: a zeroed slot is free */
+    Numbering *self = (Numbering *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->slots = PyMem_Calloc(64, sizeof(NumberSlot));
+    if (self->slots == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    self->mask = 63;
+    return (PyObject *)self;
+}
+
+static Py_ssize_t numbering_len(Numbering *self)
+{
+    return self->count;
+}
+
+/* 1 if two keys are equal as dict keys (identity first), 0 if not, -1 with an exception */
+static int same_key(PyObject *a, PyObject *b)
+{
+    if (a == b)
+        return 1;
+    if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+        int kind = PyUnicode_KIND(a);
+        return n == PyUnicode_GET_LENGTH(b) && kind == (int)PyUnicode_KIND(b) &&
+               memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * (size_t)kind) == 0;
+    }
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+static int numbering_grow_table(Numbering *self)
+{
+    size_t cap = (self->mask + 1) * 2;
+    NumberSlot *slots = PyMem_Calloc(cap, sizeof(NumberSlot));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i <= self->mask; i++) {
+        NumberSlot slot = self->slots[i];
+        if (slot.id1 == 0)
+            continue;
+        size_t j = (size_t)slot.hash & (cap - 1);
+        while (slots[j].id1 != 0)
+            j = (j + 1) & (cap - 1);
+        slots[j] = slot;
+    }
+    PyMem_Free(self->slots);
+    self->slots = slots;
+    self->mask = cap - 1;
     return 0;
 }
 
-/* The position of token in the current document, or -1 after inserting it at position `next`;
-   -2 with an exception set. */
-static Py_ssize_t tally_find_or_add(Tally *t, PyObject *token, Py_ssize_t next)
+/* The slot of token's term, a new term getting the next number (and appended to new_terms);
+   -1 with an exception set. */
+static Py_ssize_t numbering_find_or_add(Numbering *self, PyObject *token, PyObject *new_terms)
 {
     Py_hash_t hash = PyObject_Hash(token);
     if (hash == -1)
-        return -2;
-    size_t i = (size_t)hash & t->mask;
+        return -1;
+    size_t i = (size_t)hash & self->mask;
     for (;;) {
-        TallySlot *slot = &t->slots[i];
-        if (slot->stamp != t->stamp) {
-            slot->key = token;
-            slot->hash = hash;
-            slot->pos = next;
-            slot->stamp = t->stamp;
+        NumberSlot *slot = &self->slots[i];
+        if (slot->id1 == 0)
+            break;
+        if (slot->hash == hash) {
+            /* no call comes back into number() (busy), so the table stays as it is */
+            int equal = same_key(self->keys[slot->id1 - 1], token);
+            if (equal < 0)
+                return -1;
+            if (equal)
+                return (Py_ssize_t)i;
+        }
+        i = (i + 1) & self->mask;
+    }
+    if (self->count >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "Numbering: more terms than 32-bit numbers");
+        return -1;
+    }
+    if ((size_t)(self->count + 1) * 3 > (self->mask + 1) * 2) {
+        if (numbering_grow_table(self) < 0)
+            return -1;
+        i = (size_t)hash & self->mask;
+        while (self->slots[i].id1 != 0)
+            i = (i + 1) & self->mask;
+    }
+    if (self->count == self->cap) {
+        Py_ssize_t cap = self->cap ? self->cap * 2 : 1024;
+        PyObject **keys = PyMem_Realloc(self->keys, (size_t)cap * sizeof(PyObject *));
+        if (keys == NULL) {
+            PyErr_NoMemory();
             return -1;
         }
-        if (slot->key == token)
-            return slot->pos;
-        if (slot->hash == hash) {
-            int equal = PyObject_RichCompareBool(slot->key, token, Py_EQ);
-            if (equal < 0)
-                return -2;
-            if (equal)
-                return slot->pos;
-        }
-        i = (i + 1) & t->mask;
+        self->keys = keys;
+        self->cap = cap;
     }
+    if (PyList_Append(new_terms, token) < 0)
+        return -1;
+    Py_ssize_t id = self->count++;
+    Py_INCREF(token);
+    self->keys[id] = token;
+    NumberSlot *slot = &self->slots[i];
+    slot->hash = hash;
+    slot->id1 = (int32_t)(id + 1);
+    slot->seen = 0;
+    slot->rank = 0;
+    return (Py_ssize_t)i;
 }
 
-static PyObject *number_terms(PyObject *self, PyObject *args)
+static PyObject *numbering_number(Numbering *self, PyObject *token_lists)
 {
-    PyObject *numbers, *token_lists;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &numbers, &PyList_Type, &token_lists))
+    if (!PyList_Check(token_lists)) {
+        PyErr_SetString(PyExc_TypeError, "Numbering.number: token_lists must be a list");
         return NULL;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Numbering.number called again while it runs");
+        return NULL;
+    }
+    self->busy = 1;
     Buffer ids = {0}, counts = {0}, sizes = {0};
-    PyObject *new_terms = PyList_New(0), *result = NULL;
-    int32_t *doc_counts = NULL;
-    PyObject **distinct_tokens = NULL;
+    int32_t *doc_ids = NULL, *doc_counts = NULL;
     Py_ssize_t doc_cap = 0;
-    Tally tally = {NULL, 0, 0};
+    PyObject *new_terms = PyList_New(0), *result = NULL;
     if (new_terms == NULL)
         goto done;
-    /* tokens other than exact str (whose == could run Python code while the tally borrows its
-       keys) are left to the Python loop: None */
     for (Py_ssize_t d = 0; d < PyList_GET_SIZE(token_lists); d++) {
-        PyObject *doc = PyList_GET_ITEM(token_lists, d);
-        if (!PyList_CheckExact(doc) && !PyTuple_CheckExact(doc)) {
-            Py_DECREF(new_terms);
-            Py_RETURN_NONE;
-        }
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(doc);
-        PyObject **tokens = PySequence_Fast_ITEMS(doc);
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (!PyUnicode_CheckExact(tokens[i])) {
-                Py_DECREF(new_terms);
-                Py_RETURN_NONE;
-            }
-    }
-    for (Py_ssize_t d = 0; d < PyList_GET_SIZE(token_lists); d++) {
-        PyObject *seq = PySequence_Fast(PyList_GET_ITEM(token_lists, d), "number_terms: a document must be a sequence");
+        PyObject *doc_obj = PyList_GET_ITEM(token_lists, d);
+        Py_INCREF(doc_obj);
+        PyObject *seq = PySequence_Fast(doc_obj, "Numbering.number: a document must be a sequence");
+        Py_DECREF(doc_obj);
         if (seq == NULL)
             goto done;
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-        PyObject **tokens = PySequence_Fast_ITEMS(seq);
+        /* nothing runs Python code while a list of exact str is numbered; a Python == of any
+           other token could change the list: its tokens are then taken from a copy of it */
+        int plain = 1;
+        if (PyList_CheckExact(seq))
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq) && plain; i++)
+                plain = PyUnicode_CheckExact(PyList_GET_ITEM(seq, i));
+        PyObject *items = plain || !PyList_CheckExact(seq) ? seq : PyList_GetSlice(seq, 0, PyList_GET_SIZE(seq));
+        if (items != seq)
+            Py_DECREF(seq);
+        if (items == NULL)
+            goto done;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+        PyObject **tokens = PySequence_Fast_ITEMS(items);
         if (n > doc_cap) {
-            int32_t *grown = PyMem_Realloc(doc_counts, (size_t)n * sizeof(int32_t));
-            PyObject **grown_tokens = grown ? PyMem_Realloc(distinct_tokens, (size_t)n * sizeof(PyObject *)) : NULL;
+            int32_t *grown = PyMem_Realloc(doc_ids, (size_t)n * sizeof(int32_t));
             if (grown != NULL)
-                doc_counts = grown;
-            if (grown_tokens != NULL)
-                distinct_tokens = grown_tokens;
-            if (grown == NULL || grown_tokens == NULL) {
+                doc_ids = grown;
+            int32_t *grown_counts = grown ? PyMem_Realloc(doc_counts, (size_t)n * sizeof(int32_t)) : NULL;
+            if (grown_counts == NULL) {
                 PyErr_NoMemory();
-                Py_DECREF(seq);
+                Py_DECREF(items);
                 goto done;
             }
+            doc_counts = grown_counts;
             doc_cap = n;
         }
-        /* the distinct tokens in order of first appearance, with their counts */
+        if (self->doc == UINT32_MAX) {                /* the stamps wrap: none is current */
+            for (size_t k = 0; k <= self->mask; k++)
+                self->slots[k].seen = 0;
+            self->doc = 0;
+        }
+        uint32_t doc = ++self->doc;
         Py_ssize_t distinct = 0;
-        int failed = tally_start(&tally, n) < 0;
-        for (Py_ssize_t i = 0; i < n && !failed; i++) {
-            Py_ssize_t k = tally_find_or_add(&tally, tokens[i], distinct);
-            if (k == -2) {
+        int failed = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t at = numbering_find_or_add(self, tokens[i], new_terms);
+            if (at < 0) {
                 failed = 1;
-            } else if (k == -1) {
-                distinct_tokens[distinct] = tokens[i];
+                break;
+            }
+            NumberSlot *slot = &self->slots[at];
+            if (slot->seen != doc) {
+                slot->seen = doc;
+                slot->rank = (int32_t)distinct;
+                doc_ids[distinct] = slot->id1 - 1;
                 doc_counts[distinct++] = 1;
-            } else if (doc_counts[k] == INT32_MAX) {
-                PyErr_SetString(PyExc_OverflowError, "number_terms: a count does not fit 32 bits");
+            } else if (doc_counts[slot->rank] == INT32_MAX) {
+                PyErr_SetString(PyExc_OverflowError, "Numbering.number: a count does not fit 32 bits");
                 failed = 1;
+                break;
             } else {
-                doc_counts[k]++;
+                doc_counts[slot->rank]++;
             }
         }
-        for (Py_ssize_t k = 0; k < distinct && !failed; k++) {
-            PyObject *token = distinct_tokens[k];
-            PyObject *number = PyDict_GetItemWithError(numbers, token);         /* borrowed */
-            int32_t id;
-            if (number == NULL) {
-                if (PyErr_Occurred()) {
-                    failed = 1;
-                    break;
-                }
-                Py_ssize_t next = PyDict_GET_SIZE(numbers);
-                if (next > INT32_MAX) {
-                    PyErr_SetString(PyExc_OverflowError, "number_terms: more terms than 32-bit numbers");
-                    failed = 1;
-                    break;
-                }
-                PyObject *fresh = PyLong_FromSsize_t(next);
-                if (fresh == NULL || PyDict_SetItem(numbers, token, fresh) < 0 ||
-                    PyList_Append(new_terms, token) < 0)
-                    failed = 1;
-                Py_XDECREF(fresh);
-                id = (int32_t)next;
-            } else {
-                long long value_of = PyLong_AsLongLong(number);
-                if (value_of == -1 && PyErr_Occurred()) {
-                    failed = 1;
-                } else if (value_of < INT32_MIN || value_of > INT32_MAX) {
-                    PyErr_SetString(PyExc_OverflowError, "number_terms: a number does not fit 32 bits");
-                    failed = 1;
-                }
-                id = (int32_t)value_of;
-            }
-            if (!failed && (buffer_put(&ids, &id, sizeof id) < 0 ||
-                            buffer_put(&counts, &doc_counts[k], sizeof(int32_t)) < 0))
-                failed = 1;
-        }
+        Py_DECREF(items);
         int64_t size = (int64_t)distinct;
-        if (!failed && buffer_put(&sizes, &size, sizeof size) < 0)
-            failed = 1;
-        Py_DECREF(seq);
-        if (failed)
+        if (failed || buffer_put(&ids, doc_ids, (Py_ssize_t)(distinct * (Py_ssize_t)sizeof(int32_t))) < 0 ||
+            buffer_put(&counts, doc_counts, (Py_ssize_t)(distinct * (Py_ssize_t)sizeof(int32_t))) < 0 ||
+            buffer_put(&sizes, &size, sizeof size) < 0)
             goto done;
     }
     result = Py_BuildValue("(Oy#y#y#)", new_terms, ids.data ? ids.data : "", ids.len,
                            counts.data ? counts.data : "", counts.len, sizes.data ? sizes.data : "", sizes.len);
 done:
+    self->busy = 0;
     Py_XDECREF(new_terms);
-    PyMem_Free(tally.slots);
-    PyMem_Free(distinct_tokens);
     PyMem_Free(ids.data);
     PyMem_Free(counts.data);
     PyMem_Free(sizes.data);
+    PyMem_Free(doc_ids);
     PyMem_Free(doc_counts);
     return result;
 }
+
+static PyObject *numbering_terms(Numbering *self, PyObject *unused)
+{
+    PyObject *out = PyList_New(self->count);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < self->count; i++) {
+        Py_INCREF(self->keys[i]);
+        PyList_SET_ITEM(out, i, self->keys[i]);
+    }
+    return out;
+}
+
+static PyMethodDef numbering_methods[] = {
+    {"number", (PyCFunction)numbering_number, METH_O,
+     "number(token_lists) -> (new_terms, ids, counts, sizes)\n\n"
+     "spamkit.features.number_terms with this table in place of its dict."},
+    {"terms", (PyCFunction)numbering_terms, METH_NOARGS, "terms() -> list: the terms in the order of their numbers."},
+    {NULL, NULL, 0, NULL}
+};
+
+static PySequenceMethods numbering_as_sequence = {
+    .sq_length = (lenfunc)numbering_len,
+};
+
+static PyTypeObject NumberingType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "spamkit.speedups.Numbering",
+    .tp_basicsize = sizeof(Numbering),
+    .tp_dealloc = (destructor)numbering_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A worker's numbers of the terms it has seen (spamkit.features.new_numbering).",
+    .tp_methods = numbering_methods,
+    .tp_as_sequence = &numbering_as_sequence,
+    .tp_new = numbering_new,
+};
 
 /* a vocabulary term's UTF-8 bytes (cached by the str), or NULL, with no error set, when it is
    not a str or has no UTF-8 form (a lone surrogate): sort_terms and term_keys then answer None */
@@ -2093,10 +2187,6 @@ static PyMethodDef methods[] = {
     {"hash_columns", hash_columns, METH_VARARGS,
      "hash_columns(tokens, n_features) -> bytes of int32\n\n"
      "Each token's column as scikit-learn's FeatureHasher(n_features, alternate_sign=False) puts it."},
-    {"number_terms", number_terms, METH_VARARGS,
-     "number_terms(numbers, token_lists) -> (new_terms, ids, counts, sizes), or None\n\n"
-     "A chunk of documents' distinct terms numbered through the dict numbers (spamkit.features.number_terms);\n"
-     "None when a document is not a list or tuple or a token is not an exact str."},
     {"grow_columns", grow_columns, METH_VARARGS,
      "grow_columns(index, terms) -> bytes of int32\n\n"
      "Each term's column in the dict index, a new term getting len(index) (spamkit.features.count_matrix)."},
@@ -2145,5 +2235,16 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit_speedups(void)
 {
-    return PyModule_Create(&module);
+    if (PyType_Ready(&NumberingType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&NumberingType);
+    if (PyModule_AddObject(m, "Numbering", (PyObject *)&NumberingType) < 0) {
+        Py_DECREF(&NumberingType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

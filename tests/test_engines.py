@@ -155,19 +155,35 @@ def _in_python(function, *args):
 _TOKEN = st.sampled_from(["free", "money", "free!", "é", "\U0001F600", "", "a" * 50]) | st.text(max_size=4)
 
 
-@pytest.mark.skipif(speedups() is None and os.environ.get("CI", "").lower() != "true",
-                    reason="spamkit.speedups is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
+_COMPILED = pytest.mark.skipif(speedups() is None and os.environ.get("CI", "").lower() != "true",
+                               reason="spamkit.speedups is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
+
+
+def _numbered_both_ways(chunks, seed=()):
+    """Each chunk numbered by a compiled Numbering and by the Python loop over a dict, in turn
+    (each chunk sees the numbers the ones before gave): the results, and the two numberings."""
+    from spamkit import features
+    from spamkit import speedups as module
+    compiled, python = module.Numbering(), {}
+    out = []
+    for chunk in ([[list(seed)]] if seed else []) + list(chunks):
+        got = features.number_terms(compiled, chunk)
+        expected = _in_python(features.number_terms, python, chunk)
+        out.append((got, expected))
+    return out, compiled, python
+
+
+@_COMPILED
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(_TOKEN, max_size=30), max_size=6), st.lists(st.lists(_TOKEN, max_size=30), max_size=6))
 def test_the_compiled_numbering_of_terms_is_its_definition(first, second):
-    """A worker's numbering in C (speedups.number_terms) against the Python loop, over two
-    chunks in a row (the second sees the numbers the first gave)."""
-    from spamkit import features
-    compiled, python = {}, {}
-    for chunk in (first, second):
-        got = features.number_terms(compiled, chunk)
-        expected = _in_python(features.number_terms, python, chunk)
-        assert got == expected and compiled == python
+    """A worker's numbering in C (speedups.Numbering) against the Python loop over a dict, over
+    two chunks in a row (the second sees the numbers the first gave)."""
+    results, compiled, python = _numbered_both_ways([first, second])
+    for got, expected in results:
+        assert got == expected
+    assert compiled.terms() == list(python) and len(compiled) == len(python)
+    got = results[-1][0]
     ids = np.frombuffer(got[1], dtype=np.int32)                 # and what the numbers mean
     sizes = np.frombuffer(got[3], dtype=np.int64)
     assert sizes.tolist() == [len(set(tokens)) for tokens in second] and len(ids) == sizes.sum()
@@ -177,33 +193,60 @@ class _Word(str):
     """A str subclass: counted as its str value, by the Python loop."""
 
 
-@pytest.mark.parametrize("case", ["long documents", "tuples and str subclasses"])
+@_COMPILED
+@pytest.mark.parametrize("case", ["long documents", "tuples, iterables and str subclasses", "many chunks"])
 def test_the_compiled_numbering_of_long_and_unusual_documents_is_its_definition(case):
-    # documents longer than any table the tally had before (it grows), repeated tokens far
-    # apart; and documents the C loop hands back to the Python one
-    from spamkit import features
+    # documents longer than any before, repeated tokens far apart, a vocabulary that grows the
+    # table many times over; tuples and other iterables, str subclasses equal to a str
     rng = np.random.default_rng(7)
     vocabulary = [f"w{i}" for i in range(3000)] + ["é", "\U0001F600", ""]
     docs = [[vocabulary[i] for i in rng.integers(0, len(vocabulary), size=n)] for n in (5, 4000, 17, 9000, 0, 1)]
-    if case == "tuples and str subclasses":
-        docs = [tuple(docs[0]), docs[1], [_Word("w1"), "w1", _Word("w2")]]
-    compiled, python = {"w5": 0}, {"w5": 0}
-    got = features.number_terms(compiled, docs)
-    assert got == _in_python(features.number_terms, python, docs) and compiled == python
+    if case == "long documents":
+        chunks = [docs]
+    elif case == "tuples, iterables and str subclasses":
+        # an iterator is used up by the first numbering: each side gets its own
+        chunks = [[tuple(docs[0]), docs[1], [_Word("w1"), "w1", _Word("w2")], ("w2", _Word("w3"), "w3")]]
+    else:
+        big = [f"t{i}" for i in range(200_000)]
+        chunks = [[[big[i] for i in rng.integers(0, len(big), size=300)] for _ in range(40)] for _ in range(10)]
+    results, compiled, python = _numbered_both_ways(chunks, seed=["w5"])
+    for got, expected in results:
+        assert got == expected
+    assert compiled.terms() == list(python)
+    assert [type(t) for t in compiled.terms()] == [type(t) for t in python]   # the first one seen is kept
 
 
 def test_the_compiled_numbering_refuses_what_python_refuses():
     from spamkit import features
+    if speedups() is None:
+        pytest.skip("spamkit.speedups is not built")
     from spamkit import speedups as module
-    # tokens that are not exact str, and documents that are not lists or tuples, are left to
-    # the Python loop (None), which refuses what it cannot count
-    assert module.number_terms({}, [["a", ["unhashable"]]]) is None
-    assert module.number_terms({}, [5]) is None
+    for numbers in (module.Numbering(), {}):
+        with pytest.raises(TypeError):
+            features.number_terms(numbers, [["a", ["unhashable"]]])
+        with pytest.raises(TypeError):
+            features.number_terms(numbers, [5])
+    assert features.number_terms(module.Numbering(), [iter(["a", "b", "a"])]) == \
+        features.number_terms({}, [iter(["a", "b", "a"])])
+
+    class Sneaky(str):
+        """A token whose == numbers again, on the same numbering, while it is being compared."""
+        def __eq__(self, other):
+            return bool(numbering.number([["x"]]))
+        __hash__ = str.__hash__
+
+    class Failing(str):
+        def __eq__(self, other):
+            raise ValueError("no comparing me")
+        __hash__ = str.__hash__
+
+    numbering = module.Numbering()
+    numbering.number([["a"]])
+    with pytest.raises(RuntimeError, match="called again"):
+        numbering.number([[Sneaky("a")]])
+    with pytest.raises(ValueError, match="no comparing me"):
+        numbering.number([[Failing("a")]])
+    assert numbering.number([["a", "b"]])[0] == ["b"]       # still usable, "a" still number 0
+    assert numbering.terms() == ["a", "b"]
     with pytest.raises(TypeError):
-        features.number_terms({}, [["a", ["unhashable"]]])
-    with pytest.raises(TypeError):
-        features.number_terms({}, [5])
-    with pytest.raises(OverflowError):                        # array("i") refuses it too
-        module.number_terms({"a": 2 ** 31}, [["a"]])
-    with pytest.raises(TypeError):
-        module.number_terms({"a": "not a number"}, [["a"]])
+        module.Numbering(1)
