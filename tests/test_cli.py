@@ -218,3 +218,27 @@ def test_learn_verbose_lists_each_message(tmp_path):
     lines = [line for line in result.stdout.splitlines() if "\t" in line]
     assert len(lines) == len(list((SAMPLE / "spam").iterdir()))
     assert all(line.split("\t")[1] in ("learned as spam", "already learned as spam") for line in lines)
+
+
+def test_train_and_evaluate_start_decompressing_their_archives_before_anything_else(tmp_path, monkeypatch):
+    # archives_ahead: the compressed archives named on the command line are decompressing while
+    # the command imports its modules; opening them takes those spools, so none is left over
+    import tarfile
+
+    from spamkit.cli import params
+    from spamkit.corpus import tree
+    archive = tmp_path / "sample.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(SAMPLE, arcname="sample")
+    seen, real = [], params.decompressing_ahead
+
+    def recording(paths):
+        seen.append([str(p) for p in paths])
+        return real(paths)
+    monkeypatch.setattr(params, "decompressing_ahead", recording)
+    model = tmp_path / "m.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(archive), "-o", str(model)]).exit_code == 0
+    assert seen[0] == [str(archive)] and tree._AHEAD == {}
+    seen.clear()
+    result = CliRunner().invoke(cli, ["evaluate", str(model), str(archive)])
+    assert result.exit_code == 0 and seen[0] == [str(archive)] and tree._AHEAD == {}

@@ -9,7 +9,7 @@ import click
 
 from ..report import render_engine_run, render_evaluation, to_json
 from . import cli
-from .params import (CostsParam, OutputPath, corpus_options, costs_or_none, engine_from_options, engine_options,
+from .params import (CostsParam, OutputPath, archives_ahead, corpus_options, costs_or_none, engine_from_options, engine_options,
                      reading_corpora, running, spam_rate_option)
 from .progress import Progress, verbosity_options
 
@@ -28,6 +28,7 @@ from .progress import Progress, verbosity_options
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the measures as JSON.")
 @engine_options
+@archives_ahead
 def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report_path, positive, spam_rate, as_json,
                      engine, scheduler, partition_size, ship, jobs):
     """Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures).

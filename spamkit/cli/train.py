@@ -11,7 +11,7 @@ from ..names import CALIBRATIONS, METRICS, MODEL_NAMES as MODELS, REPRESENTATION
 from ..labels import HAM_NAME, SPAM_NAME
 from ..report import render_condensed, render_engine_run, render_train, render_tuning, to_json
 from . import cli
-from .params import (CostsParam, OutputPath, costs_or_none, corpus_options, engine_from_options, engine_options,
+from .params import (CostsParam, OutputPath, archives_ahead, costs_or_none, corpus_options, engine_from_options, engine_options,
                      fisher_params, model_options, reading_corpora, running)
 from .progress import Progress, verbosity_options
 
@@ -93,6 +93,7 @@ from .progress import Progress, verbosity_options
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random split.")
 @click.option("--json", "as_json", is_flag=True, help="Print the training report as JSON.")
 @engine_options
+@archives_ahead
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                   max_clues, rate, calibrate, alpha, representation, min_df, tf_transform, length_norm, weight_norm,
                   max_features, select, hashing, stem, language, stop_words, ngrams, char_ngrams, digit_prefixes, k, weights, metric, p, standardize, tau,
