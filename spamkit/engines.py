@@ -25,6 +25,7 @@ from collections import deque
 from functools import partial
 
 from .corpus.base import LabelledMessage
+from .corpus.tree import complete_spools, read_where
 from .errors import WorkerError
 from .features import IndexedChunk, new_numbering, number_terms
 from .message import parse_message
@@ -58,16 +59,29 @@ def _start_worker(analyzer, vectorizer=None) -> None:
     _VECTORIZER = vectorizer
 
 
-def _on_the_wire(item):
-    """What a worker needs of an item to tokenize it: a LabelledMessage travels as its bytes and
-    kind (pickling the whole record cost the driver and each worker three times as much)."""
-    return (item.raw, item.kind) if isinstance(item, LabelledMessage) else item
+def _on_the_wire(shared: frozenset = frozenset()):
+    """``wire(item)``: what a worker needs of an item to tokenize it. A LabelledMessage travels as
+    its bytes and kind (pickling the whole record cost the driver and each worker three times as
+    much) or, when it is a member of an archive whose spool the workers inherited (``shared``:
+    :func:`spamkit.corpus.tree.complete_spools` when they were forked), as where to read it:
+    ``((fd, offset, size), kind)``, so that its bytes do not go through a pipe (in turns on
+    trec07p-dev + Enron1-6, ``--jobs 2``: 9.0 -> 8.1 s of CPU, 5.7 -> 5.25 s, medians of 4)."""
+    def wire(item):
+        if isinstance(item, LabelledMessage):
+            where = item.where
+            if where is not None and where[0] in shared:
+                return where[1:], item.kind
+            return item.raw, item.kind
+        return item
+    return wire
 
 
 def _tokens_of(items) -> tuple[list, list]:
     """Each item's tokens and defect families (what every kind of chunk starts from)."""
     token_lists, families = [], []
     for item in items:
+        if isinstance(item, tuple) and isinstance(item[0], tuple):     # where to read it (see _on_the_wire)
+            item = (read_where(item[0]), item[1])
         msg = parse_message(*item) if isinstance(item, tuple) else parse_item(item)
         token_lists.append(_ANALYZER(msg))
         families.append(defect_families(msg) if msg.defects else ())
@@ -193,7 +207,11 @@ class ProcessEngine:
         # one pool at a time: a pool's manager thread would make the next start a forkserver's
         # workers instead of forking (spamkit.processes), and the engine uses one pool at a time
         self.close()
-        return worker_pool(self.jobs, start_context(preload=(__name__,)), _start_worker, initargs)
+        context = start_context(preload=(__name__,))
+        pool = worker_pool(self.jobs, context, _start_worker, initargs)
+        # forked workers (all of them at the first task, after this) inherit the open spools
+        pool.wire = _on_the_wire(complete_spools() if context.get_start_method() == "fork" else frozenset())
+        return pool
 
     def _pool(self, analyzer):
         key = repr(sorted(analyzer.get_config().items()))
@@ -242,7 +260,8 @@ class ProcessEngine:
         """``tokenize(items)`` for :meth:`spamkit.spamfilter.SpamFilter.tokenized`: ``(tokens,
         defect families)`` per item, in order (see :meth:`ordered`)."""
         def tokenize(items):
-            for done in self.ordered(self._pool(analyzer), _tokenize_chunk, items, _on_the_wire):
+            pool = self._pool(analyzer)
+            for done in self.ordered(pool, _tokenize_chunk, items, pool.wire):
                 yield from _unpack_chunk(done)
         return tokenize
 
@@ -259,7 +278,8 @@ class ProcessEngine:
         def count(items):
             session = next(_SESSIONS)
             work = partial(_numbered_chunk, (os.getpid(), session))
-            for done in self.ordered(self._pool(analyzer), work, items, _on_the_wire):
+            pool = self._pool(analyzer)
+            for done in self.ordered(pool, work, items, pool.wire):
                 yield _indexed(done)
         return count
 
@@ -273,7 +293,7 @@ class ProcessEngine:
         pool = self._new_pool(spam_filter.analyzer, spam_filter.vectorizer)
         try:
             blocks, distinct = [], []
-            for (data, indices, indptr, shape), sizes, families in self.ordered(pool, _rows_chunk, items, _on_the_wire):
+            for (data, indices, indptr, shape), sizes, families in self.ordered(pool, _rows_chunk, items, pool.wire):
                 blocks.append(sp.csr_matrix((data, indices, indptr), shape=shape))
                 distinct.append(sizes)
                 spam_filter.count_fallbacks(families)

@@ -250,3 +250,72 @@ def test_the_compiled_numbering_refuses_what_python_refuses():
     assert numbering.terms() == ["a", "b"]
     with pytest.raises(TypeError):
         module.Numbering(1)
+
+
+_WHERE_SCRIPT = """
+import json, sys, threading
+from spamkit import engines
+from spamkit.corpus import Corpus, tree
+from spamkit.engines import ProcessEngine
+from spamkit.pipeline import BEST, build_filter
+archive, out, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
+sent, real = [], engines._on_the_wire
+def recording(shared=frozenset()):
+    wire = real(shared)
+    return lambda item: sent.append(wire(item)) or sent[-1]
+engines._on_the_wire = recording
+stop = threading.Event()
+other = threading.Thread(target=stop.wait) if thread else None
+if other is not None:
+    other.start()                            # a second thread: workers from a forkserver
+with Corpus(archive) as corpus:
+    msgs = list(corpus)
+    located = all(m.where is not None and m.where[0] in tree.complete_spools() for m in msgs)
+    again = [tree.read_where(m.where[1:]) for m in msgs] == [m.raw for m in msgs]
+    with ProcessEngine(jobs=2, chunk=4) as engine:
+        remote = build_filter(**BEST)
+        engine.fit(remote, msgs)
+closed = tree.complete_spools().isdisjoint({m.where[0] for m in msgs})
+stop.set()
+remote.save(out)
+print(json.dumps({"sent": len(sent), "by_where": sum(isinstance(s[0], tuple) for s in sent), "n": len(msgs),
+                  "located": located, "again": again, "closed": closed}))
+"""
+
+
+@pytest.mark.parametrize("thread", [False, True])
+def test_archive_members_reach_forked_workers_by_where_they_are_not_through_a_pipe(tmp_path, thread):
+    # a member of an open archive goes to a worker as (fd, offset, size) when the workers were
+    # forked while its spool was open (they read it there); with workers from a forkserver (a
+    # thread was running when they started) as its bytes. The filter is the same either way, and
+    # the same as one process makes. In a subprocess: pytest-timeout's thread rules out fork here.
+    import subprocess
+    import sys
+    import tarfile
+    archive = tmp_path / "sample.tar.gz"
+    with tarfile.open(archive, "w:gz", format=tarfile.USTAR_FORMAT) as tf:   # plain members, read by offset
+        tf.add(SAMPLE, arcname="sample")
+    out = tmp_path / "remote.spamkit"
+    done = subprocess.run([sys.executable, "-c", _WHERE_SCRIPT, str(archive), str(out), "thread" if thread else "-"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["located"] and seen["again"] and seen["closed"] and seen["sent"] == seen["n"] == 240
+    assert seen["by_where"] == (0 if thread else 240)
+    with Corpus(archive) as corpus:
+        build_filter(**BEST).fit(list(corpus)).save(tmp_path / "local.spamkit")
+    same = {}
+    for path in (out, tmp_path / "local.spamkit"):
+        with zipfile.ZipFile(path) as z:
+            same[path] = {name: z.read(name) for name in z.namelist() if name != "manifest.json"}
+    assert same[out] == same[tmp_path / "local.spamkit"]
+
+
+def test_a_message_read_again_elsewhere_must_come_back_whole(tmp_path):
+    from spamkit.corpus import tree
+    path = tmp_path / "f"
+    path.write_bytes(b"abcdef")
+    with open(path, "rb") as fh:
+        assert tree.read_where((fh.fileno(), 2, 3)) == b"cde"
+        with pytest.raises(OSError, match="short"):
+            tree.read_where((fh.fileno(), 4, 10))

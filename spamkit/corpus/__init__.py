@@ -269,7 +269,7 @@ def iter_corpora(corpora):
         for msg in corpus:
             if prefix:
                 msg = LabelledMessage(id=prefix + msg.id, label=msg.label, raw=msg.raw,
-                                      source=msg.source, kind=msg.kind, date=msg.date)
+                                      source=msg.source, kind=msg.kind, date=msg.date, where=msg.where)
             yield msg
 
 

@@ -37,6 +37,10 @@ class LabelledMessage:
         One of :data:`KINDS`.
     date : datetime.date or None
         When it arrived, where the corpus says (Enron file names, a Date header).
+    where : tuple or None
+        Where a process forked from this one reads ``raw`` again without it being sent:
+        ``(spool, file descriptor, offset, size)`` of a member of an open archive
+        (:meth:`spamkit.corpus.tree.Tree.where`), else None. Not part of the message's identity.
     """
 
     id: str
@@ -45,6 +49,7 @@ class LabelledMessage:
     source: str
     kind: str = "auto"
     date: _dt.date | None = None
+    where: tuple | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -99,6 +99,6 @@ def iter_enron(tree: Tree, rel: str, stats: ReadStats):
             if raw is None:
                 continue
             msg = LabelledMessage(id=path, label=label, raw=raw, source=tree.display(path),
-                                  kind="enron", date=date)
+                                  kind="enron", date=date, where=tree.where(path))
             stats.add(msg)
             yield msg

@@ -39,9 +39,9 @@ def looks_like_mbox(head: bytes) -> bool:
     return head.startswith(b"From ") and b"\n" in head[:1024]
 
 
-def _message(tree: Tree, rel: str, ident: str, raw: bytes, label, source: str) -> LabelledMessage:
+def _message(tree: Tree, rel: str, ident: str, raw: bytes, label, source: str, where=None) -> LabelledMessage:
     return LabelledMessage(id=ident, label=label, raw=raw, source=source,
-                           kind="rfc822", date=sniff_date(raw))
+                           kind="rfc822", date=sniff_date(raw), where=where)
 
 
 def iter_mbox(tree: Tree, rel: str, label: str | None, stats: ReadStats):
@@ -108,7 +108,7 @@ def _one_per_file(tree: Tree, paths, label: str | None, stats: ReadStats):
         raw = read_or_skip(tree, path, stats)
         if raw is None:
             continue
-        msg = _message(tree, path, path, raw, label, tree.display(path))
+        msg = _message(tree, path, path, raw, label, tree.display(path), tree.where(path))
         stats.add(msg)
         yield msg
 
@@ -133,7 +133,8 @@ def iter_files(tree: Tree, rel: str, label: str | None, stats: ReadStats, kind: 
         if raw is None:
             continue
         msg = LabelledMessage(id=path, label=label, raw=raw, source=tree.display(path),
-                              kind=kind, date=sniff_date(raw) if kind in ("rfc822", "auto") else None)
+                              kind=kind, date=sniff_date(raw) if kind in ("rfc822", "auto") else None,
+                              where=tree.where(path))
         stats.add(msg)
         yield msg
 

@@ -56,6 +56,7 @@ def iter_trec(tree: Tree, rel: str, stats: ReadStats):
         if raw is None:
             continue
         msg = LabelledMessage(id=target, label=normalise_label(label), raw=raw,
-                              source=tree.display(target), kind="rfc822", date=sniff_date(raw))
+                              source=tree.display(target), kind="rfc822", date=sniff_date(raw),
+                              where=tree.where(target))
         stats.add(msg)
         yield msg

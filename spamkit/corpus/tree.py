@@ -22,6 +22,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
+import itertools
 import lzma
 import os
 import re
@@ -100,6 +101,12 @@ class Tree:
     def read_span(self, rel: str, start: int, end: int) -> bytes:
         """Bytes ``start:end`` of file ``rel`` (one message of an mbox)."""
         return self.read(rel)[start:end]
+
+    def where(self, rel: str) -> tuple | None:
+        """Where a process forked from this one can read file ``rel`` again by itself:
+        ``(spool serial, file descriptor, offset, size)`` (a member of an archive,
+        :meth:`ArchiveTree.where`), or None (read it here and send it)."""
+        return None
 
     def display(self, rel: str) -> str:
         """A path a person can find: ``/x/enron1/ham/1.txt`` or ``/x/e.tar.gz!enron1/ham/1.txt``."""
@@ -387,6 +394,31 @@ def _pread_held():
 _PREAD_HELD = _pread_held()
 
 
+_SPOOL_SERIALS = itertools.count(1)
+#: serial -> file descriptor of every open Spool that holds its whole archive
+_COMPLETE_SPOOLS: dict = {}
+
+
+def complete_spools() -> frozenset:
+    """The serials of the open spools that hold their whole archive: a process forked now reads
+    their members through the same file descriptors (:meth:`ArchiveTree.where`)."""
+    return frozenset(_COMPLETE_SPOOLS)
+
+
+def read_where(where: tuple) -> bytes:
+    """The bytes a :meth:`Tree.where` location names (``(fd, offset, size)``, its serial
+    dropped), read in a process forked while that spool was open; raises OSError if fewer
+    bytes come back than it promised."""
+    fd, offset, size = where
+    data = os.pread(fd, size, offset)
+    while len(data) < size:
+        more = os.pread(fd, size - len(data), offset + len(data))
+        if not more:
+            raise OSError(f"file descriptor {fd} ends {size - len(data)} bytes short of a message")
+        data += more
+    return data
+
+
 class Spool:
     """A tar archive's bytes, read by offset: the file itself (``.tar``), or a temporary file
     that a background thread fills with the decompressed archive (``.tar.gz``, ``.tar.bz2``,
@@ -401,6 +433,7 @@ class Spool:
     """
 
     def __init__(self, path: Path, opener=None):
+        self.serial = next(_SPOOL_SERIALS)
         self._cond = threading.Condition()
         self._error: BaseException | None = None
         self._stop = False
@@ -453,6 +486,7 @@ class Spool:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        _COMPLETE_SPOOLS[self.serial] = self.file.fileno()
 
     def read_at(self, offset: int, n: int) -> bytes:
         """Up to ``n`` bytes at ``offset`` (fewer only at the end of the archive).
@@ -486,7 +520,13 @@ class Spool:
     def tell(self) -> int:
         return self._pos
 
+    @property
+    def complete(self) -> bool:
+        """Is the whole archive here (decompressed, or a plain file), for good?"""
+        return self.serial in _COMPLETE_SPOOLS
+
     def close(self) -> None:
+        _COMPLETE_SPOOLS.pop(self.serial, None)
         self._stop = True
         if self._thread is not None:
             self._thread.join()
@@ -598,6 +638,17 @@ class ArchiveTree(Tree):
             raise CorpusError(f"{self.path}: damaged {kind} archive: {exc}") from exc
 
     _tar = None
+
+    def where(self, rel: str) -> tuple | None:
+        """``(spool serial, file descriptor, offset, size)`` of a member read by offset from a
+        spool that holds the whole archive (a decompressed archive's temporary file, or the
+        ``.tar`` itself): a worker process forked while it is open reads the member there
+        instead of being sent its bytes (``spamkit.engines``). None for anything else."""
+        handle = self._files.get(rel)
+        spool = self._spool
+        if isinstance(handle, tuple) and spool is not None and spool.complete:
+            return spool.serial, spool.file.fileno(), handle[0], handle[1]
+        return None
 
     def _member(self, rel: str, handle, start: int = 0, end: int | None = None) -> bytes:
         """Bytes ``start:end`` of a tar member indexed by offset (see :func:`plain_tar_index`)."""
