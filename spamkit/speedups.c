@@ -1469,6 +1469,9 @@ static int buffer_put(Buffer *b, const void *item, Py_ssize_t size)
     return 0;
 }
 
+/* how many tokens ahead Numbering.number asks for a slot */
+#define NUMBERING_AHEAD 8
+
 typedef struct {
     Py_hash_t hash;
     int32_t id1;                        /* the term's number + 1; 0: a free slot */
@@ -1670,6 +1673,15 @@ static PyObject *numbering_number(Numbering *self, PyObject *token_lists)
         Py_ssize_t distinct = 0;
         int failed = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
+            /* the table is larger than the caches: ask for the slot of a token a few ahead
+               while this one is looked up (a str's hash runs no Python code, and is kept) */
+            if (plain && i + NUMBERING_AHEAD < n) {
+                Py_hash_t ahead = PyObject_Hash(tokens[i + NUMBERING_AHEAD]);
+                if (ahead != -1)
+                    __builtin_prefetch(&self->slots[(size_t)ahead & self->mask]);
+                else
+                    PyErr_Clear();
+            }
             Py_ssize_t at = numbering_find_or_add(self, tokens[i], new_terms);
             if (at < 0) {
                 failed = 1;
