@@ -32,7 +32,7 @@ def compile_package() -> None:
     compileall.compile_dir(Path(spamkit.__file__).parent, quiet=1)
 
 
-def run_clients(cmd, messages, clients: int, per_client: int, stride: int = 1) -> float:
+def run_clients(cmd, messages, clients: int, per_client: int, stride: int = 1, times: list | None = None) -> float:
     """Seconds for ``clients`` concurrent clients each running ``cmd`` once per message,
     ``per_client`` messages each (client k starts at message ``k * stride``), a new process per
     message, as a mail server's delivery processes start ``spamc`` or ``bogofilter``.
@@ -41,8 +41,10 @@ def run_clients(cmd, messages, clients: int, per_client: int, stride: int = 1) -
     its message file as standard input and ``/dev/null`` as output, from one thread that waits
     for any child to end and starts that client's next: the driver's own CPU (a Python
     ``subprocess.run`` with pipes costs about 0.5 ms a call, on the same two cores as the
-    server) stays out of the way of what is measured. Raises if a process exits with a status
-    other than 0, 1 or 2 (bogofilter's spam, ham, unsure) or is killed."""
+    server) stays out of the way of what is measured. ``times``: a list that gets ``os.times()``
+    as the first client starts and as the last one has ended (the CPU of the clients alone,
+    without writing the files). Raises if a process exits with a status other than 0, 1 or 2
+    (bogofilter's spam, ham, unsure) or is killed."""
     import shutil
     import tempfile
 
@@ -62,6 +64,8 @@ def run_clients(cmd, messages, clients: int, per_client: int, stride: int = 1) -
                        (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
             running[os.posix_spawn(program, list(cmd), os.environ, file_actions=actions)] = (k, i + 1)
 
+        if times is not None:
+            times.append(os.times())
         started = time.perf_counter()
         try:
             for k in range(clients):
@@ -75,7 +79,10 @@ def run_clients(cmd, messages, clients: int, per_client: int, stride: int = 1) -
                     raise RuntimeError(f"{' '.join(map(str, cmd))} exited with status {code}")
                 if i < per_client:
                     spawn(k, i)
-            return time.perf_counter() - started
+            elapsed = time.perf_counter() - started
+            if times is not None:
+                times.append(os.times())
+            return elapsed
         finally:
             os.close(devnull)
             for pid in running:
