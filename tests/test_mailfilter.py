@@ -8,6 +8,7 @@ import fcntl
 import mailbox
 import multiprocessing
 import os
+import threading
 import random
 import re
 import signal
@@ -281,6 +282,36 @@ def test_a_failing_write_loses_nothing(kind, failure, model, tmp_path, monkeypat
     check_exactly_once(kind, [inbox, junk], originals)
     leftovers = [p.name for p in tmp_path.rglob("*spamkit-new*")] + [p.name for p in tmp_path.rglob("*journal*")]
     assert leftovers == []
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_a_failing_fsync_of_a_groups_new_versions_renames_none_of_them(kind, model, tmp_path, monkeypatch):
+    # the new versions of a group are fsynced by several threads together; one that fails
+    # fails the run (its error named), no message of that group is replaced, nothing is lost
+    from spamkit.mailfilter import run as run_module
+    from spamkit.pipeline import SpamFilter
+    inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
+    build(kind, inbox, 100)
+    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    monkeypatch.setattr(run_module, "GROUP_COMMIT", 30)
+    real_fsync, calls, threads = os.fsync, {"n": 0}, set()
+
+    def fsync(fd):
+        threads.add(threading.current_thread().name)
+        calls["n"] += 1
+        if calls["n"] == 45:                          # in the second group
+            raise OSError(errno.EIO, "Input/output error")
+        return real_fsync(fd)
+    monkeypatch.setattr(os, "fsync", fsync)
+    runner = MailFilter(SpamFilter.load(model).verdict, "m@test", tag=True, move={"spam": junk})
+    with pytest.raises(FilterError, match="input/output error|Input/output error"):
+        runner.run([inbox])
+    monkeypatch.undo()
+    check_exactly_once(kind, [inbox, junk], originals)
+    everything = stored(kind, inbox) + stored(kind, junk)
+    assert sum(b"X-Spam-Status" in raw for raw in everything) == 30      # the first group only
+    assert any(name.startswith("spamkit-fsync") for name in threads)
+    assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]
 
 
 def _remove(path: Path) -> None:

@@ -55,6 +55,8 @@ class FilterSummary:
 
 #: messages whose folders are fsynced together (Maildir and MH; see GroupCommit)
 GROUP_COMMIT = 64
+#: threads that fsync a group's new versions together (see GroupCommit._fsync_all)
+FSYNC_THREADS = 4
 
 
 class GroupCommit:
@@ -79,6 +81,9 @@ class GroupCommit:
     run that tags and moves every message of a Maildir fsynced two or three folders per
     message (22,750 fsyncs for 10,000 messages, half of the run); and the new versions'
     fsyncs, written back together, cost less than one at a time after each write.
+    (Measured and not kept: writing the new versions in the committing thread too. The run
+    then waited for that thread instead of for its own ``open`` calls; on this disk a tag and a
+    move cost about 0.65 ms of file-system work a message however the threads share it.)
 
     A message a mail client moved away while its group was pending is left where the client
     put it (its new version is dropped, and it is not reported).
@@ -90,6 +95,7 @@ class GroupCommit:
         self._groups: queue.Queue | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._fsyncs = None                                  # the threads of _fsync_all, made on first use
 
     def add(self, file: Path, new_version, dest: Path | None, args: tuple) -> None:
         """``new_version``: ``(temporary path, open descriptor)`` from the box's ``write_new``, or None."""
@@ -123,6 +129,9 @@ class GroupCommit:
                 self._groups.put(None)
                 self._thread.join()
                 self._thread = None
+            if self._fsyncs is not None:
+                self._fsyncs.shutdown()
+                self._fsyncs = None
         self._raise_error()
 
     def _raise_error(self) -> None:
@@ -142,6 +151,22 @@ class GroupCommit:
             except BaseException as exc:              # noqa: BLE001 - handed to the run's thread
                 self._error = exc
 
+    def _fsync_all(self, descriptors) -> None:
+        """fsync each descriptor, :data:`FSYNC_THREADS` at a time: a file system commits the
+        fsyncs that wait together in one journal transaction (ext4's jbd2 does), so a group's
+        new versions reach the disk in less time than 64 fsyncs one after another (64 new
+        files: 15-18 ms one by one, 9-10 ms four at a time, on this machine's ext4). Every
+        descriptor is fsynced before this returns; the first error is raised."""
+        if len(descriptors) < 2 or FSYNC_THREADS < 2:
+            for fd in descriptors:
+                os.fsync(fd)
+            return
+        if self._fsyncs is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._fsyncs = ThreadPoolExecutor(FSYNC_THREADS, thread_name_prefix="spamkit-fsync")
+        for _ in self._fsyncs.map(os.fsync, descriptors):
+            pass
+
     @staticmethod
     def discard(group) -> None:
         for _, new_version, _, _ in group:
@@ -155,9 +180,7 @@ class GroupCommit:
         done: list = []
         file = None
         try:
-            for file, new_version, _, _ in pending:
-                if new_version is not None:
-                    os.fsync(new_version[1])
+            self._fsync_all([new_version[1] for _, new_version, _, _ in pending if new_version is not None])
             for file, new_version, dest, args in pending:
                 if not os.path.lexists(file):
                     continue                          # moved away by a mail client meanwhile
