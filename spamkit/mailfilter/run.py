@@ -96,9 +96,13 @@ class GroupCommit:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._fsyncs = None                                  # the threads of _fsync_all, made on first use
+        self._failed = False                                 # a group failed: the later ones are dropped
 
     def add(self, file: Path, new_version, dest: Path | None, args: tuple) -> None:
-        """``new_version``: ``(temporary path, open descriptor)`` from the box's ``write_new``, or None."""
+        """``new_version``: ``(temporary path, open descriptor)`` from the box's ``write_new``, or None.
+        After a failed group it is removed and the failure raised (the message stays as it was)."""
+        if self._error is not None:
+            self.discard([(file, new_version, dest, args)])
         self._raise_error()
         self.pending.append((file, new_version, dest, args))
         if len(self.pending) >= self.size:
@@ -109,6 +113,9 @@ class GroupCommit:
         it is committed (so at most two groups' files are open)."""
         pending, self.pending = self.pending, []
         if not pending:
+            return
+        if self._failed:
+            self.discard(pending)                     # after a failed group, nothing more is committed
             return
         if self._thread is None:
             self._groups = queue.Queue(maxsize=1)
@@ -141,14 +148,16 @@ class GroupCommit:
 
     def _commit_groups(self) -> None:
         """The committing thread: the groups in order; after an error, the later groups are
-        dropped (their messages stay as they were) and the error waits for the run."""
+        dropped (their messages stay as they were) and the error waits for the run — also those
+        handed over after the run has taken the error (its last, partial group at ``close``)."""
         while (group := self._groups.get()) is not None:
-            if self._error is not None:
+            if self._failed:
                 self.discard(group)
                 continue
             try:
                 self.commit(group)
             except BaseException as exc:              # noqa: BLE001 - handed to the run's thread
+                self._failed = True                   # stays set once the run has taken the error
                 self._error = exc
 
     def _fsync_all(self, descriptors) -> None:
