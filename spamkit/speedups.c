@@ -1369,6 +1369,81 @@ static PyObject *known_columns(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* known_counts(index, tokens) -> (columns, counts) or None: one document's row under a fixed
+   vocabulary, what spamkit.features.count_matrix makes of a single token list (its known
+   columns, then numpy.unique(..., return_counts=True)): the distinct columns of the tokens the
+   dict index holds, ascending, as a bytearray of int32, and how often each occurs, as a
+   bytearray of float64 (writable: the representation rewrites them in place). None when a
+   column is not an int in [0, 2^31) -- the Python path then says what is wrong. Only exact
+   str tokens are looked up here (a str's == runs no Python code, so the list cannot change
+   under the loop); any other token: None as well. */
+static int compare_int32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static PyObject *known_counts(PyObject *self, PyObject *args)
+{
+    PyObject *index, *tokens;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &index, &PyList_Type, &tokens))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(tokens, i)))
+            Py_RETURN_NONE;
+    int32_t *cols = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    if (cols == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *column = PyDict_GetItemWithError(index, PyList_GET_ITEM(tokens, i));   /* borrowed */
+        if (column == NULL) {
+            if (PyErr_Occurred()) {
+                PyMem_Free(cols);
+                return NULL;
+            }
+            continue;
+        }
+        if (!PyLong_CheckExact(column)) {
+            PyMem_Free(cols);
+            Py_RETURN_NONE;
+        }
+        int overflow = 0;
+        long long value = PyLong_AsLongLongAndOverflow(column, &overflow);
+        if (overflow || value < 0 || value > INT32_MAX) {
+            PyMem_Free(cols);
+            Py_RETURN_NONE;
+        }
+        cols[m++] = (int32_t)value;
+    }
+    qsort(cols, (size_t)m, sizeof(int32_t), compare_int32);
+    Py_ssize_t distinct = 0;
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (i == 0 || cols[i] != cols[i - 1])
+            distinct++;
+    PyObject *out_cols = PyByteArray_FromStringAndSize(NULL, distinct * (Py_ssize_t)sizeof(int32_t));
+    PyObject *out_counts = out_cols ? PyByteArray_FromStringAndSize(NULL, distinct * (Py_ssize_t)sizeof(double)) : NULL;
+    if (out_counts == NULL) {
+        Py_XDECREF(out_cols);
+        PyMem_Free(cols);
+        return NULL;
+    }
+    int32_t *uc = (int32_t *)PyByteArray_AS_STRING(out_cols);
+    double *cc = (double *)PyByteArray_AS_STRING(out_counts);
+    Py_ssize_t k = -1;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (i == 0 || cols[i] != cols[i - 1]) {
+            uc[++k] = cols[i];
+            cc[k] = 1.0;
+        } else {
+            cc[k] += 1.0;
+        }
+    }
+    PyMem_Free(cols);
+    return Py_BuildValue("(NN)", out_cols, out_counts);
+}
+
 /* grow_columns(index, terms) -> bytes of int32: each term's column in the dict index, a term
    not in it getting the next one, len(index) -- [index.setdefault(t, len(index)) for t in terms]
    as int32, which is the definition (spamkit.features.count_matrix, tests/test_features.py): the
@@ -2199,6 +2274,9 @@ static PyMethodDef methods[] = {
     {"hash_columns", hash_columns, METH_VARARGS,
      "hash_columns(tokens, n_features) -> bytes of int32\n\n"
      "Each token's column as scikit-learn's FeatureHasher(n_features, alternate_sign=False) puts it."},
+    {"known_counts", known_counts, METH_VARARGS,
+     "known_counts(index, tokens) -> (columns, counts) or None\n\n"
+     "One document's distinct known columns (int32, ascending) and their counts (float64), as bytearrays."},
     {"grow_columns", grow_columns, METH_VARARGS,
      "grow_columns(index, terms) -> bytes of int32\n\n"
      "Each term's column in the dict index, a new term getting len(index) (spamkit.features.count_matrix)."},

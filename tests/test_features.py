@@ -310,3 +310,43 @@ def test_columns_per_row_counts_the_marked_non_zeros_of_each_row(n_rows, n_cols,
         got = columns_per_row(X, m)
         assert got.dtype == np.float64
         np.testing.assert_array_equal(got, expected)
+
+
+def _same_matrix(a, b) -> bool:
+    return (a.shape == b.shape and a.indices.dtype == b.indices.dtype and a.indptr.dtype == b.indptr.dtype
+            and a.data.dtype == b.data.dtype and np.array_equal(a.indptr, b.indptr)
+            and np.array_equal(a.indices, b.indices) and np.array_equal(a.data, b.data)
+            and bool(a.has_canonical_format) == bool(b.has_canonical_format))
+
+
+@_hashed
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["free", "money", "é", "\U0001F600", "", "url:x", "unknown", "zz"]) |
+                st.text(max_size=3), max_size=60))
+def test_one_message_row_is_the_general_loops_row(tokens):
+    # a message scored alone (spamd, pipe mode) takes features.one_row: the same matrix as
+    # count_matrix makes of the one token list, known tokens or none, repeated or not
+    from spamkit.features import count_matrix, one_row
+    index = {t: j for j, t in enumerate(["free", "money", "é", "\U0001F600", "", "url:x", "a", "b", "ab"])}
+    fast = one_row(tokens, index)
+    assert fast is not None
+    assert _same_matrix(fast, count_matrix([tokens], index, grow=False))
+    fast.data[:] = 1.0                                         # writable, as represent() needs
+
+
+def test_one_message_row_leaves_what_it_cannot_do_to_the_general_loop():
+    from spamkit import speedups as module
+    from spamkit.features import count_matrix, one_row
+
+    class Word(str):
+        pass
+    index = {"a": 0, "b": 1}
+    assert one_row(["a", Word("b")], index) is None             # a token that is not exactly a str
+    assert one_row(["a"], {}) is None
+    assert module.known_counts({"a": 2 ** 31}, ["a"]) is None    # not a column of a 32-bit index
+    assert module.known_counts({"a": "x"}, ["a"]) is None
+    with pytest.raises(TypeError):
+        module.known_counts({"a": 0}, "a")
+    v = Vectorizer("tf").fit([["a", "b", "b"], ["c"]])
+    for docs in ([["b", "b", "zz", "a"]], [[Word("b"), "a"]], [["b"], ["a"]], [[]]):
+        assert _same_matrix(v.counts(docs), count_matrix(docs, v.vocabulary_, grow=False))
