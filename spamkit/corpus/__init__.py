@@ -35,7 +35,6 @@ Any of them may also be packed in a ``.tar``, ``.tar.gz``, ``.tar.bz2``,
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,7 +42,7 @@ from ..errors import CorpusError
 from ..labels import BINARY_CLASSES, normalise_label
 from .base import KINDS, LabelledMessage, ReadStats, sniff_date
 from .enron import enron_datasets, iter_enron
-from .folders import class_folders, is_spamassassin, iter_folders, iter_spamassassin
+from .folders import is_spamassassin, iter_folders, iter_spamassassin
 from .mailboxes import is_maildir, is_mh, iter_files, iter_maildir, iter_mbox, iter_mh, looks_like_mbox
 from .tabular import iter_csv, iter_tsv, sniff_table
 from .trec import find_trec_index, iter_trec
