@@ -1713,12 +1713,12 @@ static PyObject *numbering_number(Numbering *self, PyObject *token_lists)
         Py_DECREF(doc_obj);
         if (seq == NULL)
             goto done;
-        /* nothing runs Python code while a list of exact str is numbered; a Python == of any
-           other token could change the list: its tokens are then taken from a copy of it */
+        /* nothing runs Python code while a document of exact str is numbered (and only then is
+           a token's hash taken ahead of its turn); a Python == or __hash__ of any other token
+           could change a list: its tokens are then taken from a copy of it */
         int plain = 1;
-        if (PyList_CheckExact(seq))
-            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq) && plain; i++)
-                plain = PyUnicode_CheckExact(PyList_GET_ITEM(seq, i));
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && plain; i++)
+            plain = PyUnicode_CheckExact(PySequence_Fast_ITEMS(seq)[i]);
         PyObject *items = plain || !PyList_CheckExact(seq) ? seq : PyList_GetSlice(seq, 0, PyList_GET_SIZE(seq));
         if (items != seq)
             Py_DECREF(seq);

@@ -173,8 +173,11 @@ class GroupCommit:
         if self._fsyncs is None:
             from concurrent.futures import ThreadPoolExecutor
             self._fsyncs = ThreadPoolExecutor(FSYNC_THREADS, thread_name_prefix="spamkit-fsync")
-        for _ in self._fsyncs.map(os.fsync, descriptors):
-            pass
+        futures = [self._fsyncs.submit(os.fsync, fd) for fd in descriptors]
+        # every fsync ends before any is reported failed: the caller then closes these descriptors
+        errors = [error for error in (future.exception() for future in futures) if error is not None]
+        if errors:
+            raise errors[0]
 
     @staticmethod
     def discard(group) -> None:
