@@ -4,9 +4,9 @@
 socket; ``spamkit-pipe --socket PATH`` (:mod:`spamkit.client`, standard library only) sends
 one message and writes the tagged message to standard output, with the exit status of
 ``spamkit filter MODEL -``. The machinery here — loaded filters that reload when their file
-changes (:class:`FilterCache`), worker processes (:class:`Workers`), the limits on clients,
-bytes and time (:class:`Resident`) — is shared with SpamAssassin's protocol
-(:mod:`spamkit.spamd`, ``spamkit serve --spamd``).
+changes (:class:`FilterCache`), worker processes (:class:`Workers`), the event loop that
+reads the connections and keeps the limits on clients, bytes and time (:class:`ServeLoop`) —
+is shared with SpamAssassin's protocol (:mod:`spamkit.spamd`, ``spamkit serve --spamd``).
 
 Protocol (all lengths 8-byte big-endian unsigned):
 
@@ -18,16 +18,17 @@ Protocol (all lengths 8-byte big-endian unsigned):
 
 Built to hold under abuse (issue "Hostile inputs"):
 
-* **Concurrency.** Each connection has its own thread, so a client that connects and
-  sends nothing, or sends slowly, holds only its own thread; the listen backlog
-  (:data:`BACKLOG`) absorbs bursts. Classification is CPU-bound Python, so it runs in
-  ``workers`` processes forked after the filter is loaded (they share its arrays
-  copy-on-write), one message at a time each, which uses every core; ``workers=0``
-  classifies in the connection threads, one at a time.
+* **Concurrency.** One event loop in the main process (:class:`ServeLoop`) reads every
+  connection as its bytes arrive, so a client that connects and sends nothing, or sends
+  slowly, costs a few hundred bytes and no thread; the listen backlog (:data:`BACKLOG`)
+  absorbs bursts. Classification is CPU-bound Python, so it runs in ``workers`` processes
+  forked after the filter is loaded (they share its arrays copy-on-write), one message at a
+  time each, which uses every core; ``workers=0`` classifies in the loop itself.
 * **Timeouts.** A request must arrive in full within ``timeout`` seconds of the
   connection (a slow-loris client is cut off and costs nothing meanwhile); a
-  classification that takes longer than ``timeout`` is answered with the message
-  unchanged (status 3).
+  classification that has not ended ``timeout`` seconds after the request's last byte
+  (waiting for a worker included) is answered with the message unchanged (status 3), and
+  its worker is killed and replaced.
 * **Bounded memory.** A request longer than ``max_size`` is read and discarded in small
   pieces and refused (status 4) with the reason; the bytes of all requests being held at
   once are limited by ``memory_budget`` (a connection waits for room, and is refused
@@ -49,10 +50,9 @@ from __future__ import annotations
 import collections
 import multiprocessing
 import os
-import queue
 import signal
 import socket
-import socketserver
+import selectors
 import stat
 import sys
 import threading
@@ -74,9 +74,8 @@ BACKLOG = 1024
 MAX_CLIENTS = 256
 #: filter files kept loaded at once (per-user filters): the least recently used is dropped
 MAX_FILTERS = 64
-#: connection threads kept waiting for the next connection, and how long each waits
-IDLE_THREADS = 16
-IDLE_SECONDS = 30.0
+#: seconds an answered client that still sends (a refused one) is read from before it is cut off
+DRAIN_SECONDS = 2.0
 
 
 def log(text: str) -> None:
@@ -199,131 +198,418 @@ class _Worker:
 
 
 class Workers:
-    """Runs jobs (module-level functions) in ``n`` worker processes forked now, with what
-    :func:`worker_state` holds, or in the calling thread, one at a time, for ``n`` = 0.
+    """``n`` worker processes forked now, with what :func:`worker_state` holds, for
+    :class:`ServeLoop` to hand jobs (module-level functions) to; ``n`` = 0: none, the loop runs
+    each job itself.
 
     Classification is CPU-bound Python, so processes use every core; they are forked before
     any thread exists and share the loaded filters copy-on-write. Each worker has its own
-    pipe and takes one job at a time (an idle queue in the parent hands them out), so nothing
-    is shared between processes that a dying worker could leave locked: a worker that dies or
-    overruns ``timeout`` is killed and replaced, and the job raises (TimeoutError,
-    RuntimeError) while every other request goes on.
+    pipe and takes one job at a time, so nothing is shared between processes that a dying
+    worker could leave locked: a worker that dies or overruns ``timeout`` is killed and
+    replaced (:meth:`replace`), and only the request it was running is answered with the
+    protocol's fallback.
     """
 
     def __init__(self, n: int, state: dict, timeout: float):
         _WORKER.clear()
         _WORKER.update(state)
         self.n, self.timeout = n, timeout
-        self._lock = threading.Lock()
         self._context = multiprocessing.get_context("fork")
-        self._idle: queue.Queue = queue.Queue()
-        self._all: set = set()
-        for _ in range(n):
-            self._add()
+        self.idle: list = [_Worker(self._context) for _ in range(n)]
+        self.all: set = set(self.idle)
 
-    def _add(self) -> None:
-        worker = _Worker(self._context)
-        with self._lock:
-            self._all.add(worker)
-        self._idle.put(worker)
-
-    def _replace(self, worker: _Worker) -> None:
+    def replace(self, worker: _Worker) -> _Worker:
+        """Kill ``worker`` (dead, or overrunning) and start another in its place: the new one."""
         worker.kill()
-        with self._lock:
-            self._all.discard(worker)
-        self._add()
-
-    def run(self, job, *args):
-        """``job(*args)``; raises TimeoutError after ``timeout`` s, or what the job raised."""
-        if self.n == 0:
-            with self._lock:
-                return job(*args)
-        deadline = time.monotonic() + self.timeout
-        try:
-            worker = self._idle.get(timeout=self.timeout)
-        except queue.Empty:
-            raise TimeoutError(f"every worker was busy for {self.timeout:g} s") from None
-        try:
-            worker.conn.send((job, args))
-            if not worker.conn.poll(max(deadline - time.monotonic(), 0.0)):
-                self._replace(worker)
-                raise TimeoutError(f"the filter took over {self.timeout:g} s")
-            status, value = worker.conn.recv()
-        except (EOFError, OSError):
-            self._replace(worker)
-            raise RuntimeError("a worker process died; it has been replaced") from None
-        self._idle.put(worker)
-        if status == "error":
-            raise value
-        return value
+        self.all.discard(worker)
+        new = _Worker(self._context)
+        self.all.add(new)
+        return new
 
     def close(self) -> None:
-        with self._lock:
-            workers, self._all = list(self._all), set()
+        workers, self.all, self.idle = list(self.all), set(), []
         for worker in workers:
             worker.kill()
 
 
-def answer_job(model: str, raw: bytes) -> tuple[int, bytes]:
-    """(status, bytes to deliver) for one message of the spamkit protocol; never loses it."""
+def run_inline(job, args, fallback):
+    """``job(*args)`` in this process (``--workers 0``); what it raises is answered with ``fallback``."""
     try:
-        spam_filter = _WORKER["cache"].get(model)
-        verdict, p = spam_filter.verdict(raw)
-        return VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id,
-                                            getattr(spam_filter, "points_threshold", 0.5))
-    except Exception as exc:                      # noqa: BLE001 -- a mail filter must pass mail on
-        log(f"{type(exc).__name__}: {exc}; message passed through")
-        return EXIT_ERROR, raw
+        return job(*args)
+    except Exception as exc:                      # noqa: BLE001 -- the protocol's answer, never a crash
+        log(f"{type(exc).__name__}: {exc}")
+        return fallback("failed", f"{type(exc).__name__}: {exc}")
 
 
-# ----------------------------------------------------------------------------- connections
+# ----------------------------------------------------------------------------- the event loop
 
 class Budget:
-    """Bytes of requests held at once: acquire before reading a request, release after replying."""
+    """Bytes of requests held at once, all connections together (taken before a request's body
+    is read, given back when its connection closes)."""
 
     def __init__(self, limit: int):
         self.limit, self.used = limit, 0
-        self._cond = threading.Condition()
 
-    def acquire(self, n: int, deadline: float) -> bool:
-        with self._cond:
-            while self.used + n > self.limit:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            self.used += n
-            return True
+    def take(self, n: int) -> bool:
+        if self.used + n > self.limit:
+            return False
+        self.used += n
+        return True
 
-    def release(self, n: int) -> None:
-        with self._cond:
-            self.used -= n
-            self._cond.notify_all()
+    def give(self, n: int) -> None:
+        self.used -= n
 
 
-class Deadline(Exception):
-    """The client did not send its request in time, or went away."""
+class Reply:
+    """A protocol's step: answer ``data`` and close the connection."""
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
 
 
-def read_exact(sock, n: int, deadline: float, keep: bool = True) -> bytes:
-    """Exactly ``n`` bytes before ``deadline`` (``keep=False``: read and drop them)."""
-    chunks, got = [], 0
-    while got < n:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise Deadline("timed out")
-        sock.settimeout(left)
+class NeedBudget:
+    """A protocol's step: ``n`` bytes of the memory budget before reading on; if none frees up
+    before the connection's deadline, answer ``refusal``."""
+    __slots__ = ("n", "refusal")
+
+    def __init__(self, n: int, refusal: bytes):
+        self.n, self.refusal = n, refusal
+
+
+class Work:
+    """A protocol's step: run ``job(*args)`` (in a worker) and answer what it returns;
+    ``fallback(kind, text)`` answers instead when the job overruns (``kind`` "timeout") or its
+    worker dies (``kind`` "failed")."""
+    __slots__ = ("job", "args", "fallback")
+
+    def __init__(self, job, args: tuple, fallback):
+        self.job, self.args, self.fallback = job, args, fallback
+
+
+#: a protocol's step: close the connection without an answer
+CLOSE = object()
+
+
+class Connection:
+    """One client: what it sent so far (``buf``; ``eof`` once it closed its side), the protocol's
+    own state (``ctx``), the budget it holds, its deadline, and what is left to write."""
+    __slots__ = ("sock", "protocol", "buf", "eof", "ctx", "held", "deadline", "state", "out", "work", "events")
+
+    def __init__(self, sock, protocol, deadline: float):
+        self.sock, self.protocol, self.deadline = sock, protocol, deadline
+        self.buf = bytearray()
+        self.eof = False
+        self.ctx: dict = {}
+        self.held = 0
+        self.state = "reading"                   # reading, budget, queued, working, writing, draining
+        self.out = None
+        self.work = None
+        self.events = 0                          # what the loop's selector watches it for
+
+
+class ServeLoop:
+    """Every listening socket and connection of ``spamkit serve``, in one thread of the main
+    process: requests are read as their bytes arrive (a client that sends nothing, or slowly,
+    costs a few hundred bytes and no thread), handed whole to an idle worker process, and the
+    answer the worker built is written back as the client takes it.
+
+    One thread and no locks: a message costs the main process an ``accept``, a few reads, one
+    write down a worker's pipe and one read back, and the answer's write (about 14 system calls),
+    and the worker builds the whole answer. The thread per connection this replaces handed the
+    interpreter lock around every socket and pipe call (54 ``futex`` calls per message); the main
+    process's CPU per 20 KB message under 8 spamc clients fell from 0.39-0.49 ms to 0.20-0.30
+    (``scripts/spamd_cpu.py --compare``, docs/mail-filtering.md). Run it in a process's only
+    thread, as ``spamkit serve`` does: it forks a worker's replacement from there.
+
+    Limits: ``timeout`` seconds to send a request (from the connection), again to classify it
+    (from the request's last byte, waiting for a worker included) and again to take the answer;
+    ``max_size`` per request (enforced by the protocols); ``memory_budget`` bytes of requests held
+    at once (a request waits for room until its deadline); ``max_clients`` connections open at
+    once (one more is answered the protocol's "busy" at once).
+    """
+
+    #: seconds between checks of the deadlines (they are seconds long; this is their resolution)
+    TICK = 0.1
+
+    def __init__(self, workers: Workers, *, max_size: int, memory_budget: int, timeout: float, max_clients: int):
+        self.workers = workers
+        self.max_size, self.timeout, self.max_clients = max_size, timeout, max_clients
+        self.budget = Budget(max(memory_budget, max_size))
+        self.selector = selectors.DefaultSelector()
+        self.listeners: list = []
+        self.connections: set = set()
+        self.budget_waiting: collections.deque = collections.deque()
+        self.queued: collections.deque = collections.deque()
+        self.busy: dict = {}                     # worker -> (connection, deadline)
+        self.stopped = False
+        for worker in workers.idle:
+            self.selector.register(worker.conn, selectors.EVENT_READ, ("worker", worker))
+
+    # -- set-up and shut-down
+
+    def listen(self, sock, protocol, unlink: str | None = None) -> None:
+        """Serve ``protocol`` on the listening socket ``sock`` (``unlink``: its path, removed on close)."""
+        sock.setblocking(False)
+        self.listeners.append((sock, unlink))
+        self.selector.register(sock, selectors.EVENT_READ, ("listen", sock, protocol))
+
+    def stop(self) -> None:
+        """End :meth:`run` within :attr:`TICK` seconds (safe from a signal handler)."""
+        self.stopped = True
+
+    def close(self) -> None:
+        for sock, path in self.listeners:
+            sock.close()
+            if path:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        self.listeners = []
+        for conn in list(self.connections):
+            self._close(conn)
+        self.selector.close()
+
+    def run(self) -> None:
+        """Serve until :meth:`stop`."""
+        next_check = time.monotonic() + self.TICK
+        while not self.stopped:
+            for key, events in self.selector.select(self.TICK):
+                kind = key.data[0]
+                if kind == "conn":
+                    conn = key.data[1]
+                    if events & selectors.EVENT_READ and conn.state == "reading":
+                        self._read(conn)
+                    elif events & selectors.EVENT_WRITE and conn.state == "writing":
+                        self._write(conn)
+                    elif events & selectors.EVENT_READ and conn.state == "draining":
+                        self._drain(conn)
+                elif kind == "worker":
+                    self._worker_done(key.data[1])
+                else:
+                    self._accept(key.data[1], key.data[2])
+            now = time.monotonic()
+            if now >= next_check:
+                self._expire(now)
+                next_check = now + self.TICK
+
+    # -- connections
+
+    def _accept(self, listener, protocol) -> None:
+        for _ in range(64):                      # then let the others' events be served too
+            try:
+                sock, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:               # e.g. out of file descriptors: keep serving the others
+                log(f"accept failed: {exc}")
+                return
+            sock.setblocking(False)
+            conn = Connection(sock, protocol, time.monotonic() + self.timeout)
+            busy = len(self.connections) >= self.max_clients
+            self.connections.add(conn)
+            if busy:
+                self._answer(conn, protocol.busy())
+                continue
+            self._watch(conn, selectors.EVENT_READ)
+            self._read(conn)                      # the request often arrives with the connection
+
+    def _read(self, conn: Connection) -> None:
         try:
-            chunk = sock.recv(min(1 << 20, n - got))
-        except (socket.timeout, OSError) as exc:
-            raise Deadline(str(exc)) from None
-        if not chunk:
-            raise Deadline("the client closed the connection")
-        got += len(chunk)
-        if keep:
-            chunks.append(chunk)
-    return b"".join(chunks)
+            chunk = conn.sock.recv(1 << 18)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            return self._close(conn)
+        if chunk:
+            conn.buf += chunk
+        else:
+            conn.eof = True
+        self._step(conn)
 
+    def _step(self, conn: Connection) -> None:
+        """Ask the protocol what the bytes so far call for, and do it."""
+        while True:
+            step = conn.protocol.step(conn)
+            if step is None:
+                if conn.eof:                      # it will send nothing more: the request cannot be completed
+                    self._close(conn)
+                return
+            if isinstance(step, NeedBudget):
+                if not self.budget.take(step.n):
+                    conn.state, conn.ctx["refusal"], conn.ctx["need"] = "budget", step.refusal, step.n
+                    self._watch(conn, 0)              # not read meanwhile: the kernel holds its bytes
+                    self.budget_waiting.append(conn)
+                    return
+                conn.held += step.n
+                continue
+            if step is CLOSE:
+                return self._close(conn)
+            if isinstance(step, Reply):
+                return self._answer(conn, step.data)
+            conn.work = step
+            conn.buf = bytearray()                # the request is in the job's arguments now
+            self._watch(conn, 0)
+            conn.deadline = time.monotonic() + self.timeout
+            conn.state = "queued"
+            self.queued.append(conn)
+            return self._dispatch()
+
+    def _answer(self, conn: Connection, data: bytes) -> None:
+        conn.state, conn.out, conn.work = "writing", memoryview(data), None
+        conn.deadline = time.monotonic() + self.timeout
+        self._write(conn)
+
+    def _write(self, conn: Connection) -> None:
+        try:
+            sent = conn.sock.send(conn.out)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            return self._close(conn)              # the client went away; it still holds its message
+        conn.out = conn.out[sent:]
+        if len(conn.out):
+            return self._watch(conn, selectors.EVENT_WRITE)
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+            left = not conn.eof and conn.sock.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            left = False                          # nothing unread: closing sends an orderly end
+        except OSError:
+            left = False
+        if left:
+            # Bytes the request did not use (a refused or "busy" client still sending): closing
+            # now would reset the connection, and the client could lose the answer it has not
+            # read yet. Read and drop them until the client closes, for DRAIN_SECONDS at most.
+            conn.state, conn.deadline = "draining", time.monotonic() + DRAIN_SECONDS
+            return self._watch(conn, selectors.EVENT_READ)
+        self._close(conn)
+
+    def _drain(self, conn: Connection) -> None:
+        try:
+            if conn.sock.recv(1 << 16):
+                return
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            pass
+        self._close(conn)
+
+    def _watch(self, conn: Connection, events: int) -> None:
+        """Have the selector watch ``conn`` for ``events`` (0: not at all)."""
+        if events == conn.events:
+            return
+        if not events:
+            self.selector.unregister(conn.sock)
+        elif conn.events:
+            self.selector.modify(conn.sock, events, ("conn", conn))
+        else:
+            self.selector.register(conn.sock, events, ("conn", conn))
+        conn.events = events
+
+    def _close(self, conn: Connection) -> None:
+        if conn not in self.connections:
+            return
+        self.connections.discard(conn)
+        self._watch(conn, 0)
+        conn.sock.close()
+        conn.state = "closed"
+        if conn.held:
+            self.budget.give(conn.held)
+            conn.held = 0
+            self._budget_freed()
+
+    def _budget_freed(self) -> None:
+        while self.budget_waiting:
+            conn = self.budget_waiting[0]
+            if conn.state != "budget":
+                self.budget_waiting.popleft()
+                continue
+            if not self.budget.take(conn.ctx["need"]):
+                return
+            self.budget_waiting.popleft()
+            conn.held += conn.ctx["need"]
+            conn.state = "reading"
+            self._watch(conn, selectors.EVENT_READ)
+            self._step(conn)                     # the bytes that came meanwhile are still to be read
+
+    # -- work
+
+    def _dispatch(self) -> None:
+        while self.queued:
+            conn = self.queued[0]
+            if conn.state != "queued":
+                self.queued.popleft()
+                continue
+            if self.workers.n == 0:
+                self.queued.popleft()
+                work = conn.work
+                self._answer(conn, run_inline(work.job, work.args, work.fallback))
+                continue
+            if not self.workers.idle:
+                return
+            self.queued.popleft()
+            worker = self.workers.idle.pop()
+            work = conn.work
+            try:
+                worker.conn.send((work.job, work.args))
+            except (OSError, EOFError):
+                self._worker_lost(worker, conn, "a worker process died; it has been replaced")
+                continue
+            conn.state = "working"
+            self.busy[worker] = (conn, time.monotonic() + self.timeout)
+
+    def _worker_done(self, worker) -> None:
+        conn, _ = self.busy.pop(worker, (None, None))
+        try:
+            status, value = worker.conn.recv()
+        except (EOFError, OSError):
+            return self._worker_lost(worker, conn, "a worker process died; it has been replaced")
+        self.workers.idle.append(worker)
+        if conn is not None and conn.state == "working":
+            if status == "ok":
+                self._answer(conn, value)
+            else:
+                log(f"{type(value).__name__}: {value}")
+                self._answer(conn, conn.work.fallback("failed", f"{type(value).__name__}: {value}"))
+        self._dispatch()
+
+    def _worker_lost(self, worker, conn, text: str, kind: str = "failed") -> None:
+        """A worker died or overran: a new one in its place; its request answered with the fallback."""
+        self.busy.pop(worker, None)
+        if worker in self.workers.idle:
+            self.workers.idle.remove(worker)
+        try:
+            self.selector.unregister(worker.conn)
+        except (KeyError, ValueError):
+            pass
+        new = self.workers.replace(worker)
+        self.selector.register(new.conn, selectors.EVENT_READ, ("worker", new))
+        self.workers.idle.append(new)
+        if conn is not None and conn.state in ("working", "queued"):
+            log(text)
+            self._answer(conn, conn.work.fallback(kind, text))
+        self._dispatch()
+
+    def _expire(self, now: float) -> None:
+        for worker, (conn, deadline) in list(self.busy.items()):
+            if now > deadline:
+                self._worker_lost(worker, conn, f"the filter took over {self.timeout:g} s", "timeout")
+        for conn in list(self.connections):
+            if now <= conn.deadline:
+                continue
+            if conn.state == "budget":
+                self._answer(conn, conn.ctx["refusal"])
+            elif conn.state == "queued":
+                text = f"every worker was busy for {self.timeout:g} s"
+                log(text)
+                self._answer(conn, conn.work.fallback("timeout", text))
+            elif conn.state in ("reading", "writing", "draining"):
+                self._close(conn)                 # too slow; the client still holds its message
+
+
+# ----------------------------------------------------------------------------- listening sockets
 
 def unix_socket_ready(path: str) -> None:
     """Make ``path`` free for a new socket: only a stale socket of a process that is gone is
@@ -343,156 +629,90 @@ def unix_socket_ready(path: str) -> None:
         probe.close()
 
 
-class Resident:
-    """What every protocol's server shares: the workers, the limits, the connection count.
-
-    Mixed into a ``socketserver`` server class with ``ThreadingMixIn``: a thread per
-    connection (a client that sends nothing holds only its own thread). A thread that has
-    served its connection waits up to :data:`IDLE_SECONDS` for the next one (at most
-    :data:`IDLE_THREADS` wait), so a busy server does not start a thread per message (about
-    0.1 ms each). At most ``max_clients`` connections are served at once; one more is handed
-    to :meth:`busy`.
-    """
-
-    daemon_threads = True
-    request_queue_size = BACKLOG
-    allow_reuse_address = True
-
-    def setup_resident(self, workers: Workers, max_size: int, memory_budget: int, timeout: float,
-                       max_clients: int) -> None:
-        self.workers = workers
-        self.max_size = max_size
-        self.timeout = timeout
-        self.budget = Budget(max(memory_budget, max_size))
-        self.clients = threading.BoundedSemaphore(max_clients)
-        self._idle: list = []                     # the inboxes of threads waiting for a connection
-        self._idle_lock = threading.Lock()
-
-    def process_request(self, request, client_address):
-        if not self.clients.acquire(blocking=False):
-            try:
-                self.busy(request)
-            finally:
-                self.shutdown_request(request)
-            return
-        try:
-            with self._idle_lock:
-                inbox = self._idle.pop() if self._idle else None
-            if inbox is not None:
-                inbox.put((request, client_address))
-            else:
-                threading.Thread(target=self._connections, args=(request, client_address), daemon=True).start()
-        except BaseException:
-            self.clients.release()
-            raise
-
-    def _connections(self, request, client_address) -> None:
-        """A connection thread: serve a connection, then wait for the next one or end."""
-        inbox: queue.SimpleQueue = queue.SimpleQueue()
-        while True:
-            try:
-                socketserver.ThreadingMixIn.process_request_thread(self, request, client_address)
-            finally:
-                self.clients.release()
-            with self._idle_lock:
-                if len(self._idle) >= IDLE_THREADS:
-                    return
-                self._idle.append(inbox)
-            try:
-                request, client_address = inbox.get(timeout=IDLE_SECONDS)
-            except queue.Empty:
-                with self._idle_lock:
-                    if inbox in self._idle:
-                        self._idle.remove(inbox)
-                        return
-                request, client_address = inbox.get()   # handed one just as the wait ran out
-
-    def busy(self, request) -> None:
-        """Answer a connection over ``max_clients`` (the protocol's "try again later")."""
-
-
-class PrivateUnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    """A threaded server on a Unix-domain socket created with ``socket_mode`` (umask set while it
-    is made, so it is never more open, even for an instant) after :func:`unix_socket_ready`;
-    the socket file is removed when the server closes."""
-
-    def __init__(self, path, handler, socket_mode: int):
-        path = str(path)
-        unix_socket_ready(path)
+def unix_listener(path, socket_mode: int):
+    """A listening Unix-domain socket at ``path`` (after :func:`unix_socket_ready`), created
+    with ``socket_mode`` (the umask is set while it is made, so it is never more open, even for
+    an instant)."""
+    path = str(path)
+    unix_socket_ready(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
         old = os.umask(0o777 & ~socket_mode)
         try:
-            super().__init__(path, handler)
+            sock.bind(path)
         finally:
             os.umask(old)
         os.chmod(path, socket_mode)
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
-    def server_close(self):
-        super().server_close()
-        try:
-            os.unlink(self.server_address)
-        except OSError:
-            pass
+
+def tcp_listener(address: tuple[str, int]):
+    """A listening TCP socket on ``(host, port)`` (IPv6 when the host has a colon)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 # ----------------------------------------------------------------------------- the spamkit protocol
 
-class _Handler(socketserver.BaseRequestHandler):
-    def handle(self):
-        server: FilterServer = self.server
-        deadline = time.monotonic() + server.timeout
-        try:
-            (length,) = _LENGTH.unpack(read_exact(self.request, _LENGTH.size, deadline))
-            if length > server.max_size:
-                read_exact(self.request, length, deadline, keep=False)
-                return self._reply(EXIT_REFUSED, f"message of {length} bytes is over the server's limit of "
-                                                 f"{server.max_size} (spamkit serve --max-size)".encode())
-            if not server.budget.acquire(length, deadline):
-                read_exact(self.request, length, deadline, keep=False)
-                return self._reply(EXIT_REFUSED, b"server busy: too many bytes in flight; try again")
-            try:
-                raw = read_exact(self.request, length, deadline)
-                status, out = server.classify_one(raw)
-                self._reply(status, out)
-            finally:
-                server.budget.release(length)
-        except Deadline:
-            return                                 # the client still holds its message
-
-    def _reply(self, status: int, payload: bytes) -> None:
-        self.request.settimeout(self.server.timeout)
-        try:
-            self.request.sendall(bytes([status]) + _LENGTH.pack(len(payload)) + payload)
-        except OSError:
-            pass                                   # the client went away; it still holds its message
+def frame(status: int, payload: bytes) -> bytes:
+    """One reply of spamkit's protocol: the status byte, the length, the bytes."""
+    return bytes([status]) + _LENGTH.pack(len(payload)) + payload
 
 
-class FilterServer(Resident, PrivateUnixServer):
-    """spamkit's own protocol on a Unix-domain socket (see the module docstring), for
-    ``spamkit-pipe``; the filter file ``model`` is reloaded when it changes (the filters of the
-    workers' :class:`FilterCache` carry their ``model_id``)."""
+def answer_job(model: str, raw: bytes) -> bytes:
+    """The reply to one message of the spamkit protocol (in a worker): the tagged message and
+    its verdict's status, or the message unchanged (status 3) if anything fails; never loses it."""
+    try:
+        spam_filter = _WORKER["cache"].get(model)
+        verdict, p = spam_filter.verdict(raw)
+        return frame(VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id,
+                                                  getattr(spam_filter, "points_threshold", 0.5)))
+    except Exception as exc:                      # noqa: BLE001 -- a mail filter must pass mail on
+        log(f"{type(exc).__name__}: {exc}; message passed through")
+        return frame(EXIT_ERROR, raw)
 
-    def __init__(self, path, model: str, workers: Workers, max_size: int = MAX_MESSAGE,
-                 memory_budget: int = MEMORY_BUDGET, timeout: float = TIMEOUT, socket_mode: int = 0o600,
-                 max_clients: int = MAX_CLIENTS):
-        self.model = str(model)
-        self.setup_resident(workers, max_size, memory_budget, timeout, max_clients)
-        super().__init__(path, _Handler, socket_mode)
 
-    def busy(self, request) -> None:
-        payload = b"server busy: too many clients at once; try again"
-        try:
-            request.settimeout(1.0)
-            request.sendall(bytes([EXIT_REFUSED]) + _LENGTH.pack(len(payload)) + payload)
-        except OSError:
-            pass
+class SpamkitProtocol:
+    """spamkit's own protocol (the module docstring), for ``spamkit-pipe``, on the filter file
+    ``model`` (reloaded when it changes: the workers' :class:`FilterCache`)."""
 
-    def classify_one(self, raw: bytes) -> tuple[int, bytes]:
-        """(status, bytes to deliver): in a worker process if there are any; the message on a timeout."""
-        try:
-            return self.workers.run(answer_job, self.model, raw)
-        except TimeoutError as exc:
-            log(f"{exc}; message passed through")
-            return EXIT_ERROR, raw
-        except Exception as exc:                  # noqa: BLE001 -- a worker died: pass the mail on
-            log(f"{type(exc).__name__}: {exc}; message passed through")
-            return EXIT_ERROR, raw
+    def __init__(self, model: str, max_size: int):
+        self.model, self.max_size = str(model), max_size
+
+    @staticmethod
+    def busy() -> bytes:
+        return frame(EXIT_REFUSED, b"server busy: too many clients at once; try again")
+
+    def step(self, conn: Connection):
+        ctx, buf = conn.ctx, conn.buf
+        if "length" not in ctx:
+            if len(buf) < _LENGTH.size:
+                return None
+            (length,) = _LENGTH.unpack(buf[:_LENGTH.size])
+            del buf[:_LENGTH.size]
+            ctx["length"] = length
+            if length > self.max_size:
+                ctx["refuse"], ctx["dropped"] = (f"message of {length} bytes is over the server's limit of "
+                                                 f"{self.max_size} (spamkit serve --max-size)").encode(), 0
+            else:
+                return NeedBudget(length, frame(EXIT_REFUSED, b"server busy: too many bytes in flight; try again"))
+        length = ctx["length"]
+        if "refuse" in ctx:                       # read and drop it all, then refuse: the client keeps it
+            ctx["dropped"] += len(buf)
+            buf.clear()
+            return Reply(frame(EXIT_REFUSED, ctx["refuse"])) if ctx["dropped"] >= length else None
+        if len(buf) < length:
+            return None
+        raw = bytes(buf[:length])
+        return Work(answer_job, (self.model, raw), lambda kind, text: frame(EXIT_ERROR, raw))

@@ -27,11 +27,12 @@
 (and the default filter otherwise; a ``TELL`` for a user without a file starts one from the
 default filter). ``Compress: zlib`` bodies are inflated, within the size limit.
 
-Requests are read under the limits of :class:`spamkit.server.Resident` (a thread per
-connection, a deadline for the whole request, a size limit and a memory budget for all
-requests together, a maximum number of clients) and scored by its workers. Errors are
-answered with spamd's codes (``EX_PROTOCOL``, ``EX_DATAERR``, ``EX_TEMPFAIL``, ...), on which
-``spamc`` delivers the message unchanged.
+Requests are read by :class:`spamkit.server.ServeLoop` (one event loop for every connection,
+a deadline for the whole request, a size limit and a memory budget for all requests together,
+a maximum number of clients) through :class:`SpamdProtocol`, and answered by the workers
+(:func:`spamd_job` builds the whole answer). Errors are answered with spamd's codes
+(``EX_PROTOCOL``, ``EX_DATAERR``, ``EX_TEMPFAIL``, ...), on which ``spamc`` delivers the
+message unchanged.
 
 Protocol: SpamAssassin's ``spamd/PROTOCOL`` (Apache SpamAssassin 3.4/4.0); checked against the
 real ``spamc`` 4.0 and the ``aiospamc`` client in ``tests/test_spamd.py``.
@@ -42,14 +43,12 @@ from __future__ import annotations
 import os
 import re
 import socket
-import socketserver
-import time
 import zlib
 from dataclasses import dataclass, field
 
 from .mailfilter.tags import add_spamassassin_fields, points, rule_names, spamassassin_fields, REQUIRED_POINTS
 from .message import header_end
-from .server import Deadline, PrivateUnixServer, Resident, log, worker_state
+from .server import CLOSE, NeedBudget, Reply, Work, log, worker_state
 
 #: spamd's exit codes (sysexits.h) used in answers
 EX_OK, EX_USAGE, EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL, EX_PROTOCOL, EX_NOPERM = (
@@ -101,35 +100,8 @@ def error(code: int, text: str) -> bytes:
     return f"SPAMD/1.0 {code} {text}\r\n\r\n".encode("utf-8", "replace")
 
 
-def _recv(sock, deadline: float, size: int = 65536) -> bytes:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise Deadline("timed out")
-    sock.settimeout(left)
-    try:
-        chunk = sock.recv(size)
-    except (socket.timeout, OSError) as exc:
-        raise Deadline(str(exc)) from None
-    return chunk
-
-
-def read_head(sock, deadline: float) -> tuple[Request, bytes]:
-    """The request line and header fields, and the bytes of the body read with them."""
-    data = b""
-    while True:
-        m = _HEAD_END.search(data)
-        if m is not None:
-            head, rest = data[:m.start()], data[m.end():]
-            break
-        if len(data) > MAX_HEAD_BYTES:
-            raise ProtocolError(EX_PROTOCOL, f"request header over {MAX_HEAD_BYTES} bytes")
-        chunk = _recv(sock, deadline)
-        if not chunk:
-            if data.strip():
-                head, rest = data.strip(), b""            # a client that closed after the request line
-                break
-            raise Deadline("the client closed the connection")
-        data += chunk
+def parse_head(head: bytes) -> Request:
+    """The request line and header fields (the bytes before the blank line)."""
     lines = head.decode("latin-1").replace("\r\n", "\n").split("\n")
     m = _REQUEST_LINE.match(lines[0].strip())
     if m is None:
@@ -143,49 +115,37 @@ def read_head(sock, deadline: float) -> tuple[Request, bytes]:
         if not sep or not name.strip():
             raise ProtocolError(EX_PROTOCOL, f"bad header line: {line[:80]}")
         headers[name.strip().lower()] = value.strip()
-    return Request(command, version, headers), rest
+    return Request(command, version, headers)
 
 
-def read_body(sock, request: Request, rest: bytes, deadline: float, max_size: int) -> bytes:
-    """The message of a request: Content-length bytes (or up to the end of the stream), inflated
-    if ``Compress: zlib``; larger than ``max_size`` raises :class:`ProtocolError` (after reading
-    it, so the client gets the answer)."""
+def content_length(request: Request) -> int | None:
+    """The request's ``Content-length`` (None without one: the body ends with the stream)."""
     length = request.headers.get("content-length")
-    if length is not None:
-        try:
-            length = int(length)
-        except ValueError:
-            raise ProtocolError(EX_PROTOCOL, f"Content-length {length!r} is not a number") from None
-        if length < 0:
-            raise ProtocolError(EX_PROTOCOL, "negative Content-length")
-    chunks, got, too_big = [rest], len(rest), False
-    while length is None or got < length:
-        chunk = _recv(sock, deadline, min(1 << 20, (length - got) if length is not None else 1 << 20))
-        if not chunk:
-            if length is None:
-                break
-            raise Deadline("the client closed the connection")
-        got += len(chunk)
-        if got > max_size:
-            too_big = True
-            chunks = []                                   # read and drop the rest
-        else:
-            chunks.append(chunk)
-    if too_big or got > max_size:
-        raise ProtocolError(EX_DATAERR, f"message of {got} bytes is over the server's limit of {max_size} "
-                                        "(spamkit serve --max-size)")
-    body = b"".join(chunks)[:length] if length is not None else b"".join(chunks)
+    if length is None:
+        return None
+    try:
+        length = int(length)
+    except ValueError:
+        raise ProtocolError(EX_PROTOCOL, f"Content-length {length!r} is not a number") from None
+    if length < 0:
+        raise ProtocolError(EX_PROTOCOL, "negative Content-length")
+    return length
+
+
+def inflate(request: Request, body: bytes, max_size: int) -> bytes:
+    """The body, inflated if ``Compress: zlib`` (within ``max_size``)."""
     compress = request.headers.get("compress")
-    if compress:
-        if compress.lower() != "zlib":
-            raise ProtocolError(EX_PROTOCOL, f"unknown compression {compress!r}")
-        inflate = zlib.decompressobj()
-        try:
-            body = inflate.decompress(body, max_size + 1)
-        except zlib.error as exc:
-            raise ProtocolError(EX_DATAERR, f"damaged zlib body ({exc})") from None
-        if len(body) > max_size or inflate.unconsumed_tail:
-            raise ProtocolError(EX_DATAERR, f"message inflates to over the server's limit of {max_size}")
+    if not compress:
+        return body
+    if compress.lower() != "zlib":
+        raise ProtocolError(EX_PROTOCOL, f"unknown compression {compress!r}")
+    inflater = zlib.decompressobj()
+    try:
+        body = inflater.decompress(body, max_size + 1)
+    except zlib.error as exc:
+        raise ProtocolError(EX_DATAERR, f"damaged zlib body ({exc})") from None
+    if len(body) > max_size or inflater.unconsumed_tail:
+        raise ProtocolError(EX_DATAERR, f"message inflates to over the server's limit of {max_size}")
     return body
 
 
@@ -299,107 +259,109 @@ def scoring_answer(request: Request, result: dict, raw: bytes, host: str) -> byt
     return answer(EX_OK, headers=headers, body=processed)
 
 
-class SpamdHandler(socketserver.BaseRequestHandler):
-    def handle(self):
-        server = self.server
-        deadline = time.monotonic() + server.timeout
-        held = 0
-        try:
-            try:
-                request, rest = read_head(self.request, deadline)
-                if request.command == "SKIP":
-                    return
-                if request.command == "PING":
-                    return self._send(answer(EX_OK, "PONG", version="1.5"))
-                declared = request.headers.get("content-length", "").strip()
-                held = min(int(declared), server.max_size) if declared.isdigit() else server.max_size
-                if not server.budget.acquire(held, deadline):
-                    held = 0
-                    raise ProtocolError(EX_TEMPFAIL, "server busy: too many bytes in flight; try again")
-                raw = read_body(self.request, request, rest, deadline, server.max_size)
-                self._send(self.respond(request, raw))
-            except ProtocolError as exc:
-                self._send(error(exc.code, str(exc)))
-            finally:
-                if held:
-                    server.budget.release(held)
-        except Deadline:
-            return                                        # the client went away or sent too slowly
-
-    def respond(self, request: Request, raw: bytes) -> bytes:
-        server = self.server
-        user = request.headers.get("user")
-        try:
-            if request.command == "TELL":
-                return self._tell(request, user, raw)
-            result = server.workers.run(score_job, user, raw, request.command.startswith("REPORT"))
-        except ProtocolError:
-            raise
-        except TimeoutError as exc:
-            log(f"{exc}; answered EX_TEMPFAIL")
-            raise ProtocolError(EX_TEMPFAIL, str(exc)) from None
-        except Exception as exc:                          # noqa: BLE001 -- spamc then delivers unchanged
-            log(f"{type(exc).__name__}: {exc}; answered EX_SOFTWARE")
-            raise ProtocolError(EX_SOFTWARE, f"{type(exc).__name__}: {exc}") from None
-        return scoring_answer(request, result, raw, server.host)
-
-    def _tell(self, request: Request, user, raw: bytes) -> bytes:
-        if not self.server.allow_tell:
-            raise ProtocolError(EX_UNAVAILABLE, "TELL commands are not enabled, start spamkit serve with --allow-tell")
-        label = request.headers.get("message-class", "").strip().lower() or None
-        sets = {w.strip().lower() for w in request.headers.get("set", "").split(",") if w.strip()}
-        removes = {w.strip().lower() for w in request.headers.get("remove", "").split(",") if w.strip()}
-        if not sets and not removes:
-            raise ProtocolError(EX_PROTOCOL, "TELL needs Set: local or Remove: local")
-        if sets & removes:
-            raise ProtocolError(EX_PROTOCOL, "TELL cannot set and remove the same place")
-        if sets and label not in ("spam", "ham"):
-            raise ProtocolError(EX_PROTOCOL, "TELL with Set needs Message-class: spam or ham")
-        done = self.server.workers.run(tell_job, user, raw, label, "local" in sets, "local" in removes)
-        return answer(EX_OK, headers=sorted(done.items()), body=b"")
-
-    def _send(self, data: bytes) -> None:
-        self.request.settimeout(self.server.timeout)
-        try:
-            self.request.sendall(data)
-        except OSError:
-            pass                                          # the client went away; it still holds its message
+def spamd_job(request: Request, host: str) -> bytes:
+    """The whole answer to one request with its message (in a worker): scored, or learned from
+    (``TELL``); a refused request or a failure is answered with spamd's code, on which ``spamc``
+    delivers the message unchanged."""
+    try:
+        if request.command == "TELL":
+            return _tell(request)
+        result = score_job(request.headers.get("user"), request.body, request.command.startswith("REPORT"))
+        return scoring_answer(request, result, request.body, host)
+    except ProtocolError as exc:
+        return error(exc.code, str(exc))
+    except Exception as exc:                          # noqa: BLE001 -- spamc then delivers unchanged
+        log(f"{type(exc).__name__}: {exc}; answered EX_SOFTWARE")
+        return error(EX_SOFTWARE, f"{type(exc).__name__}: {exc}")
 
 
-class _Spamd(Resident):
+def _tell(request: Request) -> bytes:
+    if not worker_state().get("allow_tell"):
+        raise ProtocolError(EX_UNAVAILABLE, "TELL commands are not enabled, start spamkit serve with --allow-tell")
+    headers = request.headers
+    label = headers.get("message-class", "").strip().lower() or None
+    sets = {w.strip().lower() for w in headers.get("set", "").split(",") if w.strip()}
+    removes = {w.strip().lower() for w in headers.get("remove", "").split(",") if w.strip()}
+    if not sets and not removes:
+        raise ProtocolError(EX_PROTOCOL, "TELL needs Set: local or Remove: local")
+    if sets & removes:
+        raise ProtocolError(EX_PROTOCOL, "TELL cannot set and remove the same place")
+    if sets and label not in ("spam", "ham"):
+        raise ProtocolError(EX_PROTOCOL, "TELL with Set needs Message-class: spam or ham")
+    done = tell_job(headers.get("user"), request.body, label, "local" in sets, "local" in removes)
+    return answer(EX_OK, headers=sorted(done.items()), body=b"")
+
+
+def _fallback(kind: str, text: str) -> bytes:
+    """The answer when the filter overran (EX_TEMPFAIL) or its worker died (EX_SOFTWARE)."""
+    return error(EX_TEMPFAIL if kind == "timeout" else EX_SOFTWARE, text)
+
+
+class SpamdProtocol:
+    """SpamAssassin's protocol, read as the bytes arrive (:class:`spamkit.server.ServeLoop`):
+    the request line and header fields (at most :data:`MAX_HEAD_BYTES`), then ``Content-length``
+    bytes of message (or up to the end of the stream), at most ``max_size`` — a bigger one is
+    read to its end and answered ``EX_DATAERR``; the memory budget is taken for the declared
+    length before the body is read."""
+
     host = socket.gethostname()
 
-    def setup_spamd(self, allow_tell: bool) -> None:
-        self.allow_tell = allow_tell
+    def __init__(self, max_size: int):
+        self.max_size = max_size
 
-    def busy(self, request) -> None:
+    @staticmethod
+    def busy() -> bytes:
+        return error(EX_TEMPFAIL, "server busy: too many clients at once; try again")
+
+    def step(self, conn):
         try:
-            request.settimeout(1.0)
-            request.sendall(error(EX_TEMPFAIL, "server busy: too many clients at once; try again"))
-        except OSError:
-            pass
+            return self._step(conn)
+        except ProtocolError as exc:
+            return Reply(error(exc.code, str(exc)))
 
-
-class SpamdServer(_Spamd, socketserver.ThreadingMixIn, socketserver.TCPServer):
-    """spamd's protocol on TCP (``HOST:PORT``; no authentication: bind it to loopback or a trusted
-    network, as spamd's ``--allowed-ips`` would)."""
-
-    def __init__(self, address: tuple[str, int], workers, *, max_size: int, memory_budget: int, timeout: float,
-                 max_clients: int, allow_tell: bool = False):
-        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self.setup_resident(workers, max_size, memory_budget, timeout, max_clients)
-        self.setup_spamd(allow_tell)
-        super().__init__(address, SpamdHandler)
-
-
-class SpamdUnixServer(_Spamd, PrivateUnixServer):
-    """spamd's protocol on a Unix-domain socket (``spamc -U PATH``)."""
-
-    def __init__(self, path, workers, *, max_size: int, memory_budget: int, timeout: float, max_clients: int,
-                 allow_tell: bool = False, socket_mode: int = 0o600):
-        self.setup_resident(workers, max_size, memory_budget, timeout, max_clients)
-        self.setup_spamd(allow_tell)
-        super().__init__(path, SpamdHandler, socket_mode)
+    def _step(self, conn):
+        ctx, buf = conn.ctx, conn.buf
+        if "request" not in ctx:
+            m = _HEAD_END.search(buf)
+            if m is not None:
+                head, rest = bytes(buf[:m.start()]), buf[m.end():]
+            elif len(buf) > MAX_HEAD_BYTES:
+                raise ProtocolError(EX_PROTOCOL, f"request header over {MAX_HEAD_BYTES} bytes")
+            elif conn.eof and buf.strip():
+                head, rest = bytes(buf).strip(), bytearray()     # a client that closed after the request line
+            else:
+                return None
+            request = parse_head(head)
+            conn.buf = buf = rest
+            ctx["request"] = request
+            if request.command == "SKIP":
+                return CLOSE
+            if request.command == "PING":
+                return Reply(answer(EX_OK, "PONG", version="1.5"))
+            length = ctx["length"] = content_length(request)
+            ctx["got"], ctx["dropping"] = 0, False
+            held = self.max_size if length is None else min(length, self.max_size)
+            return NeedBudget(held, error(EX_TEMPFAIL, "server busy: too many bytes in flight; try again"))
+        length = ctx["length"]
+        if not ctx["dropping"]:
+            if length is not None and length <= self.max_size and len(buf) >= length:
+                body = bytes(buf[:length])
+            elif length is None and conn.eof and len(buf) <= self.max_size:
+                body = bytes(buf)
+            elif len(buf) > self.max_size:                     # read and drop the rest, then refuse
+                ctx["dropping"] = True
+            else:
+                return None                                      # (a close before the end: the loop hangs up)
+        if ctx["dropping"]:
+            ctx["got"] += len(buf)
+            buf.clear()
+            if length is not None and ctx["got"] < length or length is None and not conn.eof:
+                return None
+            raise ProtocolError(EX_DATAERR, f"message of {ctx['got']} bytes is over the server's limit of "
+                                            f"{self.max_size} (spamkit serve --max-size)")
+        request = ctx["request"]
+        request.body = inflate(request, body, self.max_size)
+        return Work(spamd_job, (request, self.host), _fallback)
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -415,4 +377,4 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-__all__ = ["SpamdServer", "SpamdUnixServer", "parse_address", "score_job", "tell_job"]
+__all__ = ["SpamdProtocol", "parse_address", "score_job", "spamd_job", "tell_job"]

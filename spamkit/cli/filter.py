@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 
 import click
@@ -15,7 +14,8 @@ from ..corpus import iter_corpora
 from ..mailfilter import MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import VERDICT_STATUS, guard
 from ..report import to_json
-from ..server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterCache, FilterServer, Workers
+from ..server import (MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterCache, ServeLoop, SpamkitProtocol,
+                      Workers, tcp_listener, unix_listener)
 from . import cli
 from .params import (CostsParam, OutputPath, SizeParam, close_corpora, corpus_options, costs_or_none, imap_options,
                      jobs_option, open_corpora, spam_rate_option)
@@ -409,7 +409,7 @@ def _learn_guarded(learn_messages, spam_filter, messages, forget, on_error, prog
               help="Let spamd clients teach the filters (spamc -L spam|ham|forget), as spamd --allow-tell.")
 @click.option("--cost", type=CostsParam(), default=None, help="Decide with these costs instead of the filter's.")
 @click.option("--workers", type=click.IntRange(min=0), default=None,
-              help="Processes that classify (default: one per core; 0 classifies in the connection threads).")
+              help="Processes that classify (default: one per core; 0 classifies in the server's own process).")
 @click.option("--max-size", type=SizeParam(), default=str(MAX_MESSAGE >> 20) + "M", show_default=True,
               help="Largest message classified; bigger ones are refused and the client passes them on untagged.")
 @click.option("--memory-budget", type=SizeParam(), default=str(MEMORY_BUDGET >> 20) + "M", show_default=True,
@@ -432,14 +432,14 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, 
       spamkit serve mine.spamkit --spamd 127.0.0.1:783 --user-models /var/lib/spamkit --allow-tell &
       spamc -d 127.0.0.1 -p 783 < message.eml > processed.eml     # any spamc integration
 
-    Clients are served concurrently (a thread per connection, classification in worker
-    processes); a client that sends nothing holds only its own connection. A filter file is
+    Clients are served concurrently (one event loop reads every connection, worker
+    processes classify); a client that sends nothing holds only its own connection. A filter file is
     reloaded when it changes (after spamkit learn) and after SIGHUP, without dropping a
     request. Stop it with Ctrl-C or SIGTERM; the sockets are removed. spamd has no
     authentication: bind --spamd to loopback or a network you trust.
     """
     from ..spamfilter import SpamFilter
-    from ..spamd import SpamdServer, SpamdUnixServer, parse_address
+    from ..spamd import SpamdProtocol, parse_address
     if not (socket_path or spamd_address or spamd_socket):
         raise click.UsageError("nothing to answer on: give --socket, --spamd HOST:PORT or --spamd-socket PATH")
     try:
@@ -468,37 +468,29 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, 
     cache.get(model)                                  # a bad filter file stops here, with its reason
     workers = (os.cpu_count() or 1) if workers is None else workers
     pool = Workers(workers, {"cache": cache, "model": str(model), "user_models": user_models,
-                             "load_for_learning": SpamFilter.load}, timeout)
-    limits = {"max_size": max_size, "memory_budget": memory_budget, "timeout": timeout, "max_clients": max_clients}
-    servers = []
+                             "allow_tell": allow_tell, "load_for_learning": SpamFilter.load}, timeout)
+    loop = ServeLoop(pool, max_size=max_size, memory_budget=memory_budget, timeout=timeout, max_clients=max_clients)
     try:
         if socket_path:
-            servers.append(FilterServer(socket_path, model, pool, socket_mode=mode, **limits))
+            loop.listen(unix_listener(socket_path, mode), SpamkitProtocol(model, max_size), unlink=str(socket_path))
         if address:
-            servers.append(SpamdServer(address, pool, allow_tell=allow_tell, **limits))
+            loop.listen(tcp_listener(address), SpamdProtocol(max_size))
         if spamd_socket:
-            servers.append(SpamdUnixServer(spamd_socket, pool, allow_tell=allow_tell, socket_mode=mode, **limits))
+            loop.listen(unix_listener(spamd_socket, mode), SpamdProtocol(max_size), unlink=str(spamd_socket))
     except OSError as exc:
-        for server in servers:
-            server.server_close()
+        loop.close()
         pool.close()
         raise click.ClickException(str(exc)) from None
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
+    signal.signal(signal.SIGTERM, lambda signum, frame: loop.stop())
+    signal.signal(signal.SIGINT, lambda signum, frame: loop.stop())
     signal.signal(signal.SIGHUP, lambda signum, frame: cache.reload_all())
-    for server in servers:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
     where = ", ".join(filter(None, [socket_path and f"spamkit-pipe on {socket_path}",
                                     address and f"spamd on {address[0]}:{address[1]}",
                                     spamd_socket and f"spamd on {spamd_socket}"]))
     click.echo(f"spamkit serve: {model} ({where}; {workers or 'no'} worker processes)", err=True)
     try:
-        while not stop.wait(0.5):
-            pass
+        loop.run()
     finally:
-        for server in servers:
-            server.shutdown()
-            server.server_close()
+        loop.close()
         pool.close()

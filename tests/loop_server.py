@@ -1,0 +1,88 @@
+"""A :class:`spamkit.server.ServeLoop` on a protocol made for ``tests/test_serve_loop.py``, run
+in a process of its own (its workers are forked from a process with one thread, as in
+``spamkit serve``).
+
+    python tests/loop_server.py SOCKET '{"workers": 2, "timeout": 5.0, ...}'
+
+The protocol: a line ``COMMAND SIZE``, then SIZE bytes; the job (in a worker) answers ``ok:``,
+the command and what it was sent; ``sleep`` sleeps for the body's seconds first, ``die`` ends
+the worker, ``big`` answers SIZE bytes of ``B``, ``fail`` raises. ``stats 0`` is answered by the
+loop itself: its budget in use and its connections' states, as JSON. Stops on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from spamkit import server as srv  # noqa: E402
+
+
+def job(command: bytes, body: bytes) -> bytes:
+    if command == b"sleep":
+        time.sleep(float(body))
+    elif command == b"die":
+        os._exit(3)
+    elif command == b"big":
+        return b"B" * int(body)
+    elif command == b"fail":
+        raise ValueError("as asked")
+    return b"ok:" + command + b":" + body
+
+
+def fallback(kind: str, text: str) -> bytes:
+    return f"fallback:{kind}".encode()
+
+
+class LineProtocol:
+    def __init__(self):
+        self.loop = None
+
+    @staticmethod
+    def busy() -> bytes:
+        return b"busy"
+
+    def step(self, conn):
+        ctx = conn.ctx
+        if "size" not in ctx:
+            if b"\n" not in conn.buf:
+                return None
+            line, _, rest = bytes(conn.buf).partition(b"\n")
+            command, size = line.split()
+            conn.buf = bytearray(rest)
+            ctx["command"], ctx["size"] = command, int(size)
+            if command == b"stats":
+                states = sorted(c.state for c in self.loop.connections if c is not conn)
+                return srv.Reply(json.dumps({"budget": self.loop.budget.used, "states": states,
+                                             "workers": sorted(w.process.pid for w in self.loop.workers.all)}
+                                            ).encode())
+            return srv.NeedBudget(int(size), b"no room")
+        if len(conn.buf) < ctx["size"]:
+            return None
+        return srv.Work(job, (ctx["command"], bytes(conn.buf[:ctx["size"]])), fallback)
+
+
+def main(path: str, options: str) -> None:
+    limits = {"max_size": 1 << 20, "memory_budget": 1 << 20, "timeout": 5.0, "max_clients": 64, **json.loads(options)}
+    pool = srv.Workers(limits.pop("workers", 2), {}, limits["timeout"])
+    loop = srv.ServeLoop(pool, **limits)
+    protocol = LineProtocol()
+    protocol.loop = loop
+    loop.listen(srv.unix_listener(path, 0o600), protocol, unlink=path)
+    signal.signal(signal.SIGTERM, lambda signum, frame: loop.stop())
+    print("ready", flush=True)
+    try:
+        loop.run()
+    finally:
+        loop.close()
+        pool.close()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
