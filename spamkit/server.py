@@ -342,6 +342,7 @@ class ServeLoop:
         self.budget_waiting: collections.deque = collections.deque()
         self.queued: collections.deque = collections.deque()
         self.busy: dict = {}                     # worker -> (connection, deadline)
+        self.resting: list = []                  # listening sockets whose accept failed, until the next check
         self.stopped = False
         for worker in workers.idle:
             self.selector.register(worker.conn, selectors.EVENT_READ, ("worker", worker))
@@ -402,8 +403,12 @@ class ServeLoop:
                 sock, _ = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as exc:               # e.g. out of file descriptors: keep serving the others
-                log(f"accept failed: {exc}")
+            except OSError as exc:
+                # e.g. out of file descriptors: the socket stays readable, so the loop would spin on it;
+                # rest it until the next deadline check and serve the connections already open
+                log(f"accept failed ({exc}); accepting again in {self.TICK:g} s")
+                self.selector.unregister(listener)
+                self.resting.append((listener, protocol))
                 return
             sock.setblocking(False)
             conn = Connection(sock, protocol, time.monotonic() + self.timeout)
@@ -593,6 +598,9 @@ class ServeLoop:
         self._dispatch()
 
     def _expire(self, now: float) -> None:
+        for listener, protocol in self.resting:
+            self.selector.register(listener, selectors.EVENT_READ, ("listen", listener, protocol))
+        self.resting = []
         for worker, (conn, deadline) in list(self.busy.items()):
             if now > deadline:
                 self._worker_lost(worker, conn, f"the filter took over {self.timeout:g} s", "timeout")

@@ -8,6 +8,7 @@ The protocol: a line ``COMMAND SIZE``, then SIZE bytes; the job (in a worker) an
 the command and what it was sent; ``sleep`` sleeps for the body's seconds first, ``die`` ends
 the worker, ``big`` answers SIZE bytes of ``B``, ``fail`` raises. ``stats 0`` is answered by the
 loop itself: its budget in use and its connections' states, as JSON. Stops on SIGTERM.
+Options: the loop's limits, ``workers``, and ``nofile`` (file descriptors left for connections).
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ class LineProtocol:
 def main(path: str, options: str) -> None:
     limits = {"max_size": 1 << 20, "memory_budget": 1 << 20, "timeout": 5.0, "max_clients": 64, **json.loads(options)}
     pool = srv.Workers(limits.pop("workers", 2), {}, limits["timeout"])
+    nofile = limits.pop("nofile", None)
+    if nofile:                                   # this many file descriptors beyond those open now
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 2 + nofile, hard))
     loop = srv.ServeLoop(pool, **limits)
     protocol = LineProtocol()
     protocol.loop = loop

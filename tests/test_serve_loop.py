@@ -189,3 +189,20 @@ def test_the_loop_does_not_spin_while_connections_wait(serve):
     for s in held:
         s.close()
     busy.join(30)
+
+
+def test_out_of_file_descriptors_the_loop_rests_its_listener_instead_of_spinning(serve):
+    path, proc = serve(workers=1, nofile=8, timeout=20.0)
+    idle = []
+    for _ in range(30):                                      # more than it can accept: the rest wait in the backlog
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        idle.append(s)
+    time.sleep(0.5)
+    before = cpu_seconds(proc.pid)
+    time.sleep(1.0)
+    assert cpu_seconds(proc.pid) - before < 0.3                 # not a loop on the failing accept
+    for s in idle:
+        s.close()
+    assert ask(path, "echo", b"served") == b"ok:echo:served"
+    assert proc.stderr.read1(1 << 16).count(b"accept failed") >= 1
