@@ -318,7 +318,7 @@ class ServeLoop:
     write down a worker's pipe and one read back, and the answer's write (about 14 system calls),
     and the worker builds the whole answer. The thread per connection this replaces handed the
     interpreter lock around every socket and pipe call (54 ``futex`` calls per message); the main
-    process's CPU per 20 KB message under 8 spamc clients fell from 0.39-0.49 ms to 0.20-0.30
+    process's CPU per 20 KB message under 8 spamc clients fell from 0.40-0.49 ms to 0.20-0.30
     (``scripts/spamd_cpu.py --compare``, docs/mail-filtering.md). Run it in a process's only
     thread, as ``spamkit serve`` does: it forks a worker's replacement from there.
 
@@ -566,6 +566,8 @@ class ServeLoop:
             self.busy[worker] = (conn, time.monotonic() + self.timeout)
 
     def _worker_done(self, worker) -> None:
+        if worker not in self.workers.all:
+            return                                # replaced earlier in the same batch of events
         conn, _ = self.busy.pop(worker, (None, None))
         try:
             status, value = worker.conn.recv()
