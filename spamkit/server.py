@@ -560,7 +560,9 @@ class ServeLoop:
             try:
                 worker.conn.send((work.job, work.args))
             except (OSError, EOFError):
-                self._worker_lost(worker, conn, "a worker process died; it has been replaced")
+                # it died while idle (its end of the pipe is gone): its replacement takes the request
+                self.queued.appendleft(conn)
+                self._worker_lost(worker, None, "an idle worker process died; it has been replaced")
                 continue
             conn.state = "working"
             self.busy[worker] = (conn, time.monotonic() + self.timeout)
@@ -594,8 +596,8 @@ class ServeLoop:
         new = self.workers.replace(worker)
         self.selector.register(new.conn, selectors.EVENT_READ, ("worker", new))
         self.workers.idle.append(new)
+        log(text)
         if conn is not None and conn.state in ("working", "queued"):
-            log(text)
             self._answer(conn, conn.work.fallback(kind, text))
         self._dispatch()
 

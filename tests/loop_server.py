@@ -6,8 +6,9 @@ in a process of its own (its workers are forked from a process with one thread, 
 
 The protocol: a line ``COMMAND SIZE``, then SIZE bytes; the job (in a worker) answers ``ok:``,
 the command and what it was sent; ``sleep`` sleeps for the body's seconds first, ``die`` ends
-the worker, ``big`` answers SIZE bytes of ``B``, ``fail`` raises. ``stats 0`` is answered by the
-loop itself: its budget in use and its connections' states, as JSON. Stops on SIGTERM.
+the worker, ``big`` answers SIZE bytes of ``B``, ``fail`` raises; before handing out
+``killidle``, the loop kills its idle workers. ``stats 0`` is answered by the loop itself:
+its budget in use, its connections' states and its workers' pids, as JSON. Stops on SIGTERM.
 Options: the loop's limits, ``workers``, and ``nofile`` (file descriptors left for connections).
 """
 
@@ -58,6 +59,10 @@ class LineProtocol:
             command, size = line.split()
             conn.buf = bytearray(rest)
             ctx["command"], ctx["size"] = command, int(size)
+            if command == b"killidle":           # the idle workers die before this request is handed out
+                for worker in self.loop.workers.idle:
+                    worker.process.kill()
+                    worker.process.join()
             if command == b"stats":
                 states = sorted(c.state for c in self.loop.connections if c is not conn)
                 return srv.Reply(json.dumps({"budget": self.loop.budget.used, "states": states,

@@ -101,6 +101,16 @@ def test_a_worker_that_dies_is_replaced_and_only_its_request_gets_the_fallback(s
     assert ask(path, "echo", b"still") == b"ok:echo:still"
 
 
+def test_a_worker_found_dead_when_handed_a_request_is_replaced_and_the_request_served(serve):
+    path, proc = serve(workers=2)
+    before = set(stats(path)["workers"])
+    assert ask(path, "killidle", b"x") == b"ok:killidle:x"     # not the fallback: a new worker served it
+    time.sleep(0.5)                                          # the dead workers' ends of their pipes are read
+    after = stats(path)["workers"]
+    assert len(after) == 2 and not set(after) & before         # each replaced once, no third worker
+    assert ask(path, "echo", b"next") == b"ok:echo:next"
+
+
 def test_a_job_over_the_timeout_is_answered_with_the_fallback_and_its_worker_replaced(serve):
     path, proc = serve(workers=1, timeout=1.0)
     started = time.monotonic()
