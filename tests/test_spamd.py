@@ -294,3 +294,41 @@ def test_spamkit_pipe_server_reloads_after_learn(model, tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def _raw_request(port: int, pieces, half_close: bool = True, timeout: float = 30) -> bytes:
+    """Send ``pieces`` one after another (a pause between them), then read the whole answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        for piece in pieces:
+            s.sendall(piece)
+            time.sleep(0.01)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def test_requests_are_read_as_their_bytes_come(model):
+    """The server reads requests in an event loop, piece by piece: a request sent a byte at a time,
+    one without Content-length that ends when the client closes its side, and the malformed ones
+    each get spamd's answer."""
+    server = Server(model, "--workers", "1", "--max-size", "20K")
+    try:
+        raw = sample("spam", 1)[0]
+        head = f"CHECK SPAMC/1.5\r\nContent-length: {len(raw)}\r\n\r\n".encode()
+        whole = head + raw
+        dribbled = _raw_request(server.port, [whole[i:i + 1] for i in range(300)] + [whole[300:]])
+        assert dribbled.startswith(b"SPAMD/1.1 0 EX_OK") and b"Spam: True" in dribbled
+        unsized = _raw_request(server.port, [b"SYMBOLS SPAMC/1.5\r\n\r\n", raw])          # ends with the stream
+        assert unsized.startswith(b"SPAMD/1.1 0 EX_OK") and b"SPAMKIT_SPAM" in unsized
+        assert _raw_request(server.port, [b"PING SPAMC/1.5\r\n\r\n"], half_close=False).startswith(b"SPAMD/1.5 0 PONG")
+        assert b" 76 " in _raw_request(server.port, [b"CHECK SPAMC/1.5\r\nContent-length: -3\r\n\r\n"])
+        assert b" 76 " in _raw_request(server.port, [b"CHECK SPAMC/1.5\r\nContent-length: many\r\n\r\n"])
+        assert b" 76 " in _raw_request(server.port, [b"CHECK SPAMC/1.5\r\nX: " + b"y" * 20_000])  # head too long
+        too_big = _raw_request(server.port, [b"CHECK SPAMC/1.5\r\n\r\n", b"z" * 50_000])       # no length, too big
+        assert b" 65 " in too_big and b"50000 bytes is over the server's limit of 20480" in too_big
+        assert _raw_request(server.port, [b"SKIP SPAMC/1.5\r\n\r\n"]) == b""
+    finally:
+        server.stop()
