@@ -33,6 +33,7 @@ Source for that behaviour: CPython ``Lib/email/feedparser.py`` and
 
 from __future__ import annotations
 
+import functools
 import re
 from urllib.parse import unquote_to_bytes
 
@@ -266,6 +267,12 @@ def _unquote(value: str) -> str:
     return value
 
 
+#: values up to this long are remembered by :func:`parameters` (the same few Content-Type values
+#: recur in every mailbox), at most :data:`PARAM_CACHE` of them, the least recently used dropped
+PARAM_CACHE_CHARS = 256
+PARAM_CACHE = 4096
+
+
 def parameters(value: str) -> dict[str, str]:
     """The parameters of a Content-Type or Content-Disposition value, by lower-case name.
 
@@ -282,7 +289,22 @@ def parameters(value: str) -> dict[str, str]:
     {'name': '€.pdf'}
     >>> parameters('multipart/mixed; boundary="a;b"; x')
     {'boundary': 'a;b'}
+
+    A value of at most :data:`PARAM_CACHE_CHARS` characters is parsed once and remembered
+    (a multipart's boundary makes its value unique, but a leaf's ``text/plain;
+    charset="us-ascii"`` recurs: of the 11,093 values with a parameter in trec07p-dev's
+    messages, 6,942 had been seen before; parsing went from 123 to 118 µs a message,
+    ``scripts/profile_stages.py --compare``); each call gets its own dict.
     """
+    if value.find(";") < 0:
+        return {}
+    if len(value) <= PARAM_CACHE_CHARS:
+        return dict(_remembered_parameters(value))
+    return _parameters(value)
+
+
+def _parameters(value: str) -> dict[str, str]:
+    """:func:`parameters`, computed."""
     value = value[:MAX_PARAM_CHARS]
     first = value.find(";")
     if first < 0:
@@ -310,6 +332,12 @@ def parameters(value: str) -> dict[str, str]:
     for name, sections in extended.items():
         plain[name] = _join_sections(sections)
     return plain
+
+
+@functools.lru_cache(maxsize=PARAM_CACHE)
+def _remembered_parameters(value: str) -> dict[str, str]:
+    """:func:`_parameters` of a short value, kept (read only: :func:`parameters` copies it)."""
+    return _parameters(value)
 
 
 def _segments(value: str, pos: int) -> list[str]:

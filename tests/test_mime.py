@@ -249,3 +249,17 @@ def test_fast_header_path_equals_the_line_loop_on_every_corpus_message(monkeypat
             for msg in corpus:
                 message.parse_message(msg.raw, msg.kind)
     assert differ == [] and checked[0] > 14_000 and checked[1] > 0.99 * checked[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["text/plain", ";", " ", "\t", "=", '"', "charset", "*", "0", "1", "'", "%E2%82%AC",
+                                 "utf-8", "name", "boundary", "a;b", "\\", "x"]), max_size=30),
+       st.integers(min_value=0, max_value=300))
+def test_remembered_parameters_are_the_computed_ones_and_each_call_gets_its_own(pieces, pad):
+    from spamkit import mime
+    value = "".join(pieces) + " " * (pad if pad > 250 else 0)      # some over PARAM_CACHE_CHARS
+    expected = mime._parameters(value) if ";" in value else {}
+    first = parameters(value)
+    assert first == expected
+    first["intruder"] = "changed"                                   # a caller's change stays its own
+    assert parameters(value) == expected
