@@ -259,11 +259,12 @@ def scoring_answer(request: Request, result: dict, raw: bytes, host: str) -> byt
     return answer(EX_OK, headers=headers, body=processed)
 
 
-def spamd_job(request: Request, host: str) -> bytes:
-    """The whole answer to one request with its message (in a worker): scored, or learned from
-    (``TELL``); a refused request or a failure is answered with spamd's code, on which ``spamc``
-    delivers the message unchanged."""
+def spamd_job(request: Request, host: str, max_size: int) -> bytes:
+    """The whole answer to one request with its message (in a worker): inflated (``Compress:
+    zlib``, within ``max_size``), then scored, or learned from (``TELL``); a refused request or a
+    failure is answered with spamd's code, on which ``spamc`` delivers the message unchanged."""
     try:
+        request.body = inflate(request, request.body, max_size)
         if request.command == "TELL":
             return _tell(request)
         result = score_job(request.headers.get("user"), request.body, request.command.startswith("REPORT"))
@@ -360,8 +361,8 @@ class SpamdProtocol:
             raise ProtocolError(EX_DATAERR, f"message of {ctx['got']} bytes is over the server's limit of "
                                             f"{self.max_size} (spamkit serve --max-size)")
         request = ctx["request"]
-        request.body = inflate(request, body, self.max_size)
-        return Work(spamd_job, (request, self.host), _fallback)
+        request.body = body                        # inflated in the worker (spamd_job), not in the loop
+        return Work(spamd_job, (request, self.host, self.max_size), _fallback)
 
 
 def parse_address(text: str) -> tuple[str, int]:
