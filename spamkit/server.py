@@ -343,6 +343,7 @@ class ServeLoop:
         self.queued: collections.deque = collections.deque()
         self.busy: dict = {}                     # worker -> (connection, deadline)
         self.resting: list = []                  # listening sockets whose accept failed, until the next check
+        self._accept_failed_said = -1e9
         self.stopped = False
         for worker in workers.idle:
             self.selector.register(worker.conn, selectors.EVENT_READ, ("worker", worker))
@@ -406,7 +407,10 @@ class ServeLoop:
             except OSError as exc:
                 # e.g. out of file descriptors: the socket stays readable, so the loop would spin on it;
                 # rest it until the next deadline check and serve the connections already open
-                log(f"accept failed ({exc}); accepting again in {self.TICK:g} s")
+                now = time.monotonic()
+                if now - self._accept_failed_said >= 10.0:     # said once in ten seconds, not every tick
+                    log(f"accept failed ({exc}); trying again every {self.TICK:g} s")
+                    self._accept_failed_said = now
                 self.selector.unregister(listener)
                 self.resting.append((listener, protocol))
                 return

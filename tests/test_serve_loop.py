@@ -125,7 +125,7 @@ def test_a_request_waiting_for_a_busy_worker_past_its_timeout_gets_the_fallback(
     # A runs until it is killed at 1 s; B, queued first, runs next; C waits behind both, past its timeout
     results = in_threads([lambda: ask(path, "sleep", b"30"),
                           lambda: (time.sleep(0.1), ask(path, "sleep", b"30"))[1],
-                          lambda: (time.sleep(0.2), ask(path, "echo", b"queued"))[1]])
+                          lambda: (time.sleep(0.5), ask(path, "echo", b"queued"))[1]])
     assert results == [b"fallback:timeout"] * 3
     assert ask(path, "echo", b"then") == b"ok:echo:then"
 
@@ -139,7 +139,7 @@ def test_the_memory_budget_makes_requests_wait_their_turn_or_be_refused(serve):
     # B holds 900 bytes queued behind A, then while it runs; C's 500 find no room before C's deadline
     results = in_threads([lambda: ask(path, "sleep", b"30"),
                           lambda: (time.sleep(0.1), ask(path, "sleep", b"30".ljust(900)))[1],
-                          lambda: (time.sleep(0.2), ask(path, "echo", b"c" * 500))[1]])
+                          lambda: (time.sleep(0.5), ask(path, "echo", b"c" * 500))[1]])
     assert results == [b"fallback:timeout", b"fallback:timeout", b"no room"]
     assert ask(path, "echo", b"d" * 500) == b"ok:echo:" + b"d" * 500
     assert eventually(lambda: stats(path)["budget"] == 0)
@@ -191,8 +191,8 @@ def test_the_loop_does_not_spin_while_connections_wait(serve):
         if data.endswith(b" 0\n") or data.endswith(b" 50\n"):
             s.shutdown(socket.SHUT_WR)         # as spamc does: its end of the stream is readable from now on
         held.append(s)
-    time.sleep(0.3)
-    assert stats(path)["states"] == ["budget", "queued", "reading", "reading", "reading", "working"]
+    assert eventually(lambda: stats(path)["states"] == ["budget", "queued", "reading", "reading", "reading",
+                                                        "working"])
     before = cpu_seconds(proc.pid)
     time.sleep(1.0)
     assert cpu_seconds(proc.pid) - before < 0.3                 # a busy loop would take about 1 s
