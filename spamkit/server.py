@@ -205,15 +205,15 @@ class Workers:
     Classification is CPU-bound Python, so processes use every core; they are forked before
     any thread exists and share the loaded filters copy-on-write. Each worker has its own
     pipe and takes one job at a time, so nothing is shared between processes that a dying
-    worker could leave locked: a worker that dies or overruns ``timeout`` is killed and
+    worker could leave locked: a worker that dies or overruns the loop's timeout is killed and
     replaced (:meth:`replace`), and only the request it was running is answered with the
     protocol's fallback.
     """
 
-    def __init__(self, n: int, state: dict, timeout: float):
+    def __init__(self, n: int, state: dict):
         _WORKER.clear()
         _WORKER.update(state)
-        self.n, self.timeout = n, timeout
+        self.n = n
         self._context = multiprocessing.get_context("fork")
         self.idle: list = [_Worker(self._context) for _ in range(n)]
         self.all: set = set(self.idle)
@@ -350,10 +350,11 @@ class ServeLoop:
 
     # -- set-up and shut-down
 
-    def listen(self, sock, protocol, unlink: str | None = None) -> None:
-        """Serve ``protocol`` on the listening socket ``sock`` (``unlink``: its path, removed on close)."""
+    def listen(self, sock, protocol) -> None:
+        """Serve ``protocol`` on the listening socket ``sock`` (a Unix-domain socket's file is
+        removed on :meth:`close`)."""
         sock.setblocking(False)
-        self.listeners.append((sock, unlink))
+        self.listeners.append((sock, sock.getsockname() if sock.family == socket.AF_UNIX else None))
         self.selector.register(sock, selectors.EVENT_READ, ("listen", sock, protocol))
 
     def stop(self) -> None:
@@ -529,12 +530,16 @@ class ServeLoop:
             conn.held = 0
             self._budget_freed()
 
+    @staticmethod
+    def _first(waiting: collections.deque, state: str):
+        """The first connection of ``waiting`` still in ``state`` (those that moved on meanwhile,
+        answered or closed, are dropped from it), or None."""
+        while waiting and waiting[0].state != state:
+            waiting.popleft()
+        return waiting[0] if waiting else None
+
     def _budget_freed(self) -> None:
-        while self.budget_waiting:
-            conn = self.budget_waiting[0]
-            if conn.state != "budget":
-                self.budget_waiting.popleft()
-                continue
+        while (conn := self._first(self.budget_waiting, "budget")) is not None:
             if not self.budget.take(conn.ctx["need"]):
                 return
             self.budget_waiting.popleft()
@@ -546,21 +551,15 @@ class ServeLoop:
     # -- work
 
     def _dispatch(self) -> None:
-        while self.queued:
-            conn = self.queued[0]
-            if conn.state != "queued":
-                self.queued.popleft()
-                continue
-            if self.workers.n == 0:
-                self.queued.popleft()
-                work = conn.work
-                self._answer(conn, run_inline(work.job, work.args, work.fallback))
-                continue
-            if not self.workers.idle:
+        while (conn := self._first(self.queued, "queued")) is not None:
+            if self.workers.n and not self.workers.idle:
                 return
             self.queued.popleft()
-            worker = self.workers.idle.pop()
             work = conn.work
+            if self.workers.n == 0:
+                self._answer(conn, run_inline(work.job, work.args, work.fallback))
+                continue
+            worker = self.workers.idle.pop()
             try:
                 worker.conn.send((work.job, work.args))
             except (OSError, EOFError):

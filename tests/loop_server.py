@@ -76,7 +76,7 @@ class LineProtocol:
 
 def main(path: str, options: str) -> None:
     limits = {"max_size": 1 << 20, "memory_budget": 1 << 20, "timeout": 5.0, "max_clients": 64, **json.loads(options)}
-    pool = srv.Workers(limits.pop("workers", 2), {}, limits["timeout"])
+    pool = srv.Workers(limits.pop("workers", 2), {})
     nofile = limits.pop("nofile", None)
     if nofile:                                   # this many file descriptors beyond those open now
         import resource
@@ -85,7 +85,7 @@ def main(path: str, options: str) -> None:
     loop = srv.ServeLoop(pool, **limits)
     protocol = LineProtocol()
     protocol.loop = loop
-    loop.listen(srv.unix_listener(path, 0o600), protocol, unlink=path)
+    loop.listen(srv.unix_listener(path, 0o600), protocol)
     signal.signal(signal.SIGTERM, lambda signum, frame: loop.stop())
     print("ready", flush=True)
     try:

@@ -468,15 +468,15 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, 
     cache.get(model)                                  # a bad filter file stops here, with its reason
     workers = (os.cpu_count() or 1) if workers is None else workers
     pool = Workers(workers, {"cache": cache, "model": str(model), "user_models": user_models,
-                             "allow_tell": allow_tell, "load_for_learning": SpamFilter.load}, timeout)
+                             "allow_tell": allow_tell, "load_for_learning": SpamFilter.load})
     loop = ServeLoop(pool, max_size=max_size, memory_budget=memory_budget, timeout=timeout, max_clients=max_clients)
     try:
         if socket_path:
-            loop.listen(unix_listener(socket_path, mode), SpamkitProtocol(model, max_size), unlink=str(socket_path))
+            loop.listen(unix_listener(socket_path, mode), SpamkitProtocol(model, max_size))
         if address:
             loop.listen(tcp_listener(address), SpamdProtocol(max_size))
         if spamd_socket:
-            loop.listen(unix_listener(spamd_socket, mode), SpamdProtocol(max_size), unlink=str(spamd_socket))
+            loop.listen(unix_listener(spamd_socket, mode), SpamdProtocol(max_size))
     except OSError as exc:
         loop.close()
         pool.close()
