@@ -22,8 +22,10 @@ Built to hold under abuse (issue "Hostile inputs"):
   connection as its bytes arrive, so a client that connects and sends nothing, or sends
   slowly, costs a few hundred bytes and no thread; the listen backlog (:data:`BACKLOG`)
   absorbs bursts. Classification is CPU-bound Python, so it runs in ``workers`` processes
-  forked after the filter is loaded (they share its arrays copy-on-write), one message at a
-  time each, which uses every core; ``workers=0`` classifies in the loop itself.
+  forked after the filter is loaded (they share its arrays copy-on-write), which uses every
+  core; ``workers=0`` classifies in the loop itself. A worker takes one request, or, when
+  more are waiting than workers are idle, several at once, scored together for less work
+  each (:data:`MAX_BATCH`, :class:`Work`; the same answers as one by one).
 * **Timeouts.** A request must arrive in full within ``timeout`` seconds of the
   connection (a slow-loris client is cut off and costs nothing meanwhile); a
   classification that has not ended ``timeout`` seconds after the request's last byte
@@ -204,10 +206,12 @@ class Workers:
 
     Classification is CPU-bound Python, so processes use every core; they are forked before
     any thread exists and share the loaded filters copy-on-write. Each worker has its own
-    pipe and takes one job at a time, so nothing is shared between processes that a dying
-    worker could leave locked: a worker that dies or overruns the loop's timeout is killed and
-    replaced (:meth:`replace`), and only the request it was running is answered with the
-    protocol's fallback.
+    pipe and takes one job at a time (one request, or a batch of them: :func:`run_batch`), so
+    nothing is shared between processes that a dying worker could leave locked: a worker that
+    dies or overruns the loop's timeout is killed and replaced (:meth:`replace`), and only the
+    request it was running is answered with the protocol's fallback (a batch whose worker
+    died is handed out again request by request, so that only the request that kills a
+    worker gets it; a batch that overran gets it whole).
     """
 
     def __init__(self, n: int, state: dict):
@@ -280,11 +284,44 @@ class NeedBudget:
 class Work:
     """A protocol's step: run ``job(*args)`` (in a worker) and answer what it returns;
     ``fallback(kind, text)`` answers instead when the job overruns (``kind`` "timeout") or its
-    worker dies (``kind`` "failed")."""
-    __slots__ = ("job", "args", "fallback")
+    worker dies (``kind`` "failed").
 
-    def __init__(self, job, args: tuple, fallback):
-        self.job, self.args, self.fallback = job, args, fallback
+    ``batch``, if given, is a module-level function that answers several such requests at once:
+    ``batch([args, ...])`` returns the list of what ``job(*args)`` returns for each, the same
+    answers (a filter scores a message the same alone and in a batch), for less work than the
+    jobs one by one. The loop hands an idle worker several queued requests of the same
+    ``batch`` when more are waiting than workers are idle (:func:`run_batch`).
+    """
+    __slots__ = ("job", "args", "fallback", "batch")
+
+    def __init__(self, job, args: tuple, fallback, batch=None):
+        self.job, self.args, self.fallback, self.batch = job, args, fallback, batch
+
+
+#: requests handed to one worker at once, at most (see :class:`Work`)
+MAX_BATCH = 8
+
+
+def run_batch(job, batch, args_list: list) -> list:
+    """Several requests in one worker: ``("ok", answer)`` or ``("error", text)`` for each, in order.
+
+    ``batch(args_list)`` answers them together; should it fail as a whole, each request is
+    answered by ``job`` alone, so that one request's failure is that request's alone.
+    """
+    try:
+        answers = batch(args_list)
+        if len(answers) == len(args_list):
+            return [("ok", a) for a in answers]
+        log(f"a batch of {len(args_list)} requests gave {len(answers)} answers; answering them one by one")
+    except Exception as exc:                      # noqa: BLE001 -- each request is then tried alone
+        log(f"{type(exc).__name__}: {exc}; answering a batch of {len(args_list)} requests one by one")
+    out = []
+    for args in args_list:
+        try:
+            out.append(("ok", job(*args)))
+        except Exception as exc:                  # noqa: BLE001 -- that request's fallback answers it
+            out.append(("error", f"{type(exc).__name__}: {exc}"))
+    return out
 
 
 #: a protocol's step: close the connection without an answer
@@ -341,7 +378,8 @@ class ServeLoop:
         self.connections: set = set()
         self.budget_waiting: collections.deque = collections.deque()
         self.queued: collections.deque = collections.deque()
-        self.busy: dict = {}                     # worker -> (connection, deadline)
+        self.busy: dict = {}                     # worker -> (its connections, deadline)
+        self.batches: collections.Counter = collections.Counter()   # requests per hand-out -> hand-outs
         self.resting: list = []                  # listening sockets whose accept failed, until the next check
         self._accept_failed_said = -1e9
         self.stopped = False
@@ -559,36 +597,74 @@ class ServeLoop:
             if self.workers.n == 0:
                 self._answer(conn, run_inline(work.job, work.args, work.fallback))
                 continue
+            conns = [conn]
+            if work.batch is not None and not conn.ctx.get("alone"):
+                conns += self._batch_mates(work.batch)
             worker = self.workers.idle.pop()
             try:
-                worker.conn.send((work.job, work.args))
+                if len(conns) == 1:
+                    worker.conn.send((work.job, work.args))
+                else:
+                    worker.conn.send((run_batch, (work.job, work.batch, [c.work.args for c in conns])))
             except (OSError, EOFError):
-                # it died while idle (its end of the pipe is gone): its replacement takes the request
-                self.queued.appendleft(conn)
-                self._worker_lost(worker, None, "an idle worker process died; it has been replaced")
+                # it died while idle (its end of the pipe is gone): its replacement takes the requests
+                self.queued.extendleft(reversed(conns))
+                self._worker_lost(worker, (), "an idle worker process died; it has been replaced")
                 continue
-            conn.state = "working"
-            self.busy[worker] = (conn, time.monotonic() + self.timeout)
+            for c in conns:
+                c.state = "working"
+            self.busy[worker] = (conns, time.monotonic() + self.timeout)
+            self.batches[len(conns)] += 1
+
+    def _batch_mates(self, batch) -> list:
+        """The queued connections to hand out with one of ``batch`` just taken off the queue: as
+        many as make the waiting requests' share of one idle worker (none when every waiting
+        request has an idle worker of its own), up to :data:`MAX_BATCH` in all, each of the same
+        ``batch`` and next in the queue."""
+        waiting = sum(1 for c in self.queued if c.state == "queued")
+        share = min(MAX_BATCH, -(-(waiting + 1) // len(self.workers.idle)))
+        mates = []
+        while len(mates) + 1 < share:
+            nxt = self._first(self.queued, "queued")
+            if nxt is None or nxt.work.batch is not batch or nxt.ctx.get("alone"):
+                break
+            mates.append(self.queued.popleft())
+        return mates
 
     def _worker_done(self, worker) -> None:
         if worker not in self.workers.all:
             return                                # replaced earlier in the same batch of events
-        conn, _ = self.busy.pop(worker, (None, None))
+        conns, _ = self.busy.pop(worker, ((), None))
         try:
             status, value = worker.conn.recv()
         except (EOFError, OSError):
-            return self._worker_lost(worker, conn, "a worker process died; it has been replaced")
+            if len(conns) > 1:
+                # one of the batch may have killed it: each goes again alone, so that only that
+                # one is answered with the fallback
+                for conn in conns:
+                    if conn.state == "working":
+                        conn.state, conn.ctx["alone"] = "queued", True
+                self.queued.extendleft(reversed(conns))
+                conns = ()
+            return self._worker_lost(worker, conns, "a worker process died; it has been replaced")
         self.workers.idle.append(worker)
-        if conn is not None and conn.state == "working":
+        if len(conns) > 1 and status == "ok":
+            results = value
+        else:
+            results = [(status, value)] * len(conns)
+        for conn, (status, value) in zip(conns, results):
+            if conn.state != "working":
+                continue
             if status == "ok":
                 self._answer(conn, value)
             else:
-                log(f"{type(value).__name__}: {value}")
-                self._answer(conn, conn.work.fallback("failed", f"{type(value).__name__}: {value}"))
+                text = value if isinstance(value, str) else f"{type(value).__name__}: {value}"
+                log(text)
+                self._answer(conn, conn.work.fallback("failed", text))
         self._dispatch()
 
-    def _worker_lost(self, worker, conn, text: str, kind: str = "failed") -> None:
-        """A worker died or overran: a new one in its place; its request answered with the fallback."""
+    def _worker_lost(self, worker, conns, text: str, kind: str = "failed") -> None:
+        """A worker died or overran: a new one in its place; its requests answered with the fallback."""
         self.busy.pop(worker, None)
         if worker in self.workers.idle:
             self.workers.idle.remove(worker)
@@ -600,17 +676,18 @@ class ServeLoop:
         self.selector.register(new.conn, selectors.EVENT_READ, ("worker", new))
         self.workers.idle.append(new)
         log(text)
-        if conn is not None and conn.state in ("working", "queued"):
-            self._answer(conn, conn.work.fallback(kind, text))
+        for conn in conns:
+            if conn.state in ("working", "queued"):
+                self._answer(conn, conn.work.fallback(kind, text))
         self._dispatch()
 
     def _expire(self, now: float) -> None:
         for listener, protocol in self.resting:
             self.selector.register(listener, selectors.EVENT_READ, ("listen", listener, protocol))
         self.resting = []
-        for worker, (conn, deadline) in list(self.busy.items()):
+        for worker, (conns, deadline) in list(self.busy.items()):
             if now > deadline:
-                self._worker_lost(worker, conn, f"the filter took over {self.timeout:g} s", "timeout")
+                self._worker_lost(worker, conns, f"the filter took over {self.timeout:g} s", "timeout")
         for conn in list(self.connections):
             if now <= conn.deadline:
                 continue
@@ -698,6 +775,29 @@ def answer_job(model: str, raw: bytes) -> bytes:
         return frame(EXIT_ERROR, raw)
 
 
+def answer_batch(items: list) -> list:
+    """:func:`answer_job` for several ``(model, raw)`` requests, the same replies: each filter
+    file's messages scored together, then each tagged (a message that fails to tag goes back
+    unchanged, as alone)."""
+    replies: list = [None] * len(items)
+    groups: dict = {}
+    for i, (model, _raw) in enumerate(items):
+        groups.setdefault(model, []).append(i)
+    for model, members in groups.items():
+        spam_filter = _WORKER["cache"].get(model)
+        proba, familiarity = spam_filter.score([items[i][1] for i in members])
+        for i, row, known in zip(members, proba, familiarity):
+            raw = items[i][1]
+            try:
+                verdict, p = spam_filter.verdict_from(row, known)
+                replies[i] = frame(VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id,
+                                                                getattr(spam_filter, "points_threshold", 0.5)))
+            except Exception as exc:              # noqa: BLE001 -- a mail filter must pass mail on
+                log(f"{type(exc).__name__}: {exc}; message passed through")
+                replies[i] = frame(EXIT_ERROR, raw)
+    return replies
+
+
 class SpamkitProtocol:
     """spamkit's own protocol (the module docstring), for ``spamkit-pipe``, on the filter file
     ``model`` (reloaded when it changes: the workers' :class:`FilterCache`)."""
@@ -730,4 +830,4 @@ class SpamkitProtocol:
         if len(buf) < length:
             return None
         raw = bytes(buf[:length])
-        return Work(answer_job, (self.model, raw), lambda kind, text: frame(EXIT_ERROR, raw))
+        return Work(answer_job, (self.model, raw), lambda kind, text: frame(EXIT_ERROR, raw), answer_batch)

@@ -7,8 +7,10 @@ in a process of its own (its workers are forked from a process with one thread, 
 The protocol: a line ``COMMAND SIZE``, then SIZE bytes; the job (in a worker) answers ``ok:``,
 the command and what it was sent; ``sleep`` sleeps for the body's seconds first, ``die`` ends
 the worker, ``big`` answers SIZE bytes of ``B``, ``fail`` raises; before handing out
-``killidle``, the loop kills its idle workers. ``stats 0`` is answered by the loop itself:
-its budget in use, its connections' states and its workers' pids, as JSON. Stops on SIGTERM.
+``killidle``, the loop kills its idle workers. ``becho``, ``bdie`` and
+``bfail`` (as ``echo``, ``die``, ``fail``) may be handed out in batches (``batch_job``; a ``bfail`` fails its whole batch).
+``stats 0`` is answered by the loop itself: its budget in use, its connections' states, its
+workers' pids and how many hand-outs of each size it made, as JSON. Stops on SIGTERM.
 Options: the loop's limits, ``workers``, and ``nofile`` (file descriptors left for connections).
 """
 
@@ -29,13 +31,21 @@ from spamkit import server as srv  # noqa: E402
 def job(command: bytes, body: bytes) -> bytes:
     if command == b"sleep":
         time.sleep(float(body))
-    elif command == b"die":
+    elif command in (b"die", b"bdie"):
         os._exit(3)
     elif command == b"big":
         return b"B" * int(body)
-    elif command == b"fail":
+    elif command in (b"fail", b"bfail"):
         raise ValueError("as asked")
     return b"ok:" + command + b":" + body
+
+
+def batch_job(args_list: list) -> list:
+    """A batch of ``becho``/``bdie``/``bfail``: the same answers as ``job``; a ``bfail`` among
+    them fails the whole batch."""
+    if any(command == b"bfail" for command, _ in args_list):
+        raise ValueError("a batch with bfail")
+    return [job(*args) for args in args_list]
 
 
 def fallback(kind: str, text: str) -> bytes:
@@ -66,12 +76,14 @@ class LineProtocol:
             if command == b"stats":
                 states = sorted(c.state for c in self.loop.connections if c is not conn)
                 return srv.Reply(json.dumps({"budget": self.loop.budget.used, "states": states,
-                                             "workers": sorted(w.process.pid for w in self.loop.workers.all)}
+                                             "workers": sorted(w.process.pid for w in self.loop.workers.all),
+                                             "batches": {str(k): v for k, v in self.loop.batches.items()}}
                                             ).encode())
             return srv.NeedBudget(int(size), b"no room")
         if len(conn.buf) < ctx["size"]:
             return None
-        return srv.Work(job, (ctx["command"], bytes(conn.buf[:ctx["size"]])), fallback)
+        batch = batch_job if ctx["command"] in (b"becho", b"bdie", b"bfail") else None
+        return srv.Work(job, (ctx["command"], bytes(conn.buf[:ctx["size"]])), fallback, batch)
 
 
 def main(path: str, options: str) -> None:

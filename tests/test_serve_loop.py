@@ -216,3 +216,43 @@ def test_out_of_file_descriptors_the_loop_rests_its_listener_instead_of_spinning
         s.close()
     assert ask(path, "echo", b"served") == b"ok:echo:served"
     assert proc.stderr.read1(1 << 16).count(b"accept failed") >= 1
+
+
+def _behind_a_sleeper(path: str, requests: list, sleep: bytes = b"0.8") -> list:
+    """Answers to ``requests`` ((command, body) pairs) sent in this order, 50 ms apart, while the
+    one worker sleeps, so that they are all queued, in order, when it is free again."""
+    return in_threads([lambda: ask(path, "sleep", sleep)] +
+                      [lambda i=i, c=c, b=b: (time.sleep(0.3 + 0.05 * i), ask(path, c, b))[1]
+                       for i, (c, b) in enumerate(requests)])[1:]
+
+
+def test_requests_queued_behind_a_busy_worker_are_handed_out_together(serve):
+    path, proc = serve(workers=1)
+    requests = [("becho", b"%d" % i) for i in range(5)]
+    assert _behind_a_sleeper(path, requests) == [b"ok:becho:%d" % i for i in range(5)]
+    assert stats(path)["batches"] == {"1": 1, "5": 1}         # the sleeper alone, then the five in one
+    # a request that cannot be batched is handed out alone, and ends the batch before it
+    requests = [("becho", b"a"), ("becho", b"b"), ("echo", b"c"), ("becho", b"d")]
+    assert _behind_a_sleeper(path, requests) == [b"ok:becho:a", b"ok:becho:b", b"ok:echo:c",
+                                                          b"ok:becho:d"]
+    got = stats(path)["batches"]
+    assert got["2"] == 1 and got["1"] == 1 + 1 + 2 and got["5"] == 1
+
+
+def test_a_batch_that_fails_as_a_whole_is_answered_request_by_request(serve):
+    path, proc = serve(workers=1)
+    requests = [("becho", b"1"), ("bfail", b""), ("becho", b"2")]
+    assert _behind_a_sleeper(path, requests) == [b"ok:becho:1", b"fallback:failed", b"ok:becho:2"]
+    assert stats(path)["batches"] == {"1": 1, "3": 1}
+
+
+def test_a_worker_killed_by_one_of_its_batch_costs_the_others_nothing(serve):
+    path, proc = serve(workers=1)
+    before = stats(path)["workers"]
+    requests = [("becho", b"1"), ("bdie", b""), ("becho", b"2")]
+    # the batch's worker dies; each request goes again alone: only the one that kills gets the fallback
+    assert _behind_a_sleeper(path, requests) == [b"ok:becho:1", b"fallback:failed", b"ok:becho:2"]
+    assert stats(path)["batches"] == {"1": 4, "3": 1}
+    after = stats(path)["workers"]
+    assert len(after) == 1 and not set(after) & set(before)
+    assert ask(path, "becho", b"next") == b"ok:becho:next"

@@ -332,3 +332,69 @@ def test_requests_are_read_as_their_bytes_come(model):
         assert _raw_request(server.port, [b"SKIP SPAMC/1.5\r\n\r\n"]) == b""
     finally:
         server.stop()
+
+
+def _worker_state(model, users: Path) -> dict:
+    """What ``spamkit serve`` gives its workers, with a fresh filter cache (so each run starts
+    its familiarity guard afresh)."""
+    from spamkit.server import FilterCache
+
+    def load(path):
+        spam_filter = SpamFilter.load(path)
+        spam_filter.model_id = Path(path).name
+        spam_filter.points_threshold = spam_filter.spam_threshold()
+        return spam_filter
+    return {"cache": FilterCache(load), "model": str(model), "user_models": str(users), "allow_tell": False,
+            "load_for_learning": SpamFilter.load}
+
+
+def test_a_batch_of_requests_gets_the_answers_each_would_get_alone(model, tmp_path):
+    """spamd_batch (the loop hands a worker several queued requests at once) answers exactly as
+    spamd_job answers each request alone: every scoring command, two filter files (a user's own
+    and the default), compressed bodies, and the requests refused on their own."""
+    import copy
+    import zlib
+    from spamkit import server as srv
+    from spamkit.spamd import SCORING, Request, spamd_batch, spamd_job
+
+    users = tmp_path / "users"
+    users.mkdir()
+    _train(users / "alice.spamkit", "--model", "fisher")
+    messages = sample("spam", 3) + sample("ham", 3)
+    requests = []
+    for i, raw in enumerate(messages):
+        for j, command in enumerate(SCORING):
+            headers = {"content-length": str(len(raw))}
+            user = ("alice", "bob", None)[(i + j) % 3]
+            if user:
+                headers["user"] = user
+            requests.append(Request(command, "1.5", headers, raw))
+    packed = zlib.compress(messages[0])
+    requests += [Request("PROCESS", "1.5", {"compress": "zlib", "content-length": str(len(packed))}, packed),
+                 Request("CHECK", "1.5", {"compress": "zlib"}, b"not zlib at all"),
+                 Request("CHECK", "1.5", {"compress": "zlib"}, zlib.compress(b"x" * 5000)),   # inflates over the limit
+                 Request("TELL", "1.5", {"message-class": "spam", "set": "local"}, messages[1])]
+    items = [(r, "test-host", 4000 if r.headers.get("compress") and len(r.body) < 100 else 1 << 20)
+             for r in requests]
+    kept = copy.deepcopy(items)
+    try:
+        srv.Workers(0, _worker_state(model, users))
+        alone = [spamd_job(*copy.deepcopy(item)) for item in items]
+        srv.Workers(0, _worker_state(model, users))
+        together = spamd_batch(items)
+    finally:
+        srv.worker_state().clear()
+    assert together == alone
+    assert [(r.command, r.headers, r.body) for r, _, _ in items] == [(r.command, r.headers, r.body) for r, _, _ in kept]
+    codes = [a.split(b"\r\n", 1)[0].split()[1] for a in together]
+    assert codes.count(b"0") == len(messages) * len(SCORING) + 1   # the scored ones, the compressed one
+    assert codes[-3:] == [b"65", b"65", b"69"]                     # bad zlib, too big inflated, TELL off
+    # alice's requests were scored by her filter (Fisher alone), not the default one
+    try:
+        srv.Workers(0, _worker_state(model, users))
+        as_default = [spamd_job(Request(r.command, "1.5", {}, r.body), "test-host", 1 << 20)
+                      for r in requests if r.headers.get("user") == "alice" and r.command == "CHECK"]
+    finally:
+        srv.worker_state().clear()
+    as_alice = [a for r, a in zip(requests, together) if r.headers.get("user") == "alice" and r.command == "CHECK"]
+    assert len(as_alice) == 2 and as_alice != as_default
