@@ -203,12 +203,20 @@ def test_mail_tokens_never_contain_line_breaks():
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(st.lists(st.sampled_from(["http://", "HTTPS://", "www.", "WwW.", "ww.", "://", "x", ".com", " ", "/a",
-                                 "é", "\n", "htp:/"]), max_size=12).map("".join))
+                                 "é", "\n", "htp:/", "h", "ttp", "s", "S", "\u017f", ":/", "/", "w", "W.", ".",
+                                 "<", ")", "'", "\u00a0", "\u2028", "\u3000", "\x1c", "\U0001f600", "HtTpS"]),
+                max_size=16).map("".join))
 def test_find_urls_equals_the_plain_scan(text):
-    from spamkit.text.tokenize import URL_PATTERN, find_urls
+    """The compiled scan and the Python one give the regular expression's matches: case, the
+    long s that re's IGNORECASE takes for "s", Unicode white space, the excluded characters,
+    near misses, texts of every string width."""
+    from spamkit.text.tokenize import URL_PATTERN, _find_urls_python, find_urls, speedups
+    assert _find_urls_python(text) == URL_PATTERN.findall(text)
     assert find_urls(text) == URL_PATTERN.findall(text)
+    if speedups is not None:
+        assert speedups.find_urls(text) == URL_PATTERN.findall(text)
 
 
 @settings(max_examples=150, deadline=None)

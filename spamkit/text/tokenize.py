@@ -67,15 +67,24 @@ _DIGITS = re.compile(r"^[$£€¥]?[\d.,'’\-]+$")
 
 
 def find_urls(text: str) -> list[str]:
-    """``URL_PATTERN.findall(text)``, skipping the scan when no URL can be there.
+    """``URL_PATTERN.findall(text)``, which is its definition.
 
-    Every match holds "://" or a case-insensitive "www.", so two substring searches (in C)
-    rule most texts out: on Enron1 they cost a tenth of the regular-expression scan, which was
-    a quarter of all tokenizing time. tests/test_text.py checks it equals the plain findall.
+    In C where it was built (``speedups.find_urls``: one forward scan, 1.5 µs for an average
+    trec07p-dev body against 17 µs here). Here, two substring searches skip the scan when no
+    URL can be there (every match holds "://" or a case-insensitive "www."): on Enron1 they
+    cost a tenth of the regular-expression scan, which was a quarter of all tokenizing time.
+    tests/test_text.py checks both equal the plain findall.
 
     >>> find_urls("see WWW.Example.com or http://x.example/a"), find_urls("no links here")
     (['WWW.Example.com', 'http://x.example/a'], [])
     """
+    if speedups is not None:
+        return speedups.find_urls(text)
+    return _find_urls_python(text)
+
+
+def _find_urls_python(text: str) -> list[str]:
+    """:func:`find_urls` without the compiled scan."""
     if "://" in text or "www." in text.lower():
         return URL_PATTERN.findall(text)
     return []
