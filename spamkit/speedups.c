@@ -834,6 +834,149 @@ static PyObject *url_parts(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* header_block(raw, start, end, max_chars, max_fields) -> (fields, body) or None: the header block
+   at raw[start:end] when it is well formed, what spamkit.mime._well_formed_block reads with two
+   regular expressions (its definition, which tests/test_mime.py compares with this): field lines
+   (a name of printable ASCII but ":", maybe empty, then ":" and the rest of the line), each with
+   its continuation lines (starting with a space or a tab), then an empty line ("\n" or "\r\n"),
+   all within max_chars + 2 bytes of start; else None, as for more than max_fields fields.
+   fields: [(name, value)], str decoded from ASCII with surrogateescape; a line's content ends
+   before its "\n" and one "\r" right before it; the value loses the blanks after the colon, and
+   each continuation line is appended whole after one space. body: where the body starts. */
+static int field_name_byte(unsigned char c)
+{
+    return c >= 0x21 && c <= 0x7e && c != ':';
+}
+
+static Py_ssize_t content_end(const unsigned char *b, Py_ssize_t line, Py_ssize_t nl)
+{
+    return (nl > line && b[nl - 1] == '\r') ? nl - 1 : nl;
+}
+
+static PyObject *header_block(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t start, end, max_chars, max_fields;
+    if (!PyArg_ParseTuple(args, "y*nnnn:header_block", &view, &start, &end, &max_chars, &max_fields))
+        return NULL;
+    const unsigned char *b = (const unsigned char *)view.buf;
+    if (end > view.len)
+        end = view.len;
+    if (start < 0 || start > end || max_chars < 0) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t limit = (end - start > max_chars + 2) ? start + max_chars + 2 : end;
+    /* first pass: the structure, the body's start and the number of fields */
+    Py_ssize_t pos = start, body = -1, n_fields = 0;
+    while (pos < limit) {
+        unsigned char c = b[pos];
+        if (c == '\n') {
+            body = pos + 1;
+            break;
+        }
+        if (c == '\r' && pos + 1 < limit && b[pos + 1] == '\n') {
+            body = pos + 2;
+            break;
+        }
+        Py_ssize_t p = pos;
+        while (p < limit && field_name_byte(b[p]))
+            p++;
+        if (p >= limit || b[p] != ':')
+            break;
+        const unsigned char *nl = memchr(b + p, '\n', (size_t)(limit - p));
+        if (nl == NULL)
+            break;
+        pos = (nl - b) + 1;
+        n_fields++;
+        while (pos < limit && (b[pos] == ' ' || b[pos] == '\t')) {
+            nl = memchr(b + pos, '\n', (size_t)(limit - pos));
+            if (nl == NULL) {
+                pos = limit;                      /* an unfinished continuation line: not well formed */
+                break;
+            }
+            pos = (nl - b) + 1;
+        }
+    }
+    if (body < 0 || n_fields > max_fields) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    /* second pass: the fields */
+    PyObject *fields = PyList_New(n_fields);
+    char *joined = NULL;
+    Py_ssize_t joined_size = 0;
+    if (fields == NULL)
+        goto fail;
+    pos = start;
+    for (Py_ssize_t k = 0; k < n_fields; k++) {
+        Py_ssize_t colon = pos;
+        while (b[colon] != ':')
+            colon++;
+        Py_ssize_t nl = (const unsigned char *)memchr(b + colon, '\n', (size_t)(limit - colon)) - b;
+        Py_ssize_t v = colon + 1, stop = content_end(b, pos, nl);
+        while (v < stop && (b[v] == ' ' || b[v] == '\t'))
+            v++;
+        if (v > stop)
+            v = stop;
+        PyObject *name = PyUnicode_DecodeASCII((const char *)b + pos, colon - pos, "surrogateescape");
+        if (name == NULL)
+            goto fail;
+        pos = nl + 1;
+        PyObject *value;
+        if (pos < limit && (b[pos] == ' ' || b[pos] == '\t')) {
+            /* continuation lines: the value, then " " and each line's content */
+            Py_ssize_t size = stop - v, scan = pos;
+            while (scan < limit && (b[scan] == ' ' || b[scan] == '\t')) {
+                Py_ssize_t cnl = (const unsigned char *)memchr(b + scan, '\n', (size_t)(limit - scan)) - b;
+                size += 1 + (content_end(b, scan, cnl) - scan);
+                scan = cnl + 1;
+            }
+            if (size > joined_size) {
+                char *grown = PyMem_Realloc(joined, (size_t)size);
+                if (grown == NULL) {
+                    Py_DECREF(name);
+                    PyErr_NoMemory();
+                    goto fail;
+                }
+                joined = grown;
+                joined_size = size;
+            }
+            Py_ssize_t at = stop - v;
+            memcpy(joined, b + v, (size_t)at);
+            while (pos < limit && (b[pos] == ' ' || b[pos] == '\t')) {
+                Py_ssize_t cnl = (const unsigned char *)memchr(b + pos, '\n', (size_t)(limit - pos)) - b;
+                Py_ssize_t cend = content_end(b, pos, cnl);
+                joined[at++] = ' ';
+                memcpy(joined + at, b + pos, (size_t)(cend - pos));
+                at += cend - pos;
+                pos = cnl + 1;
+            }
+            value = PyUnicode_DecodeASCII(joined, at, "surrogateescape");
+        } else {
+            value = PyUnicode_DecodeASCII((const char *)b + v, stop - v, "surrogateescape");
+        }
+        if (value == NULL) {
+            Py_DECREF(name);
+            goto fail;
+        }
+        PyObject *pair = PyTuple_Pack(2, name, value);
+        Py_DECREF(name);
+        Py_DECREF(value);
+        if (pair == NULL)
+            goto fail;
+        PyList_SET_ITEM(fields, k, pair);
+    }
+    PyMem_Free(joined);
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(Nn)", fields, body);
+fail:
+    PyMem_Free(joined);
+    Py_XDECREF(fields);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 /* find_urls(text) -> list of str: URL_PATTERN.findall(text) of spamkit.text.tokenize, that is
    re.compile(r"(?:https?://|www\.)[^\s<>\"'()\[\]{}]+", re.IGNORECASE).findall(text), by one
    forward scan: at each position (leftmost first) "http", an optional "s", "://", or "www." (any
@@ -2360,6 +2503,9 @@ static PyMethodDef methods[] = {
     {"known_columns", known_columns, METH_VARARGS,
      "known_columns(index, tokens, out) -> None\n\n"
      "Appends index[t] to the list out for each t of tokens in the dict index, in order."},
+    {"header_block", header_block, METH_VARARGS,
+     "header_block(raw, start, end, max_chars, max_fields) -> (fields, body) or None\n\n"
+     "A well-formed header block's fields and where its body starts (spamkit.mime._well_formed_block)."},
     {"find_urls", find_urls, METH_VARARGS,
      "find_urls(text) -> list of str\n\n"
      "spamkit.text.tokenize.URL_PATTERN.findall(text), in one forward scan."},

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spamkit.message import MAX_DEPTH, MAX_PARTS, parse_message
+from spamkit import mime
 from spamkit.mime import parameters, parse_part, split_multipart
 
 from hostile import CRASHERS, big_html, nested_multipart, unclosed_html
@@ -212,6 +213,34 @@ def test_fast_header_path_equals_the_line_loop(lines, eol, envelope, body):
         fast = parse_part(raw, start, len(raw), envelope=envelope)
         slow = _parse_part_lines(raw, start, len(raw), "text/plain", envelope)
         assert (fast.headers, fast.start, fast.end, fast.defects) == (slow.headers, slow.start, slow.end, slow.defects)
+        for stop in (len(raw), len(raw) - 1, len(raw) // 2):
+            for limits in ((mime.MAX_FIELD_CHARS, mime.MAX_FIELDS), (40, 3)):
+                _compiled_block_is_its_definition(raw, start, stop, *limits)
+
+
+def _compiled_block_is_its_definition(raw: bytes, start: int, stop: int, max_chars: int, max_fields: int) -> None:
+    """speedups.header_block gives what _well_formed_block_python (two regular expressions, its
+    definition) gives on raw[start:stop] under these limits."""
+    if mime._speedups is None:
+        return
+    saved = mime.MAX_FIELD_CHARS, mime.MAX_FIELDS
+    mime.MAX_FIELD_CHARS, mime.MAX_FIELDS = max_chars, max_fields
+    try:
+        python = mime._well_formed_block_python(raw, start, stop, "text/plain")
+    finally:
+        mime.MAX_FIELD_CHARS, mime.MAX_FIELDS = saved
+    compiled = mime._speedups.header_block(raw, start, stop, max_chars, max_fields)
+    assert compiled == (None if python is None else (python.headers, python.start))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["X", "Subject", ":", " ", "\t", "\r", "\n", "\r\n", "a", "\xe9", "From ", "=?x?=",
+                                 "\x00", "\x7f"]), max_size=40).map("".join).map(lambda t: t.encode("latin-1")),
+       st.integers(0, 5), st.sampled_from([(64 * 1024, 2000), (12, 2), (0, 0)]))
+def test_compiled_header_block_is_its_definition_on_any_bytes(raw, start, limits):
+    start = min(start, len(raw))
+    for stop in (len(raw), len(raw) - 1, start):
+        _compiled_block_is_its_definition(raw, start, max(stop, start), *limits)
 
 
 def test_fast_header_path_keeps_the_limits():
