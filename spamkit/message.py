@@ -41,8 +41,11 @@ import quopri
 import re
 from dataclasses import dataclass, field
 
+from .compiled import speedups as _compiled
 from .htmltext import html_to_text
 from .mime import Part, parse_part, split_multipart
+
+_speedups = _compiled()                # spamkit/speedups.c, or None
 
 #: encoded payload bytes read from one MIME part; the rest is cut (``part-truncated``)
 MAX_PART_BYTES = 1 << 20
@@ -439,6 +442,21 @@ def detect_kind(raw: bytes) -> str:
     return "rfc822"
 
 
+def top_headers(fields: list, defects: list[str]) -> list:
+    """The top header block as a :class:`Message` keeps it: ``(name.strip().lower(),
+    decode_header_value(value))``, the definition; in C where it was built
+    (``speedups.header_pairs``, which calls :func:`decode_header_value` for every value that is
+    not plain ASCII without encoded words, in order, and collapses the white space of the rest
+    itself: 24 fields a trec07p-dev message, 10 µs of its parsing).
+
+    >>> top_headers([("Subject", " a\t b "), ("X-Y", "=?utf-8?q?caf=C3=A9?=")], [])
+    [('subject', 'a b'), ('x-y', 'café')]
+    """
+    if _speedups is not None:
+        return _speedups.header_pairs(fields, decode_header_value, defects)
+    return [(name.strip().lower(), decode_header_value(value, defects)) for name, value in fields]
+
+
 def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MAX_PART_BYTES) -> Message:
     """Parse raw input into a :class:`Message`; never raises on any input.
 
@@ -480,7 +498,7 @@ def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MA
                        body=decode_bytes(body, None, []), kind="enron", defects=tuple(defects), size=size,
                        raw=raw)
     root = parse_part(raw, 0, len(raw), envelope=True)
-    headers = [(name.strip().lower(), decode_header_value(value, defects)) for name, value in root.headers]
+    headers = top_headers(root.headers, defects)
     walker = _Walker(raw, max_part_bytes)
     walker.walk(root)
     defects.extend(walker.defects)

@@ -834,6 +834,128 @@ static PyObject *url_parts(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* header_pairs(fields, decode, defects) -> list: [(name.strip().lower(), value)] for the
+   (name, value) str pairs of fields, what spamkit.message.parse_message keeps of the top header
+   block: value is decode(value, defects) -- spamkit.message.decode_header_value, the
+   definition -- called in order for every value that is not ASCII or holds "=?"; the others,
+   which it would return as " ".join(value.split()), are made here (str.split() on ASCII: runs of
+   \t \n \v \f \r \x1c-\x1f and space). A name that is not ASCII goes through str.strip().lower(). */
+static int ascii_space(Py_UCS1 c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+static PyObject *collapsed_ascii(PyObject *value)
+{
+    const Py_UCS1 *d = PyUnicode_1BYTE_DATA(value);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(value), i = 0, k = 0;
+    int plain = 1;                               /* already one space between words, none at the ends */
+    for (i = 0; i < n; i++)
+        if (ascii_space(d[i]) && (d[i] != ' ' || i == 0 || i == n - 1 || d[i + 1] == ' ')) {
+            plain = 0;
+            break;
+        }
+    if (plain) {
+        Py_INCREF(value);
+        return value;
+    }
+    char *buf = PyMem_Malloc((size_t)(n ? n : 1));
+    if (buf == NULL)
+        return PyErr_NoMemory();
+    for (i = 0; i < n;) {
+        while (i < n && ascii_space(d[i]))
+            i++;
+        if (i >= n)
+            break;
+        if (k)
+            buf[k++] = ' ';
+        while (i < n && !ascii_space(d[i]))
+            buf[k++] = (char)d[i++];
+    }
+    PyObject *out = PyUnicode_FromStringAndSize(buf, k);
+    PyMem_Free(buf);
+    return out;
+}
+
+static PyObject *header_pairs(PyObject *self, PyObject *args)
+{
+    PyObject *fields, *decode, *defects;
+    if (!PyArg_ParseTuple(args, "O!OO!:header_pairs", &PyList_Type, &fields, &decode, &PyList_Type, &defects))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(fields);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(fields); i++) {
+        PyObject *pair = PyList_GET_ITEM(fields, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(pair, 0))
+                || !PyUnicode_Check(PyTuple_GET_ITEM(pair, 1))) {
+            PyErr_SetString(PyExc_TypeError, "header_pairs: fields must be (str, str) pairs");
+            goto fail;
+        }
+        PyObject *name = PyTuple_GET_ITEM(pair, 0), *value = PyTuple_GET_ITEM(pair, 1);
+        Py_INCREF(pair);                          /* decode() runs Python code: hold what we use */
+        PyObject *low, *text;
+        if (PyUnicode_IS_ASCII(name)) {
+            const Py_UCS1 *d = PyUnicode_1BYTE_DATA(name);
+            Py_ssize_t a = 0, b = PyUnicode_GET_LENGTH(name);
+            while (a < b && ascii_space(d[a]))
+                a++;
+            while (b > a && ascii_space(d[b - 1]))
+                b--;
+            char small[256];
+            char *buf = (b - a) <= (Py_ssize_t)sizeof(small) ? small : PyMem_Malloc((size_t)(b - a));
+            if (buf == NULL) {
+                Py_DECREF(pair);
+                PyErr_NoMemory();
+                goto fail;
+            }
+            for (Py_ssize_t j = a; j < b; j++)
+                buf[j - a] = (char)Py_TOLOWER(d[j]);
+            low = PyUnicode_FromStringAndSize(buf, b - a);
+            if (buf != small)
+                PyMem_Free(buf);
+        } else {
+            PyObject *stripped = PyObject_CallMethod(name, "strip", NULL);
+            low = stripped ? PyObject_CallMethod(stripped, "lower", NULL) : NULL;
+            Py_XDECREF(stripped);
+        }
+        if (low == NULL) {
+            Py_DECREF(pair);
+            goto fail;
+        }
+        int fast = PyUnicode_IS_ASCII(value);
+        if (fast) {
+            const Py_UCS1 *d = PyUnicode_1BYTE_DATA(value);
+            Py_ssize_t m = PyUnicode_GET_LENGTH(value);
+            for (Py_ssize_t j = 0; j + 1 < m; j++)
+                if (d[j] == '=' && d[j + 1] == '?') {
+                    fast = 0;
+                    break;
+                }
+        }
+        text = fast ? collapsed_ascii(value) : PyObject_CallFunctionObjArgs(decode, value, defects, NULL);
+        Py_DECREF(pair);
+        if (text == NULL) {
+            Py_DECREF(low);
+            goto fail;
+        }
+        PyObject *item = PyTuple_Pack(2, low, text);
+        Py_DECREF(low);
+        Py_DECREF(text);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            goto fail;
+        }
+        Py_DECREF(item);
+    }
+    (void)n;
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* header_block(raw, start, end, max_chars, max_fields) -> (fields, body) or None: the header block
    at raw[start:end] when it is well formed, what spamkit.mime._well_formed_block reads with two
    regular expressions (its definition, which tests/test_mime.py compares with this): field lines
@@ -2503,6 +2625,9 @@ static PyMethodDef methods[] = {
     {"known_columns", known_columns, METH_VARARGS,
      "known_columns(index, tokens, out) -> None\n\n"
      "Appends index[t] to the list out for each t of tokens in the dict index, in order."},
+    {"header_pairs", header_pairs, METH_VARARGS,
+     "header_pairs(fields, decode, defects) -> list of (name, value)\n\n"
+     "The top header block as spamkit.message.parse_message keeps it: lower-case names, decoded values."},
     {"header_block", header_block, METH_VARARGS,
      "header_block(raw, start, end, max_chars, max_fields) -> (fields, body) or None\n\n"
      "A well-formed header block's fields and where its body starts (spamkit.mime._well_formed_block)."},

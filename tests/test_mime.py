@@ -292,3 +292,21 @@ def test_remembered_parameters_are_the_computed_ones_and_each_call_gets_its_own(
     assert first == expected
     first["intruder"] = "changed"                                   # a caller's change stays its own
     assert parameters(value) == expected
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.tuples(
+    st.lists(st.sampled_from(["X", "Subject", " ", "\t", "\x1c", "-", "\udce9", "K", "\u212a"]), max_size=4).map("".join),
+    st.lists(st.sampled_from(["a", " ", "  ", "\t", "\r", "\n", "\x0b", "\x1f", "=?", "?=", "=?utf-8?q?caf=C3=A9?=",
+                              "=?bad?x?y?=", "\udce9", "\xe9", "\u3000", "\x85", "=", "?"]), max_size=8).map("".join)),
+    max_size=6))
+def test_compiled_top_headers_are_their_definition(fields):
+    """speedups.header_pairs gives what the Python comprehension (name.strip().lower(),
+    decode_header_value) gives, defects included and in the same order."""
+    from spamkit.message import _speedups, decode_header_value
+    if _speedups is None:
+        return
+    defects_py, defects_c = [], []
+    python = [(name.strip().lower(), decode_header_value(value, defects_py)) for name, value in fields]
+    assert _speedups.header_pairs(list(fields), decode_header_value, defects_c) == python
+    assert defects_c == defects_py
