@@ -291,6 +291,20 @@ def payload_bytes(raw: bytes, part: Part, defects: list[str], max_part_bytes: in
     return data
 
 
+def payload_size(raw: bytes, part: Part, max_part_bytes: int) -> int:
+    """``len(payload_bytes(raw, part, [], max_part_bytes))``, its definition, without decoding
+    base64: :func:`_lenient_b64` decodes the characters of base64's alphabet that are left once
+    everything else (line breaks, junk, "=") is dropped, a lone last one dropped too, so n of
+    them make 3 bytes of every 4 and one fewer than the rest, for any bytes (a test compares).
+    The size of an attachment is all that is kept of it; decoding it was 5% of parsing."""
+    if (part.get("content-transfer-encoding") or "").strip().lower() != "base64":
+        return len(payload_bytes(raw, part, [], max_part_bytes))
+    n = len(raw[part.start:min(part.end, part.start + max_part_bytes)].translate(None, _NOT_BASE64))
+    if n % 4 == 1:
+        n -= 1
+    return 3 * (n // 4) + max(0, n % 4 - 1)
+
+
 def _param(part: Part, name: str, header: str, defects: list[str]) -> str:
     """A MIME parameter (charset, filename) of field ``header``, as text, encoded words decoded."""
     value = part.param(name, header)
@@ -380,8 +394,7 @@ class _Walker:
         disposition = (part.get("content-disposition") or "").split(";", 1)[0].strip().lower()
         is_text = ctype.startswith("text/") and ctype not in ("text/x-vcard", "text/calendar")
         if filename or disposition == "attachment" or not is_text:
-            size = (len(payload_bytes(self.raw, part, [], self.max_part_bytes)) if not is_text
-                    else part.end - part.start)
+            size = payload_size(self.raw, part, self.max_part_bytes) if not is_text else part.end - part.start
             self.attachments.append(Attachment(filename, ctype, size))
             if not is_text:
                 return

@@ -310,3 +310,16 @@ def test_compiled_top_headers_are_their_definition(fields):
     python = [(name.strip().lower(), decode_header_value(value, defects_py)) for name, value in fields]
     assert _speedups.header_pairs(list(fields), decode_header_value, defects_c) == python
     assert defects_c == defects_py
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.binary(max_size=40) | st.lists(st.sampled_from([b"QUJD", b"QQ", b"=", b"==", b"\n", b"\r\n", b" ", b"*",
+                                                          b"Q", b"QU", b"QUJ", b"\xff", b"-"]), max_size=20).map(b"".join),
+       st.sampled_from(["base64", " BASE64 ", "quoted-printable", "7bit", None]), st.integers(1, 50))
+def test_attachment_size_without_decoding_is_the_decoded_length(body, encoding, max_part_bytes):
+    from spamkit.message import payload_bytes, payload_size
+    head = b"Content-Type: application/octet-stream\n" + (b"Content-Transfer-Encoding: %s\n" % encoding.encode()
+                                                         if encoding else b"") + b"\n"
+    raw = head + body
+    part = parse_part(raw, 0, len(raw))
+    assert payload_size(raw, part, max_part_bytes) == len(payload_bytes(raw, part, [], max_part_bytes))
