@@ -396,6 +396,26 @@ def test_header_end_equals_the_regular_expression():
     check()
 
 
+def test_date_field_is_found_as_the_multiline_search_finds_it():
+    # sniff_date finds the first line that starts with "date:" (any case) by bytes.find in a
+    # lower-cased copy of the header block; the definition is the regular-expression search
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from spamkit.corpus.base import _DATE_LINE, _date_field, _header_end
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.lists(st.sampled_from([b"\r", b"\n", b"\n\n", b"a", b"Date:", b"DATE: ", b"dAtE:\t", b"date",
+                                     b" ", b"\t", b"x-date: 1", b"1 Jan 2007", b"\xc4", b"D", b"ate:"]),
+                    max_size=14).map(b"".join))
+    def check(raw):
+        end = _header_end(raw, 65536)
+        expected = _DATE_LINE.search(raw, 0, end)
+        got = _date_field(raw, end)
+        assert (got and (got.span(), got.group(1))) == (expected and (expected.span(), expected.group(1)))
+
+    check()
+
+
 def test_common_dates_are_read_as_the_general_parser_reads_them():
     # sniff_date reads "Sun, 8 Apr 2007 13:07:21 +0200" itself; on every such shape, valid or
     # not, it must give what email.utils.parsedate_to_datetime gives (None where that raises)
