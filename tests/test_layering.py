@@ -35,8 +35,9 @@ ALLOWED = {
     "compiled": {"speedups"},
     "htmltext": {"compiled"},
     # MIME structure from bytes (header blocks, parameters, multipart spans), for message
-    "mime": set(),
-    "message": {"errors", "htmltext", "mime"},
+    # (compiled: a well-formed header block read in C; message: the top block's names and values)
+    "mime": {"compiled"},
+    "message": {"compiled", "errors", "htmltext", "mime"},
     "text": {"compiled", "errors", "message", "mime"},
     "features": {"compiled", "errors", "names"},
     "models": {"compiled", "errors", "labels", "names"},
