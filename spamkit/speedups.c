@@ -1170,6 +1170,164 @@ static PyObject *find_urls(PyObject *self, PyObject *args)
     return out;
 }
 
+/* url_host_tokens(urls, fallback, out): for each str of the list urls, "url:" + each host that
+   spamkit.text.tokenize.url_hosts(url) gives (the host, and its last two labels where it has
+   more than two and is not a dotted number), appended to the list out -- what the mail
+   analyzer's tokens.extend("url:" + h for h in url_hosts(url)) appends. An ASCII URL is read
+   here, as the regular expression ^(?:[a-z][a-z0-9+.\-]*://)?(?:[^@/?#]*@)?([^/?#:\s]+)
+   (IGNORECASE) reads url.strip(), its alternatives tried in the order a backtracking matcher
+   tries them; any other goes to fallback(url) (url_hosts itself). tests/test_text.py compares. */
+static int host_byte(unsigned char c)
+{
+    return !(c == '/' || c == '?' || c == '#' || c == ':' || ascii_space(c));
+}
+
+static Py_ssize_t host_end(const unsigned char *d, Py_ssize_t at, Py_ssize_t n)
+{
+    Py_ssize_t e = at;
+    while (e < n && host_byte(d[e]))
+        e++;
+    return e;
+}
+
+/* the host's span after position p (the userinfo tried first), or 0 when there is none */
+static int host_after(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, Py_ssize_t *a, Py_ssize_t *b)
+{
+    Py_ssize_t q = p;
+    while (q < n && d[q] != '@' && d[q] != '/' && d[q] != '?' && d[q] != '#')
+        q++;
+    if (q < n && d[q] == '@') {
+        Py_ssize_t e = host_end(d, q + 1, n);
+        if (e > q + 1) {
+            *a = q + 1;
+            *b = e;
+            return 1;
+        }
+    }
+    Py_ssize_t e = host_end(d, p, n);
+    if (e > p) {
+        *a = p;
+        *b = e;
+        return 1;
+    }
+    return 0;
+}
+
+static int append_url_token(PyObject *out, const char *host, Py_ssize_t len)
+{
+    PyObject *token = PyUnicode_New(4 + len, 127);
+    if (token == NULL)
+        return -1;
+    Py_UCS1 *t = PyUnicode_1BYTE_DATA(token);
+    memcpy(t, "url:", 4);
+    memcpy(t + 4, host, (size_t)len);
+    int rc = PyList_Append(out, token);
+    Py_DECREF(token);
+    return rc;
+}
+
+static PyObject *url_host_tokens(PyObject *self, PyObject *args)
+{
+    PyObject *urls, *fallback, *out;
+    if (!PyArg_ParseTuple(args, "O!OO!:url_host_tokens", &PyList_Type, &urls, &fallback, &PyList_Type, &out))
+        return NULL;
+    char small[512];
+    for (Py_ssize_t u = 0; u < PyList_GET_SIZE(urls); u++) {
+        PyObject *url = PyList_GET_ITEM(urls, u);
+        if (!PyUnicode_Check(url)) {
+            PyErr_SetString(PyExc_TypeError, "url_host_tokens: every URL must be a str");
+            return NULL;
+        }
+        if (!PyUnicode_IS_ASCII(url)) {
+            Py_INCREF(url);
+            PyObject *hosts = PyObject_CallOneArg(fallback, url);
+            Py_DECREF(url);
+            if (hosts == NULL)
+                return NULL;
+            PyObject *seq = PySequence_Fast(hosts, "url_host_tokens: fallback must return a sequence");
+            Py_DECREF(hosts);
+            if (seq == NULL)
+                return NULL;
+            for (Py_ssize_t h = 0; h < PySequence_Fast_GET_SIZE(seq); h++) {
+                PyObject *token = PyUnicode_FromFormat("url:%S", PySequence_Fast_GET_ITEM(seq, h));
+                if (token == NULL || PyList_Append(out, token) < 0) {
+                    Py_XDECREF(token);
+                    Py_DECREF(seq);
+                    return NULL;
+                }
+                Py_DECREF(token);
+            }
+            Py_DECREF(seq);
+            continue;
+        }
+        const unsigned char *d = PyUnicode_1BYTE_DATA(url);
+        Py_ssize_t lo = 0, n = PyUnicode_GET_LENGTH(url);
+        while (lo < n && ascii_space(d[lo]))                        /* url.strip() */
+            lo++;
+        while (n > lo && ascii_space(d[n - 1]))
+            n--;
+        d += lo;
+        n -= lo;
+        Py_ssize_t a = 0, b = 0;
+        int found = 0;
+        if (n > 0 && ascii_letter(d[0])) {                              /* a scheme, tried first */
+            Py_ssize_t p = 1;
+            while (p < n && (ascii_letter(d[p]) || (d[p] >= '0' && d[p] <= '9') || d[p] == '+' || d[p] == '.' || d[p] == '-'))
+                p++;
+            if (p + 3 <= n && d[p] == ':' && d[p + 1] == '/' && d[p + 2] == '/')
+                found = host_after(d, p + 3, n, &a, &b);
+        }
+        if (!found)
+            found = host_after(d, 0, n, &a, &b);
+        if (!found)
+            continue;
+        while (a < b && d[a] == '.')                                 /* .lower().strip(".") */
+            a++;
+        while (b > a && d[b - 1] == '.')
+            b--;
+        Py_ssize_t len = b - a;
+        char *host = len <= (Py_ssize_t)sizeof(small) ? small : PyMem_Malloc((size_t)len);
+        if (host == NULL)
+            return PyErr_NoMemory();
+        for (Py_ssize_t i = 0; i < len; i++)
+            host[i] = (char)Py_TOLOWER(d[a + i]);
+        char *h = host;
+        if (len >= 4 && memcmp(h, "www.", 4) == 0) {
+            h += 4;
+            len -= 4;
+        }
+        int rc = 0;
+        if (len > 0) {
+            Py_ssize_t dots = 0, last = -1, before_last = -1;
+            int all_digits = 1, label_len = 0;
+            for (Py_ssize_t i = 0; i < len; i++) {
+                if (h[i] == '.') {
+                    if (label_len == 0)
+                        all_digits = 0;                              /* "".isdigit() is False */
+                    dots++;
+                    before_last = last;
+                    last = i;
+                    label_len = 0;
+                } else {
+                    if (h[i] < '0' || h[i] > '9')
+                        all_digits = 0;
+                    label_len++;
+                }
+            }
+            if (label_len == 0)
+                all_digits = 0;
+            rc = append_url_token(out, h, len);
+            if (rc == 0 && dots >= 2 && !all_digits)
+                rc = append_url_token(out, h + before_last + 1, len - before_last - 1);
+        }
+        if (host != small)
+            PyMem_Free(host);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* received_ips(values, out): for each str of the list values (the Received fields), each dotted
    quad the regular expression (?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])
    finds (\d: Unicode decimal digits) whose four numbers are at most 255, appended to the list
@@ -2634,6 +2792,9 @@ static PyMethodDef methods[] = {
     {"find_urls", find_urls, METH_VARARGS,
      "find_urls(text) -> list of str\n\n"
      "spamkit.text.tokenize.URL_PATTERN.findall(text), in one forward scan."},
+    {"url_host_tokens", url_host_tokens, METH_VARARGS,
+     "url_host_tokens(urls, fallback, out) -> None\n\n"
+     "Appends 'url:' + each host spamkit.text.tokenize.url_hosts gives for each URL to out."},
     {"received_ips", received_ips, METH_VARARGS,
      "received_ips(values, out) -> None\n\n"
      "Appends the received:ip: tokens (a.b.c.d, a.b.c, a.b) of each dotted quad in values to out."},

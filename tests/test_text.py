@@ -489,3 +489,21 @@ def test_received_ips_by_hand():
             if all(int(x) <= 255 for x in o):
                 expected += ["received:ip:" + ".".join(o), "received:ip:" + ".".join(o[:3]), "received:ip:" + ".".join(o[:2])]
         assert got == expected, value
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["http", "HTTPS", "x+y", "a1", "1a", "://", ":", "/", "?", "#", "@", "u@",
+                                          "www.", "WWW.", ".", "..", "example", "Co", "uk", "192", "0", " ", "\t",
+                                          "\x1c", "\n", "-", "é", "\u0130", "\u017f"]),
+                         max_size=10).map("".join), max_size=4))
+def test_url_host_tokens_equal_url_hosts(urls):
+    """The compiled URL reader appends exactly the tokens the analyzer made from url_hosts:
+    scheme and user parts in the order the regular expression tries them, dots, "www.",
+    dotted numbers, white space; a non-ASCII URL goes to url_hosts itself."""
+    from spamkit.text.tokenize import speedups, url_hosts
+    if speedups is None:
+        return
+    expected = ["url:" + h for url in urls for h in url_hosts(url)]
+    got = []
+    speedups.url_host_tokens(list(urls), url_hosts, got)
+    assert got == expected
