@@ -26,6 +26,7 @@ selection by frequency or information gain, its saved state).
 
 from __future__ import annotations
 
+import threading
 from array import array
 from collections import Counter, defaultdict
 from functools import partial
@@ -197,6 +198,52 @@ def _known_columns(index: dict):
     return known
 
 
+#: a vocabulary gets its compiled lookup table (:func:`_frozen_table`) once this many tokens per
+#: term have been looked up in it: building one costs about as much as two lookups per term
+FROZEN_AFTER = 2
+#: vocabularies whose tables are kept, the least recently made dropped first
+FROZEN_KEPT = 4
+_FROZEN: dict = {}            # id(index) -> [index, its size, tokens looked up so far, table or None/False]
+_FROZEN_LOCK = threading.Lock()
+
+
+def _frozen_table(index, n_tokens: int):
+    """The compiled lookup table of a fixed vocabulary dict (``speedups.frozen_index``), or None.
+
+    Scoring looks each token up in the vocabulary, a dict of a few hundred thousand strings
+    whose lookups are cache misses; the table holds hash, key and column together and
+    gives the same columns (``tests/test_features.py``). It is made once ``index`` has had
+    :data:`FROZEN_AFTER` lookups per term (``n_tokens`` are about to be made), so a message
+    scored once (pipe mode, ``classify``) never pays for it, and dropped for a dict of
+    another size (a vocabulary dict is never changed in place once made: a
+    :class:`Vectorizer` makes a new one when its terms change)."""
+    if type(index) is not dict:
+        return None
+    from .compiled import speedups
+    module = speedups()
+    if module is None:
+        return None
+    with _FROZEN_LOCK:                      # the Dask engine's threads share this process
+        entry = _FROZEN.get(id(index))
+        if entry is None or entry[0] is not index or entry[1] != len(index):
+            entry = _FROZEN[id(index)] = [index, len(index), 0, None]
+            while len(_FROZEN) > FROZEN_KEPT:
+                del _FROZEN[next(iter(_FROZEN))]
+        if entry[3] is None:
+            entry[2] += n_tokens
+            if entry[2] < FROZEN_AFTER * len(index):
+                return None
+            entry[3] = module.frozen_index(index) or False       # False: it cannot be (not str -> int)
+        return entry[3] or None
+
+
+def _compiled_frozen_counts():
+    """``speedups.frozen_counts``, or a function that always says None where it was not built."""
+    from .compiled import speedups
+    module = speedups()
+    return module.frozen_counts if module is not None else (lambda table, tokens: None)
+
+
 def _grow_columns():
     """``grow_columns(index, terms)``: the bytes of ``array("i", [index.setdefault(t, len(index))
     for t in terms])`` -- each term's column, a new term getting the next one, which is the
@@ -233,6 +280,7 @@ def count_matrix(docs, index: dict, grow: bool, sort: bool = True):
     tables: dict = {}         # IndexedChunk: each worker's term numbers -> columns
     lookup = index.__getitem__
     known = _known_columns(index) if not grow else None
+    frozen_counts = _compiled_frozen_counts() if not grow else None
     grow_columns = _grow_columns() if grow else None
     if grow and getattr(index, "default_factory", None) != index.__len__:
         raise ValueError("a growing index must be a defaultdict whose factory is its __len__")
@@ -303,6 +351,16 @@ def count_matrix(docs, index: dict, grow: bool, sort: bool = True):
         if grow:
             chunk_ids += map(lookup, tokens)
         else:
+            table = _frozen_table(index, len(tokens)) if type(tokens) is list else None
+            got = frozen_counts(table, tokens) if table is not None else None
+            if got is not None:
+                # the row, distinct columns ascending and their counts: what the chunk's
+                # sum_duplicates would make of it, appended after the rows gathered before it
+                flush()
+                out_indices.frombytes(got[0])
+                out_data.frombytes(got[1])
+                out_indptr.append(len(out_indices))
+                continue
             known(tokens, chunk_ids)
         chunk_ptr.append(len(chunk_ids))
         if len(chunk_ptr) > CHUNK_DOCS:
@@ -339,12 +397,17 @@ def one_row(tokens: list, index: dict):
     module = speedups()
     if module is None or type(index) is not dict or not index:
         return None
-    got = module.known_counts(index, tokens)
+    table = _frozen_table(index, len(tokens))
+    if table is not None:
+        got = module.frozen_counts(table, tokens)
+        counts = np.frombuffer(got[1], dtype=np.int32).astype(np.float64) if got is not None else None
+    else:
+        got = module.known_counts(index, tokens)
+        counts = np.frombuffer(got[1], dtype=np.float64) if got is not None else None
     if got is None:
         return None
     columns = np.frombuffer(got[0], dtype=np.int32)
-    block = sp.csr_matrix((np.frombuffer(got[1], dtype=np.float64), columns,
-                           np.array([0, len(columns)], dtype=np.int32)), shape=(1, len(index)))
+    block = sp.csr_matrix((counts, columns, np.array([0, len(columns)], dtype=np.int32)), shape=(1, len(index)))
     block.has_canonical_format = True
     return block
 

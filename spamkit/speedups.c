@@ -1938,6 +1938,146 @@ static PyObject *known_counts(PyObject *self, PyObject *args)
     return Py_BuildValue("(NN)", out_cols, out_counts);
 }
 
+/* A fixed vocabulary as one open-addressing table (spamkit.features._frozen_table): frozen_index(index)
+   makes it from a dict {str: column} (None if a key is not an exact str or a column not an int in
+   [0, 2^31)); frozen_counts(table, tokens) gives what known_counts(index, tokens) gives, with int32
+   counts. A dict lookup of a token the dict holds touches four places in memory -- its index
+   table, its entry, the key's characters (the token is another str object of equal value) and
+   the column's int object -- and on a vocabulary of 178,000 terms each is a cache miss (52 µs
+   of lookups a trec07p-dev message against 20 in a dict that fits the cache); a slot here holds
+   the hash, the key and the column together: two places. The same hash (PyObject_Hash) and the
+   same equality (an exact str equal in value) as the dict, so the same columns. The table holds
+   a reference to each key; it is never changed after it is made. */
+typedef struct {
+    Py_hash_t hash;
+    PyObject *key;
+    int64_t column;
+} FrozenSlot;
+
+typedef struct {
+    size_t mask;
+    FrozenSlot *slots;
+} FrozenTable;
+
+static void frozen_free(PyObject *capsule)
+{
+    FrozenTable *t = PyCapsule_GetPointer(capsule, "spamkit.frozen");
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i <= t->mask; i++)
+        Py_XDECREF(t->slots[i].key);
+    PyMem_Free(t->slots);
+    PyMem_Free(t);
+}
+
+static PyObject *frozen_index(PyObject *self, PyObject *args)
+{
+    PyObject *index;
+    if (!PyArg_ParseTuple(args, "O!:frozen_index", &PyDict_Type, &index))
+        return NULL;
+    Py_ssize_t n = PyDict_GET_SIZE(index);
+    size_t size = 16;
+    while (size < (size_t)n * 2 + 1)
+        size <<= 1;
+    FrozenTable *t = PyMem_Malloc(sizeof(FrozenTable));
+    FrozenSlot *slots = PyMem_Calloc(size, sizeof(FrozenSlot));
+    if (t == NULL || slots == NULL) {
+        PyMem_Free(t);
+        PyMem_Free(slots);
+        return PyErr_NoMemory();
+    }
+    t->mask = size - 1;
+    t->slots = slots;
+    PyObject *capsule = PyCapsule_New(t, "spamkit.frozen", frozen_free);
+    if (capsule == NULL) {
+        PyMem_Free(slots);
+        PyMem_Free(t);
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(index, &pos, &key, &value)) {          /* no Python code runs in the loop */
+        if (!PyUnicode_CheckExact(key) || !PyLong_CheckExact(value)) {
+            Py_DECREF(capsule);
+            Py_RETURN_NONE;
+        }
+        int overflow = 0;
+        long long column = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow || column < 0 || column > INT32_MAX) {
+            Py_DECREF(capsule);
+            Py_RETURN_NONE;
+        }
+        Py_hash_t hash = PyObject_Hash(key);                  /* a str's: cached, never fails */
+        size_t at = (size_t)hash & t->mask;
+        while (slots[at].key != NULL)
+            at = (at + 1) & t->mask;
+        Py_INCREF(key);
+        slots[at].key = key;
+        slots[at].hash = hash;
+        slots[at].column = column;
+    }
+    return capsule;
+}
+
+static PyObject *frozen_counts(PyObject *self, PyObject *args)
+{
+    PyObject *capsule, *tokens;
+    if (!PyArg_ParseTuple(args, "OO!:frozen_counts", &capsule, &PyList_Type, &tokens))
+        return NULL;
+    FrozenTable *t = PyCapsule_GetPointer(capsule, "spamkit.frozen");
+    if (t == NULL)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(tokens, i)))
+            Py_RETURN_NONE;
+    int32_t *cols = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    if (cols == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t m = 0;
+    FrozenSlot *slots = t->slots;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        Py_hash_t hash = PyObject_Hash(token);
+        if (hash == -1) {
+            PyMem_Free(cols);
+            return NULL;
+        }
+        size_t at = (size_t)hash & t->mask;
+        while (slots[at].key != NULL) {
+            if (slots[at].hash == hash && (slots[at].key == token || PyUnicode_Compare(slots[at].key, token) == 0)) {
+                cols[m++] = (int32_t)slots[at].column;
+                break;
+            }
+            at = (at + 1) & t->mask;
+        }
+    }
+    qsort(cols, (size_t)m, sizeof(int32_t), compare_int32);
+    Py_ssize_t distinct = 0;
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (i == 0 || cols[i] != cols[i - 1])
+            distinct++;
+    PyObject *out_cols = PyBytes_FromStringAndSize(NULL, distinct * (Py_ssize_t)sizeof(int32_t));
+    PyObject *out_counts = out_cols ? PyBytes_FromStringAndSize(NULL, distinct * (Py_ssize_t)sizeof(int32_t)) : NULL;
+    if (out_counts == NULL) {
+        Py_XDECREF(out_cols);
+        PyMem_Free(cols);
+        return NULL;
+    }
+    int32_t *uc = (int32_t *)PyBytes_AS_STRING(out_cols), *cc = (int32_t *)PyBytes_AS_STRING(out_counts);
+    Py_ssize_t k = -1;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (i == 0 || cols[i] != cols[i - 1]) {
+            uc[++k] = cols[i];
+            cc[k] = 1;
+        } else {
+            cc[k] += 1;
+        }
+    }
+    PyMem_Free(cols);
+    return Py_BuildValue("(NN)", out_cols, out_counts);
+}
+
 /* grow_columns(index, terms) -> bytes of int32: each term's column in the dict index, a term
    not in it getting the next one, len(index) -- [index.setdefault(t, len(index)) for t in terms]
    as int32, which is the definition (spamkit.features.count_matrix, tests/test_features.py): the
@@ -2771,6 +2911,12 @@ static PyMethodDef methods[] = {
     {"known_counts", known_counts, METH_VARARGS,
      "known_counts(index, tokens) -> (columns, counts) or None\n\n"
      "One document's distinct known columns (int32, ascending) and their counts (float64), as bytearrays."},
+    {"frozen_index", frozen_index, METH_VARARGS,
+     "frozen_index(index) -> table or None\n\n"
+     "A fixed vocabulary dict {str: column} as one open-addressing table (see frozen_counts)."},
+    {"frozen_counts", frozen_counts, METH_VARARGS,
+     "frozen_counts(table, tokens) -> (columns, counts) or None\n\n"
+     "known_counts through a frozen_index table, counts as int32 bytes."},
     {"grow_columns", grow_columns, METH_VARARGS,
      "grow_columns(index, terms) -> bytes of int32\n\n"
      "Each term's column in the dict index, a new term getting len(index) (spamkit.features.count_matrix)."},

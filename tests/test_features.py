@@ -350,3 +350,71 @@ def test_one_message_row_leaves_what_it_cannot_do_to_the_general_loop():
     v = Vectorizer("tf").fit([["a", "b", "b"], ["c"]])
     for docs in ([["b", "b", "zz", "a"]], [[Word("b"), "a"]], [["b"], ["a"]], [[]]):
         assert _same_matrix(v.counts(docs), count_matrix(docs, v.vocabulary_, grow=False))
+
+
+# ----------------------------------------------------------------- the frozen vocabulary table
+
+TOKEN_PIECES = st.sampled_from(["a", "b", "subject:", "url:", "é", "\u3042", "\U0001f600", "1", " ", "x" * 40])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(TOKEN_PIECES, min_size=1, max_size=4).map("".join), max_size=60),
+       st.lists(st.lists(TOKEN_PIECES, min_size=1, max_size=4).map("".join), max_size=200))
+def test_frozen_table_gives_the_dicts_columns(terms, tokens):
+    """speedups.frozen_counts through a table gives what known_counts gives through the dict:
+    equal tokens that are other str objects, unknown tokens, repeats, every string width."""
+    module = speedups()
+    if module is None:
+        pytest.skip("spamkit.speedups was not built")
+    index = {t: j for j, t in enumerate(dict.fromkeys(terms))}
+    table = module.frozen_index(index)
+    tokens = [t.encode().decode() for t in tokens + terms[:5]]          # other objects, equal values
+    cols, counts = module.known_counts(index, tokens)
+    got = module.frozen_counts(table, tokens)
+    assert got[0] == bytes(cols)
+    assert np.frombuffer(got[1], dtype=np.int32).tolist() == np.frombuffer(counts, dtype=np.float64).tolist()
+
+
+def test_frozen_table_refuses_what_the_dict_path_handles_otherwise():
+    module = speedups()
+    if module is None:
+        pytest.skip("spamkit.speedups was not built")
+    assert module.frozen_index({b"bytes": 0}) is None
+    assert module.frozen_index({"a": 1.5}) is None
+    assert module.frozen_index({"a": -1}) is None and module.frozen_index({"a": 2 ** 31}) is None
+    table = module.frozen_index({"a": 0, "b": 1})
+    assert module.frozen_counts(table, ["a", 3]) is None                  # a token that is not a str
+
+
+def test_count_matrix_and_one_row_are_the_same_with_the_frozen_table(monkeypatch):
+    """Vectorizer.transform gives the same matrix (values, index arrays, their types) whether the
+    vocabulary's lookups go through the dict or the compiled table, batch and one message."""
+    from spamkit import features
+    from spamkit.corpus import Corpus
+    from spamkit.message import parse_message
+    from spamkit.text import Analyzer
+    from conftest import SAMPLE
+    if speedups() is None:
+        pytest.skip("spamkit.speedups was not built")
+    analyzer = Analyzer.mail()
+    with Corpus(SAMPLE) as corpus:
+        docs = [analyzer(parse_message(m.raw, m.kind)) for m in corpus]
+    v = Vectorizer("binary").fit(docs[: len(docs) // 2])
+    docs = docs + [tuple(docs[0]), [], ["never-seen"]]                   # a tuple takes the dict path
+
+    def matrices():
+        features._FROZEN.clear()
+        batch = v.counts(docs)
+        rows = [v.counts([d]) for d in docs if type(d) is list]
+        return batch, rows
+
+    monkeypatch.setattr(features, "FROZEN_AFTER", 10 ** 9)             # never: the dict
+    by_dict = matrices()
+    monkeypatch.setattr(features, "FROZEN_AFTER", 0)                   # at once: the table
+    by_table = matrices()
+    assert any(entry[3] for entry in features._FROZEN.values())
+    for a, b in [(by_dict[0], by_table[0])] + list(zip(by_dict[1], by_table[1])):
+        assert a.shape == b.shape
+        for name in ("data", "indices", "indptr"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), name
