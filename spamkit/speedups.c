@@ -1877,6 +1877,41 @@ static int compare_int32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* (columns, counts) of m columns looked up (cols, freed here): the distinct ones ascending, as
+   int32, and how often each occurs -- as float64 in bytearrays (as_double: writable, for the
+   representation to rewrite in place) or as int32 in bytes. */
+static PyObject *sorted_counts(int32_t *cols, Py_ssize_t m, int as_double)
+{
+    qsort(cols, (size_t)m, sizeof(int32_t), compare_int32);
+    Py_ssize_t distinct = 0;
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (i == 0 || cols[i] != cols[i - 1])
+            distinct++;
+    Py_ssize_t width = as_double ? (Py_ssize_t)sizeof(double) : (Py_ssize_t)sizeof(int32_t);
+    PyObject *out_cols = as_double ? PyByteArray_FromStringAndSize(NULL, distinct * (Py_ssize_t)sizeof(int32_t))
+                                   : PyBytes_FromStringAndSize(NULL, distinct * (Py_ssize_t)sizeof(int32_t));
+    PyObject *out_counts = out_cols == NULL ? NULL : as_double ? PyByteArray_FromStringAndSize(NULL, distinct * width)
+                                                               : PyBytes_FromStringAndSize(NULL, distinct * width);
+    if (out_counts == NULL) {
+        Py_XDECREF(out_cols);
+        PyMem_Free(cols);
+        return NULL;
+    }
+    int32_t *uc = (int32_t *)(as_double ? PyByteArray_AS_STRING(out_cols) : PyBytes_AS_STRING(out_cols));
+    char *counts = as_double ? PyByteArray_AS_STRING(out_counts) : PyBytes_AS_STRING(out_counts);
+    Py_ssize_t k = -1;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (i == 0 || cols[i] != cols[i - 1])
+            uc[++k] = cols[i];
+        if (as_double)
+            ((double *)counts)[k] = (i == 0 || cols[i] != cols[i - 1]) ? 1.0 : ((double *)counts)[k] + 1.0;
+        else
+            ((int32_t *)counts)[k] = (i == 0 || cols[i] != cols[i - 1]) ? 1 : ((int32_t *)counts)[k] + 1;
+    }
+    PyMem_Free(cols);
+    return Py_BuildValue("(NN)", out_cols, out_counts);
+}
+
 static PyObject *known_counts(PyObject *self, PyObject *args)
 {
     PyObject *index, *tokens;
@@ -1911,31 +1946,7 @@ static PyObject *known_counts(PyObject *self, PyObject *args)
         }
         cols[m++] = (int32_t)value;
     }
-    qsort(cols, (size_t)m, sizeof(int32_t), compare_int32);
-    Py_ssize_t distinct = 0;
-    for (Py_ssize_t i = 0; i < m; i++)
-        if (i == 0 || cols[i] != cols[i - 1])
-            distinct++;
-    PyObject *out_cols = PyByteArray_FromStringAndSize(NULL, distinct * (Py_ssize_t)sizeof(int32_t));
-    PyObject *out_counts = out_cols ? PyByteArray_FromStringAndSize(NULL, distinct * (Py_ssize_t)sizeof(double)) : NULL;
-    if (out_counts == NULL) {
-        Py_XDECREF(out_cols);
-        PyMem_Free(cols);
-        return NULL;
-    }
-    int32_t *uc = (int32_t *)PyByteArray_AS_STRING(out_cols);
-    double *cc = (double *)PyByteArray_AS_STRING(out_counts);
-    Py_ssize_t k = -1;
-    for (Py_ssize_t i = 0; i < m; i++) {
-        if (i == 0 || cols[i] != cols[i - 1]) {
-            uc[++k] = cols[i];
-            cc[k] = 1.0;
-        } else {
-            cc[k] += 1.0;
-        }
-    }
-    PyMem_Free(cols);
-    return Py_BuildValue("(NN)", out_cols, out_counts);
+    return sorted_counts(cols, m, 1);
 }
 
 /* A fixed vocabulary as one open-addressing table (spamkit.features._frozen_table): frozen_index(index)
@@ -2052,30 +2063,7 @@ static PyObject *frozen_counts(PyObject *self, PyObject *args)
             at = (at + 1) & t->mask;
         }
     }
-    qsort(cols, (size_t)m, sizeof(int32_t), compare_int32);
-    Py_ssize_t distinct = 0;
-    for (Py_ssize_t i = 0; i < m; i++)
-        if (i == 0 || cols[i] != cols[i - 1])
-            distinct++;
-    PyObject *out_cols = PyBytes_FromStringAndSize(NULL, distinct * (Py_ssize_t)sizeof(int32_t));
-    PyObject *out_counts = out_cols ? PyBytes_FromStringAndSize(NULL, distinct * (Py_ssize_t)sizeof(int32_t)) : NULL;
-    if (out_counts == NULL) {
-        Py_XDECREF(out_cols);
-        PyMem_Free(cols);
-        return NULL;
-    }
-    int32_t *uc = (int32_t *)PyBytes_AS_STRING(out_cols), *cc = (int32_t *)PyBytes_AS_STRING(out_counts);
-    Py_ssize_t k = -1;
-    for (Py_ssize_t i = 0; i < m; i++) {
-        if (i == 0 || cols[i] != cols[i - 1]) {
-            uc[++k] = cols[i];
-            cc[k] = 1;
-        } else {
-            cc[k] += 1;
-        }
-    }
-    PyMem_Free(cols);
-    return Py_BuildValue("(NN)", out_cols, out_counts);
+    return sorted_counts(cols, m, 0);
 }
 
 /* grow_columns(index, terms) -> bytes of int32: each term's column in the dict index, a term
