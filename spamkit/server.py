@@ -300,6 +300,10 @@ class Work:
 
 #: requests handed to one worker at once, at most (see :class:`Work`)
 MAX_BATCH = 8
+#: bytes of requests handed to one worker at once, at most (beyond one request): batching saves
+#: the per-call cost of scoring, which a big message does not notice, and a batch shares one
+#: timeout, which a few big messages together could overrun where each alone would not
+MAX_BATCH_BYTES = 1 << 20
 
 
 def run_batch(job, batch, args_list: list) -> list:
@@ -599,7 +603,7 @@ class ServeLoop:
                 continue
             conns = [conn]
             if work.batch is not None and not conn.ctx.get("alone"):
-                conns += self._batch_mates(work.batch)
+                conns += self._batch_mates(work.batch, conn.held)
             worker = self.workers.idle.pop()
             try:
                 if len(conns) == 1:
@@ -616,18 +620,21 @@ class ServeLoop:
             self.busy[worker] = (conns, time.monotonic() + self.timeout)
             self.batches[len(conns)] += 1
 
-    def _batch_mates(self, batch) -> list:
-        """The queued connections to hand out with one of ``batch`` just taken off the queue: as
-        many as make the waiting requests' share of one idle worker (none when every waiting
-        request has an idle worker of its own), up to :data:`MAX_BATCH` in all, each of the same
+    def _batch_mates(self, batch, first_size: int) -> list:
+        """The queued connections to hand out with one of ``batch`` (of ``first_size`` bytes) just
+        taken off the queue: as many as make the waiting requests' share of one idle worker (none
+        when every waiting request has an idle worker of its own), up to :data:`MAX_BATCH` in all
+        and :data:`MAX_BATCH_BYTES` of requests (the budget each holds), each of the same
         ``batch`` and next in the queue."""
         waiting = sum(1 for c in self.queued if c.state == "queued")
         share = min(MAX_BATCH, -(-(waiting + 1) // len(self.workers.idle)))
         mates = []
+        size = first_size
         while len(mates) + 1 < share:
             nxt = self._first(self.queued, "queued")
-            if nxt is None or nxt.work.batch is not batch or nxt.ctx.get("alone"):
+            if nxt is None or nxt.work.batch is not batch or nxt.ctx.get("alone") or size + nxt.held > MAX_BATCH_BYTES:
                 break
+            size += nxt.held
             mates.append(self.queued.popleft())
         return mates
 

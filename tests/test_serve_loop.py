@@ -256,3 +256,11 @@ def test_a_worker_killed_by_one_of_its_batch_costs_the_others_nothing(serve):
     after = stats(path)["workers"]
     assert len(after) == 1 and not set(after) & set(before)
     assert ask(path, "becho", b"next") == b"ok:becho:next"
+
+
+def test_a_batch_holds_at_most_a_megabyte_of_requests_beyond_its_first(serve):
+    path, proc = serve(workers=1, memory_budget=8 << 20, max_size=1 << 20)
+    body = b"x" * (400 << 10)
+    requests = [("becho", body)] * 4
+    assert _behind_a_sleeper(path, requests) == [b"ok:becho:" + body] * 4
+    assert stats(path)["batches"] == {"1": 1, "2": 2}           # 400 + 400 KB, then the next two
