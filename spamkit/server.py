@@ -403,6 +403,13 @@ class ServeLoop:
         """End :meth:`run` within :attr:`TICK` seconds (safe from a signal handler)."""
         self.stopped = True
 
+    def summary(self) -> str:
+        """What the workers were handed: requests, and how many of them went in batches."""
+        requests = sum(size * count for size, count in self.batches.items())
+        batched = sum(size * count for size, count in self.batches.items() if size > 1)
+        return (f"{requests} requests handed to the workers, {batched} of them in "
+                f"{sum(count for size, count in self.batches.items() if size > 1)} batches")
+
     def close(self) -> None:
         for sock, path in self.listeners:
             sock.close()

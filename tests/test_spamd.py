@@ -243,6 +243,10 @@ def test_reload_after_spamkit_learn_and_sighup_drops_no_request(model, tmp_path)
         log = server.stop()
     assert len(results) > 20 and all(results)
     assert log.count("reloaded") >= 2                  # after the learn, and after SIGHUP
+    # on the way out, what the workers were handed (four clients at once: some in batches)
+    import re
+    said = re.search(r"(\d+) requests handed to the workers, (\d+) of them in (\d+) batches", log)
+    assert said and int(said.group(1)) >= len(results) and int(said.group(2)) <= int(said.group(1))
 
 
 def test_limits_size_idle_clients_and_busy(model, tmp_path):

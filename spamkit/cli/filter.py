@@ -15,7 +15,7 @@ from ..mailfilter import MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import VERDICT_STATUS, guard
 from ..report import to_json
 from ..server import (MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterCache, ServeLoop, SpamkitProtocol,
-                      Workers, tcp_listener, unix_listener)
+                      Workers, log, tcp_listener, unix_listener)
 from . import cli
 from .params import (CostsParam, OutputPath, SizeParam, close_corpora, corpus_options, costs_or_none, imap_options,
                      jobs_option, open_corpora, spam_rate_option)
@@ -492,5 +492,7 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, 
     try:
         loop.run()
     finally:
+        if workers:
+            log(loop.summary())
         loop.close()
         pool.close()
