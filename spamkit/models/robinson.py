@@ -52,6 +52,7 @@ speedups = _compiled()                   # spamkit/speedups.c, or None: the NumP
 
 #: below this a regularised gamma value is recomputed in log space by its series
 _TINY = 1e-280
+_LOG2 = np.log(2.0)
 
 
 def _log_series(n: int, m: float, start: int, stop: int) -> float:
@@ -114,6 +115,12 @@ def fisher_log_odds(log_f: np.ndarray, log_1mf: np.ndarray, n: np.ndarray) -> tu
     Returns ``(log P(c0), log P(c1))``; rows with n = 0 get log 1/2 for both.
     """
     n = np.asarray(n, dtype=np.int64)
+    if n.ndim == 1 and n.size and n.min() > 0:
+        # every row has clues (nearly always): the same arithmetic without the masks
+        k = n.size
+        m = np.concatenate([-np.asarray(log_f, dtype=np.float64), -np.asarray(log_1mf, dtype=np.float64)])
+        q, p = _log_q_and_p(np.concatenate([n, n]), m)
+        return np.logaddexp(p[:k], q[k:]) - _LOG2, np.logaddexp(q[:k], p[k:]) - _LOG2
     log_c0 = np.full(n.shape, -np.log(2.0))
     log_c1 = np.full(n.shape, -np.log(2.0))
     has = n > 0

@@ -175,9 +175,10 @@ class FisherNBStack(CountingModel):
 
     def _squash(self, scores) -> np.ndarray:
         scores = np.asarray(scores, dtype=np.float64)
+        clipped = np.minimum(np.maximum(scores, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)   # np.clip's numbers
         if self.squash == "slog":
-            return np.sign(scores) * np.log1p(np.abs(np.clip(scores, -LOG_ODDS_LIMIT, LOG_ODDS_LIMIT)))
-        return np.clip(scores, -LOG_ODDS_LIMIT, LOG_ODDS_LIMIT)
+            return np.sign(scores) * np.log1p(np.abs(clipped))
+        return clipped
 
     def combined_log_odds(self, scores) -> np.ndarray:
         """The combiner's log-odds for rows of component log-odds (as :meth:`component_log_odds` gives)."""
