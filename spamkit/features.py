@@ -390,9 +390,10 @@ def one_row(tokens: list, index: dict):
     grow=False)``, the same matrix (data, indices, index pointer, their types, canonical), made
     by one compiled call (``speedups.known_counts``: the lookups, the sort and the counting)
     where the general loop spent about as long again on NumPy's ``unique`` and its own set-up
-    for a message scored alone (spamd, ``spamkit filter``, pipe mode's full path); None where
-    it does not apply (not built, an index that is not a dict, a token that is not a ``str``),
-    for the general loop."""
+    for a message scored alone (spamd, ``spamkit filter``, pipe mode's full path), or
+    ``speedups.frozen_counts`` once the vocabulary has its compiled table (:func:`_frozen_table`);
+    None where it does not apply (not built, an index that is not a dict, a token that is not a
+    ``str``), for the general loop."""
     from .compiled import speedups
     module = speedups()
     if module is None or type(index) is not dict or not index:

@@ -845,6 +845,29 @@ static int ascii_space(Py_UCS1 c)
     return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
+/* [*a, *b) narrowed to leave out the ASCII white space at both ends (str.strip() on ASCII) */
+static void ascii_strip(const Py_UCS1 *d, Py_ssize_t *a, Py_ssize_t *b)
+{
+    while (*a < *b && ascii_space(d[*a]))
+        (*a)++;
+    while (*b > *a && ascii_space(d[*b - 1]))
+        (*b)--;
+}
+
+/* d[a:b] in lower case (ASCII), in small when it fits, else in memory the caller frees with
+   PyMem_Free when it is not small; NULL (with MemoryError) when none is to be had */
+static char *ascii_lowered(const Py_UCS1 *d, Py_ssize_t a, Py_ssize_t b, char *small, size_t small_size)
+{
+    char *buf = (size_t)(b - a) <= small_size ? small : PyMem_Malloc((size_t)(b - a));
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t j = a; j < b; j++)
+        buf[j - a] = (char)Py_TOLOWER(d[j]);
+    return buf;
+}
+
 static PyObject *collapsed_ascii(PyObject *value)
 {
     const Py_UCS1 *d = PyUnicode_1BYTE_DATA(value);
@@ -882,7 +905,6 @@ static PyObject *header_pairs(PyObject *self, PyObject *args)
     PyObject *fields, *decode, *defects;
     if (!PyArg_ParseTuple(args, "O!OO!:header_pairs", &PyList_Type, &fields, &decode, &PyList_Type, &defects))
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(fields);
     PyObject *out = PyList_New(0);
     if (out == NULL)
         return NULL;
@@ -899,19 +921,13 @@ static PyObject *header_pairs(PyObject *self, PyObject *args)
         if (PyUnicode_IS_ASCII(name)) {
             const Py_UCS1 *d = PyUnicode_1BYTE_DATA(name);
             Py_ssize_t a = 0, b = PyUnicode_GET_LENGTH(name);
-            while (a < b && ascii_space(d[a]))
-                a++;
-            while (b > a && ascii_space(d[b - 1]))
-                b--;
+            ascii_strip(d, &a, &b);
             char small[256];
-            char *buf = (b - a) <= (Py_ssize_t)sizeof(small) ? small : PyMem_Malloc((size_t)(b - a));
+            char *buf = ascii_lowered(d, a, b, small, sizeof(small));
             if (buf == NULL) {
                 Py_DECREF(pair);
-                PyErr_NoMemory();
                 goto fail;
             }
-            for (Py_ssize_t j = a; j < b; j++)
-                buf[j - a] = (char)Py_TOLOWER(d[j]);
             low = PyUnicode_FromStringAndSize(buf, b - a);
             if (buf != small)
                 PyMem_Free(buf);
@@ -949,7 +965,6 @@ static PyObject *header_pairs(PyObject *self, PyObject *args)
         }
         Py_DECREF(item);
     }
-    (void)n;
     return out;
 fail:
     Py_DECREF(out);
@@ -1262,10 +1277,7 @@ static PyObject *url_host_tokens(PyObject *self, PyObject *args)
         }
         const unsigned char *d = PyUnicode_1BYTE_DATA(url);
         Py_ssize_t lo = 0, n = PyUnicode_GET_LENGTH(url);
-        while (lo < n && ascii_space(d[lo]))                        /* url.strip() */
-            lo++;
-        while (n > lo && ascii_space(d[n - 1]))
-            n--;
+        ascii_strip(d, &lo, &n);                                       /* url.strip() */
         d += lo;
         n -= lo;
         Py_ssize_t a = 0, b = 0;
@@ -1286,11 +1298,9 @@ static PyObject *url_host_tokens(PyObject *self, PyObject *args)
         while (b > a && d[b - 1] == '.')
             b--;
         Py_ssize_t len = b - a;
-        char *host = len <= (Py_ssize_t)sizeof(small) ? small : PyMem_Malloc((size_t)len);
+        char *host = ascii_lowered(d, a, b, small, sizeof(small));
         if (host == NULL)
-            return PyErr_NoMemory();
-        for (Py_ssize_t i = 0; i < len; i++)
-            host[i] = (char)Py_TOLOWER(d[a + i]);
+            return NULL;
         char *h = host;
         if (len >= 4 && memcmp(h, "www.", 4) == 0) {
             h += 4;
