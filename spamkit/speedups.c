@@ -1881,18 +1881,53 @@ static PyObject *known_columns(PyObject *self, PyObject *args)
    column is not an int in [0, 2^31) -- the Python path then says what is wrong. Only exact
    str tokens are looked up here (a str's == runs no Python code, so the list cannot change
    under the loop); any other token: None as well. */
-static int compare_int32(const void *a, const void *b)
+/* Sort m columns (each in [0, 2^31)) ascending: insertion sort for a few, else a least
+   significant digit radix sort, a byte a pass, a pass skipped where every column has the same
+   byte (the top byte of a vocabulary under 16.7 million terms): three passes over a 20 KB
+   message's 600 columns cost less than a third of qsort's comparisons through a function
+   pointer. tmp holds m columns. */
+static void sort_columns(int32_t *cols, Py_ssize_t m, int32_t *tmp)
 {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
+    if (m < 32) {
+        for (Py_ssize_t i = 1; i < m; i++) {
+            int32_t v = cols[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && cols[j - 1] > v; j--)
+                cols[j] = cols[j - 1];
+            cols[j] = v;
+        }
+        return;
+    }
+    int32_t *src = cols, *dst = tmp;
+    for (int shift = 0; shift < 32; shift += 8) {
+        Py_ssize_t start[256] = {0};
+        for (Py_ssize_t i = 0; i < m; i++)
+            start[((uint32_t)src[i] >> shift) & 0xFF]++;
+        if (start[((uint32_t)src[0] >> shift) & 0xFF] == m)
+            continue;                                       /* one byte value: already in order */
+        Py_ssize_t at = 0;
+        for (int d = 0; d < 256; d++) {
+            Py_ssize_t n = start[d];
+            start[d] = at;
+            at += n;
+        }
+        for (Py_ssize_t i = 0; i < m; i++)
+            dst[start[((uint32_t)src[i] >> shift) & 0xFF]++] = src[i];
+        int32_t *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    if (src != cols)
+        memcpy(cols, src, (size_t)m * sizeof(int32_t));
 }
 
-/* (columns, counts) of m columns looked up (cols, freed here): the distinct ones ascending, as
-   int32, and how often each occurs -- as float64 in bytearrays (as_double: writable, for the
-   representation to rewrite in place) or as int32 in bytes. */
+/* (columns, counts) of m columns looked up (cols, freed here; room for 2m: the sort's scratch
+   is its second half): the distinct ones ascending, as int32, and how often each occurs -- as
+   float64 in bytearrays (as_double: writable, for the representation to rewrite in place) or
+   as int32 in bytes. */
 static PyObject *sorted_counts(int32_t *cols, Py_ssize_t m, int as_double)
 {
-    qsort(cols, (size_t)m, sizeof(int32_t), compare_int32);
+    sort_columns(cols, m, cols + m);
     Py_ssize_t distinct = 0;
     for (Py_ssize_t i = 0; i < m; i++)
         if (i == 0 || cols[i] != cols[i - 1])
@@ -1931,7 +1966,7 @@ static PyObject *known_counts(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < n; i++)
         if (!PyUnicode_CheckExact(PyList_GET_ITEM(tokens, i)))
             Py_RETURN_NONE;
-    int32_t *cols = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    int32_t *cols = PyMem_Malloc((size_t)(n ? 2 * n : 1) * sizeof(int32_t));   /* 2n: see sorted_counts */
     if (cols == NULL)
         return PyErr_NoMemory();
     Py_ssize_t m = 0;
@@ -2052,7 +2087,7 @@ static PyObject *frozen_counts(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < n; i++)
         if (!PyUnicode_CheckExact(PyList_GET_ITEM(tokens, i)))
             Py_RETURN_NONE;
-    int32_t *cols = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    int32_t *cols = PyMem_Malloc((size_t)(n ? 2 * n : 1) * sizeof(int32_t));   /* 2n: see sorted_counts */
     if (cols == NULL)
         return PyErr_NoMemory();
     Py_ssize_t m = 0;

@@ -375,6 +375,27 @@ def test_frozen_table_gives_the_dicts_columns(terms, tokens):
     assert np.frombuffer(got[1], dtype=np.int32).tolist() == np.frombuffer(counts, dtype=np.float64).tolist()
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 2 ** 31 - 1), min_size=1, max_size=40, unique=True),
+       st.lists(st.integers(0, 39), max_size=60), st.integers(0, 20))
+def test_a_rows_columns_are_sorted_and_counted_whatever_their_size(columns, picks, repeats):
+    """known_counts and frozen_counts sort a row's columns (insertion sort under 32, a radix
+    sort by bytes above, passes skipped where every column shares a byte): the distinct columns
+    ascending and their counts, as numpy.unique gives them, for columns anywhere in [0, 2^31)."""
+    module = speedups()
+    if module is None:
+        pytest.skip("spamkit.speedups was not built")
+    index = {f"t{j}": c for j, c in enumerate(columns)}
+    tokens = [f"t{p}" for p in picks if p < len(columns)] + [f"t{j}" for j in range(len(columns))] * repeats
+    want, counts = np.unique(np.array([index[t] for t in tokens], dtype=np.int64), return_counts=True)
+    cols, dict_counts = module.known_counts(index, tokens)
+    assert np.frombuffer(cols, dtype=np.int32).tolist() == want.tolist()
+    assert np.frombuffer(dict_counts, dtype=np.float64).tolist() == counts.tolist()
+    got = module.frozen_counts(module.frozen_index(index), tokens)
+    assert got[0] == bytes(cols)
+    assert np.frombuffer(got[1], dtype=np.int32).tolist() == counts.tolist()
+
+
 def test_frozen_table_refuses_what_the_dict_path_handles_otherwise():
     module = speedups()
     if module is None:
