@@ -2004,6 +2004,12 @@ static PyObject *known_counts(PyObject *self, PyObject *args)
    the hash, the key and the column together: two places. The same hash (PyObject_Hash) and the
    same equality (an exact str equal in value) as the dict, so the same columns. The table holds
    a reference to each key; it is never changed after it is made. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)0)
+#endif
+
 typedef struct {
     Py_hash_t hash;
     PyObject *key;
@@ -2090,24 +2096,50 @@ static PyObject *frozen_counts(PyObject *self, PyObject *args)
     int32_t *cols = PyMem_Malloc((size_t)(n ? 2 * n : 1) * sizeof(int32_t));   /* 2n: see sorted_counts */
     if (cols == NULL)
         return PyErr_NoMemory();
-    Py_ssize_t m = 0;
+    /* Three passes, so that the cache misses of many tokens overlap instead of following one
+       another (a message scored alone finds the table out of the cache: 70 µs a 20 KB message
+       one token at a time): each token's hash, prefetching its slot; each token's first slot
+       with its hash (or an empty one), prefetching that slot's key; then the keys compared,
+       probing on past a slot whose key only shares the hash. */
+    Py_hash_t *hashes = PyMem_Malloc((size_t)(n ? n : 1) * (sizeof(Py_hash_t) + sizeof(size_t)));
+    if (hashes == NULL) {
+        PyMem_Free(cols);
+        return PyErr_NoMemory();
+    }
+    size_t *first = (size_t *)(hashes + n);
     FrozenSlot *slots = t->slots;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *token = PyList_GET_ITEM(tokens, i);
-        Py_hash_t hash = PyObject_Hash(token);
+        Py_hash_t hash = PyObject_Hash(PyList_GET_ITEM(tokens, i));
         if (hash == -1) {
+            PyMem_Free(hashes);
             PyMem_Free(cols);
             return NULL;
         }
-        size_t at = (size_t)hash & t->mask;
-        while (slots[at].key != NULL) {
+        hashes[i] = hash;
+        PREFETCH(&slots[(size_t)hash & t->mask]);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        size_t at = (size_t)hashes[i] & t->mask;
+        while (slots[at].key != NULL && slots[at].hash != hashes[i])
+            at = (at + 1) & t->mask;
+        first[i] = at;
+        if (slots[at].key != NULL) {
+            PREFETCH(slots[at].key);
+            PREFETCH((const char *)slots[at].key + 64);
+        }
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        Py_hash_t hash = hashes[i];
+        for (size_t at = first[i]; slots[at].key != NULL; at = (at + 1) & t->mask) {
             if (slots[at].hash == hash && (slots[at].key == token || PyUnicode_Compare(slots[at].key, token) == 0)) {
                 cols[m++] = (int32_t)slots[at].column;
                 break;
             }
-            at = (at + 1) & t->mask;
         }
     }
+    PyMem_Free(hashes);
     return sorted_counts(cols, m, 0);
 }
 
