@@ -42,6 +42,11 @@ Built to hold under abuse (issue "Hostile inputs"):
 * **Connections.** At most ``max_clients`` are served at once (default
   :data:`MAX_CLIENTS`); one more is refused at once with "server busy" (status 4) and the
   client keeps its message.
+* **Who may connect.** A TCP listener answers only clients whose address is in its
+  :class:`AllowList` (``--allowed-ips``; by default the loopback networks, as spamd's
+  ``--allowed-ips`` defaults to 127.0.0.1 and ::1); any other connection is closed at once,
+  unread, and logged (at most once a minute per address). spamc then passes the message on
+  unchanged. Unix sockets are guarded by their file mode instead.
 * **Reloading.** The filter file is checked (one ``stat``) before each message and
   reloaded when it changed — ``spamkit learn`` replaces it atomically — and every filter
   is reloaded after SIGHUP; messages in flight finish with the filter they started with.
@@ -50,6 +55,7 @@ Built to hold under abuse (issue "Hostile inputs"):
 from __future__ import annotations
 
 import collections
+import ipaddress
 import multiprocessing
 import os
 import signal
@@ -349,6 +355,67 @@ class Connection:
         self.events = 0                          # what the loop's selector watches it for
 
 
+class AllowList:
+    """The client addresses a TCP listener answers: IPv4 and IPv6 networks, as spamd's
+    ``--allowed-ips`` takes them -- an address (``10.1.2.3``, ``::1``), a network in CIDR
+    notation (``192.0.2.0/24``, ``[2001:db8::]/32``: IPv6 may be in brackets), or an IPv4
+    prefix of one to three octets with a trailing dot (``10.`` is 10.0.0.0/8). Hostnames are
+    refused, as spamd refuses them (a name's addresses can change under a running server). An
+    IPv4 client on an IPv6 socket (``::ffff:127.0.0.1``) is matched as its IPv4 address.
+
+    >>> allowed = AllowList.parse(["127.0.0.1, 10.", "[2001:db8::]/32"])
+    >>> [allowed.allows(a) for a in ("10.9.8.7", "::ffff:10.0.0.1", "2001:db8::5", "11.0.0.1", "::1")]
+    [True, True, True, False, False]
+    """
+
+    #: spamd's default: only this host (any loopback address)
+    LOOPBACK = ("127.0.0.0/8", "::1")
+
+    def __init__(self, networks):
+        self.networks = tuple(networks)
+
+    @classmethod
+    def parse(cls, items) -> "AllowList":
+        """From option values, each one or more comma-separated entries; ValueError names a bad one."""
+        networks = []
+        for item in items:
+            for entry in str(item).split(","):
+                entry = entry.strip()
+                if entry:
+                    networks.append(cls._network(entry))
+        if not networks:
+            raise ValueError("no address or network given")
+        return cls(networks)
+
+    @staticmethod
+    def _network(entry: str):
+        text = entry
+        if text.startswith("["):                          # [2001:db8::]/32 or [::1]
+            inside, bracket, rest = text[1:].partition("]")
+            if not bracket or rest and not rest.startswith("/"):
+                raise ValueError(f"{entry!r} is not an IP address or network")
+            text = inside + rest
+        if text.endswith(".") and 1 <= text.count(".") <= 3:   # spamd's "10." and "192.168." prefixes
+            octets = text[:-1].split(".")
+            text = ".".join(octets + ["0"] * (4 - len(octets))) + f"/{8 * len(octets)}"
+        try:
+            return ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            raise ValueError(f"{entry!r} is not an IP address or network (hostnames are not taken)") from None
+
+    def allows(self, host: str) -> bool:
+        try:
+            address = ipaddress.ip_address(host.split("%", 1)[0])          # a scope (fe80::1%eth0) dropped
+        except ValueError:
+            return False
+        if address.version == 6 and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        return any(address.version == network.version and address in network for network in self.networks)
+
+    def __str__(self) -> str:
+        return ", ".join(map(str, self.networks))
+
+
 class ServeLoop:
     """Every listening socket and connection of ``spamkit serve``, in one thread of the main
     process: requests are read as their bytes arrive (a client that sends nothing, or slowly,
@@ -385,6 +452,9 @@ class ServeLoop:
         self.busy: dict = {}                     # worker -> (its connections, deadline)
         self.batches: collections.Counter = collections.Counter()   # requests per hand-out -> hand-outs
         self.resting: list = []                  # listening sockets whose accept failed, until the next check
+        self.allowed: dict = {}                  # TCP listening socket -> its AllowList
+        self.refused: collections.OrderedDict = collections.OrderedDict()   # address -> when last logged
+        self.refusals = 0
         self._accept_failed_said = -1e9
         self.stopped = False
         for worker in workers.idle:
@@ -392,11 +462,14 @@ class ServeLoop:
 
     # -- set-up and shut-down
 
-    def listen(self, sock, protocol) -> None:
+    def listen(self, sock, protocol, allowed: AllowList | None = None) -> None:
         """Serve ``protocol`` on the listening socket ``sock`` (a Unix-domain socket's file is
-        removed on :meth:`close`)."""
+        removed on :meth:`close`); on a TCP socket, only to the clients ``allowed`` lets in
+        (None: the loopback networks)."""
         sock.setblocking(False)
         self.listeners.append((sock, sock.getsockname() if sock.family == socket.AF_UNIX else None))
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            self.allowed[sock] = allowed or AllowList.parse(AllowList.LOOPBACK)
         self.selector.register(sock, selectors.EVENT_READ, ("listen", sock, protocol))
 
     def stop(self) -> None:
@@ -451,7 +524,7 @@ class ServeLoop:
     def _accept(self, listener, protocol) -> None:
         for _ in range(64):                      # then let the others' events be served too
             try:
-                sock, _ = listener.accept()
+                sock, peer = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
@@ -464,6 +537,10 @@ class ServeLoop:
                 self.selector.unregister(listener)
                 self.resting.append((listener, protocol))
                 return
+            allowed = self.allowed.get(listener)
+            if allowed is not None and not allowed.allows(peer[0]):
+                self._refuse(sock, peer[0], allowed)
+                continue
             sock.setblocking(False)
             conn = Connection(sock, protocol, time.monotonic() + self.timeout)
             busy = len(self.connections) >= self.max_clients
@@ -473,6 +550,20 @@ class ServeLoop:
                 continue
             self._watch(conn, selectors.EVENT_READ)
             self._read(conn)                      # the request often arrives with the connection
+
+    def _refuse(self, sock, host: str, allowed: AllowList) -> None:
+        """Close a connection from an address the listener does not allow, unread (as spamd
+        does: the client passes its message on unchanged); logged at most once a minute per
+        address, the log's memory of addresses bounded."""
+        sock.close()
+        self.refusals += 1
+        now = time.monotonic()
+        if now - self.refused.get(host, -1e9) >= 60.0:
+            log(f"refused a connection from {host}: not in --allowed-ips ({allowed})")
+            self.refused[host] = now
+            self.refused.move_to_end(host)
+            while len(self.refused) > 1024:
+                self.refused.popitem(last=False)
 
     def _read(self, conn: Connection) -> None:
         try:

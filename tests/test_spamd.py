@@ -276,6 +276,96 @@ def test_limits_size_idle_clients_and_busy(model, tmp_path):
         server.stop()
 
 
+def test_only_the_allowed_clients_are_answered_and_spamc_keeps_the_message(model):
+    # spamd answers only this host unless --allowed-ips names others; a client it does not allow
+    # is closed unread, logged once, and the real spamc passes the message on unchanged
+    raw = sample("spam", 1)[0]
+    server = Server(model, "--workers", "1", "--allowed-ips", "10.0.0.0/8", "--allowed-ips", "192.0.2.7")
+    try:
+        out = server.spamc(data=raw)
+        assert out.returncode == 0 and out.stdout == raw                 # not tagged: passed on unchanged
+        assert server.spamc("-c", data=raw).returncode != 1              # no verdict was given
+    finally:
+        log = server.stop()
+    assert "refused a connection from 127.0.0.1: not in --allowed-ips (10.0.0.0/8, 192.0.2.7/32)" in log
+    assert log.count("refused a connection from 127.0.0.1") == 1         # once a minute per address
+    server = Server(model, "--workers", "1", "--allowed-ips", "192.0.2.0/24,127.0.0.1")
+    try:
+        assert b"X-Spam-Status:" in server.spamc(data=raw).stdout
+    finally:
+        assert "refused" not in server.stop()
+
+
+def _outward_address() -> str | None:
+    """This host's address on its route out (no packet is sent), or None without one."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))
+            address = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+def test_by_default_spamd_answers_only_this_host(model):
+    address = _outward_address()
+    if address is None:
+        pytest.skip("this host has no address but loopback to connect from")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "spamkit", "serve", str(model), "--spamd", f"0.0.0.0:{port}",
+                             "--workers", "0"], env=ENV, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+        raw = sample("spam", 1)[0]
+        here = subprocess.run([spamc(), "-d", "127.0.0.1", "-p", str(port), "-t", "60"], input=raw,
+                              capture_output=True, timeout=120)
+        assert b"X-Spam-Status:" in here.stdout                        # loopback: answered
+        there = subprocess.run([spamc(), "-d", address, "-p", str(port), "-t", "60"], input=raw,
+                               capture_output=True, timeout=120)
+        assert there.returncode == 0 and there.stdout == raw           # from outside: passed on unchanged
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    log = proc.stderr.read().decode()
+    assert f"for 127.0.0.0/8, ::1" in log and f"refused a connection from {address}" in log
+
+
+@pytest.mark.parametrize("options, problem", [
+    (["--spamd", "127.0.0.1:1", "--allowed-ips", "mail.example.org"], "hostnames are not taken"),
+    (["--spamd", "127.0.0.1:1", "--allowed-ips", "10.0.0.0/33"], "'10.0.0.0/33' is not an IP address or network"),
+    (["--spamd", "127.0.0.1:1", "--allowed-ips", " , "], "no address or network given"),
+    (["--spamd-socket", "x.sock", "--allowed-ips", "10."], "only a TCP listener has client addresses"),
+])
+def test_a_bad_allow_list_is_refused_with_the_reason(model, options, problem):
+    result = CliRunner().invoke(cli, ["serve", str(model), *options])
+    assert result.exit_code == 2 and problem in result.output and "--allowed-ips" in result.output
+
+
+def test_the_allow_list_reads_spamds_forms():
+    from spamkit.server import AllowList
+    allowed = AllowList.parse(["10.", "192.168.", "172.16.5.", "[2001:db8::]/32", "[::2]", "198.51.100.0/24"])
+    assert [str(n) for n in allowed.networks] == ["10.0.0.0/8", "192.168.0.0/16", "172.16.5.0/24",
+                                                  "2001:db8::/32", "::2/128", "198.51.100.0/24"]
+    for host, ok in [("10.255.0.1", True), ("11.0.0.1", False), ("192.168.9.9", True), ("192.169.0.1", False),
+                     ("172.16.5.200", True), ("172.16.6.1", False), ("2001:db8:1::9", True), ("2001:db9::1", False),
+                     ("::2", True), ("::ffff:198.51.100.4", True), ("::ffff:203.0.113.1", False),
+                     ("fe80::1%eth0", False), ("not an address", False), ("127.0.0.1", False)]:
+        assert allowed.allows(host) is ok, host
+    loopback = AllowList.parse(AllowList.LOOPBACK)
+    assert loopback.allows("127.0.0.1") and loopback.allows("127.3.4.5") and loopback.allows("::1")
+    assert loopback.allows("::ffff:127.0.0.1") and not loopback.allows("192.0.2.1") and not loopback.allows("::2")
+    for bad in ("localhost", "10.0.0.0/8/1", "[::1", "[::1]x", "1.2.3.4."):
+        with pytest.raises(ValueError):
+            AllowList.parse([bad])
+
+
 def test_spamkit_pipe_server_reloads_after_learn(model, tmp_path):
     path = tmp_path / "m.spamkit"
     shutil.copy(model, path)

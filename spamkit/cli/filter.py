@@ -14,8 +14,8 @@ from ..corpus import iter_corpora
 from ..mailfilter import MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import VERDICT_STATUS, guard
 from ..report import to_json
-from ..server import (MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, FilterCache, ServeLoop, SpamkitProtocol,
-                      Workers, log, tcp_listener, unix_listener)
+from ..server import (MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, AllowList, FilterCache, ServeLoop,
+                      SpamkitProtocol, Workers, log, tcp_listener, unix_listener)
 from . import cli
 from .params import (CostsParam, OutputPath, SizeParam, close_corpora, corpus_options, costs_or_none, imap_options,
                      jobs_option, open_corpora, spam_rate_option)
@@ -403,6 +403,9 @@ def _learn_guarded(learn_messages, spam_filter, messages, forget, on_error, prog
               help="Answer SpamAssassin's spamc protocol on this TCP address (e.g. 127.0.0.1:783).")
 @click.option("--spamd-socket", type=click.Path(dir_okay=False), default=None,
               help="Answer SpamAssassin's spamc protocol on this Unix-domain socket (spamc -U PATH).")
+@click.option("--allowed-ips", multiple=True, metavar="NETWORKS",
+              help="Clients --spamd answers: addresses or networks (10.1.2.3, 192.0.2.0/24, 10., ::1), "
+                   "comma-separated or repeated, as spamd -A. Default: this host only (127.0.0.0/8, ::1).")
 @click.option("--user-models", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Per-user filters for spamd's User: field: DIR/USER.spamkit when it exists, else MODEL.")
 @click.option("--allow-tell", is_flag=True,
@@ -421,8 +424,8 @@ def _learn_guarded(learn_messages, spam_filter, messages, forget, on_error, prog
 @click.option("--socket-mode", default="600", show_default=True, metavar="OCTAL",
               help="Permissions of the Unix sockets (600: only its owner may ask; 660 lets the group ask too).")
 @spam_rate_option
-def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, allow_tell, cost, workers,
-                  max_size, memory_budget, max_clients, timeout, socket_mode, spam_rate):
+def serve_command(model, socket_path, spamd_address, spamd_socket, allowed_ips, user_models, allow_tell, cost,
+                  workers, max_size, memory_budget, max_clients, timeout, socket_mode, spam_rate):
     """Keep a filter loaded and answer spamkit-pipe, or spamc as SpamAssassin's spamd would.
 
     \b
@@ -431,12 +434,14 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, 
       spamkit-pipe --socket ~/.spamkit.sock < message.eml > tagged.eml
       spamkit serve mine.spamkit --spamd 127.0.0.1:783 --user-models /var/lib/spamkit --allow-tell &
       spamc -d 127.0.0.1 -p 783 < message.eml > processed.eml     # any spamc integration
+      spamkit serve mine.spamkit --spamd 0.0.0.0:783 --allowed-ips 127.0.0.1,192.0.2.0/24 &
 
     Clients are served concurrently (one event loop reads every connection, worker
     processes classify); a client that sends nothing holds only its own connection. A filter file is
     reloaded when it changes (after spamkit learn) and after SIGHUP, without dropping a
     request. Stop it with Ctrl-C or SIGTERM; the sockets are removed. spamd has no
-    authentication: bind --spamd to loopback or a network you trust.
+    authentication: as spamd, --spamd answers only this host unless --allowed-ips names
+    other clients (any other connection is closed unread, and spamc passes the message on).
     """
     from ..spamfilter import SpamFilter
     from ..spamd import SpamdProtocol, parse_address
@@ -452,6 +457,13 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, 
         address = parse_address(spamd_address) if spamd_address else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--spamd")
+    if allowed_ips and not spamd_address:
+        raise click.BadParameter("only a TCP listener has client addresses: give --spamd HOST:PORT too",
+                                 param_hint="--allowed-ips")
+    try:
+        allowed = AllowList.parse(allowed_ips or AllowList.LOOPBACK)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--allowed-ips")
     if user_models and not Path(user_models).is_dir():
         raise click.BadParameter(f"{user_models}: no such folder", param_hint="--user-models")
 
@@ -474,7 +486,7 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, 
         if socket_path:
             loop.listen(unix_listener(socket_path, mode), SpamkitProtocol(model, max_size))
         if address:
-            loop.listen(tcp_listener(address), SpamdProtocol(max_size))
+            loop.listen(tcp_listener(address), SpamdProtocol(max_size), allowed)
         if spamd_socket:
             loop.listen(unix_listener(spamd_socket, mode), SpamdProtocol(max_size))
     except OSError as exc:
@@ -486,7 +498,7 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, user_models, 
     signal.signal(signal.SIGINT, lambda signum, frame: loop.stop())
     signal.signal(signal.SIGHUP, lambda signum, frame: cache.reload_all())
     where = ", ".join(filter(None, [socket_path and f"spamkit-pipe on {socket_path}",
-                                    address and f"spamd on {address[0]}:{address[1]}",
+                                    address and f"spamd on {address[0]}:{address[1]} for {allowed}",
                                     spamd_socket and f"spamd on {spamd_socket}"]))
     click.echo(f"spamkit serve: {model} ({where}; {workers or 'no'} worker processes)", err=True)
     try:
