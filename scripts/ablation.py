@@ -89,7 +89,10 @@ class GramsToLogistic(FisherNBStack):
 
 #: (name, token scheme, model, online_model keyword arguments); the first is the default
 CONFIGS = [
-    ("fisher-nb + logistic 0.2, slog (default)", "mail", "fisher-nb", {"stack": {"logistic": 0.2, "squash": "slog"}}),
+    ("fisher-nb + logistic 0.2, slog, length-aware combiner (default)", "mail", "fisher-nb",
+     {"stack": {"logistic": 0.2, "squash": "slog", "length_aware": True}}),
+    ("fisher-nb + logistic 0.2, slog (the previous default)", "mail", "fisher-nb",
+     {"stack": {"logistic": 0.2, "squash": "slog"}}),
     ("fisher-nb + logistic 0.2, slog, character 4-grams", "mail-c4", "fisher-nb",
      {"stack": {"logistic": 0.2, "squash": "slog"}}),
     ("fisher-nb + logistic 0.2, slog, character 3-grams", "mail-c3", "fisher-nb",
@@ -113,7 +116,8 @@ CONFIGS = [
     ("fisher-nb + logistic 0.3, slog", "mail", "fisher-nb", {"stack": {"logistic": 0.3, "squash": "slog"}}),
     ("fisher-nb + logistic 0.2, clip", "mail", "fisher-nb", {"stack": {"logistic": 0.2, "squash": "clip"}}),
     ("fisher-nb, slog", "mail", "fisher-nb", {"stack": {"logistic": 0.0, "squash": "slog"}}),
-    ("fisher-nb (the previous default)", "mail", "fisher-nb", {"stack": {"logistic": 0.0, "squash": "clip"}}),
+    ("fisher-nb (the default before the logistic component)", "mail", "fisher-nb",
+     {"stack": {"logistic": 0.0, "squash": "clip"}}),
     ("fisher-nb with bogofilter's Fisher parameters + logistic 0.05", "mail", "fisher-nb",
      {"fisher": BOGOFILTER_PARAMS, "stack": {"logistic": 0.05, "squash": "slog"}}),
     ("fisher-nb with bogofilter's Fisher parameters + logistic 0.1", "mail", "fisher-nb",
@@ -126,7 +130,7 @@ CONFIGS = [
     ("fisher, bogofilter's parameters, word tokens", "words", "fisher", {"fisher": BOGOFILTER_PARAMS}),
     ("multinomial NB, presence", "mail", "multinomial-presence", {}),
 ]
-QUICK = {0, 9, 10, 13, 16, 17}
+QUICK = {0, 1, 10, 11, 14, 17, 18}
 
 
 def load(path: Path):

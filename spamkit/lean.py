@@ -47,6 +47,8 @@ LEAN_MODELS = ("fisher-nb", "fisher")
 #: the clips of :mod:`spamkit.models` (base.LOG_ODDS_LIMIT, logistic.SCORE_LIMIT) and calibration.SCORE_LIMIT
 LOG_ODDS_LIMIT = 700.0
 LOGISTIC_LIMIT = 35.0
+#: spamkit.models.stack.LENGTH_CENTRE
+LENGTH_CENTRE = 4.0
 CALIBRATION_LIMIT = 700.0
 _LOG2 = math.log(2.0)
 
@@ -224,7 +226,8 @@ class LeanFilter:
         shapes = {"model.class_count_": [2], "model.feature_count_": [2, d]}
         if self.kind == "fisher-nb":
             with_logistic = bool(self.params.get("logistic"))
-            shapes["model.combiner_"] = [4 if with_logistic else 3]
+            self.length_aware = bool(self.params.get("length_aware", False))
+            shapes["model.combiner_"] = [(4 if with_logistic else 3) + 2 * self.length_aware]
             if with_logistic:
                 shapes.update({"model.logistic_coef_": [d], "model.logistic_intercept_": [1]})
         for name, shape in shapes.items():
@@ -357,12 +360,19 @@ class LeanFilter:
         if self.logistic is not None:
             coef, intercept = self.logistic
             components.append(_clip(math.fsum(coef[j] for j in cols) + intercept, LOGISTIC_LIMIT))
-        z = 0.0
-        for weight, score in zip(self.coef, components):
+        features = []
+        for score in components:
             score = _clip(score, LOG_ODDS_LIMIT)
             if self.params.get("squash", "clip") == "slog":
                 score = math.copysign(math.log1p(abs(score)), score) if score else 0.0
-            z += weight * score
+            features.append(score)
+        if self.length_aware:                    # FisherNBStack.combiner_features: ℓ and ℓ x squashed NB
+            ham_counts, spam_counts = self.counts
+            length = math.log1p(sum(1 for j in cols if ham_counts[j] + spam_counts[j] > 0)) - LENGTH_CENTRE
+            features += [length, length * features[1]]
+        z = 0.0
+        for weight, feature in zip(self.coef, features):
+            z += weight * feature
         z += self.intercept
         return normalised(log_expit(-z), log_expit(z))
 

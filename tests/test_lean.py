@@ -55,9 +55,20 @@ def _trained(mail, **options) -> SpamFilter:
     return build_filter(**options).fit(mail["train"])
 
 
+def _forgotten(spam_filter: SpamFilter, messages) -> SpamFilter:
+    X = spam_filter.transform(messages)
+    spam_filter.model.unlearn(X, np.array([m.label for m in messages]))
+    counts = spam_filter.model.feature_count_
+    assert ((counts[0] + counts[1]) == 0).sum() > 100          # columns left without a count
+    return spam_filter
+
+
 CONFIGS = {
     # spamkit's default filter: the stack with its logistic component, sign-log squashing
     "best": lambda mail: _trained(mail, **BEST),
+    # the default filter after forgetting messages (spamkit learn --forget): tokens only they had
+    # are in the vocabulary with no counts, so the known-token length of the combiner leaves them out
+    "best, messages forgotten": lambda mail: _forgotten(_trained(mail, **BEST), mail["train"][:80]),
     # the default decision: costs with an unsure decision, and the familiarity guard
     "best, costs and guard": lambda mail: _trained(mail, **BEST).set_costs(CostMatrix.default()),
     # Robinson/Fisher alone with bogofilter's parameters (all clues), Platt-calibrated, prior-corrected
@@ -241,3 +252,12 @@ def test_term_hash_index_is_sorted_and_complete():
     keys, columns = persist.term_hash_index(terms)
     assert np.all(keys[1:] > keys[:-1])
     assert [terms[c] for c in columns] == sorted(terms, key=term_hash)
+
+
+def test_the_lean_modules_constants_are_the_models():
+    # lean.py copies these so that pipe mode imports no NumPy; a change to one must reach the other
+    from spamkit import lean
+    from spamkit.models import base, logistic, stack
+    assert lean.LOG_ODDS_LIMIT == base.LOG_ODDS_LIMIT
+    assert lean.LOGISTIC_LIMIT == logistic.SCORE_LIMIT
+    assert lean.LENGTH_CENTRE == stack.LENGTH_CENTRE

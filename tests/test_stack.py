@@ -140,11 +140,13 @@ def test_a_stack_with_a_logistic_component_round_trips_and_an_old_file_still_loa
     docs = [[f"t{j}" for j in np.flatnonzero(X[i].toarray()[0])] for i in range(len(y))]
     vec = Vectorizer("binary").fit(docs)
     Xv = vec.transform(docs)
-    for stack in (FisherNBStack(logistic=0.05, squash="slog").fit(Xv, y), FisherNBStack().fit(Xv, y)):
+    for stack in (FisherNBStack(logistic=0.05, squash="slog", length_aware=True).fit(Xv, y),
+                  FisherNBStack(logistic=0.05, squash="slog").fit(Xv, y), FisherNBStack().fit(Xv, y)):
         save_filter(tmp_path / "f.spamkit", Analyzer(), vec, stack)
         _, _, back, manifest = load_filter(tmp_path / "f.spamkit")
         np.testing.assert_allclose(back.predict_proba(Xv), stack.predict_proba(Xv), rtol=1e-12)
         assert back.logistic == stack.logistic and back.squash == stack.squash
+        assert back.length_aware is stack.length_aware and back.coef_.shape == stack.coef_.shape
     # a file written before the logistic component existed has no such parameters: it loads as Fisher + NB
     import json
     import zipfile
@@ -153,13 +155,62 @@ def test_a_stack_with_a_logistic_component_round_trips_and_an_old_file_still_loa
     name = next(n for n in members if n.endswith(".json"))
     manifest = json.loads(members[name])
     del manifest["model"]["params"]["logistic"], manifest["model"]["params"]["squash"]
+    del manifest["model"]["params"]["length_aware"]
     members[name] = json.dumps(manifest).encode()
     with zipfile.ZipFile(tmp_path / "old.spamkit", "w") as z:
         for n, data in members.items():
             z.writestr(n, data)
     _, _, old, _ = load_filter(tmp_path / "old.spamkit")
-    assert old.logistic == 0.0 and old.logistic_ is None
+    assert old.logistic == 0.0 and old.logistic_ is None and old.length_aware is False
     np.testing.assert_allclose(old.predict_proba(Xv), stack.predict_proba(Xv), rtol=1e-12)
+
+
+def test_the_length_column_counts_the_known_distinct_tokens_by_hand():
+    # rows: tokens {0, 1, 3}, {2}, {1 (twice), 4}; token 1 has no count in either class, token 4
+    # a spam count only: the known distinct tokens are 2, 1 and 1
+    from spamkit.models.stack import known_tokens
+    X = sp.csr_matrix(np.array([[1, 1, 0, 1, 0], [0, 0, 1, 0, 0], [0, 2, 0, 0, 1]], dtype=float))
+    counts = np.array([[3.0, 0.0, 1.0, 2.0, 0.0], [1.0, 0.0, 0.0, 5.0, 2.0]])
+    assert known_tokens(X, counts).tolist() == [2.0, 1.0, 1.0]
+    stack = FisherNBStack(length_aware=True, squash="slog")
+    stack.classes_ = np.array(["ham", "spam"])
+    scores = stack.component_scores(np.array([4.0, 6.0]), counts, X)
+    assert scores.shape == (3, 3) and scores[:, 2].tolist() == [2.0, 1.0, 1.0]
+    # the combiner's features: squashed Fisher and NB, l = log(1 + n) - 4, l x squashed NB
+    features = stack.combiner_features(scores)
+    length = np.log([3.0, 2.0, 2.0]) - 4.0
+    nb = np.sign(scores[:, 1]) * np.log1p(np.abs(scores[:, 1]))
+    np.testing.assert_allclose(features, np.column_stack([np.sign(scores[:, 0]) * np.log1p(np.abs(scores[:, 0])),
+                                                          nb, length, length * nb]), rtol=1e-15)
+
+
+def test_the_length_aware_combiner_is_a_logistic_regression_on_out_of_fold_scores_and_lengths():
+    X, y = _data(6, n=160)
+    stack = FisherNBStack(folds=4, squash="slog", length_aware=True).fit(X, y)
+    codes = (y == "spam").astype(int)
+    folds = fold_of_rows(codes, 4)
+    features = np.zeros((len(y), 4))
+    for k in range(4):                                           # independent: refit each fold from scratch
+        held = folds == k
+        jf = RobinsonFisher().fit(X[~held], y[~held]).joint_log_likelihood(X[held])
+        jn = SkMultinomialNB(alpha=1.0).fit(X[~held], y[~held]).predict_joint_log_proba(X[held])
+        seen = np.asarray(X[~held].sum(axis=0)).ravel() > 0        # tokens the other folds have
+        n_known = np.asarray((X[held] > 0) @ seen.astype(float)).ravel()
+        slog = lambda z: np.sign(z) * np.log1p(np.abs(np.clip(z, -700, 700)))      # noqa: E731
+        f, nb, length = slog(jf[:, 1] - jf[:, 0]), slog(jn[:, 1] - jn[:, 0]), np.log1p(n_known) - 4.0
+        features[held] = np.column_stack([f, nb, length, length * nb])
+    lr = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(features, codes == 1)   # solved exactly
+    np.testing.assert_allclose(stack.coef_, lr.coef_[0], rtol=1e-6, atol=1e-7)
+    assert stack.intercept_ == pytest.approx(lr.intercept_[0], rel=1e-6, abs=1e-7)
+    # and a message scores the same alone as in a batch
+    batch = stack.predict_log_proba(X)
+    alone = np.vstack([stack.predict_log_proba(X[i]) for i in range(len(y))])
+    assert np.array_equal(batch, alone)
+
+
+def test_length_aware_must_be_a_bool():
+    with pytest.raises(ConfigError, match="length_aware"):
+        FisherNBStack(length_aware="yes").fit(*_data())
 
 
 def test_scoring_in_blocks_of_rows_changes_nothing(monkeypatch):

@@ -138,12 +138,13 @@ def merge_fold_counts(a: FoldCounts, b: FoldCounts) -> FoldCounts:
 
 def part_fold_scores(part: Part, vocabulary: Shared, model_params: dict, classes, counts: Shared,
                      folds: np.ndarray, k: int, rows=None) -> np.ndarray:
-    """(Fisher, NB) log-odds of each row from the model of the other folds (totals minus its fold)."""
+    """(Fisher, NB) log-odds of each row from the model of the other folds (totals minus its fold),
+    and with ``length_aware`` its known distinct tokens (``FisherNBStack.component_scores``)."""
     class_count, feature_count, fold_cc, fold_fc = counts.value
     X = _global_rows(subset(part, rows), vocabulary.value, feature_count.shape[1])
     model = FisherNBStack(**model_params)
     model.classes_ = np.asarray(classes)
-    scores = np.zeros((X.shape[0], 2))
+    scores = np.zeros((X.shape[0], model._n_columns()))
     for f in range(k):
         held = folds == f
         if held.any():
@@ -180,7 +181,8 @@ def fit_combiner_on_cluster(spam_filter, client, tokenized: list, labels: list, 
     fold_fc[:, :, fold.cols] = fold.feature_count
     counts = client.scatter(Shared((model.class_count_, model.feature_count_,
                                     fold.class_count.astype(np.float64), fold_fc)), broadcast=True, hash=False)
-    params = {p: getattr(model, p) for p in ("strength", "prior", "min_dev", "max_clues", "alpha", "folds")}
+    params = {p: getattr(model, p) for p in ("strength", "prior", "min_dev", "max_clues", "alpha", "folds",
+                                             "length_aware")}
     scored = [client.submit(part_fold_scores, t, vocabulary, params, classes, counts, folds[lo:hi], k, r, pure=False)
               for t, lo, hi, r in zip(tokenized, bounds[:-1], bounds[1:], rows_per_part)]
     wait_all(scored, status)
