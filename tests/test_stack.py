@@ -236,9 +236,11 @@ def test_compiled_component_scores_equal_the_numpy_definitions(monkeypatch):
     if stack.speedups is None:
         pytest.skip("spamkit.speedups was not built")
     X, y = _data(seed=4)
-    model = FisherNBStack(logistic=0.2, squash="slog").fit(X, y)
+    model = FisherNBStack(logistic=0.2, squash="slog", length_aware=True).fit(X, y)
+    model.feature_count_[:, :6] = 0.0                   # tokens the model has no count for (forgotten)
     rng = np.random.default_rng(9)
     Q = sp.csr_matrix(rng.poisson(0.4, size=(30, X.shape[1])).astype(float))
+    Q.data[::7] = 0.0                                   # explicit zeros: no token either
     for indices_type in (np.int32, np.int64):
         Q.indices = Q.indices.astype(indices_type)
         compiled = model.component_log_odds(Q)
@@ -249,6 +251,14 @@ def test_compiled_component_scores_equal_the_numpy_definitions(monkeypatch):
             m.setattr(robinson, "speedups", None)
             numpy_scores = model.component_log_odds(Q)
         np.testing.assert_allclose(compiled, numpy_scores, rtol=1e-12, atol=1e-12)
+        # the known-token counts of the compiled NB loop are the definition's, exactly
+        assert np.array_equal(compiled[:, -1], stack.known_tokens(Q, model.feature_count_))
+        assert compiled[:, -1].min() < np.diff(Q.indptr).min()
+    # nb_sums itself: an explicit zero in the data is no token; a column without counts is unknown
+    known, out = np.empty(2), np.empty(2)
+    stack.speedups.nb_sums(np.array([0, 3, 4]), np.array([0, 1, 2, 1], dtype=np.int32), np.array([1.0, 0.0, 2.0, 1.0]),
+                           np.array([1.0, 1.0, 0.0]), np.array([0.0, 2.0, 0.0]), 1.0, 0.0, 0.0, out, known)
+    assert known.tolist() == [1.0, 1.0]
     with pytest.raises(ValueError, match="do not fit"):
         stack.speedups.nb_sums(np.array([0, 1]), np.array([0], dtype=np.int32), np.array([1.0, 2.0]), np.zeros(2),
                                np.zeros(2), 1.0, 0.0, 0.0, np.zeros(1))

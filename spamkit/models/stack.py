@@ -146,13 +146,15 @@ class FisherNBStack(CountingModel):
         f.restore_state(self.classes_, feature_count.shape[1], arrays, {})
         return f
 
-    def _nb_log_odds(self, class_count, feature_count, X, totals=None) -> np.ndarray:
+    def _nb_log_odds(self, class_count, feature_count, X, totals=None, known=None) -> np.ndarray:
         """Multinomial NB's log-odds on presence features, from the non-zeros of X only.
 
         log p(x, c1) - log p(x, c0) = log N_1/N_0 + Σ_j x_j [log θ_1j - log θ_0j],
         θ_cj = (n_cj + α) / (Σ_j' n_cj' + α D): the same numbers as
         :class:`~spamkit.models.naive_bayes.MultinomialNB` (tests check), without building
         its D-long tables, so that scoring one message costs its tokens, not the vocabulary.
+        ``known``: an array filled with each row's :func:`known_tokens` on the way (the compiled
+        loop reads the same counts), or None.
         """
         a, d = float(self.alpha), feature_count.shape[1]
         with np.errstate(divide="ignore"):
@@ -164,13 +166,15 @@ class FisherNBStack(CountingModel):
             out = np.empty(X.shape[0])
             speedups.nb_sums(*csr_index_arrays(X), np.ascontiguousarray(X.data, dtype=np.float64),
                              np.ascontiguousarray(feature_count[0]), np.ascontiguousarray(feature_count[1]), a,
-                             float(log_den[0]), float(log_den[1]), out)
+                             float(log_den[0]), float(log_den[1]), out, known)
             out += log_prior[1] - log_prior[0]
         else:
             cols = X.indices
             rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
             w = (np.log(feature_count[1, cols] + a) - log_den[1]) - (np.log(feature_count[0, cols] + a) - log_den[0])
             out = np.bincount(rows, weights=w * X.data, minlength=X.shape[0]) + (log_prior[1] - log_prior[0])
+            if known is not None:
+                known[:] = known_tokens(X, feature_count)
         with np.errstate(invalid="ignore"):
             return finite_log_odds(out)
 
@@ -198,11 +202,12 @@ class FisherNBStack(CountingModel):
         log_c0, log_c1 = fisher_log_odds(log_f, log_1mf, n)
         with np.errstate(invalid="ignore"):
             out[:, 0] = finite_log_odds(log_c1 - log_c0)
-        out[:, 1] = self._nb_log_odds(class_count, feature_count, X, totals)
+        known = np.empty(X.shape[0]) if self.length_aware else None
+        out[:, 1] = self._nb_log_odds(class_count, feature_count, X, totals, known)
         if logistic is not None:
             out[:, 2] = logistic.decision_function(X)
-        if self.length_aware:
-            out[:, -1] = known_tokens(X, feature_count)
+        if known is not None:
+            out[:, -1] = known
         return out
 
     def component_log_odds(self, X) -> np.ndarray:
@@ -227,21 +232,26 @@ class FisherNBStack(CountingModel):
         >>> stack.combiner_features(np.array([[np.e - 1, -(np.e - 1), 0.0]])).round(6).tolist()
         [[1.0, -1.0, -4.0, 4.0]]
         """
+        return np.column_stack(self._feature_columns(scores))
+
+    def _feature_columns(self, scores) -> list:
+        """:meth:`combiner_features`, column by column."""
         scores = np.asarray(scores, dtype=np.float64)
         if not self.length_aware:
-            return self._squash(scores)
+            squashed = self._squash(scores)
+            return [squashed[:, j] for j in range(squashed.shape[1])]
         squashed = self._squash(scores[:, :-1])
         length = np.log1p(scores[:, -1]) - LENGTH_CENTRE
-        return np.column_stack([squashed, length, length * squashed[:, 1]])
+        return [*(squashed[:, j] for j in range(squashed.shape[1])), length, length * squashed[:, 1]]
 
     def combined_log_odds(self, scores) -> np.ndarray:
         """The combiner's log-odds for rows of component scores (as :meth:`component_log_odds` gives)."""
-        features = self.combiner_features(scores)
         # a sum per feature, not a matrix product: BLAS may add a one-row product in another
         # order than a many-row one, and a message must score the same alone and in a batch
-        z = np.zeros(features.shape[0])
-        for j, weight in enumerate(self.coef_):
-            z += weight * features[:, j]
+        columns = self._feature_columns(scores)
+        z = np.zeros(columns[0].shape[0])
+        for weight, column in zip(self.coef_, columns):
+            z += weight * column
         return z + self.intercept_
 
     def _n_components(self) -> int:
