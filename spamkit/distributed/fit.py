@@ -144,7 +144,7 @@ def part_fold_scores(part: Part, vocabulary: Shared, model_params: dict, classes
     X = _global_rows(subset(part, rows), vocabulary.value, feature_count.shape[1])
     model = FisherNBStack(**model_params)
     model.classes_ = np.asarray(classes)
-    scores = np.zeros((X.shape[0], model._n_columns()))
+    scores = np.zeros((X.shape[0], model.score_columns()))
     for f in range(k):
         held = folds == f
         if held.any():

@@ -257,7 +257,7 @@ class FisherNBStack(CountingModel):
     def _n_components(self) -> int:
         return 3 if self.logistic else 2
 
-    def _n_columns(self) -> int:
+    def score_columns(self) -> int:
         """Columns of :meth:`component_scores`: the components, and the known tokens' count."""
         return self._n_components() + bool(self.length_aware)
 
@@ -314,7 +314,7 @@ class FisherNBStack(CountingModel):
         k = int(min(self.folds, np.bincount(codes, minlength=2).min()))
         if k >= 2:
             folds = fold_of_rows(codes, k)
-            scores = np.zeros((X.shape[0], self._n_columns()))
+            scores = np.zeros((X.shape[0], self.score_columns()))
             for fold in range(k):
                 held = folds == fold
                 cc, fc = self.count_rows(X[held], codes[held], ones[held])
