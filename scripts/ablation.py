@@ -43,7 +43,8 @@ from spamkit.evaluation import online_model, online_run
 from spamkit.features import Vectorizer
 from spamkit.message import parse_message
 from spamkit.metrics import three_way_rates, trec_measures
-from spamkit.models.stack import FisherNBStack
+from spamkit.models.robinson import presence
+from spamkit.models.stack import FisherNBStack, known_tokens
 from spamkit.pipeline import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -84,6 +85,8 @@ class GramsToLogistic(FisherNBStack):
                    self._nb_log_odds(class_count, counts, words)]
         if logistic is not None:
             columns.append(logistic.decision_function(X))
+        if self.length_aware:                     # the combiner's length: known words, not n-grams
+            columns.append(known_tokens(presence(words), counts))
         return np.column_stack(columns)
 
 

@@ -46,10 +46,8 @@ from spamkit.features import Vectorizer
 from spamkit.message import parse_message
 from spamkit.metrics import three_way_rates
 from spamkit.models import FisherNBStack
-from spamkit.models import stack as stack_module
-from spamkit.models.logistic import fit_l2_logistic
 from spamkit.models.robinson import presence
-from spamkit.models.stack import BEST_STACK, LENGTH_CENTRE, known_tokens
+from spamkit.models.stack import BEST_STACK
 from spamkit.text import Analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,51 +57,33 @@ FORMS = ("nb", "all", "fisher", "bias", "nb-all")
 
 
 class LengthAwareStack(FisherNBStack):
-    """The default stack whose combiner also sees the message's length (see the module docstring).
+    """The default stack (``length_aware=True``: ℓ of the known distinct tokens, clipped to the
+    range the combiner was fitted on) with another set of products of ℓ (see the module
+    docstring); "nb-all" counts every distinct token instead of the known ones."""
 
-    The component scores carry one more column, the row's number of distinct tokens, which the
-    combiner turns into its features; everything else is the default stack's."""
-
-    form = "all"
-
-    def _n_components(self) -> int:
-        return super()._n_components() + 1
+    form = "nb"
 
     def component_scores(self, class_count, feature_count, X, totals=None, logistic=None):
-        if X.shape[0] > stack_module.SCORE_ROWS:
-            rows = stack_module.SCORE_ROWS
-            return np.vstack([self.component_scores(class_count, feature_count, X[i:i + rows], totals, logistic)
-                              for i in range(0, X.shape[0], rows)])
-        scores = FisherNBStack.component_scores(self, class_count, feature_count, X, totals, logistic)
-        X = presence(X)
-        n = np.diff(X.indptr).astype(np.float64) if self.form == "nb-all" else known_tokens(X, feature_count)
-        return np.column_stack([scores, n])
+        scores = super().component_scores(class_count, feature_count, X, totals, logistic)
+        if self.form == "nb-all":
+            scores[:, -1] = np.diff(presence(X).indptr)
+        return scores
 
-    def _features(self, scores) -> np.ndarray:
-        scores = np.asarray(scores, dtype=np.float64)
-        squashed = FisherNBStack._squash(self, scores[:, :-1])
-        length = (np.log1p(scores[:, -1]) - LENGTH_CENTRE)[:, None]
-        products = {"all": squashed, "fisher": squashed[:, :1], "nb": squashed[:, 1:2], "nb-all": squashed[:, 1:2],
-                    "bias": squashed[:, :0]}[self.form]
-        return np.hstack([squashed, length, products * length])
+    def _feature_columns(self, scores) -> list:
+        columns = super()._feature_columns(scores)                  # squashed..., ℓ, ℓ x NB
+        squashed, length = columns[:-2], columns[-2]
+        products = {"nb": squashed[1:2], "nb-all": squashed[1:2], "all": squashed, "fisher": squashed[:1],
+                    "bias": []}[self.form]
+        return [*squashed, length, *(length * column for column in products)]
 
-    def _start_combiner(self) -> None:
-        self.coef_ = np.zeros(self._features(np.zeros((1, self._n_components()))).shape[1])
-        self.coef_[0] = 1.0
-        self.intercept_ = 0.0
-
-    def combined_log_odds(self, scores) -> np.ndarray:
-        return self._features(scores) @ self.coef_ + self.intercept_
-
-    def fit_combiner(self, scores, is_c1):
-        self.coef_, self.intercept_ = fit_l2_logistic(self._features(scores), np.asarray(is_c1, dtype=bool), C=1.0)
-        return self
+    def _n_weights(self) -> int:
+        return len(self._feature_columns(np.zeros((1, self.score_columns()))))
 
 
 def make(form: str | None, **params):
     if form is None:
-        return FisherNBStack(**params)
-    model = LengthAwareStack(**params)
+        return FisherNBStack(**{**params, "length_aware": False})
+    model = LengthAwareStack(**{**params, "length_aware": True})
     model.form = form
     return model
 
@@ -120,7 +100,7 @@ def online(corpora: Path, names, forms) -> None:
         rows = hashed_rows(messages, "mail", "binary")
         cells = []
         for form in configs:
-            params = {**online_model("fisher-nb").get_params(), "length_aware": False}
+            params = online_model("fisher-nb").get_params()
             result = online_run(((i, label, x) for (i, label, _, _), x in zip(messages, rows)), make(form, **params))
             gold = np.array([g == "spam" for g in result.gold])
             p_spam = 1.0 / (1.0 + np.exp(-np.clip(np.asarray(result.scores), -700, 700)))
@@ -148,8 +128,7 @@ def metsis(corpora: Path, forms, batch: int = 100) -> None:
             scores = np.empty(len(msgs) - batch)
             for start in range(batch, len(msgs), batch):
                 stop = min(start + batch, len(msgs))
-                lp = make(form, **{**BEST_STACK, "length_aware": False}).fit(X[:start], y[:start]).predict_log_proba(
-                    X[start:stop])
+                lp = make(form, **BEST_STACK).fit(X[:start], y[:start]).predict_log_proba(X[start:stop])
                 scores[start - batch:stop - batch] = lp[:, 1] - lp[:, 0]
             truth, said = y[batch:], scores > 0
             results[form].append((100 * said[truth].mean(), 100 * (~said[~truth]).mean()))

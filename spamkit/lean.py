@@ -228,6 +228,8 @@ class LeanFilter:
             with_logistic = bool(self.params.get("logistic"))
             self.length_aware = bool(self.params.get("length_aware", False))
             shapes["model.combiner_"] = [(4 if with_logistic else 3) + 2 * self.length_aware]
+            if self.length_aware:
+                shapes["model.length_range_"] = [2]
             if with_logistic:
                 shapes.update({"model.logistic_coef_": [d], "model.logistic_intercept_": [1]})
         for name, shape in shapes.items():
@@ -246,11 +248,15 @@ class LeanFilter:
             if _any_negative(arrays[name]):
                 format_error(path, f"array {name} holds negative counts")
         if self.kind == "fisher-nb":
-            for name in ("model.combiner_", "model.logistic_coef_", "model.logistic_intercept_"):
+            for name in ("model.combiner_", "model.logistic_coef_", "model.logistic_intercept_", "model.length_range_"):
                 if name in shapes:
                     _finite_sum(arrays[name], path, name)
             combiner = list(arrays["model.combiner_"])
             self.coef, self.intercept = combiner[:-1], combiner[-1]
+            if self.length_aware:
+                self.length_range = tuple(arrays["model.length_range_"])
+                if not self.length_range[0] <= self.length_range[1]:
+                    format_error(path, "array model.length_range_ is not two numbers, the smaller first")
             self.logistic = None
             if with_logistic:
                 self.logistic = (arrays["model.logistic_coef_"], arrays["model.logistic_intercept_"][0])
@@ -369,6 +375,7 @@ class LeanFilter:
         if self.length_aware:                    # FisherNBStack.combiner_features: ℓ and ℓ x squashed NB
             ham_counts, spam_counts = self.counts
             length = math.log1p(sum(1 for j in cols if ham_counts[j] + spam_counts[j] > 0)) - LENGTH_CENTRE
+            length = min(max(length, self.length_range[0]), self.length_range[1])     # the fitted range
             features += [length, length * features[1]]
         z = 0.0
         for weight, feature in zip(self.coef, features):
@@ -451,7 +458,7 @@ def _interp(x: float, xs: list, ps: list) -> float:
 
 #: the arrays of the file this module reads (the rest serve learning and explaining)
 _ARRAYS = ("model.class_count_", "model.feature_count_", "model.combiner_", "model.logistic_coef_",
-           "model.logistic_intercept_")
+           "model.logistic_intercept_", "model.length_range_")
 #: the hash index of the vocabulary (see :func:`term_hash`), read instead of ``terms.txt`` when present
 _INDEX = {"filter.term_hash": "uint64", "filter.term_hash_column": "int64"}
 

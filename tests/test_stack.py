@@ -208,6 +208,62 @@ def test_the_length_aware_combiner_is_a_logistic_regression_on_out_of_fold_score
     assert np.array_equal(batch, alone)
 
 
+def test_the_length_is_clipped_to_the_range_the_combiner_was_fitted_on(tmp_path):
+    # a message shorter or longer than any the combiner saw gets the weights of the nearest it saw
+    stack = FisherNBStack(squash="slog", length_aware=True)
+    stack.classes_ = np.array(["ham", "spam"])
+    stack._start_counts(np.array(["ham", "spam"]), 3)
+    rng = np.random.default_rng(3)
+    n_known = rng.integers(20, 200, size=60).astype(float)       # training messages of 20-199 known tokens
+    scores = np.column_stack([rng.normal(size=60), rng.normal(size=60), n_known])
+    stack.fit_combiner(scores, rng.random(60) < 0.5)
+    assert stack.length_range_.tolist() == [np.log1p(n_known.min()) - 4.0, np.log1p(n_known.max()) - 4.0]
+    short, long_, inside = [[0.5, -0.5, 2.0]], [[0.5, -0.5, 5000.0]], [[0.5, -0.5, 100.0]]
+    assert stack.combiner_features(short)[0, 2] == stack.length_range_[0]
+    assert stack.combiner_features(long_)[0, 2] == stack.length_range_[1]
+    assert stack.combiner_features(inside)[0, 2] == np.log1p(100.0) - 4.0
+    assert stack.combined_log_odds(short)[0] == stack.combined_log_odds([[0.5, -0.5, n_known.min()]])[0]
+
+
+def test_a_length_aware_file_without_its_range_is_refused(tmp_path):
+    import json
+    import zipfile
+    from spamkit.errors import ModelFormatError
+    from spamkit.features import Vectorizer
+    from spamkit.persist import load_filter, save_filter
+    from spamkit.text import Analyzer
+    X, y = _data(7)
+    docs = [[f"t{j}" for j in np.flatnonzero(X[i].toarray()[0])] for i in range(len(y))]
+    vec = Vectorizer("binary").fit(docs)
+    stack = FisherNBStack(squash="slog", length_aware=True).fit(vec.transform(docs), y)
+    save_filter(tmp_path / "f.spamkit", Analyzer(), vec, stack)
+    back = load_filter(tmp_path / "f.spamkit")[2]
+    assert np.array_equal(back.length_range_, stack.length_range_) and back.length_range_[0] < back.length_range_[1]
+    with zipfile.ZipFile(tmp_path / "f.spamkit") as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    for damage in ("missing", "reversed"):
+        changed = dict(members)
+        meta = dict(manifest, arrays=dict(manifest["arrays"]))
+        if damage == "missing":
+            del changed[meta["arrays"].pop("model.length_range_")["file"]]
+        else:
+            import hashlib
+            import io
+            buf = io.BytesIO()
+            np.save(buf, stack.length_range_[::-1].copy())
+            entry = dict(meta["arrays"]["model.length_range_"])
+            changed[entry["file"]] = buf.getvalue()
+            entry["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+            meta["arrays"]["model.length_range_"] = entry
+        changed["manifest.json"] = json.dumps(meta).encode()
+        with zipfile.ZipFile(tmp_path / f"{damage}.spamkit", "w") as z:
+            for n, data in changed.items():
+                z.writestr(n, data)
+        with pytest.raises(ModelFormatError, match="length range"):
+            load_filter(tmp_path / f"{damage}.spamkit")
+
+
 def test_length_aware_must_be_a_bool():
     with pytest.raises(ConfigError, match="length_aware"):
         FisherNBStack(length_aware="yes").fit(*_data())

@@ -46,6 +46,8 @@ BEST_STACK = {"logistic": DEFAULT_RATE, "squash": "slog", "length_aware": True}
 #: ℓ = log(1 + known distinct tokens) - LENGTH_CENTRE: a message of about 54 known distinct tokens
 #: has ℓ = 0 (only the combiner's L2 penalty sees where the centre is)
 LENGTH_CENTRE = 4.0
+#: ℓ's range before the combiner has been fitted (no message is outside it: ℓ >= -LENGTH_CENTRE)
+LENGTH_UNFITTED = (-LENGTH_CENTRE, 64.0)
 #: rows scored at a time (bounds the memory of scoring a large matrix; see component_scores)
 SCORE_ROWS = 512
 
@@ -109,7 +111,11 @@ class FisherNBStack(CountingModel):
         (trec07p-dev 0.0424 -> 0.0440); Metsis recalls 98.64 / 98.12 -> 98.79 / 98.23; the SMS
         split of Almeida et al. 98.97% -> 99.03% accuracy. Counting only known tokens makes
         ℓ mean the same in the combiner's cross-validated training scores (a token only the
-        held-out fold has is unknown there) as when a new message is scored.
+        held-out fold has is unknown there) as when a new message is scored, and ℓ is clipped
+        to the range the combiner was fitted on (``length_range_``): a message shorter or
+        longer than any it saw gets the weights of the nearest it saw, not a linear
+        extrapolation of them (which could turn NB's weight negative for a three-word message
+        when the training mail was all letters).
 
     Attributes
     ----------
@@ -118,6 +124,9 @@ class FisherNBStack(CountingModel):
     coef_ : ndarray (2,), (3,) or with ``length_aware`` two more, intercept_ : float
         The combiner: log-odds = coef_ · (squash(Fisher, NB[, logistic] log-odds)[, ℓ, ℓ ·
         squash(NB)]) + intercept_.
+    length_range_ : ndarray (2,)
+        With ``length_aware``: the smallest and largest ℓ of the scores the combiner was
+        fitted on, to which ℓ is clipped.
     logistic_ : OnlineLogistic or None
         The third component, when ``logistic`` > 0.
     """
@@ -241,8 +250,14 @@ class FisherNBStack(CountingModel):
             squashed = self._squash(scores)
             return [squashed[:, j] for j in range(squashed.shape[1])]
         squashed = self._squash(scores[:, :-1])
-        length = np.log1p(scores[:, -1]) - LENGTH_CENTRE
+        low, high = getattr(self, "length_range_", LENGTH_UNFITTED)
+        length = np.minimum(np.maximum(self._length(scores), low), high)
         return [*(squashed[:, j] for j in range(squashed.shape[1])), length, length * squashed[:, 1]]
+
+    @staticmethod
+    def _length(scores) -> np.ndarray:
+        """ℓ of rows of component scores with the known-token count last, before clipping."""
+        return np.log1p(scores[:, -1]) - LENGTH_CENTRE
 
     def combined_log_odds(self, scores) -> np.ndarray:
         """The combiner's log-odds for rows of component scores (as :meth:`component_log_odds` gives)."""
@@ -273,6 +288,8 @@ class FisherNBStack(CountingModel):
         self.coef_ = np.zeros(self._n_weights())
         self.coef_[0] = 1.0
         self.intercept_ = 0.0
+        if self.length_aware:
+            self.length_range_ = np.array(LENGTH_UNFITTED)
 
     # ------------------------------------------------------------- fitting (counts: spamkit.models.counting)
 
@@ -333,13 +350,16 @@ class FisherNBStack(CountingModel):
         """Fit the logistic combiner on held-out component scores (rows of component log-odds).
 
         :meth:`fit` calls it on cross-validated scores; an online run calls it on the scores the
-        filter gave each message before learning it, which are held-out by construction.
+        filter gave each message before learning it, which are held-out by construction. With
+        ``length_aware`` the range of their ℓ becomes ``length_range_``.
         """
-        features = self.combiner_features(scores)
         is_c1 = np.asarray(is_c1, dtype=bool)
         if is_c1.all() or not is_c1.any():
             raise ConfigError("the combiner needs held-out scores of both classes")
-        self.coef_, self.intercept_ = fit_l2_logistic(features, is_c1, C=1.0)
+        if self.length_aware:
+            length = self._length(np.asarray(scores, dtype=np.float64))
+            self.length_range_ = np.array([length.min(), length.max()])
+        self.coef_, self.intercept_ = fit_l2_logistic(self.combiner_features(scores), is_c1, C=1.0)
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -386,6 +406,8 @@ class FisherNBStack(CountingModel):
 
     def state_arrays(self) -> tuple[dict, dict]:
         arrays = {**super().state_arrays()[0], "combiner_": np.array([*self.coef_, self.intercept_])}
+        if self.length_aware:
+            arrays["length_range_"] = np.asarray(self.length_range_, dtype=np.float64)
         if self.logistic_ is not None:
             arrays.update({f"logistic_{k}": v for k, v in self.logistic_.state_arrays()[0].items()})
         return arrays, {}
@@ -399,6 +421,12 @@ class FisherNBStack(CountingModel):
         if not np.isfinite(combiner).all():
             raise ValueError("the combiner's weights are not finite")
         self.coef_, self.intercept_ = combiner[:m].copy(), float(combiner[m])
+        if self.length_aware:
+            bounds = np.asarray(arrays.get("length_range_", np.zeros(0)), dtype=np.float64)
+            if bounds.shape != (2,) or not bounds[0] <= bounds[1]:
+                raise ValueError("a length-aware combiner needs its length range, two numbers, the smaller "
+                                 f"first (length_range_: {bounds.tolist()})")
+            self.length_range_ = bounds.copy()
         self.logistic_ = None
         if self.logistic:
             self.logistic_ = OnlineLogistic(rate=self.logistic)
