@@ -44,7 +44,7 @@ from spamkit.features import Vectorizer
 from spamkit.message import parse_message
 from spamkit.metrics import three_way_rates, trec_measures
 from spamkit.models.robinson import presence
-from spamkit.models.stack import FisherNBStack, known_tokens
+from spamkit.models.stack import FisherNBStack
 from spamkit.pipeline import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,8 +85,8 @@ class GramsToLogistic(FisherNBStack):
                    self._nb_log_odds(class_count, counts, words)]
         if logistic is not None:
             columns.append(logistic.decision_function(X))
-        if self.length_aware:                     # the combiner's length: known words, not n-grams
-            columns.append(known_tokens(presence(words), counts))
+        if self.length_aware:                     # the combiner's length: the words, not the n-grams
+            columns.append(np.diff(presence(words).indptr))
         return np.column_stack(columns)
 
 

@@ -5,19 +5,18 @@ The stack's combiner used to weigh Fisher, NB and the logistic component the sam
 two-word SMS and a 5,000-token newsletter, yet NB on presence features adds one term per token
 (sharp on a short text, over-confident on a long one) and Fisher's chi-square combining works
 the other way round. Here the combiner (the same L2 logistic regression, C = 1) also sees
-ℓ = log(1 + n) - 4, n the message's distinct tokens, and products of ℓ with squashed component
-scores s_j, so that a component's weight can change with the length:
+ℓ = log(1 + n) - 4, n the message's distinct tokens in the model's features (the terms NB's
+sum runs over), clipped to the range the combiner was fitted on, and products of ℓ with
+squashed component scores s_j, so that a component's weight can change with the length:
 
-    nb       z = Σ_j w_j s_j + v ℓ + u s_NB ℓ + b        (spamkit's default since it was measured
-             here: ``FisherNBStack(length_aware=True)``, n counting the tokens the model knows)
-    all      the product with every component's score
-    fisher   the product with Fisher's score only
-    bias     ℓ alone, no product
-    nb-all   as nb, n counting every distinct token, known to the model or not
-
-n counts the tokens with a count in the model that scores the message, unless the form says
-otherwise: a token only the held-out fold has is then unknown in the combiner's training
-scores, as a new message's unseen tokens are when it is scored.
+    nb        z = Σ_j w_j s_j + v ℓ + u s_NB ℓ + b       (spamkit's default since it was measured
+              here: ``FisherNBStack(length_aware=True)``)
+    all       the product with every component's score
+    fisher    the product with Fisher's score only
+    bias      ℓ alone, no product
+    nb-known  as nb, n counting only the tokens with a count in the model that scores the
+              message (a token only the held-out fold has is then unknown in the combiner's
+              training scores, as a new message's unseen tokens are when it is scored)
 
 Two protocols, each configuration next to the stack without a length (the default before): the TREC online protocol of
 ``scripts/ablation.py`` on every corpus (trec07p-dev, CSDMC2010, Enron1-6, SMS; (1-ROCA)% and,
@@ -53,26 +52,29 @@ from spamkit.text import Analyzer
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ablation import CORPORA, DEFAULT_DIR, RESOLUTION, hashed_rows, load  # noqa: E402
 
-FORMS = ("nb", "all", "fisher", "bias", "nb-all")
+FORMS = ("nb", "all", "fisher", "bias", "nb-known")
 
 
 class LengthAwareStack(FisherNBStack):
-    """The default stack (``length_aware=True``: ℓ of the known distinct tokens, clipped to the
-    range the combiner was fitted on) with another set of products of ℓ (see the module
-    docstring); "nb-all" counts every distinct token instead of the known ones."""
+    """The default stack (``length_aware=True``: ℓ of the distinct tokens, clipped to the range
+    the combiner was fitted on) with another set of products of ℓ (see the module docstring);
+    "nb-known" counts only the tokens the scoring model has counts for."""
 
     form = "nb"
 
     def component_scores(self, class_count, feature_count, X, totals=None, logistic=None):
         scores = super().component_scores(class_count, feature_count, X, totals, logistic)
-        if self.form == "nb-all":
-            scores[:, -1] = np.diff(presence(X).indptr)
+        if self.form == "nb-known":
+            X = presence(X)
+            seen = feature_count[:, X.indices].sum(axis=0) > 0
+            before = np.concatenate([[0], np.cumsum(seen, dtype=np.int64)])
+            scores[:, -1] = before[X.indptr[1:]] - before[X.indptr[:-1]]
         return scores
 
     def _feature_columns(self, scores) -> list:
         columns = super()._feature_columns(scores)                  # squashed..., ℓ, ℓ x NB
         squashed, length = columns[:-2], columns[-2]
-        products = {"nb": squashed[1:2], "nb-all": squashed[1:2], "all": squashed, "fisher": squashed[:1],
+        products = {"nb": squashed[1:2], "nb-known": squashed[1:2], "all": squashed, "fisher": squashed[:1],
                     "bias": []}[self.form]
         return [*squashed, length, *(length * column for column in products)]
 

@@ -29,7 +29,7 @@ from spamkit.message import parse_message
 from spamkit.metrics import roc_auc
 from spamkit.models import FisherNBStack
 from spamkit.models.robinson import presence
-from spamkit.models.stack import BEST_STACK, known_tokens
+from spamkit.models.stack import BEST_STACK
 from spamkit.text import Analyzer
 
 
@@ -46,8 +46,8 @@ class TokensForCounts(FisherNBStack):
                    self._nb_log_odds(class_count, feature_count[:, :k], tokens)]
         if logistic is not None:
             columns.append(logistic.decision_function(X))
-        if self.length_aware:                     # the combiner's length: known tokens, not n-grams
-            columns.append(known_tokens(presence(tokens), feature_count[:, :k]))
+        if self.length_aware:                     # the combiner's length: the tokens, not the n-grams
+            columns.append(np.diff(presence(tokens).indptr))
         return np.column_stack(columns)
 
 

@@ -373,8 +373,7 @@ class LeanFilter:
                 score = math.copysign(math.log1p(abs(score)), score) if score else 0.0
             features.append(score)
         if self.length_aware:                    # FisherNBStack.combiner_features: ℓ and ℓ x squashed NB
-            ham_counts, spam_counts = self.counts
-            length = math.log1p(sum(1 for j in cols if ham_counts[j] + spam_counts[j] > 0)) - LENGTH_CENTRE
+            length = math.log1p(len(cols)) - LENGTH_CENTRE                          # distinct columns
             length = min(max(length, self.length_range[0]), self.length_range[1])     # the fitted range
             features += [length, length * features[1]]
         z = 0.0

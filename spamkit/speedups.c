@@ -2917,47 +2917,41 @@ static PyObject *fisher_sums(PyObject *self, PyObject *args)
    (multinomial NB's log-odds without its prior), as np.bincount sums the weights. */
 static PyObject *nb_sums(PyObject *self, PyObject *args)
 {
-    PyObject *o_indptr, *o_indices, *o_data, *o_ham, *o_spam, *o_out, *o_known = Py_None;
+    PyObject *o_indptr, *o_indices, *o_data, *o_ham, *o_spam, *o_out;
     double a, den0, den1;
-    if (!PyArg_ParseTuple(args, "OOOOOdddO|O:nb_sums", &o_indptr, &o_indices, &o_data, &o_ham, &o_spam, &a, &den0,
-                          &den1, &o_out, &o_known))
+    if (!PyArg_ParseTuple(args, "OOOOOdddO:nb_sums", &o_indptr, &o_indices, &o_data, &o_ham, &o_spam, &a, &den0,
+                          &den1, &o_out))
         return NULL;
-    Py_buffer indptr = {0}, indices = {0}, data = {0}, ham = {0}, spam = {0}, out = {0}, known = {0};
+    Py_buffer indptr = {0}, indices = {0}, data = {0}, ham = {0}, spam = {0}, out = {0};
     int narrow;
     if (get_buffer(o_indptr, &indptr, "q", 8, 0, "indptr") < 0 || get_index_buffer(o_indices, &indices, &narrow) < 0
             || get_buffer(o_data, &data, "d", 8, 0, "data") < 0 || get_buffer(o_ham, &ham, "d", 8, 0, "ham") < 0
-            || get_buffer(o_spam, &spam, "d", 8, 0, "spam") < 0 || get_buffer(o_out, &out, "d", 8, 1, "out") < 0
-            || (o_known != Py_None && get_buffer(o_known, &known, "d", 8, 1, "known") < 0)) {
-        release_views(&indptr, &indices, &data, &ham, &spam, &out, &known, NULL);
+            || get_buffer(o_spam, &spam, "d", 8, 0, "spam") < 0 || get_buffer(o_out, &out, "d", 8, 1, "out") < 0) {
+        release_views(&indptr, &indices, &data, &ham, &spam, &out, NULL);
         return NULL;
     }
     const long long *ptr = indptr.buf;
     Py_ssize_t n_rows = indptr.shape[0] - 1, nnz = indices.shape[0], n_cols = ham.shape[0];
     int bad = spam.shape[0] != n_cols || data.shape[0] != nnz || out.shape[0] != (n_rows < 0 ? 0 : n_rows)
-              || (o_known != Py_None && known.shape[0] != out.shape[0])
               || !csr_fits(ptr, n_rows, indices.buf, narrow, nnz, n_cols);
     if (!bad) {
         const double *hc = ham.buf, *sc = spam.buf, *val = data.buf;
         const int32_t *c32 = indices.buf;
         const long long *c64 = indices.buf;
-        double *o = out.buf, *kn = o_known != Py_None ? known.buf : NULL;
+        double *o = out.buf;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n_rows; i++) {
             double z = 0.0;
-            long long seen = 0;
             for (long long k = ptr[i]; k < ptr[i + 1]; k++) {
                 long long j = narrow ? (long long)c32[k] : c64[k];
                 double w = (log(sc[j] + a) - den1) - (log(hc[j] + a) - den0);
                 z += w * val[k];
-                seen += val[k] != 0.0 && hc[j] + sc[j] > 0.0;
             }
             o[i] = z;
-            if (kn != NULL)
-                kn[i] = (double)seen;
         }
         Py_END_ALLOW_THREADS
     }
-    release_views(&indptr, &indices, &data, &ham, &spam, &out, &known, NULL);
+    release_views(&indptr, &indices, &data, &ham, &spam, &out, NULL);
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "nb_sums: the matrix, counts and output do not fit together");
         return NULL;
@@ -3035,9 +3029,8 @@ static PyMethodDef methods[] = {
      "fisher_sums(indptr, indices, ham, spam, n_ham, n_spam, s, x, min_dev, max_clues, out) -> None\n\n"
      "Per CSR row: (clues, sum ln f, sum ln(1 - f)) of Robinson/Fisher into out (3 per row)."},
     {"nb_sums", nb_sums, METH_VARARGS,
-     "nb_sums(indptr, indices, data, ham, spam, alpha, den0, den1, out[, known]) -> None\n\n"
-     "Per CSR row: multinomial NB's log-odds without the prior, into out; into known, when given,\n"
-     "the row's non-zero columns with a count in ham or spam (FisherNBStack's length)."},
+     "nb_sums(indptr, indices, data, ham, spam, alpha, den0, den1, out) -> None\n\n"
+     "Per CSR row: multinomial NB's log-odds without the prior, into out."},
     {NULL, NULL, 0, NULL}
 };
 

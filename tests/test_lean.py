@@ -67,7 +67,7 @@ CONFIGS = {
     # spamkit's default filter: the stack with its logistic component, sign-log squashing
     "best": lambda mail: _trained(mail, **BEST),
     # the default filter after forgetting messages (spamkit learn --forget): tokens only they had
-    # are in the vocabulary with no counts, so the known-token length of the combiner leaves them out
+    # are in the vocabulary with no counts: both paths still count them in the combiner's length
     "best, messages forgotten": lambda mail: _forgotten(_trained(mail, **BEST), mail["train"][:80]),
     # the default decision: costs with an unsure decision, and the familiarity guard
     "best, costs and guard": lambda mail: _trained(mail, **BEST).set_costs(CostMatrix.default()),

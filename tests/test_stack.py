@@ -165,20 +165,21 @@ def test_a_stack_with_a_logistic_component_round_trips_and_an_old_file_still_loa
     np.testing.assert_allclose(old.predict_proba(Xv), stack.predict_proba(Xv), rtol=1e-12)
 
 
-def test_the_length_column_counts_the_known_distinct_tokens_by_hand():
-    # rows: tokens {0, 1, 3}, {2}, {1 (twice), 4}; token 1 has no count in either class, token 4
-    # a spam count only: the known distinct tokens are 2, 1 and 1
-    from spamkit.models.stack import known_tokens
-    X = sp.csr_matrix(np.array([[1, 1, 0, 1, 0], [0, 0, 1, 0, 0], [0, 2, 0, 0, 1]], dtype=float))
+def test_the_length_column_counts_the_distinct_tokens_by_hand():
+    # rows: tokens {0, 1, 3}, {2}, {1 (twice), 4} and an explicit zero in the second row, which is
+    # no token: 3, 1 and 2 distinct tokens -- whether the model has counts for them or not (NB's
+    # sum runs over every one of them)
+    X = sp.csr_matrix((np.array([1.0, 1.0, 1.0, 1.0, 0.0, 2.0, 1.0]), np.array([0, 1, 3, 2, 4, 1, 4]),
+                       np.array([0, 3, 5, 7])), shape=(3, 5))
     counts = np.array([[3.0, 0.0, 1.0, 2.0, 0.0], [1.0, 0.0, 0.0, 5.0, 2.0]])
-    assert known_tokens(X, counts).tolist() == [2.0, 1.0, 1.0]
     stack = FisherNBStack(length_aware=True, squash="slog")
     stack.classes_ = np.array(["ham", "spam"])
     scores = stack.component_scores(np.array([4.0, 6.0]), counts, X)
-    assert scores.shape == (3, 3) and scores[:, 2].tolist() == [2.0, 1.0, 1.0]
-    # the combiner's features: squashed Fisher and NB, l = log(1 + n) - 4, l x squashed NB
+    assert scores.shape == (3, 3) and scores[:, 2].tolist() == [3.0, 1.0, 2.0]
+    # the combiner's features before any fit (no clipping yet): squashed Fisher and NB,
+    # l = log(1 + n) - 4, l x squashed NB
     features = stack.combiner_features(scores)
-    length = np.log([3.0, 2.0, 2.0]) - 4.0
+    length = np.log([4.0, 2.0, 3.0]) - 4.0
     nb = np.sign(scores[:, 1]) * np.log1p(np.abs(scores[:, 1]))
     np.testing.assert_allclose(features, np.column_stack([np.sign(scores[:, 0]) * np.log1p(np.abs(scores[:, 0])),
                                                           nb, length, length * nb]), rtol=1e-15)
@@ -194,10 +195,9 @@ def test_the_length_aware_combiner_is_a_logistic_regression_on_out_of_fold_score
         held = folds == k
         jf = RobinsonFisher().fit(X[~held], y[~held]).joint_log_likelihood(X[held])
         jn = SkMultinomialNB(alpha=1.0).fit(X[~held], y[~held]).predict_joint_log_proba(X[held])
-        seen = np.asarray(X[~held].sum(axis=0)).ravel() > 0        # tokens the other folds have
-        n_known = np.asarray((X[held] > 0) @ seen.astype(float)).ravel()
+        n_tokens = np.asarray((X[held] > 0).sum(axis=1)).ravel()    # distinct tokens of each message
         slog = lambda z: np.sign(z) * np.log1p(np.abs(np.clip(z, -700, 700)))      # noqa: E731
-        f, nb, length = slog(jf[:, 1] - jf[:, 0]), slog(jn[:, 1] - jn[:, 0]), np.log1p(n_known) - 4.0
+        f, nb, length = slog(jf[:, 1] - jf[:, 0]), slog(jn[:, 1] - jn[:, 0]), np.log1p(n_tokens) - 4.0
         features[held] = np.column_stack([f, nb, length, length * nb])
     lr = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(features, codes == 1)   # solved exactly
     np.testing.assert_allclose(stack.coef_, lr.coef_[0], rtol=1e-6, atol=1e-7)
@@ -214,15 +214,15 @@ def test_the_length_is_clipped_to_the_range_the_combiner_was_fitted_on(tmp_path)
     stack.classes_ = np.array(["ham", "spam"])
     stack._start_counts(np.array(["ham", "spam"]), 3)
     rng = np.random.default_rng(3)
-    n_known = rng.integers(20, 200, size=60).astype(float)       # training messages of 20-199 known tokens
-    scores = np.column_stack([rng.normal(size=60), rng.normal(size=60), n_known])
+    n_tokens = rng.integers(20, 200, size=60).astype(float)       # training messages of 20-199 distinct tokens
+    scores = np.column_stack([rng.normal(size=60), rng.normal(size=60), n_tokens])
     stack.fit_combiner(scores, rng.random(60) < 0.5)
-    assert stack.length_range_.tolist() == [np.log1p(n_known.min()) - 4.0, np.log1p(n_known.max()) - 4.0]
+    assert stack.length_range_.tolist() == [np.log1p(n_tokens.min()) - 4.0, np.log1p(n_tokens.max()) - 4.0]
     short, long_, inside = [[0.5, -0.5, 2.0]], [[0.5, -0.5, 5000.0]], [[0.5, -0.5, 100.0]]
     assert stack.combiner_features(short)[0, 2] == stack.length_range_[0]
     assert stack.combiner_features(long_)[0, 2] == stack.length_range_[1]
     assert stack.combiner_features(inside)[0, 2] == np.log1p(100.0) - 4.0
-    assert stack.combined_log_odds(short)[0] == stack.combined_log_odds([[0.5, -0.5, n_known.min()]])[0]
+    assert stack.combined_log_odds(short)[0] == stack.combined_log_odds([[0.5, -0.5, n_tokens.min()]])[0]
 
 
 def test_a_length_aware_file_without_its_range_is_refused(tmp_path):
@@ -293,7 +293,6 @@ def test_compiled_component_scores_equal_the_numpy_definitions(monkeypatch):
         pytest.skip("spamkit.speedups was not built")
     X, y = _data(seed=4)
     model = FisherNBStack(logistic=0.2, squash="slog", length_aware=True).fit(X, y)
-    model.feature_count_[:, :6] = 0.0                   # tokens the model has no count for (forgotten)
     rng = np.random.default_rng(9)
     Q = sp.csr_matrix(rng.poisson(0.4, size=(30, X.shape[1])).astype(float))
     Q.data[::7] = 0.0                                   # explicit zeros: no token either
@@ -307,14 +306,8 @@ def test_compiled_component_scores_equal_the_numpy_definitions(monkeypatch):
             m.setattr(robinson, "speedups", None)
             numpy_scores = model.component_log_odds(Q)
         np.testing.assert_allclose(compiled, numpy_scores, rtol=1e-12, atol=1e-12)
-        # the known-token counts of the compiled NB loop are the definition's, exactly
-        assert np.array_equal(compiled[:, -1], stack.known_tokens(Q, model.feature_count_))
-        assert compiled[:, -1].min() < np.diff(Q.indptr).min()
-    # nb_sums itself: an explicit zero in the data is no token; a column without counts is unknown
-    known, out = np.empty(2), np.empty(2)
-    stack.speedups.nb_sums(np.array([0, 3, 4]), np.array([0, 1, 2, 1], dtype=np.int32), np.array([1.0, 0.0, 2.0, 1.0]),
-                           np.array([1.0, 1.0, 0.0]), np.array([0.0, 2.0, 0.0]), 1.0, 0.0, 0.0, out, known)
-    assert known.tolist() == [1.0, 1.0]
+        # the length column counts each row's tokens, explicit zeros left out
+        assert compiled[:, -1].tolist() == [float(np.count_nonzero(Q[i].data)) for i in range(Q.shape[0])]
     with pytest.raises(ValueError, match="do not fit"):
         stack.speedups.nb_sums(np.array([0, 1]), np.array([0], dtype=np.int32), np.array([1.0, 2.0]), np.zeros(2),
                                np.zeros(2), 1.0, 0.0, 0.0, np.zeros(1))

@@ -43,8 +43,8 @@ from .robinson import RobinsonFisher, fisher_log_odds, presence, speedups, two_c
 #: on trec07p-dev, CSDMC2010, Enron1-6 and SMS, online (``scripts/ablation.py``): the smallest
 #: worst-case regret, and better than Fisher + NB on every corpus.
 BEST_STACK = {"logistic": DEFAULT_RATE, "squash": "slog", "length_aware": True}
-#: ℓ = log(1 + known distinct tokens) - LENGTH_CENTRE: a message of about 54 known distinct tokens
-#: has ℓ = 0 (only the combiner's L2 penalty sees where the centre is)
+#: ℓ = log(1 + distinct tokens) - LENGTH_CENTRE: a message of about 54 distinct tokens has ℓ = 0
+#: (only the combiner's L2 penalty sees where the centre is)
 LENGTH_CENTRE = 4.0
 #: ℓ's range before the combiner has been fitted (no message is outside it: ℓ >= -LENGTH_CENTRE)
 LENGTH_UNFITTED = (-LENGTH_CENTRE, 64.0)
@@ -63,22 +63,6 @@ def fold_of_rows(codes: np.ndarray, n_folds: int) -> np.ndarray:
         rows = np.flatnonzero(codes == c)
         folds[rows] = np.arange(len(rows)) % n_folds
     return folds
-
-
-def known_tokens(X, feature_count) -> np.ndarray:
-    """Each row's number of distinct features (non-zero columns of X) that ``feature_count``
-    (classes x features) has a count for in either class, as float64.
-
-    >>> import scipy.sparse as sp
-    >>> known_tokens(sp.csr_matrix([[1, 1, 0], [0, 2, 1]]), np.array([[1, 0, 0], [0, 0, 3]])).tolist()
-    [1.0, 1.0]
-    """
-    indptr = np.asarray(X.indptr)
-    seen = feature_count[:, X.indices].sum(axis=0) > 0
-    if X.data.size and (X.data == 0).any():                  # an explicit zero is no token
-        seen &= X.data != 0
-    before = np.concatenate([[0], np.cumsum(seen, dtype=np.int64)])
-    return (before[indptr[1:]] - before[indptr[:-1]]).astype(np.float64)
 
 
 class FisherNBStack(CountingModel):
@@ -102,20 +86,18 @@ class FisherNBStack(CountingModel):
         scores (Fisher's exact log-odds reach hundreds) from deciding the combiner's fit.
     length_aware : bool
         The combiner also sees the message's length, ℓ = log(1 + n) - :data:`LENGTH_CENTRE`
-        with n its distinct tokens that the model has counts for, and ℓ times NB's squashed
-        log-odds, so that NB's weight can change with the length: NB on presence features is
-        sharp on a short text and over-confident on a long one (its log-odds add up one term
-        per token), Fisher's chi-square combining the other way round. Measured on every
-        corpus (``scripts/length_combiner.py``, docs/results.md): SMS online (1-ROCA)% 0.74 ->
-        0.42, Enron3 0.181 -> 0.150, Enron5 0.091 -> 0.079, at most 4% worse anywhere
-        (trec07p-dev 0.0424 -> 0.0440); Metsis recalls 98.64 / 98.12 -> 98.79 / 98.23; the SMS
-        split of Almeida et al. 98.97% -> 99.03% accuracy. Counting only known tokens makes
-        ℓ mean the same in the combiner's cross-validated training scores (a token only the
-        held-out fold has is unknown there) as when a new message is scored, and ℓ is clipped
-        to the range the combiner was fitted on (``length_range_``): a message shorter or
-        longer than any it saw gets the weights of the nearest it saw, not a linear
-        extrapolation of them (which could turn NB's weight negative for a three-word message
-        when the training mail was all letters).
+        with n its distinct tokens in the model's features (the terms NB's sum runs over), and
+        ℓ times NB's squashed log-odds, so that NB's weight can change with the length: NB on
+        presence features is sharp on a short text and over-confident on a long one (its
+        log-odds add up one term per token), Fisher's chi-square combining the other way
+        round. ℓ is clipped to the range the combiner was fitted on (``length_range_``): a
+        message shorter or longer than any it saw gets the weights of the nearest it saw, not
+        a linear extrapolation of them (which could turn NB's weight negative for a three-word
+        message when the training mail was all letters). Measured on every corpus
+        (``scripts/length_combiner.py``, docs/results.md): online (1-ROCA)% SMS 0.74 -> 0.37,
+        Enron3 0.181 -> 0.130, Enron5 0.091 -> 0.075, trec07p-dev 0.0424 -> 0.0392, at most 3%
+        worse anywhere; Metsis recalls 98.64 / 98.12 -> 98.82 / 98.23; the SMS split of Almeida
+        et al. 98.97% -> 99.03% accuracy.
 
     Attributes
     ----------
@@ -155,15 +137,13 @@ class FisherNBStack(CountingModel):
         f.restore_state(self.classes_, feature_count.shape[1], arrays, {})
         return f
 
-    def _nb_log_odds(self, class_count, feature_count, X, totals=None, known=None) -> np.ndarray:
+    def _nb_log_odds(self, class_count, feature_count, X, totals=None) -> np.ndarray:
         """Multinomial NB's log-odds on presence features, from the non-zeros of X only.
 
         log p(x, c1) - log p(x, c0) = log N_1/N_0 + Σ_j x_j [log θ_1j - log θ_0j],
         θ_cj = (n_cj + α) / (Σ_j' n_cj' + α D): the same numbers as
         :class:`~spamkit.models.naive_bayes.MultinomialNB` (tests check), without building
         its D-long tables, so that scoring one message costs its tokens, not the vocabulary.
-        ``known``: an array filled with each row's :func:`known_tokens` on the way (the compiled
-        loop reads the same counts), or None.
         """
         a, d = float(self.alpha), feature_count.shape[1]
         with np.errstate(divide="ignore"):
@@ -175,15 +155,13 @@ class FisherNBStack(CountingModel):
             out = np.empty(X.shape[0])
             speedups.nb_sums(*csr_index_arrays(X), np.ascontiguousarray(X.data, dtype=np.float64),
                              np.ascontiguousarray(feature_count[0]), np.ascontiguousarray(feature_count[1]), a,
-                             float(log_den[0]), float(log_den[1]), out, known)
+                             float(log_den[0]), float(log_den[1]), out)
             out += log_prior[1] - log_prior[0]
         else:
             cols = X.indices
             rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
             w = (np.log(feature_count[1, cols] + a) - log_den[1]) - (np.log(feature_count[0, cols] + a) - log_den[0])
             out = np.bincount(rows, weights=w * X.data, minlength=X.shape[0]) + (log_prior[1] - log_prior[0])
-            if known is not None:
-                known[:] = known_tokens(X, feature_count)
         with np.errstate(invalid="ignore"):
             return finite_log_odds(out)
 
@@ -196,7 +174,7 @@ class FisherNBStack(CountingModel):
     def component_scores(self, class_count, feature_count, X, totals=None, logistic=None) -> np.ndarray:
         """(Fisher, NB[, logistic]) log-odds of each row of X under the given counts, shape (n, 2
         or 3), and with ``length_aware`` one more column, each row's number of distinct tokens
-        with a count in these counts (what :meth:`combined_log_odds` makes ℓ of). Rows are scored
+        (non-zero columns: what :meth:`combined_log_odds` makes ℓ of). Rows are scored
         :data:`SCORE_ROWS` at a time: each row's scores depend on that row alone, and Fisher's
         clue selection holds several arrays as long as the block's non-zeros (23 MB for 1,000
         TREC messages at once)."""
@@ -211,17 +189,16 @@ class FisherNBStack(CountingModel):
         log_c0, log_c1 = fisher_log_odds(log_f, log_1mf, n)
         with np.errstate(invalid="ignore"):
             out[:, 0] = finite_log_odds(log_c1 - log_c0)
-        known = np.empty(X.shape[0]) if self.length_aware else None
-        out[:, 1] = self._nb_log_odds(class_count, feature_count, X, totals, known)
+        out[:, 1] = self._nb_log_odds(class_count, feature_count, X, totals)
         if logistic is not None:
             out[:, 2] = logistic.decision_function(X)
-        if known is not None:
-            out[:, -1] = known
+        if self.length_aware:
+            out[:, -1] = np.diff(X.indptr)               # presence(X) holds no explicit zeros
         return out
 
     def component_log_odds(self, X) -> np.ndarray:
         """(Fisher, NB[, logistic]) log-odds of each row, shape (n, 2 or 3), from the full model
-        (and with ``length_aware`` the known distinct tokens: :meth:`component_scores`)."""
+        (and with ``length_aware`` the distinct tokens: :meth:`component_scores`)."""
         X = self.counted(self._validate_X(X, reset=False))
         return self.component_scores(self.class_count_, self.feature_count_, X, self.feature_total_, self.logistic_)
 
@@ -234,7 +211,8 @@ class FisherNBStack(CountingModel):
 
     def combiner_features(self, scores) -> np.ndarray:
         """What the combiner weighs, from rows of :meth:`component_scores`: the squashed log-odds,
-        and with ``length_aware`` ℓ = log(1 + known distinct tokens) - :data:`LENGTH_CENTRE` and ℓ
+        and with ``length_aware`` ℓ = log(1 + distinct tokens) - :data:`LENGTH_CENTRE` (clipped to
+        ``length_range_``) and ℓ
         times NB's squashed log-odds.
 
         >>> stack = FisherNBStack(squash="slog", length_aware=True)
@@ -256,7 +234,7 @@ class FisherNBStack(CountingModel):
 
     @staticmethod
     def _length(scores) -> np.ndarray:
-        """ℓ of rows of component scores with the known-token count last, before clipping."""
+        """ℓ of rows of component scores with the distinct-token count last, before clipping."""
         return np.log1p(scores[:, -1]) - LENGTH_CENTRE
 
     def combined_log_odds(self, scores) -> np.ndarray:
@@ -273,7 +251,7 @@ class FisherNBStack(CountingModel):
         return 3 if self.logistic else 2
 
     def score_columns(self) -> int:
-        """Columns of :meth:`component_scores`: the components, and the known tokens' count."""
+        """Columns of :meth:`component_scores`: the components, and the distinct tokens' count."""
         return self._n_components() + bool(self.length_aware)
 
     def _n_weights(self) -> int:
