@@ -112,6 +112,8 @@ def test_merge_adds_and_is_associative():
     # the default stack less its logistic component (sequential gradient steps do not add up
     # across workers; the engine refuses them): a combiner on CV scores, and the familiarity guard
     {"model": "fisher-nb", "tokens": "mail", "stack": {"logistic": 0.0, "squash": "slog"}},
+    # and with the default's length-aware combiner (its fold scores carry each row's length)
+    {"model": "fisher-nb", "tokens": "mail", "stack": {"logistic": 0.0, "squash": "slog", "length_aware": True}},
 ])
 def test_dask_model_file_is_identical(tmp_path, cluster, corpus, options):
     local, dist, report = train_both(tmp_path, shared_corpus(corpus), cluster, **options)

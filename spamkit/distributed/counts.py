@@ -269,7 +269,7 @@ def build_from_stats(spam_filter, stats: Stats):
     classes = np.asarray(stats.labels)
     arrays = {"class_count_": stats.docs.astype(np.float64), "feature_count_": feature_count}
     if isinstance(spam_filter.model, FisherNBStack):
-        arrays["combiner_"] = np.array([1.0, 0.0, 0.0])     # fitted next, on cross-validated scores
+        arrays.update(spam_filter.model.unfitted_combiner())   # fitted next, on cross-validated scores
     spam_filter.model.restore_state(classes, fitted.n_features_, arrays, {})
     spam_filter.classes_ = spam_filter.model.classes_
     spam_filter.calibration = None

@@ -261,13 +261,18 @@ class FisherNBStack(CountingModel):
     def _new_logistic(self):
         return OnlineLogistic(rate=self.logistic) if self.logistic else None
 
+    def unfitted_combiner(self) -> dict:
+        """The state arrays (:meth:`restore_state`) of a combiner not fitted yet: Fisher alone."""
+        coef = np.zeros(self._n_weights() + 1)           # the weights, then the intercept
+        coef[0] = 1.0
+        return {"combiner_": coef, **({"length_range_": np.array(LENGTH_UNFITTED)} if self.length_aware else {})}
+
     def _start_combiner(self) -> None:
         """Fisher alone until a combiner is fitted."""
-        self.coef_ = np.zeros(self._n_weights())
-        self.coef_[0] = 1.0
-        self.intercept_ = 0.0
+        arrays = self.unfitted_combiner()
+        self.coef_, self.intercept_ = arrays["combiner_"][:-1], float(arrays["combiner_"][-1])
         if self.length_aware:
-            self.length_range_ = np.array(LENGTH_UNFITTED)
+            self.length_range_ = arrays["length_range_"]
 
     # ------------------------------------------------------------- fitting (counts: spamkit.models.counting)
 
