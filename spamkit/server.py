@@ -454,7 +454,6 @@ class ServeLoop:
         self.resting: list = []                  # listening sockets whose accept failed, until the next check
         self.allowed: dict = {}                  # TCP listening socket -> its AllowList
         self.refused: collections.OrderedDict = collections.OrderedDict()   # address -> when last logged
-        self.refusals = 0
         self._accept_failed_said = -1e9
         self.stopped = False
         for worker in workers.idle:
@@ -556,7 +555,6 @@ class ServeLoop:
         does: the client passes its message on unchanged); logged at most once a minute per
         address, the log's memory of addresses bounded."""
         sock.close()
-        self.refusals += 1
         now = time.monotonic()
         if now - self.refused.get(host, -1e9) >= 60.0:
             log(f"refused a connection from {host}: not in --allowed-ips ({allowed})")

@@ -139,7 +139,7 @@ def merge_fold_counts(a: FoldCounts, b: FoldCounts) -> FoldCounts:
 def part_fold_scores(part: Part, vocabulary: Shared, model_params: dict, classes, counts: Shared,
                      folds: np.ndarray, k: int, rows=None) -> np.ndarray:
     """(Fisher, NB) log-odds of each row from the model of the other folds (totals minus its fold),
-    and with ``length_aware`` its known distinct tokens (``FisherNBStack.component_scores``)."""
+    and with ``length_aware`` its distinct tokens (``FisherNBStack.component_scores``)."""
     class_count, feature_count, fold_cc, fold_fc = counts.value
     X = _global_rows(subset(part, rows), vocabulary.value, feature_count.shape[1])
     model = FisherNBStack(**model_params)

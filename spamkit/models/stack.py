@@ -212,8 +212,7 @@ class FisherNBStack(CountingModel):
     def combiner_features(self, scores) -> np.ndarray:
         """What the combiner weighs, from rows of :meth:`component_scores`: the squashed log-odds,
         and with ``length_aware`` ℓ = log(1 + distinct tokens) - :data:`LENGTH_CENTRE` (clipped to
-        ``length_range_``) and ℓ
-        times NB's squashed log-odds.
+        ``length_range_``) and ℓ times NB's squashed log-odds.
 
         >>> stack = FisherNBStack(squash="slog", length_aware=True)
         >>> stack.combiner_features(np.array([[np.e - 1, -(np.e - 1), 0.0]])).round(6).tolist()
