@@ -40,6 +40,8 @@ ALLOWED = {
     "message": {"compiled", "errors", "htmltext", "mime"},
     "text": {"compiled", "errors", "message", "mime"},
     "features": {"compiled", "errors", "names"},
+    # bytes -> hashed context keys, the features of byte-level context models (models.context)
+    "bytekeys": {"errors"},
     "models": {"compiled", "errors", "labels", "names"},
     "decision": {"errors", "labels"},
     "metrics": {"errors", "labels"},

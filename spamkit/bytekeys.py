@@ -1,0 +1,125 @@
+"""Bytes to hashed context keys: the features of byte-level context models.
+
+A context model (:class:`~spamkit.models.context.ByteContextModel`) predicts each symbol of a
+text from the ``order`` symbols before it, blending the predictions of every context length
+0, 1, ..., ``order``. What it counts, per class, is how often each string of up to
+``order`` + 1 symbols occurred: the count of a context is the count of that string, and the
+count of a symbol after a context the count of the string one longer. This module turns texts
+into the table slots of those counts, so that the model never sees bytes (the module map:
+features -> models):
+
+- the symbols of a text are its first ``max_bytes`` bytes (0-255), then an end-of-text
+  symbol :data:`END` (256), so that a short text and a long one that starts like it differ;
+- before the first byte, the text is padded with :data:`PAD` (257), which is never a
+  symbol: "the start of a text" is a context of its own;
+- row i of a text's keys belongs to its i-th symbol s_i; column k (0..``order``) is the slot
+  of the string of k + 1 symbols ending with s_i (the pads included), hashed with its length
+  (strings of different lengths never share a key by construction, only by chance) to a slot
+  in ``[0, 2**bits)``.
+
+The context of length k before s_i is the string of k symbols ending with s_(i-1): its slot is
+row i - 1, column k - 1 (and before the first symbol, the pads alone, whose count is the
+number of texts). Every symbol is preceded by one, and every symbol but the end is followed by
+one, so the count of a string used as a context is exactly how often it was followed by
+something (:mod:`spamkit.models.context` relies on it).
+
+Different strings may share a slot (hashing, as scikit-learn's ``FeatureHasher`` and the TREC
+2007 Waterloo filter's hashed byte 4-grams do); scripts/context_model.py measures what the
+table's size costs.
+
+Sources: J. G. Cleary and I. H. Witten, "Data compression using adaptive coding and partial
+string matching", IEEE Trans. Communications 32 (1984) (prediction by partial matching: the
+contexts of every length up to an order); A. Bratko, G. V. Cormack, B. Filipič, T. R. Lynam
+and B. Zupan, "Spam filtering using statistical data compression models", JMLR 7 (2006)
+(one such model per class, a message classified by the model that compresses it best).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .errors import ConfigError
+
+#: the end-of-text symbol, predicted after a text's last byte
+END = 256
+#: what the context holds before a text's first byte (never predicted)
+PAD = 257
+#: odd 64-bit multipliers of the hash (the golden ratio's, and a large prime's)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_STEP = np.uint64(0x100000001B3)
+
+
+class ContextKeys(NamedTuple):
+    """Hashed keys of a batch of texts: row r of ``keys`` is one symbol of one text, its
+    ``order`` + 1 slots (see the module docstring); the symbols of text t are rows
+    ``indptr[t]:indptr[t + 1]``."""
+
+    keys: np.ndarray          # int32 (slots below 2**30), shape (symbols, order + 1)
+    indptr: np.ndarray        # int64, shape (texts + 1,)
+    order: int
+    bits: int
+
+    @property
+    def n_texts(self) -> int:
+        return len(self.indptr) - 1
+
+    def rows(self, which) -> "ContextKeys":
+        """The keys of the texts ``which`` (indices, or a boolean mask), in that order."""
+        which = np.asarray(which)
+        if which.dtype == bool:
+            which = np.flatnonzero(which)
+        lengths = np.diff(self.indptr)[which]
+        starts = self.indptr[:-1][which]
+        take = (np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+                + np.arange(int(lengths.sum()), dtype=np.int64)) if len(which) else np.zeros(0, np.int64)
+        return ContextKeys(self.keys[take], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                           self.order, self.bits)
+
+
+def check_shape(order, bits, max_bytes) -> None:
+    """Refuse settings the keys cannot be made with, naming the setting."""
+    if not (isinstance(order, (int, np.integer)) and 0 <= order <= 16):
+        raise ConfigError(f"the context order must be an integer from 0 to 16, got {order!r}")
+    if not (isinstance(bits, (int, np.integer)) and 8 <= bits <= 30):
+        raise ConfigError(f"the table size must be 2**bits with bits from 8 to 30, got {bits!r}")
+    if not (isinstance(max_bytes, (int, np.integer)) and max_bytes >= 1):
+        raise ConfigError(f"max_bytes must be an integer >= 1, got {max_bytes!r}")
+
+
+def context_keys(texts, order: int = 7, bits: int = 22, max_bytes: int = 3000) -> ContextKeys:
+    """The hashed keys of ``texts`` (``bytes`` each; ``str`` is encoded as UTF-8).
+
+    >>> k = context_keys([b"ab"], order=1, bits=16)
+    >>> k.keys.shape, k.indptr.tolist()     # a, b and the end; strings of 1 and 2 symbols
+    ((3, 2), [0, 3])
+    """
+    check_shape(order, bits, max_bytes)
+    parts, lengths = [], []
+    pad = np.full(order, PAD, dtype=np.uint64)
+    for text in texts:
+        if isinstance(text, str):
+            text = text.encode("utf-8", "surrogateescape")
+        if not isinstance(text, (bytes, bytearray, memoryview)):
+            raise ConfigError(f"a context model reads bytes or str, got {type(text).__name__}")
+        body = np.frombuffer(bytes(text[:max_bytes]), dtype=np.uint8).astype(np.uint64)
+        parts.append(np.concatenate([pad, body, np.array([END], dtype=np.uint64)]))
+        lengths.append(len(body) + 1)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    keys = np.empty((int(indptr[-1]), order + 1), dtype=np.int32)
+    if not parts:
+        return ContextKeys(keys, indptr, order, bits)
+    symbols = np.concatenate(parts)
+    # where each symbol sits in `symbols` (each text is preceded by its `order` pads)
+    starts = np.cumsum(np.concatenate([[0], lengths[:-1] + order])) + order
+    at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1], dtype=np.int64)
+    shift = np.uint64(64 - bits)
+    h = symbols[at] + np.uint64(1)
+    with np.errstate(over="ignore"):
+        for k in range(order + 1):
+            if k:                                 # one symbol further back
+                h = (h * _STEP) ^ (symbols[at - k] + np.uint64(1))
+            keys[:, k] = ((((h + np.uint64(k + 1) * _MIX) * _STEP) ^ np.uint64(k)) * _MIX >> shift).astype(np.int32)
+    return ContextKeys(keys, indptr, order, bits)

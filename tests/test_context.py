@@ -1,0 +1,172 @@
+"""The byte-level context model: blended probabilities by hand, an exact (unhashed) reference
+implementation, counts that add and subtract exactly, and a real corpus."""
+
+import math
+from collections import Counter
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from spamkit.bytekeys import END, PAD, context_keys
+from spamkit.errors import ConfigError
+from spamkit.metrics import roc_auc
+from spamkit.models.context import ALPHABET, ByteContextModel
+
+from conftest import shared_corpus
+
+
+def test_blended_probabilities_by_hand():
+    # order 1, beta 1. Spam learned "ab": symbols a (after the start), b (after a), the end (after
+    # b). Ham learned "b". The text "a" has two symbols: a after the start, the end after a.
+    #
+    # spam, symbol a: order 0: the empty context seen 3 times, a once:  p0 = (1 + 1/257) / 4
+    #                 order 1: the start seen once, a after it once:     p1 = (1 + p0) / 2
+    # spam, the end:  order 0: p0' = (1 + 1/257) / 4 (the end once of 3)
+    #                 order 1: a seen once as a context, never the end after it: p1' = (0 + p0') / 2
+    # ham, symbol a:  order 0: empty context twice, a never: q0 = (0 + 1/257) / 3
+    #                 order 1: the start once, a never after it: q1 = (0 + q0) / 2
+    # ham, the end:   order 0: q0' = (1 + 1/257) / 3;  order 1: a never a context: q1' = q0'
+    u = Fraction(1, 257)
+    p0 = (1 + u) / 4
+    spam = [(1 + p0) / 2, p0 / 2]
+    q0 = u / 3
+    ham = [q0 / 2, (1 + u) / 3]
+    keys = context_keys([b"ab", b"b", b"a"], order=1, bits=20)
+    model = ByteContextModel(order=1, beta=1.0, bits=20).fit(keys.rows([0, 1]), ["spam", "ham"])
+    lp = model.symbol_log_probs(keys.rows([2]))
+    np.testing.assert_allclose(lp[:, 1], [math.log(p) for p in spam], rtol=1e-12)
+    np.testing.assert_allclose(lp[:, 0], [math.log(p) for p in ham], rtol=1e-12)
+    ratio = sum(math.log(a) - math.log(b) for a, b in zip(spam, ham))
+    assert model.mean_log_ratio(keys.rows([2]))[0] == pytest.approx(ratio / 2, rel=1e-12)
+    # the generative classifier adds the prior (one text each: log 1/2 both) to the sum
+    jll = model.joint_log_likelihood(keys.rows([2]))[0]
+    assert jll[1] - jll[0] == pytest.approx(ratio, rel=1e-12)
+    assert model.predict(keys.rows([2])).tolist() == ["spam"]
+
+
+def reference_log_probs(train, labels, test, order, beta):
+    """The blended model with exact strings for contexts (no hashing), written plainly, counting
+    contexts and context-symbol pairs separately; also, for every symbol, the strings of 1 to
+    order + 1 symbols ending with it, in the order context_keys lays out their slots (to
+    check that no two of them share one)."""
+    counts = {0: Counter(), 1: Counter()}
+    strings = []
+
+    def walk(text):
+        history = [PAD] * order
+        for s in [*text, END]:
+            yield s, [tuple(history[len(history) - k:]) if k else () for k in range(order + 1)]
+            history.append(s)
+
+    for text, label in zip(train, labels):
+        for s, contexts in walk(text):
+            for ctx in contexts:
+                counts[label][("ctx", ctx)] += 1
+                counts[label][("pair", ctx, s)] += 1
+    for text in [*train, *test]:
+        for s, contexts in walk(text):
+            strings.append([(*ctx, s) for ctx in contexts])
+    out = []
+    for text in test:
+        for s, contexts in walk(text):
+            row = []
+            for c in (0, 1):
+                p = 1.0 / ALPHABET
+                for ctx in contexts:
+                    p = (counts[c][("pair", ctx, s)] + beta * p) / (counts[c][("ctx", ctx)] + beta)
+                row.append(math.log(p))
+            out.append(row)
+    return np.array(out), strings
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=30), min_size=2, max_size=8), st.lists(st.binary(max_size=30), min_size=1, max_size=3),
+       st.integers(0, 4), st.sampled_from([0.5, 2.0, 8.0]))
+def test_matches_the_unhashed_reference(train, test, order, beta):
+    labels = [i % 2 for i in range(len(train))]
+    keys = context_keys(train + test, order=order, bits=20)
+    expected, strings = reference_log_probs(train, labels, test, order, beta)
+    slot_of = {}
+    for row_strings, row_keys in zip(strings, keys.keys.tolist()):
+        for string, slot in zip(row_strings, row_keys):
+            assert slot_of.setdefault(string, slot) == slot          # a string always has one slot
+    assume(len(set(slot_of.values())) == len(slot_of))              # and here no two share one
+    model = ByteContextModel(order=order, beta=beta, bits=20).fit(keys.rows(np.arange(len(train))), labels)
+    got = model.symbol_log_probs(keys.rows(np.arange(len(train), len(train) + len(test))))
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_counts_add_and_subtract_exactly():
+    texts = [b"cheap pills here", b"see you at lunch", b"cheap cheap", b"lunch at noon?", b"pills!"]
+    y = ["spam", "ham", "spam", "ham", "spam"]
+    keys = context_keys(texts, order=3, bits=16)
+    whole = ByteContextModel(order=3, bits=16).fit(keys, y)
+    parts = ByteContextModel(order=3, bits=16)
+    parts.partial_fit(keys.rows([0, 1]), y[:2], classes=["ham", "spam"]).partial_fit(keys.rows([2, 3, 4]), y[2:])
+    assert np.array_equal(whole.table_, parts.table_) and whole.class_count_.tolist() == [2.0, 3.0]
+    first_two = ByteContextModel(order=3, bits=16).fit(keys.rows([0, 1]), y[:2])
+    parts.unlearn(keys.rows([2, 3, 4]), y[2:])
+    assert np.array_equal(parts.table_, first_two.table_)
+    # the counts of a fold subtracted from the whole: the model of the other texts
+    held = [1, 2]
+    others = ByteContextModel(order=3, bits=16).fit(keys.rows([0, 3, 4]), [y[i] for i in (0, 3, 4)])
+    table, texts, symbols = whole.counts(keys.rows(held), whole.class_codes([y[i] for i in held]))
+    assert np.array_equal(whole.table_ - table, others.table_)
+    assert (whole.class_count_ - texts).tolist() == others.class_count_.tolist() == [1.0, 2.0]
+    assert (whole.symbol_count_ - symbols).tolist() == others.symbol_count_.tolist() == [15.0, 24.0]
+    with pytest.raises(ConfigError, match="never learned"):
+        first_two.unlearn(keys.rows([2]), ["spam"])
+
+
+def test_keys_of_a_text_do_not_depend_on_its_batch():
+    texts = [b"alpha beta", b"", "gamma \u00e9".encode(), b"alpha"]
+    together = context_keys(texts, order=4, bits=18)
+    for i, text in enumerate(texts):
+        alone = context_keys([text], order=4, bits=18)
+        assert np.array_equal(together.rows([i]).keys, alone.keys)
+    assert np.diff(together.indptr).tolist() == [11, 1, 9, 6]        # bytes and the end symbol
+    # "alpha" and "alpha beta" agree on their first five symbols, then differ (the end, a space)
+    assert np.array_equal(together.rows([0]).keys[:5], together.rows([3]).keys[:5])
+    assert not np.array_equal(together.rows([0]).keys[5], together.rows([3]).keys[5])
+    # the string "a" (the first symbol of "alpha", the second of "gamma"): one slot; the strings
+    # of two symbols ending there, (start, "a") and ("g", "a"): two
+    a, g = together.rows([0]).keys, together.rows([2]).keys
+    assert a[0, 0] == g[1, 0] and a[0, 1] != g[1, 1]
+    assert context_keys(["é"], order=1, bits=10).indptr.tolist() == [0, 3]   # str: its UTF-8 bytes
+
+
+def test_refuses_what_it_cannot_use():
+    keys = context_keys([b"a", b"b"], order=2, bits=12)
+    with pytest.raises(ConfigError, match="order 2, bits 12"):
+        ByteContextModel(order=3, bits=12).fit(keys, ["spam", "ham"])
+    with pytest.raises(ConfigError, match="hashed context keys"):
+        ByteContextModel(order=2, bits=12).fit(np.zeros((2, 3)), ["spam", "ham"])
+    with pytest.raises(ConfigError, match="beta"):
+        ByteContextModel(order=2, bits=12, beta=0).fit(keys, ["spam", "ham"])
+    with pytest.raises(ConfigError, match="two-class"):
+        ByteContextModel(order=2, bits=12).fit(keys, ["spam", "spam"])
+    with pytest.raises(ConfigError, match="order"):
+        context_keys([b"a"], order=-1)
+    with pytest.raises(ConfigError, match="bytes or str"):
+        context_keys([3], order=1)
+    with pytest.raises(ConfigError, match="2 labels for 1"):
+        ByteContextModel(order=2, bits=12).fit(keys.rows([0]), ["spam", "ham"])
+
+
+def test_ranks_real_sms_messages():
+    # The SMS Spam Collection, first 2,000 messages learned, the next 1,000 ranked by the ratio
+    # per symbol. Measured: AUC 0.992 (the test asks 0.98); the generative classifier, which
+    # knows the 13% prior, blocks 1 of the 871 ham (0.11%; the test asks under 1%) and catches
+    # 92.2% of the spam.
+    path = shared_corpus("sms-spam-collection/SMSSpamCollection")
+    lines = [line.split("\t", 1) for line in path.read_text(encoding="utf-8").splitlines() if "\t" in line]
+    labels = np.array([label == "spam" for label, _ in lines[:3000]])
+    keys = context_keys([text.encode() for _, text in lines[:3000]], order=5, bits=22)
+    model = ByteContextModel(order=5, bits=22).fit(keys.rows(np.arange(2000)), labels[:2000])
+    test = keys.rows(np.arange(2000, 3000))
+    assert roc_auc(labels[2000:], model.mean_log_ratio(test)) > 0.98
+    called = model.predict(test)
+    assert np.mean(called[~labels[2000:]]) < 0.01
