@@ -36,8 +36,6 @@ and B. Zupan, "Spam filtering using statistical data compression models", JMLR 7
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from .errors import ConfigError
@@ -51,31 +49,41 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 _STEP = np.uint64(0x100000001B3)
 
 
-class ContextKeys(NamedTuple):
-    """Hashed keys of a batch of texts: row r of ``keys`` is one symbol of one text, its
-    ``order`` + 1 slots (see the module docstring); the symbols of text t are rows
-    ``indptr[t]:indptr[t + 1]``."""
+class ContextKeys:
+    """The texts of a batch (bytes, each already cut at ``max_bytes``) with the order and table
+    size of their keys. ``keys`` (int32, one row per symbol, ``order`` + 1 slots: see the module
+    docstring) and ``indptr`` (the symbols of text t are rows ``indptr[t]:indptr[t + 1]``) are
+    computed when first asked for: the compiled loops of ``spamkit.speedups`` compute the same
+    slots as they read the texts and never need them stored (16 bytes a symbol at order 7)."""
 
-    keys: np.ndarray          # int32 (slots below 2**30), shape (symbols, order + 1)
-    indptr: np.ndarray        # int64, shape (texts + 1,)
-    order: int
-    bits: int
+    __slots__ = ("texts", "order", "bits", "_keys", "_indptr")
+
+    def __init__(self, texts: tuple, order: int, bits: int):
+        self.texts, self.order, self.bits = tuple(texts), order, bits
+        self._keys = self._indptr = None
 
     @property
     def n_texts(self) -> int:
-        return len(self.indptr) - 1
+        return len(self.texts)
+
+    @property
+    def indptr(self) -> np.ndarray:
+        if self._indptr is None:
+            self._indptr = np.concatenate([[0], np.cumsum([len(t) + 1 for t in self.texts])]).astype(np.int64)
+        return self._indptr
+
+    @property
+    def keys(self) -> np.ndarray:
+        if self._keys is None:
+            self._keys = _slots(self.texts, self.order, self.bits, self.indptr)
+        return self._keys
 
     def rows(self, which) -> "ContextKeys":
         """The keys of the texts ``which`` (indices, or a boolean mask), in that order."""
         which = np.asarray(which)
         if which.dtype == bool:
             which = np.flatnonzero(which)
-        lengths = np.diff(self.indptr)[which]
-        starts = self.indptr[:-1][which]
-        take = (np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-                + np.arange(int(lengths.sum()), dtype=np.int64)) if len(which) else np.zeros(0, np.int64)
-        return ContextKeys(self.keys[take], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-                           self.order, self.bits)
+        return ContextKeys([self.texts[i] for i in which.tolist()], self.order, self.bits)
 
 
 def check_shape(order, bits, max_bytes) -> None:
@@ -96,22 +104,26 @@ def context_keys(texts, order: int = 7, bits: int = 22, max_bytes: int = 3000) -
     ((3, 2), [0, 3])
     """
     check_shape(order, bits, max_bytes)
-    parts, lengths = [], []
-    pad = np.full(order, PAD, dtype=np.uint64)
+    cut = []
     for text in texts:
         if isinstance(text, str):
             text = text.encode("utf-8", "surrogateescape")
         if not isinstance(text, (bytes, bytearray, memoryview)):
             raise ConfigError(f"a context model reads bytes or str, got {type(text).__name__}")
-        body = np.frombuffer(bytes(text[:max_bytes]), dtype=np.uint8).astype(np.uint64)
-        parts.append(np.concatenate([pad, body, np.array([END], dtype=np.uint64)]))
-        lengths.append(len(body) + 1)
-    lengths = np.asarray(lengths, dtype=np.int64)
-    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        cut.append(bytes(text[:max_bytes]))
+    return ContextKeys(cut, order, bits)
+
+
+def _slots(texts, order: int, bits: int, indptr: np.ndarray) -> np.ndarray:
+    """The slots of every symbol of ``texts`` (see the module docstring), shape (symbols, order + 1)."""
     keys = np.empty((int(indptr[-1]), order + 1), dtype=np.int32)
-    if not parts:
-        return ContextKeys(keys, indptr, order, bits)
-    symbols = np.concatenate(parts)
+    if not texts:
+        return keys
+    lengths = np.diff(indptr)
+    pad = np.full(order, PAD, dtype=np.uint64)
+    symbols = np.concatenate([part for text in texts for part in
+                              (pad, np.frombuffer(text, dtype=np.uint8).astype(np.uint64),
+                               np.array([END], dtype=np.uint64))])
     # where each symbol sits in `symbols` (each text is preceded by its `order` pads)
     starts = np.cumsum(np.concatenate([[0], lengths[:-1] + order])) + order
     at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1], dtype=np.int64)
@@ -122,4 +134,4 @@ def context_keys(texts, order: int = 7, bits: int = 22, max_bytes: int = 3000) -
             if k:                                 # one symbol further back
                 h = (h * _STEP) ^ (symbols[at - k] + np.uint64(1))
             keys[:, k] = ((((h + np.uint64(k + 1) * _MIX) * _STEP) ^ np.uint64(k)) * _MIX >> shift).astype(np.int32)
-    return ContextKeys(keys, indptr, order, bits)
+    return keys

@@ -2959,7 +2959,193 @@ static PyObject *nb_sums(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ---- byte context models (spamkit.bytekeys, spamkit.models.context) ----
+   The slots of the strings of 1..order+1 symbols ending with each symbol of a text, by the
+   arithmetic of spamkit.bytekeys.context_keys (tests/test_context.py compares), computed as the
+   text is read instead of stored: symbol i of a text of n bytes is byte i, the end (256) at i = n,
+   a pad (257) before the start. */
+#define CTX_END 256u
+#define CTX_PAD 257u
+#define CTX_MAX_ORDER 16
+static const uint64_t CTX_MIX = 0x9E3779B97F4A7C15ull, CTX_STEP = 0x100000001B3ull;
+
+static inline uint64_t ctx_symbol(const unsigned char *b, Py_ssize_t n, Py_ssize_t i)
+{
+    return i < 0 ? CTX_PAD : (i < n ? (uint64_t)b[i] : CTX_END);
+}
+
+static inline void ctx_slots(const unsigned char *b, Py_ssize_t n, Py_ssize_t i, int order, int bits, int64_t *out)
+{
+    uint64_t h = ctx_symbol(b, n, i) + 1;
+    for (int k = 0; k <= order; k++) {
+        if (k)
+            h = (h * CTX_STEP) ^ (ctx_symbol(b, n, i - k) + 1);
+        out[k] = (int64_t)(((((h + (uint64_t)(k + 1) * CTX_MIX) * CTX_STEP) ^ (uint64_t)k) * CTX_MIX) >> (64 - bits));
+    }
+}
+
+/* The texts of a sequence as (pointer, length) pairs, each cut at max_bytes; *owner holds them
+   (a tuple) until released. Only bytes are accepted. */
+static int ctx_texts(PyObject *seq, Py_ssize_t max_bytes, PyObject **owner, const unsigned char ***ptrs,
+                     Py_ssize_t **lens)
+{
+    *owner = PySequence_Tuple(seq);
+    if (*owner == NULL)
+        return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(*owner);
+    *ptrs = PyMem_Malloc(sizeof(**ptrs) * (n ? n : 1));
+    *lens = PyMem_Malloc(sizeof(**lens) * (n ? n : 1));
+    if (*ptrs == NULL || *lens == NULL) {
+        PyMem_Free(*ptrs); PyMem_Free(*lens); Py_CLEAR(*owner);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t t = 0; t < n; t++) {
+        PyObject *item = PyTuple_GET_ITEM(*owner, t);
+        if (!PyBytes_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "context texts must be bytes, got %.80s", Py_TYPE(item)->tp_name);
+            PyMem_Free(*ptrs); PyMem_Free(*lens); Py_CLEAR(*owner);
+            return -1;
+        }
+        (*ptrs)[t] = (const unsigned char *)PyBytes_AS_STRING(item);
+        Py_ssize_t len = PyBytes_GET_SIZE(item);
+        (*lens)[t] = len < max_bytes ? len : max_bytes;
+    }
+    return 0;
+}
+
+/* context_learn(texts, codes, order, bits, max_bytes, table0, table1) -> None: every slot of
+   every symbol of text t counted once more in table0 (code 0) or table1 (code 1). */
+static PyObject *context_learn(PyObject *self, PyObject *args)
+{
+    PyObject *o_texts, *o_codes, *o_t0, *o_t1;
+    int order, bits;
+    Py_ssize_t max_bytes;
+    if (!PyArg_ParseTuple(args, "OOiinOO:context_learn", &o_texts, &o_codes, &order, &bits, &max_bytes, &o_t0, &o_t1))
+        return NULL;
+    if (order < 0 || order > CTX_MAX_ORDER || bits < 8 || bits > 30 || max_bytes < 1) {
+        PyErr_SetString(PyExc_ValueError, "context_learn: order, bits or max_bytes out of range");
+        return NULL;
+    }
+    PyObject *owner;
+    const unsigned char **ptrs;
+    Py_ssize_t *lens;
+    if (ctx_texts(o_texts, max_bytes, &owner, &ptrs, &lens) < 0)
+        return NULL;
+    Py_buffer codes = {0}, t0 = {0}, t1 = {0};
+    if (get_buffer(o_codes, &codes, "q", 8, 0, "codes") < 0 || get_buffer(o_t0, &t0, "q", 8, 1, "table0") < 0
+            || get_buffer(o_t1, &t1, "q", 8, 1, "table1") < 0) {
+        release_views(&codes, &t0, &t1, NULL);
+        PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
+        return NULL;
+    }
+    Py_ssize_t n_texts = PyTuple_GET_SIZE(owner), size = (Py_ssize_t)1 << bits;
+    const long long *code = codes.buf;
+    int bad = codes.shape[0] != n_texts || t0.shape[0] != size || t1.shape[0] != size;
+    for (Py_ssize_t t = 0; !bad && t < n_texts; t++)
+        bad = code[t] != 0 && code[t] != 1;
+    if (!bad) {
+        long long *table[2] = {t0.buf, t1.buf};
+        Py_BEGIN_ALLOW_THREADS
+        int64_t slot[CTX_MAX_ORDER + 1];
+        for (Py_ssize_t t = 0; t < n_texts; t++) {
+            long long *row = table[code[t]];
+            for (Py_ssize_t i = 0; i <= lens[t]; i++) {
+                ctx_slots(ptrs[t], lens[t], i, order, bits, slot);
+                for (int k = 0; k <= order; k++)
+                    row[slot[k]] += 1;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    release_views(&codes, &t0, &t1, NULL);
+    PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "context_learn: the texts, codes and tables do not fit together");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* context_ratios(texts, order, bits, max_bytes, table0, table1, texts0, texts1, symbols0, symbols1,
+   beta, out, lengths) -> None: per text, the sum over its symbols of log p_1 - log p_0 of the
+   blended model (spamkit.models.context.ByteContextModel.symbol_log_probs, in the same order)
+   into out, and its number of symbols into lengths. */
+static PyObject *context_ratios(PyObject *self, PyObject *args)
+{
+    PyObject *o_texts, *o_t0, *o_t1, *o_out, *o_len;
+    int order, bits;
+    Py_ssize_t max_bytes;
+    double texts0, texts1, symbols0, symbols1, beta;
+    if (!PyArg_ParseTuple(args, "OiinOOdddddOO:context_ratios", &o_texts, &order, &bits, &max_bytes, &o_t0, &o_t1,
+                          &texts0, &texts1, &symbols0, &symbols1, &beta, &o_out, &o_len))
+        return NULL;
+    if (order < 0 || order > CTX_MAX_ORDER || bits < 8 || bits > 30 || max_bytes < 1 || !(beta > 0)) {
+        PyErr_SetString(PyExc_ValueError, "context_ratios: order, bits, max_bytes or beta out of range");
+        return NULL;
+    }
+    PyObject *owner;
+    const unsigned char **ptrs;
+    Py_ssize_t *lens;
+    if (ctx_texts(o_texts, max_bytes, &owner, &ptrs, &lens) < 0)
+        return NULL;
+    Py_buffer t0 = {0}, t1 = {0}, out = {0}, len = {0};
+    if (get_buffer(o_t0, &t0, "q", 8, 0, "table0") < 0 || get_buffer(o_t1, &t1, "q", 8, 0, "table1") < 0
+            || get_buffer(o_out, &out, "d", 8, 1, "out") < 0 || get_buffer(o_len, &len, "q", 8, 1, "lengths") < 0) {
+        release_views(&t0, &t1, &out, &len, NULL);
+        PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
+        return NULL;
+    }
+    Py_ssize_t n_texts = PyTuple_GET_SIZE(owner), size = (Py_ssize_t)1 << bits;
+    int bad = t0.shape[0] != size || t1.shape[0] != size || out.shape[0] != n_texts || len.shape[0] != n_texts;
+    if (!bad) {
+        const long long *table[2] = {t0.buf, t1.buf};
+        const double n_texts_of[2] = {texts0, texts1}, n_symbols_of[2] = {symbols0, symbols1};
+        double *o = out.buf;
+        long long *olen = len.buf;
+        Py_BEGIN_ALLOW_THREADS
+        int64_t slot[CTX_MAX_ORDER + 1], previous[CTX_MAX_ORDER + 1];
+        for (Py_ssize_t t = 0; t < n_texts; t++) {
+            double sum = 0.0;
+            for (Py_ssize_t i = 0; i <= lens[t]; i++) {
+                ctx_slots(ptrs[t], lens[t], i, order, bits, slot);
+                double lp[2];
+                for (int c = 0; c < 2; c++) {
+                    const long long *row = table[c];
+                    double p = 1.0 / 257.0;
+                    for (int k = 0; k <= order; k++) {
+                        double n_context = k == 0 ? n_symbols_of[c] : (i == 0 ? n_texts_of[c] : (double)row[previous[k - 1]]);
+                        double n_pair = (double)row[slot[k]];
+                        if (n_pair > n_context)
+                            n_pair = n_context;
+                        p = (n_pair + beta * p) / (n_context + beta);
+                    }
+                    lp[c] = log(p);
+                }
+                sum += lp[1] - lp[0];
+                memcpy(previous, slot, sizeof(slot));
+            }
+            o[t] = sum;
+            olen[t] = lens[t] + 1;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    release_views(&t0, &t1, &out, &len, NULL);
+    PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "context_ratios: the texts, tables and outputs do not fit together");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"context_learn", context_learn, METH_VARARGS,
+     "context_learn(texts, codes, order, bits, max_bytes, table0, table1) -> None\n\n"
+     "Count the context slots of every symbol of each text in its class's table (spamkit.models.context)."},
+    {"context_ratios", context_ratios, METH_VARARGS,
+     "context_ratios(texts, order, bits, max_bytes, table0, table1, texts0, texts1, symbols0, symbols1, beta, out, "
+     "lengths) -> None\n\nPer text, the blended context models' log-likelihood ratio and its number of symbols."},
     {"html_to_text", html_to_text, METH_VARARGS,
      "html_to_text(html, block, invisible, raw_text, tag_attrs, unescape, max_tags) -> (text, urls, tags)\n\n"
      "The C scanner behind spamkit.htmltext.html_to_text; see that function."},

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from spamkit.bytekeys import END, PAD, context_keys
 from spamkit.errors import ConfigError
 from spamkit.metrics import roc_auc
+from spamkit.models import context as context_module
 from spamkit.models.context import ALPHABET, ByteContextModel
 
 from conftest import shared_corpus
@@ -170,3 +171,32 @@ def test_ranks_real_sms_messages():
     assert roc_auc(labels[2000:], model.mean_log_ratio(test)) > 0.98
     called = model.predict(test)
     assert np.mean(called[~labels[2000:]]) < 0.01
+
+
+@pytest.mark.skipif(context_module.speedups is None, reason="the C extension is not built")
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.binary(max_size=60), min_size=2, max_size=10), st.integers(0, 6), st.sampled_from([0.5, 8.0]),
+       st.integers(8, 14))
+def test_compiled_loops_match_numpy(texts, order, beta, bits):
+    # small tables (2**8..2**14 slots): collisions and the clamp of a pair to its context happen
+    labels = [i % 2 for i in range(len(texts))]
+    keys = context_keys(texts, order=order, bits=bits, max_bytes=40)
+    compiled = ByteContextModel(order=order, beta=beta, bits=bits).fit(keys, labels)
+    saved, context_module.speedups = context_module.speedups, None
+    try:
+        plain = ByteContextModel(order=order, beta=beta, bits=bits).fit(keys, labels)
+        expected = plain.log_ratios(keys)
+    finally:
+        context_module.speedups = saved
+    assert np.array_equal(compiled.table_, plain.table_)
+    assert compiled.symbol_count_.tolist() == plain.symbol_count_.tolist()
+    got = compiled.log_ratios(keys)
+    assert got[1].tolist() == expected[1].tolist()
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-12)
+    # a state passed in (the whole minus a fold) is read the same way
+    table, n_texts, symbols = compiled.counts(keys.rows([0]), [0])
+    state = (compiled.table_ - table, compiled.class_count_ - n_texts, compiled.symbol_count_ - symbols)
+    lp = compiled.symbol_log_probs(keys, state)                  # NumPy's, per symbol
+    lengths = np.diff(keys.indptr)
+    per_text = np.bincount(np.repeat(np.arange(len(texts)), lengths), weights=lp[:, 1] - lp[:, 0])
+    np.testing.assert_allclose(compiled.mean_log_ratio(keys, state), per_text / lengths, rtol=1e-12, atol=1e-12)

@@ -40,11 +40,16 @@ spamkit's default stack, and as a fourth input of the stack's combiner it raises
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import errors
+from ..compiled import speedups as _compiled
 from ..errors import ConfigError
 from .base import Estimator
+
+speedups = _compiled()                   # spamkit/speedups.c, or None: NumPy throughout
 
 #: symbols a context can be followed by: 256 bytes and the end of the text
 ALPHABET = 257
@@ -147,14 +152,31 @@ class ByteContextModel(Estimator):
         return self.table_, self.class_count_, self.symbol_count_
 
     def _add(self, keys, y, sign: int):
+        """Add (``sign`` +1) or subtract (-1) the counts of the texts of ``keys``: slot by slot
+        (a few thousand distinct slots a message, not a table of 2**bits)."""
         keys = self._check_keys(keys)
         y = np.asarray(y)
         if len(y) != keys.n_texts:
             raise ConfigError(f"{len(y)} labels for {keys.n_texts} texts")
-        table, texts, symbols = self.counts(keys, self.class_codes(y))
-        if sign < 0 and ((self.table_ < table).any() or (self.class_count_ < texts).any()):
+        codes = self.class_codes(y)
+        if sign > 0 and speedups is not None and self.table_.flags.c_contiguous:
+            # in C: each slot of each symbol counted as the text is read (the same counts:
+            # tests/test_context.py), without the keys or their unique values stored
+            speedups.context_learn(keys.texts, codes.astype(np.int64), int(self.order), int(self.bits), sys.maxsize,
+                                   self.table_[0], self.table_[1])
+            self.class_count_ += np.bincount(codes, minlength=2)
+            self.symbol_count_ += np.bincount(codes, weights=[len(t) + 1 for t in keys.texts], minlength=2)
+            return self
+        lengths = np.diff(keys.indptr)
+        texts = np.bincount(codes, minlength=2).astype(np.float64)
+        symbols = np.bincount(codes, weights=lengths, minlength=2).astype(np.float64)
+        per_symbol = np.repeat(codes, lengths)
+        changes = [np.unique(keys.keys[per_symbol == c].ravel(), return_counts=True) for c in (0, 1)]
+        if sign < 0 and (any((self.table_[c][slots] < n).any() for c, (slots, n) in enumerate(changes))
+                         or (self.class_count_ < texts).any()):
             raise ConfigError("cannot unlearn texts that were never learned (counts would go negative)")
-        self.table_ += sign * table
+        for c, (slots, n) in enumerate(changes):
+            self.table_[c][slots] += sign * n               # slots are distinct: no repeated index
         self.class_count_ += sign * texts
         self.symbol_count_ += sign * symbols
         return self
@@ -214,6 +236,15 @@ class ByteContextModel(Estimator):
 
     def log_ratios(self, keys, state=None) -> tuple[np.ndarray, np.ndarray]:
         """Per text: Σ_i log p_1(s_i | ...) - log p_0(s_i | ...), and its number of symbols."""
+        keys = self._check_keys(keys)
+        table, texts, symbols = self.state() if state is None else state
+        if speedups is not None and table.dtype == np.int64 and table.flags.c_contiguous:
+            # in C: the same probabilities, summed in the same order (tests/test_context.py)
+            out, lengths = np.empty(keys.n_texts), np.empty(keys.n_texts, dtype=np.int64)
+            speedups.context_ratios(keys.texts, int(self.order), int(self.bits), sys.maxsize, table[0], table[1],
+                                    float(texts[0]), float(texts[1]), float(symbols[0]), float(symbols[1]),
+                                    self.check_params(), out, lengths)
+            return out, lengths
         lp = self.symbol_log_probs(keys, state)
         lengths = np.diff(keys.indptr)
         rows = np.repeat(np.arange(len(lengths)), lengths)
