@@ -14,23 +14,25 @@ cut) and the ROC AUC, for
 - the context model alone (:class:`spamkit.models.context.ByteContextModel` on the first
   ``--max-bytes`` bytes of the Subject, a line break and the body text), scored by its
   log-likelihood ratio per symbol;
-- the stack with the context model: the default stack's combiner refitted with a fifth column,
-  the context model's ratio per symbol, on out-of-fold scores of the training batches (the
-  stack's own folds; the context model of a fold is the total counts minus the fold's, exactly,
-  since every statistic is a count).
+- the stack with the context model: the default stack with one side input
+  (``FisherNBStack(side_inputs=1)``), whose combiner also weighs the context model's ratio per
+  symbol, fitted on out-of-fold scores of the training batches (the stack's own folds,
+  ``fold_assignment``; the context model of a fold is the total counts minus the fold's,
+  exactly, since every statistic is a count).
 
 With ``--online`` instead, the TREC online protocol (immediate feedback, every message scored
 before it is learned) on the corpora named (trec07p-dev, CSDMC2010, Enron1-6, SMS; the
 corpora of ``scripts/ablation.py``), the default filter as ``spamkit online`` runs it (hashed
 mail tokens, its combiner refitted every 100 messages on the scores messages got before they
 were learned) next to the same stack whose combiner also reads a context model's ratio per
-symbol, of the Subject and body text ("+ context of the text") or of the raw message's first
-bytes, headers included ("+ context of the raw message"). (1-ROCA)% and, at the default
-three-way decision, ham misfiled %.
+symbol, one column per ``--variants`` entry SOURCE:ORDER:MAX_BYTES:BITS: the model of the
+Subject and body text ("text") or of the raw message, headers included ("raw"), its order, the
+bytes it reads of each message and its table size (2**BITS slots a class). (1-ROCA)% and, at
+the default three-way decision, ham misfiled %; each configuration's worst regret.
 
-    python scripts/context_model.py [--corpora ../shared/corpora] [--order 7] [--beta 8]
-                                    [--bits 22] [--max-bytes 3000] [--datasets 1 2 3 4 5 6]
-    python scripts/context_model.py --online trec,csdmc,enron1,...,sms
+    python scripts/context_model.py [--corpora ../shared/corpora] [--order 6] [--beta 8]
+                                    [--bits 24] [--max-bytes 3000] [--datasets 1 2 3 4 5 6]
+    python scripts/context_model.py --online trec,csdmc,enron1,...,sms [--variants raw:7:3000:22,...]
 """
 
 from __future__ import annotations
@@ -51,23 +53,13 @@ from spamkit.message import parse_message
 from spamkit.metrics import roc_auc, three_way_rates
 from spamkit.models import FisherNBStack
 from spamkit.models.context import ByteContextModel
-from spamkit.models.logistic import fit_l2_logistic
-from spamkit.models.stack import BEST_STACK, fold_of_rows
+from spamkit.models.stack import BEST_STACK
 from spamkit.text import Analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ablation import CORPORA, hashed_rows, load  # noqa: E402
+from ablation import CORPORA, RESOLUTION, hashed_rows, load  # noqa: E402
 
 NAMES = ("default filter", "context model alone", "default + context model")
-ONLINE = ("default filter", "+ context of the text", "+ context of the raw message")
-
-
-class CapturedStack(FisherNBStack):
-    """The default stack, keeping the out-of-fold component scores its combiner was fitted on."""
-
-    def fit_combiner(self, scores, is_c1):
-        self.held_out_scores_ = np.asarray(scores)
-        return super().fit_combiner(scores, is_c1)
 
 
 def balanced(truth, scores) -> float:
@@ -79,15 +71,12 @@ def balanced(truth, scores) -> float:
     return 100 * float(np.max(np.minimum(spam_caught, ham_kept)))
 
 
-def held_out_context(model: ByteContextModel, keys, codes, folds: int) -> np.ndarray:
+def held_out_context(model: ByteContextModel, keys, codes, stack: FisherNBStack) -> np.ndarray:
     """Out-of-fold ratios per symbol of the texts of ``keys`` (all learned by ``model``): each
-    fold scored by the counts of the others (the stack's stratified folds)."""
-    k = int(min(folds, np.bincount(codes, minlength=2).min()))
+    fold scored by the counts of the others, by the folds ``stack`` fits its combiner on."""
+    k, fold = stack.fold_assignment(codes)
     out = np.zeros(keys.n_texts)
-    if k < 2:
-        return out
-    fold = fold_of_rows(codes, k)
-    for f in range(k):
+    for f in range(k if k >= 2 else 0):
         held = np.flatnonzero(fold == f)
         part = keys.rows(held)
         table, texts, symbols = model.counts(part, codes[held])
@@ -111,15 +100,15 @@ def run_dataset(path: Path, args) -> dict:
     for start in range(batch, len(msgs), batch):
         stop = min(start + batch, len(msgs))
         test = keys.rows(np.arange(start, stop))
-        stack = CapturedStack(**BEST_STACK).fit(X[:start], y[:start])
-        components = stack.component_log_odds(X[start:stop])
-        scores[NAMES[0]].append(stack.combined_log_odds(components))
+        default = FisherNBStack(**BEST_STACK).fit(X[:start], y[:start])
+        lp = default.predict_log_proba(X[start:stop])
+        scores[NAMES[0]].append(lp[:, 1] - lp[:, 0])
         ratio = context.mean_log_ratio(test)
         scores[NAMES[1]].append(ratio)
-        train_ratio = held_out_context(context, keys.rows(np.arange(start)), codes[:start], stack.folds)
-        w, b = fit_l2_logistic(np.column_stack([stack.combiner_features(stack.held_out_scores_), train_ratio]),
-                               y[:start], C=1.0)
-        scores[NAMES[2]].append(np.column_stack([stack.combiner_features(components), ratio]) @ w + b)
+        stack = FisherNBStack(**BEST_STACK, side_inputs=1)
+        held_out = held_out_context(context, keys.rows(np.arange(start)), codes[:start], stack)
+        lp = stack.fit(X[:start], y[:start], side=held_out).predict_log_proba(X[start:stop], side=ratio)
+        scores[NAMES[2]].append(lp[:, 1] - lp[:, 0])
         context.partial_fit(test, y[start:stop])
     truth = y[batch:]
     out = {}
@@ -135,19 +124,33 @@ def text_of(msg) -> bytes:
     return ((msg.subject or "") + "\n" + (msg.body or "")).encode("utf-8", "surrogateescape")
 
 
-def online_corpus(messages, args) -> list:
-    """One online pass: (1-ROCA)% and ham misfiled % of each of :data:`ONLINE`."""
+def parse_variant(spec: str) -> tuple:
+    """``SOURCE:ORDER:MAX_BYTES:BITS`` (SOURCE: text or raw) -> (source, order, max_bytes, bits)."""
+    try:
+        source, order, max_bytes, bits = spec.split(":")
+        if source not in ("text", "raw"):
+            raise ValueError
+        return source, int(order), int(max_bytes), int(bits)
+    except ValueError:
+        raise SystemExit(f"a context variant is SOURCE:ORDER:MAX_BYTES:BITS with SOURCE text or raw, got {spec!r}")
+
+
+def online_corpus(messages, variants, beta: float) -> list:
+    """One online pass: (1-ROCA)% and ham misfiled % of the default filter, then of the stack
+    with each context variant as a fifth combiner input."""
     rows = hashed_rows(messages, "mail", "binary")
     stack = online_model("fisher-nb")
-    contexts = [ByteContextModel(order=args.order, beta=args.beta, bits=args.bits) for _ in range(2)]
+    # one stack with a side input per variant, for its combiner only (the counts are the default's)
+    sided = [FisherNBStack(**stack.get_params()).set_params(side_inputs=1) for _ in variants]
+    contexts = [ByteContextModel(order=order, beta=beta, bits=bits) for _, order, _, bits in variants]
     history, ratios, labels = [], [], []
-    weights = [None, None]
-    scores = [[], [], []]
+    refitted = False
+    scores = [[] for _ in range(len(variants) + 1)]
     fitted = False
     for (_, label, raw, msg), x in zip(messages, rows):
         is_spam = label == "spam"
-        keys = [context_keys([text_of(msg)], args.order, args.bits, args.max_bytes),
-                context_keys([raw], args.order, args.bits, args.max_bytes)]
+        keys = [context_keys([raw if source == "raw" else text_of(msg)], order, bits, max_bytes)
+                for source, order, max_bytes, bits in variants]
         if fitted:
             components = stack.component_log_odds(x)
             base = stack.combined_log_odds(components)[0]
@@ -157,14 +160,12 @@ def online_corpus(messages, args) -> list:
             labels.append(is_spam)
             if len(labels) % 100 == 0 and 0 < sum(labels) < len(labels):
                 stack.fit_combiner(np.array(history), np.array(labels))
-                features = stack.combiner_features(np.array(history))
-                weights = [fit_l2_logistic(np.column_stack([features, np.array(ratios)[:, j]]), np.array(labels), C=1.0)
-                           for j in (0, 1)]
+                for j, s in enumerate(sided):
+                    s.fit_combiner(np.array(history), np.array(labels), side=np.array(ratios)[:, j])
+                refitted = True
             scores[0].append(base)
-            features = stack.combiner_features(components)[0]
-            for j in (0, 1):
-                w = weights[j]
-                scores[j + 1].append(base if w is None else float(np.append(features, r[j]) @ w[0] + w[1]))
+            for j, s in enumerate(sided):
+                scores[j + 1].append(float(s.combined_log_odds(components, [r[j]])[0]) if refitted else base)
         else:
             for s in scores:
                 s.append(0.0)
@@ -182,27 +183,37 @@ def online_corpus(messages, args) -> list:
 
 
 def online(args) -> None:
-    print(f"online, immediate feedback: (1-ROCA)% · ham misfiled % at the default decision; context model: "
-          f"order {args.order}, beta {args.beta}, 2**{args.bits} slots a class, first {args.max_bytes} bytes")
-    print(f"{'corpus':<8} " + " ".join(f"{name:>30}" for name in ONLINE))
+    variants = [parse_variant(v) for v in args.variants.split(",")]
+    names = ["default filter", *(f"+ {source} {order}/{max_bytes}B/2^{bits}" for source, order, max_bytes, bits in variants)]
+    print(f"online, immediate feedback: (1-ROCA)% · ham misfiled % at the default decision; context models "
+          f"(source order/first bytes/slots a class), beta {args.beta}")
+    print(f"{'corpus':<8} " + " ".join(f"{name:>24}" for name in names))
+    table = {}
     for name in args.online.split(","):
         started = time.perf_counter()
-        cells = online_corpus(load(args.corpora / CORPORA[name]), args)
-        print(f"{name:<8} " + " ".join(f"{roca:>20.4f} · {ham:>6.3f}%" for roca, ham in cells)
+        table[name] = cells = online_corpus(load(args.corpora / CORPORA[name]), variants, args.beta)
+        print(f"{name:<8} " + " ".join(f"{roca:>14.4f} · {ham:>6.3f}%" for roca, ham in cells)
               + f"  ({time.perf_counter() - started:.0f} s)", flush=True)
+    # each configuration's worst regret: its (1-ROCA)% over the best one's, corpus by corpus (below
+    # scripts/ablation.py's RESOLUTION a tie)
+    regret = [max(max(table[c][k][0], RESOLUTION) / max(min(cell[0] for cell in table[c]), RESOLUTION) for c in table)
+              for k in range(len(names))]
+    print(f"{'regret':<8} " + " ".join(f"{r:>24.2f}" for r in regret))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpora", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "corpora")
     parser.add_argument("--batch", type=int, default=100)
-    parser.add_argument("--order", type=int, default=7)
+    parser.add_argument("--order", type=int, default=6)
     parser.add_argument("--beta", type=float, default=8.0)
-    parser.add_argument("--bits", type=int, default=22)
+    parser.add_argument("--bits", type=int, default=24)
     parser.add_argument("--max-bytes", type=int, default=3000)
     parser.add_argument("--datasets", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
     parser.add_argument("--online", metavar="CORPORA", help="the online protocol on these corpora instead "
                         f"(comma-separated, of {', '.join(CORPORA)})")
+    parser.add_argument("--variants", default="raw:6:3000:24,raw:7:3000:22,text:6:3000:24",
+                        help="online: the context models, SOURCE:ORDER:MAX_BYTES:BITS, comma-separated")
     args = parser.parse_args()
     if args.online:
         return online(args)

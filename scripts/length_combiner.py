@@ -71,8 +71,8 @@ class LengthAwareStack(FisherNBStack):
             scores[:, -1] = before[X.indptr[1:]] - before[X.indptr[:-1]]
         return scores
 
-    def _feature_columns(self, scores) -> list:
-        columns = super()._feature_columns(scores)                  # squashed..., ℓ, ℓ x NB
+    def _feature_columns(self, scores, side=None) -> list:
+        columns = super()._feature_columns(scores, side)            # squashed..., ℓ, ℓ x NB (no side inputs)
         squashed, length = columns[:-2], columns[-2]
         products = {"nb": squashed[1:2], "nb-known": squashed[1:2], "all": squashed, "fisher": squashed[:1],
                     "bias": []}[self.form]

@@ -96,7 +96,7 @@ def check_shape(order, bits, max_bytes) -> None:
         raise ConfigError(f"max_bytes must be an integer >= 1, got {max_bytes!r}")
 
 
-def context_keys(texts, order: int = 7, bits: int = 22, max_bytes: int = 3000) -> ContextKeys:
+def context_keys(texts, order: int = 6, bits: int = 24, max_bytes: int = 3000) -> ContextKeys:
     """The hashed keys of ``texts`` (``bytes`` each; ``str`` is encoded as UTF-8).
 
     >>> k = context_keys([b"ab"], order=1, bits=16)

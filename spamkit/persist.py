@@ -227,6 +227,9 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
     kind = model_type_of(model)
     cls, param_names = MODEL_TYPES[kind]
     model.check_fitted()
+    if getattr(model, "side_inputs", 0):
+        raise ModelFormatError("a stack with side inputs cannot be saved: a filter file has no model of its side "
+                               "scores to compute them from")
     members: dict[str, bytes] = {}
     stored: set = set()                           # members written without compression
     arrays_meta = {}

@@ -141,6 +141,9 @@ class SpamFilter:
         used where the vectorizer counts a vocabulary (the same matrix and vocabulary, so again
         the same filter).
         """
+        if getattr(self.model, "side_inputs", 0):
+            raise ConfigError("a stack with side inputs is fitted by whatever computes its side scores "
+                              "(scripts/context_model.py); a filter does not provide them")
         labels: list = []
         ids: list = []
         distinct: list = []

@@ -311,3 +311,63 @@ def test_compiled_component_scores_equal_the_numpy_definitions(monkeypatch):
     with pytest.raises(ValueError, match="do not fit"):
         stack.speedups.nb_sums(np.array([0, 1]), np.array([0], dtype=np.int32), np.array([1.0, 2.0]), np.zeros(2),
                                np.zeros(2), 1.0, 0.0, 0.0, np.zeros(1))
+
+
+def test_side_inputs_are_more_columns_of_the_combiner():
+    # a stack with one side input (what scripts/context_model.py passes: a context model's held-out
+    # scores) fits its combiner on [the default's columns, the side score]: scikit-learn's logistic
+    # regression on the same columns, refitted fold by fold from scratch, is the oracle
+    X, y = _data(7, n=160)
+    rng = np.random.default_rng(7)
+    side = np.where(y == "spam", 1.0, -1.0) * rng.random(len(y)) + rng.normal(0, 0.5, len(y))
+    stack = FisherNBStack(folds=4, squash="slog", length_aware=True, side_inputs=1)
+    k, folds = stack.fold_assignment(y)
+    codes = (y == "spam").astype(int)
+    assert k == 4 and np.array_equal(folds, fold_of_rows(codes, 4))
+    stack.fit(X, y, side=side)
+    features = np.zeros((len(y), 5))
+    for f in range(4):
+        held = folds == f
+        jf = RobinsonFisher().fit(X[~held], y[~held]).joint_log_likelihood(X[held])
+        jn = SkMultinomialNB(alpha=1.0).fit(X[~held], y[~held]).predict_joint_log_proba(X[held])
+        slog = lambda z: np.sign(z) * np.log1p(np.abs(np.clip(z, -700, 700)))      # noqa: E731
+        f_, nb = slog(jf[:, 1] - jf[:, 0]), slog(jn[:, 1] - jn[:, 0])
+        length = np.log1p(np.asarray((X[held] > 0).sum(axis=1)).ravel()) - 4.0
+        features[held] = np.column_stack([f_, nb, length, length * nb, side[held]])
+    # Newton's method on scikit-learn's side too (lbfgs stops 1e-7 short on this fifth column)
+    lr = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000, solver="newton-cholesky").fit(features, codes == 1)
+    np.testing.assert_allclose(stack.coef_, lr.coef_[0], rtol=1e-6, atol=1e-7)
+    assert stack.intercept_ == pytest.approx(lr.intercept_[0], rel=1e-6, abs=1e-7)
+    assert stack.coef_[-1] > 0                                    # the side score says spam when > 0
+    # predicting: the whole model's columns and the messages' side scores
+    z = stack.combined_log_odds(stack.component_log_odds(X), side)
+    lp = stack.predict_log_proba(X, side=side)
+    np.testing.assert_allclose(lp[:, 1] - lp[:, 0], z, rtol=1e-12, atol=1e-12)
+    # without side inputs, the same stack is the default's to the bit
+    plain = FisherNBStack(folds=4, squash="slog", length_aware=True).fit(X, y)
+    again = FisherNBStack(folds=4, squash="slog", length_aware=True, side_inputs=0).fit(X, y)
+    assert np.array_equal(plain.coef_, again.coef_) and len(plain.coef_) == 4
+
+
+def test_side_scores_are_asked_for_and_checked():
+    from spamkit.errors import ModelFormatError
+    from spamkit.features import Vectorizer
+    from spamkit.persist import save_filter
+    from spamkit.spamfilter import SpamFilter
+    from spamkit.text import Analyzer
+    X, y = _data(8)
+    with pytest.raises(ConfigError, match="pass them as side="):
+        FisherNBStack(side_inputs=1).fit(X, y)
+    with pytest.raises(ConfigError, match="120 rows of 2"):
+        FisherNBStack(side_inputs=2).fit(X, y, side=np.zeros(120))
+    with pytest.raises(ConfigError, match="no side inputs"):
+        FisherNBStack().fit(X, y, side=np.zeros(120))
+    with pytest.raises(ConfigError, match="side_inputs must be"):
+        FisherNBStack(side_inputs=-1).fit(X, y)
+    stack = FisherNBStack(side_inputs=1).fit(X, y, side=np.zeros(120))
+    with pytest.raises(ConfigError, match="pass them as side="):
+        stack.predict_proba(X)
+    with pytest.raises(ModelFormatError, match="side inputs cannot be saved"):
+        save_filter("unused.spamkit", Analyzer(), Vectorizer(), stack)
+    with pytest.raises(ConfigError, match="side inputs"):
+        SpamFilter(model=FisherNBStack(side_inputs=1)).fit([b"Subject: a\n\nb"], ["spam"])

@@ -98,14 +98,22 @@ class FisherNBStack(CountingModel):
         Enron3 0.181 -> 0.130, Enron5 0.091 -> 0.075, trec07p-dev 0.0424 -> 0.0392, at most 4%
         worse anywhere; Metsis recalls 98.64 / 98.12 -> 98.82 / 98.23; the SMS split of Almeida
         et al. 98.97% -> 99.03% accuracy.
+    side_inputs : int
+        How many held-out scores from outside the stack its combiner also weighs, after every
+        other column (0: none). A byte-level context model's log-likelihood ratio per symbol
+        (:class:`~spamkit.models.context.ByteContextModel`) is one: it reads the message's bytes,
+        not the token matrix, so the caller computes its scores -- held out by the folds of
+        :meth:`fold_assignment` for :meth:`fit`, from the whole model for prediction -- and
+        passes them as ``side`` (n, side_inputs). Measured in ``scripts/context_model.py``
+        (docs/results.md, "A context model per class").
 
     Attributes
     ----------
     class_count_, feature_count_
         Messages per class; messages of each class containing each feature.
-    coef_ : ndarray (2,), (3,) or with ``length_aware`` two more, intercept_ : float
+    coef_ : ndarray (2,), (3,), with ``length_aware`` two more, and one per side input, intercept_ : float
         The combiner: log-odds = coef_ · (squash(Fisher, NB[, logistic] log-odds)[, ℓ, ℓ ·
-        squash(NB)]) + intercept_.
+        squash(NB)][, side scores]) + intercept_.
     length_range_ : ndarray (2,)
         With ``length_aware``: the smallest and largest ℓ of the scores the combiner was
         fitted on, to which ℓ is clipped.
@@ -114,7 +122,7 @@ class FisherNBStack(CountingModel):
     """
 
     def __init__(self, strength=0.45, prior=0.5, min_dev=0.1, max_clues=150, alpha=1.0, folds=5,
-                 logistic=0.0, squash="clip", length_aware=False):
+                 logistic=0.0, squash="clip", length_aware=False, side_inputs=0):
         self.strength = strength
         self.prior = prior
         self.min_dev = min_dev
@@ -124,6 +132,7 @@ class FisherNBStack(CountingModel):
         self.logistic = logistic
         self.squash = squash
         self.length_aware = length_aware
+        self.side_inputs = side_inputs
 
     __sklearn_tags__ = two_class_presence_tags
 
@@ -209,38 +218,57 @@ class FisherNBStack(CountingModel):
             return np.sign(scores) * np.log1p(np.abs(clipped))
         return clipped
 
-    def combiner_features(self, scores) -> np.ndarray:
+    def combiner_features(self, scores, side=None) -> np.ndarray:
         """What the combiner weighs, from rows of :meth:`component_scores`: the squashed log-odds,
-        and with ``length_aware`` ℓ = log(1 + distinct tokens) - :data:`LENGTH_CENTRE` (clipped to
-        ``length_range_``) and ℓ times NB's squashed log-odds.
+        with ``length_aware`` ℓ = log(1 + distinct tokens) - :data:`LENGTH_CENTRE` (clipped to
+        ``length_range_``) and ℓ times NB's squashed log-odds, and the ``side`` scores (clipped
+        to ±700) when the stack has side inputs.
 
         >>> stack = FisherNBStack(squash="slog", length_aware=True)
         >>> stack.combiner_features(np.array([[np.e - 1, -(np.e - 1), 0.0]])).round(6).tolist()
         [[1.0, -1.0, -4.0, 4.0]]
         """
-        return np.column_stack(self._feature_columns(scores))
+        return np.column_stack(self._feature_columns(scores, side))
 
-    def _feature_columns(self, scores) -> list:
+    def _side_columns(self, side, n: int) -> list:
+        """The side scores as columns (checked: one row per message, ``side_inputs`` columns)."""
+        m = int(self.side_inputs)
+        if not m:
+            if side is not None:
+                raise ConfigError("this stack has no side inputs (side_inputs=0); it takes no side scores")
+            return []
+        if side is None:
+            raise ConfigError(f"this stack's combiner weighs {m} side input(s) (e.g. a context model's scores): "
+                              "pass them as side=")
+        side = np.asarray(side, dtype=np.float64).reshape(n, -1) if np.size(side) == n * m else None
+        if side is None:
+            raise ConfigError(f"side scores must be {n} rows of {m} (one row per message)")
+        side = np.minimum(np.maximum(np.where(side != side, 0.0, side), -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)
+        return [side[:, j] for j in range(m)]
+
+    def _feature_columns(self, scores, side=None) -> list:
         """:meth:`combiner_features`, column by column."""
         scores = np.asarray(scores, dtype=np.float64)
         if not self.length_aware:
             squashed = self._squash(scores)
-            return [squashed[:, j] for j in range(squashed.shape[1])]
+            return [*(squashed[:, j] for j in range(squashed.shape[1])), *self._side_columns(side, len(scores))]
         squashed = self._squash(scores[:, :-1])
         low, high = getattr(self, "length_range_", LENGTH_UNFITTED)
         length = np.minimum(np.maximum(self._length(scores), low), high)
-        return [*(squashed[:, j] for j in range(squashed.shape[1])), length, length * squashed[:, 1]]
+        return [*(squashed[:, j] for j in range(squashed.shape[1])), length, length * squashed[:, 1],
+                *self._side_columns(side, len(scores))]
 
     @staticmethod
     def _length(scores) -> np.ndarray:
         """ℓ of rows of component scores with the distinct-token count last, before clipping."""
         return np.log1p(scores[:, -1]) - LENGTH_CENTRE
 
-    def combined_log_odds(self, scores) -> np.ndarray:
-        """The combiner's log-odds for rows of component scores (as :meth:`component_log_odds` gives)."""
+    def combined_log_odds(self, scores, side=None) -> np.ndarray:
+        """The combiner's log-odds for rows of component scores (as :meth:`component_log_odds` gives)
+        and, with side inputs, their ``side`` scores."""
         # a sum per feature, not a matrix product: BLAS may add a one-row product in another
         # order than a many-row one, and a message must score the same alone and in a batch
-        columns = self._feature_columns(scores)
+        columns = self._feature_columns(scores, side)
         z = np.zeros(columns[0].shape[0])
         for weight, column in zip(self.coef_, columns):
             z += weight * column
@@ -255,7 +283,7 @@ class FisherNBStack(CountingModel):
 
     def _n_weights(self) -> int:
         """The combiner's weights (its intercept aside)."""
-        return self._n_components() + 2 * bool(self.length_aware)
+        return self._n_components() + 2 * bool(self.length_aware) + int(self.side_inputs)
 
     def _new_logistic(self):
         return OnlineLogistic(rate=self.logistic) if self.logistic else None
@@ -298,21 +326,37 @@ class FisherNBStack(CountingModel):
             raise ConfigError(f"length_aware must be True or False, got {self.length_aware!r}")
         if self.logistic:
             OnlineLogistic(rate=self.logistic).check_params()
+        if not (isinstance(self.side_inputs, (int, np.integer)) and not isinstance(self.side_inputs, bool)
+                and 0 <= self.side_inputs <= 16):
+            raise ConfigError(f"side_inputs must be an integer from 0 to 16, got {self.side_inputs!r}")
 
-    def fit(self, X, y, sample_weight=None):
-        """Count, then fit the combiner on cross-validated component scores; returns ``self``."""
+    def fold_assignment(self, y) -> tuple[int, np.ndarray]:
+        """(k, the fold of each message) that :meth:`fit` scores the combiner's training messages
+        by: stratified (:func:`fold_of_rows`), k = ``folds`` or fewer when a class has fewer
+        messages; k < 2 means no combiner is fitted (Fisher alone). Side scores for :meth:`fit`
+        must be held out by these folds."""
+        y = np.asarray(y)
+        classes, codes = np.unique(y, return_inverse=True)
+        if len(classes) != 2:
+            raise ConfigError(f"the stack is a two-class model; got {len(classes)} class(es)")
+        k = int(min(self.folds, np.bincount(codes, minlength=2).min()))
+        return k, (fold_of_rows(codes, k) if k >= 2 else np.zeros(len(codes), dtype=np.int64))
+
+    def fit(self, X, y, sample_weight=None, side=None):
+        """Count, then fit the combiner on cross-validated component scores (and, with side inputs,
+        the held-out ``side`` scores of every message: :meth:`fold_assignment`); returns ``self``."""
         self.check_params()
         self._weights(sample_weight, 0)                   # refuses sample weights
         X, y = self._validate_Xy(X, y, reset=True)
+        self._side_columns(side, X.shape[0])              # refused before anything is counted
         X = self.counted(X)
         self._start_counts(y, X.shape[1])
         codes = self.class_codes(y)
         ones = np.ones(len(codes))
         self.add_counts(*self.count_rows(X, codes, ones))
         labels = self.classes_[codes]
-        k = int(min(self.folds, np.bincount(codes, minlength=2).min()))
+        k, folds = self.fold_assignment(self.classes_[codes])
         if k >= 2:
-            folds = fold_of_rows(codes, k)
             scores = np.zeros((X.shape[0], self.score_columns()))
             for fold in range(k):
                 held = folds == fold
@@ -323,17 +367,18 @@ class FisherNBStack(CountingModel):
                     logistic.partial_fit(X, labels, classes=self.classes_, sample_weight=(~held).astype(np.float64))
                 scores[held] = self.component_scores(self.class_count_ - cc, self.feature_count_ - fc, X[held],
                                                      logistic=logistic)
-            self.fit_combiner(scores, codes == 1)
+            self.fit_combiner(scores, codes == 1, side)
         if self.logistic_ is not None:
             self.logistic_.partial_fit(X, labels, classes=self.classes_)
         return self
 
-    def fit_combiner(self, scores, is_c1) -> "FisherNBStack":
+    def fit_combiner(self, scores, is_c1, side=None) -> "FisherNBStack":
         """Fit the logistic combiner on held-out component scores (rows of component log-odds).
 
         :meth:`fit` calls it on cross-validated scores; an online run calls it on the scores the
         filter gave each message before learning it, which are held-out by construction. With
-        ``length_aware`` the range of their ℓ becomes ``length_range_``.
+        ``length_aware`` the range of their ℓ becomes ``length_range_``; with side inputs,
+        ``side`` holds the messages' held-out side scores.
         """
         is_c1 = np.asarray(is_c1, dtype=bool)
         if is_c1.all() or not is_c1.any():
@@ -341,7 +386,7 @@ class FisherNBStack(CountingModel):
         if self.length_aware:
             length = self._length(np.asarray(scores, dtype=np.float64))
             self.length_range_ = np.array([length.min(), length.max()])
-        self.coef_, self.intercept_ = fit_l2_logistic(self.combiner_features(scores), is_c1, C=1.0)
+        self.coef_, self.intercept_ = fit_l2_logistic(self.combiner_features(scores, side), is_c1, C=1.0)
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -367,17 +412,18 @@ class FisherNBStack(CountingModel):
 
     # ------------------------------------------------------------- prediction
 
-    def joint_log_likelihood(self, X) -> np.ndarray:
-        """log P(c | x) of the combiner, shape (n, 2) (already normalised)."""
-        z = self.combined_log_odds(self.component_log_odds(X))
+    def joint_log_likelihood(self, X, side=None) -> np.ndarray:
+        """log P(c | x) of the combiner, shape (n, 2) (already normalised); ``side``: the messages'
+        side scores, when the stack has side inputs."""
+        z = self.combined_log_odds(self.component_log_odds(X), side)
         out = np.empty((len(z), 2))
         out[:, 0], out[:, 1] = log_expit(-z), log_expit(z)
         return out
 
-    def predict_log_proba(self, X) -> np.ndarray:
+    def predict_log_proba(self, X, side=None) -> np.ndarray:
         """log P(c | x) = (log σ(-z), log σ(z)) of the combiner's log-odds z: normalised as they
         are (σ(-z) + σ(z) = 1), so the log-sum-exp of the general method is skipped."""
-        return self.joint_log_likelihood(X)
+        return self.joint_log_likelihood(X, side)
 
     def contributions(self, x):
         """The Fisher component's clues (see :meth:`RobinsonFisher.contributions`)."""
