@@ -3047,11 +3047,25 @@ static PyObject *context_learn(PyObject *self, PyObject *args)
     if (!bad) {
         long long *table[2] = {t0.buf, t1.buf};
         Py_BEGIN_ALLOW_THREADS
-        int64_t slot[CTX_MAX_ORDER + 1];
+        /* the slots of the symbol after next computed and prefetched two symbols ahead, as in
+           context_ratios */
+        int64_t ring[3][CTX_MAX_ORDER + 1];
         for (Py_ssize_t t = 0; t < n_texts; t++) {
             long long *row = table[code[t]];
-            for (Py_ssize_t i = 0; i <= lens[t]; i++) {
-                ctx_slots(ptrs[t], lens[t], i, order, bits, slot);
+            Py_ssize_t n = lens[t];
+            for (Py_ssize_t ahead = 0; ahead < 2 && ahead <= n; ahead++) {
+                ctx_slots(ptrs[t], n, ahead, order, bits, ring[ahead]);
+                for (int k = 0; k <= order; k++)
+                    PREFETCH(&row[ring[ahead][k]]);
+            }
+            for (Py_ssize_t i = 0; i <= n; i++) {
+                if (i + 2 <= n) {
+                    int64_t *next = ring[(i + 2) % 3];
+                    ctx_slots(ptrs[t], n, i + 2, order, bits, next);
+                    for (int k = 0; k <= order; k++)
+                        PREFETCH(&row[next[k]]);
+                }
+                const int64_t *slot = ring[i % 3];
                 for (int k = 0; k <= order; k++)
                     row[slot[k]] += 1;
             }
@@ -3104,29 +3118,51 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
         double *o = out.buf;
         long long *olen = len.buf;
         Py_BEGIN_ALLOW_THREADS
-        int64_t slot[CTX_MAX_ORDER + 1], previous[CTX_MAX_ORDER + 1];
+        /* The slots of the symbol after next are computed, and their counts prefetched, two
+           symbols ahead: the lookups of a symbol (2 (order + 1) random reads in tables much larger
+           than the cache) then overlap the arithmetic of the two before it. A context's count is
+           the count its string had as the previous symbol's pair (kept, not read again). */
+        int64_t ring[3][CTX_MAX_ORDER + 1];
+        double pair_before[2][CTX_MAX_ORDER + 1];
         for (Py_ssize_t t = 0; t < n_texts; t++) {
             double sum = 0.0;
-            for (Py_ssize_t i = 0; i <= lens[t]; i++) {
-                ctx_slots(ptrs[t], lens[t], i, order, bits, slot);
+            Py_ssize_t n = lens[t];
+            for (Py_ssize_t ahead = 0; ahead < 2 && ahead <= n; ahead++) {
+                ctx_slots(ptrs[t], n, ahead, order, bits, ring[ahead]);
+                for (int k = 0; k <= order; k++) {
+                    PREFETCH(&table[0][ring[ahead][k]]);
+                    PREFETCH(&table[1][ring[ahead][k]]);
+                }
+            }
+            for (Py_ssize_t i = 0; i <= n; i++) {
+                if (i + 2 <= n) {
+                    int64_t *next = ring[(i + 2) % 3];
+                    ctx_slots(ptrs[t], n, i + 2, order, bits, next);
+                    for (int k = 0; k <= order; k++) {
+                        PREFETCH(&table[0][next[k]]);
+                        PREFETCH(&table[1][next[k]]);
+                    }
+                }
+                const int64_t *slot = ring[i % 3];
                 double lp[2];
                 for (int c = 0; c < 2; c++) {
                     const long long *row = table[c];
-                    double p = 1.0 / 257.0;
+                    double p = 1.0 / 257.0, pair[CTX_MAX_ORDER + 1];
                     for (int k = 0; k <= order; k++) {
-                        double n_context = k == 0 ? n_symbols_of[c] : (i == 0 ? n_texts_of[c] : (double)row[previous[k - 1]]);
+                        double n_context = k == 0 ? n_symbols_of[c] : (i == 0 ? n_texts_of[c] : pair_before[c][k - 1]);
                         double n_pair = (double)row[slot[k]];
+                        pair[k] = n_pair;
                         if (n_pair > n_context)
                             n_pair = n_context;
                         p = (n_pair + beta * p) / (n_context + beta);
                     }
+                    memcpy(pair_before[c], pair, sizeof(double) * (size_t)(order + 1));
                     lp[c] = log(p);
                 }
                 sum += lp[1] - lp[0];
-                memcpy(previous, slot, sizeof(slot));
             }
             o[t] = sum;
-            olen[t] = lens[t] + 1;
+            olen[t] = n + 1;
         }
         Py_END_ALLOW_THREADS
     }
