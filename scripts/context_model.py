@@ -164,6 +164,9 @@ def online_corpus(messages, variants, beta: float) -> list:
             components = stack.component_log_odds(x)
             base = stack.combined_log_odds(components)[0]
             r = [c.mean_log_ratio(k)[0] for c, k in zip(contexts, keys)]
+            scores[0].append(base)                  # every score before the message's own refit
+            for j, s in enumerate(sided):
+                scores[j + 1].append(float(s.combined_log_odds(components, [r[j]])[0]) if refitted else base)
             history.append(components[0])
             ratios.append(r)
             labels.append(is_spam)
@@ -172,9 +175,6 @@ def online_corpus(messages, variants, beta: float) -> list:
                 for j, s in enumerate(sided):
                     s.fit_combiner(np.array(history), np.array(labels), side=np.array(ratios)[:, j])
                 refitted = True
-            scores[0].append(base)
-            for j, s in enumerate(sided):
-                scores[j + 1].append(float(s.combined_log_odds(components, [r[j]])[0]) if refitted else base)
         else:
             for s in scores:
                 s.append(0.0)

@@ -64,7 +64,8 @@ ALLOWED = {
     "wordlist": {"decision", "errors", "features", "labels", "models", "spamfilter", "text"},
     # the one-import facade for scripts: re-exports spamfilter, config and jobs
     "pipeline": {"spamfilter", "config", "jobs", "decision", "models"},
-    "evaluation": {"corpus", "decision", "errors", "features", "labels", "message", "metrics", "models", "names", "persist", "selection", "text"},
+    # (bytekeys: the online protocol with a context model, which reads each message's bytes)
+    "evaluation": {"bytekeys", "corpus", "decision", "errors", "features", "labels", "message", "metrics", "models", "names", "persist", "selection", "text"},
     # model selection over matrices (folds, out-of-fold scores, kNN tuning, thresholds)
     "selection": {"errors", "models", "decision"},
     # (compiled: the vocabulary's hash keys in C)

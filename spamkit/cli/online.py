@@ -51,10 +51,14 @@ from .progress import Progress, verbosity_options
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="0: every core",
               help="Parse and tokenize ahead in this many worker processes (1: all in this process); the "
                    "learning stays in order, so the results are the same.")
+@click.option("--context-model", is_flag=True,
+              help="fisher-nb: add a byte context model per class (compression-based filtering) of each raw "
+                   "message's first 3,000 bytes as a fifth input of the stack's combiner: lower (1-ROCA)% on "
+                   "every corpus measured, at about twice the time a message and 256 MB of tables.")
 @click.option("--json", "as_json", is_flag=True)
 def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                    max_clues, rate, alpha, regime, margin, hashing, delay, feedback_fraction, active, active_b,
-                   report_path, seed, order, jobs, as_json):
+                   report_path, seed, order, jobs, context_model, as_json):
     """Online evaluation as in the TREC spam track: classify each message, then learn it.
 
     Messages are taken in corpus order (TREC index order, Enron arrival order).
@@ -68,6 +72,9 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
                                {"--regime": regime != "all", "--delay": delay != 0, "--feedback-fraction":
                                 feedback_fraction != 1.0, "--active": active is not None, "--order": order != "corpus"})
     model = model or "fisher-nb"
+    if context_model and model != "fisher-nb":
+        raise click.BadParameter("the context model is an input of the fisher-nb stack's combiner; use --model "
+                                 "fisher-nb", param_hint="--context-model")
     if model == "complement":
         raise click.BadParameter("complement NB learns online for more than two classes (--classes any); for ham "
                                  "and spam use multinomial or fisher-nb", param_hint="--model")
@@ -80,7 +87,8 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
                                stack=stack_for_rate(rate), rate=rate,
                                margin=margin, hashing=hashing, delay=delay,
                                feedback_fraction=feedback_fraction, seed=seed, order=order,
-                               active=active, active_b=active_b, progress=progress.step)
+                               active=active, active_b=active_b, progress=progress.step,
+                               context={} if context_model else None)
     if output:
         result.write_trec(output)
     data = result.as_dict()
