@@ -33,9 +33,14 @@ Bayes).
 The counts live in one table of 2**bits slots per class, the counts of every string of 1 to
 K + 1 symbols, filled through hashed keys (:func:`spamkit.bytekeys.context_keys`, which also
 defines the symbols: the first ``max_bytes`` bytes and an end-of-text symbol); the count of a
-context is the count of its string, since every symbol but the end is followed by another. Measured on Enron1-6 under the protocol of
-Metsis et al. (``scripts/context_model.py``, docs/results.md): alone it ranks nearly as well as
-spamkit's default stack, and as a fourth input of the stack's combiner it raises both recalls.
+context is the count of its string, since every symbol but the end is followed by another.
+
+Measured (``scripts/context_model.py``, docs/results.md, "A context model per class"): as a side
+input of the default stack's combiner (``FisherNBStack(side_inputs=1)``; ``spamkit online
+--context-model``), online (1-ROCA)% lower on every corpus but CSDMC2010 (TREC 0.0392 -> 0.0286,
+the Enron average 0.145 -> 0.080, SMS 0.37 -> 0.27); under Metsis et al.'s batches, alone, it
+ranks as well as the whole default stack (balanced recall 98.66% against 98.58%), and with it
+the recalls rise from 98.82 / 98.23 to 99.22 / 98.56.
 """
 
 from __future__ import annotations
