@@ -290,8 +290,11 @@ def render_online(r: dict, output: str | None) -> str:
     m, st = r["measures"], r["settings"]
     if st["model"] in ("fisher", "fisher-nb"):
         f = st.get("fisher", {})
+        context = st.get("context")
         stacked = "Robinson/Fisher + multinomial NB" + (
-            f" + logistic regression (rate {f['logistic']:g})" if f.get("logistic") else "") + ", stacked"
+            f" + logistic regression (rate {f['logistic']:g})" if f.get("logistic") else "") + (
+            f" + a byte context model per class (order {context['order']}, 2^{context['bits']} slots, the first "
+            f"{context['max_bytes']} bytes)" if context else "") + ", stacked"
         model = (f"{stacked if st['model'] == 'fisher-nb' else 'Robinson/Fisher'}, s {f.get('strength')}, "
                  f"x {f.get('prior')}, min_dev {f.get('min_dev')}, max_clues {f.get('max_clues')}")
     elif st["model"] == "logistic":

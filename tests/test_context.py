@@ -258,5 +258,8 @@ def test_spamkit_online_with_the_context_model(tmp_path):
         runs[bool(flag)] = json.loads(result.output)
     assert runs[True]["settings"]["context"]["bits"] == 24 and "context" not in runs[False]["settings"]
     assert runs[True]["measures"]["roca_pct"] < runs[False]["measures"]["roca_pct"]
+    from spamkit.report import render_online
+    assert "a byte context model per class (order 6, 2^24 slots" in render_online(runs[True], None)
+    assert "context model" not in render_online(runs[False], None)
     refused = CliRunner().invoke(cli, ["online", path, "--model", "multinomial", "--context-model"])
     assert refused.exit_code != 0 and "fisher-nb" in refused.output
