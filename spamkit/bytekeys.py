@@ -44,7 +44,7 @@ from .errors import ConfigError
 END = 256
 #: what the context holds before a text's first byte (never predicted)
 PAD = 257
-#: odd 64-bit multipliers of the hash (the golden ratio's, and a large prime's)
+#: odd 64-bit multipliers of the hash (the golden ratio's, and FNV-1's 64-bit prime)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _STEP = np.uint64(0x100000001B3)
 
@@ -54,7 +54,7 @@ class ContextKeys:
     size of their keys. ``keys`` (int32, one row per symbol, ``order`` + 1 slots: see the module
     docstring) and ``indptr`` (the symbols of text t are rows ``indptr[t]:indptr[t + 1]``) are
     computed when first asked for: the compiled loops of ``spamkit.speedups`` compute the same
-    slots as they read the texts and never need them stored (16 bytes a symbol at order 7)."""
+    slots as they read the texts and never need them stored (4 (order + 1) bytes a symbol)."""
 
     __slots__ = ("texts", "order", "bits", "_keys", "_indptr")
 
