@@ -3014,17 +3014,56 @@ static int ctx_texts(PyObject *seq, Py_ssize_t max_bytes, PyObject **owner, cons
     return 0;
 }
 
-/* context_learn(texts, codes, order, bits, max_bytes, table0, table1) -> None: every slot of
-   every symbol of text t counted once more in table0 (code 0) or table1 (code 1). */
+/* Adds delta to every slot of every symbol of each text in its class's table; with check, and
+   delta < 0, then reads the same slots again and says (0) if one went below zero. The slots of
+   the symbol after next are computed and prefetched two symbols ahead, as in context_ratios. */
+static int ctx_apply(const unsigned char **ptrs, const Py_ssize_t *lens, const long long *code, Py_ssize_t n_texts,
+                     int order, int bits, long long **table, long long delta, int check)
+{
+    int64_t ring[3][CTX_MAX_ORDER + 1];
+    for (Py_ssize_t t = 0; t < n_texts; t++) {
+        long long *row = table[code[t]];
+        Py_ssize_t n = lens[t];
+        for (Py_ssize_t ahead = 0; ahead < 2 && ahead <= n; ahead++) {
+            ctx_slots(ptrs[t], n, ahead, order, bits, ring[ahead]);
+            for (int k = 0; k <= order; k++)
+                PREFETCH(&row[ring[ahead][k]]);
+        }
+        for (Py_ssize_t i = 0; i <= n; i++) {
+            if (i + 2 <= n) {
+                int64_t *next = ring[(i + 2) % 3];
+                ctx_slots(ptrs[t], n, i + 2, order, bits, next);
+                for (int k = 0; k <= order; k++)
+                    PREFETCH(&row[next[k]]);
+            }
+            const int64_t *slot = ring[i % 3];
+            for (int k = 0; k <= order; k++) {
+                if (check) {
+                    if (row[slot[k]] < 0)
+                        return 0;
+                } else {
+                    row[slot[k]] += delta;
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+/* context_learn(texts, codes, order, bits, max_bytes, table0, table1, sign=1) -> bool: every slot
+   of every symbol of text t counted once more (sign 1) or once less (sign -1) in table0 (code 0)
+   or table1 (code 1). Unlearning that would take a count below zero changes nothing and
+   returns False. */
 static PyObject *context_learn(PyObject *self, PyObject *args)
 {
     PyObject *o_texts, *o_codes, *o_t0, *o_t1;
-    int order, bits;
+    int order, bits, sign = 1;
     Py_ssize_t max_bytes;
-    if (!PyArg_ParseTuple(args, "OOiinOO:context_learn", &o_texts, &o_codes, &order, &bits, &max_bytes, &o_t0, &o_t1))
+    if (!PyArg_ParseTuple(args, "OOiinOO|i:context_learn", &o_texts, &o_codes, &order, &bits, &max_bytes, &o_t0,
+                          &o_t1, &sign))
         return NULL;
-    if (order < 0 || order > CTX_MAX_ORDER || bits < 8 || bits > 30 || max_bytes < 1) {
-        PyErr_SetString(PyExc_ValueError, "context_learn: order, bits or max_bytes out of range");
+    if (order < 0 || order > CTX_MAX_ORDER || bits < 8 || bits > 30 || max_bytes < 1 || (sign != 1 && sign != -1)) {
+        PyErr_SetString(PyExc_ValueError, "context_learn: order, bits, max_bytes or sign out of range");
         return NULL;
     }
     PyObject *owner;
@@ -3041,34 +3080,16 @@ static PyObject *context_learn(PyObject *self, PyObject *args)
     }
     Py_ssize_t n_texts = PyTuple_GET_SIZE(owner), size = (Py_ssize_t)1 << bits;
     const long long *code = codes.buf;
-    int bad = codes.shape[0] != n_texts || t0.shape[0] != size || t1.shape[0] != size;
+    int bad = codes.shape[0] != n_texts || t0.shape[0] != size || t1.shape[0] != size, done = 1;
     for (Py_ssize_t t = 0; !bad && t < n_texts; t++)
         bad = code[t] != 0 && code[t] != 1;
     if (!bad) {
         long long *table[2] = {t0.buf, t1.buf};
         Py_BEGIN_ALLOW_THREADS
-        /* the slots of the symbol after next computed and prefetched two symbols ahead, as in
-           context_ratios */
-        int64_t ring[3][CTX_MAX_ORDER + 1];
-        for (Py_ssize_t t = 0; t < n_texts; t++) {
-            long long *row = table[code[t]];
-            Py_ssize_t n = lens[t];
-            for (Py_ssize_t ahead = 0; ahead < 2 && ahead <= n; ahead++) {
-                ctx_slots(ptrs[t], n, ahead, order, bits, ring[ahead]);
-                for (int k = 0; k <= order; k++)
-                    PREFETCH(&row[ring[ahead][k]]);
-            }
-            for (Py_ssize_t i = 0; i <= n; i++) {
-                if (i + 2 <= n) {
-                    int64_t *next = ring[(i + 2) % 3];
-                    ctx_slots(ptrs[t], n, i + 2, order, bits, next);
-                    for (int k = 0; k <= order; k++)
-                        PREFETCH(&row[next[k]]);
-                }
-                const int64_t *slot = ring[i % 3];
-                for (int k = 0; k <= order; k++)
-                    row[slot[k]] += 1;
-            }
+        ctx_apply(ptrs, lens, code, n_texts, order, bits, table, sign, 0);
+        if (sign < 0 && !ctx_apply(ptrs, lens, code, n_texts, order, bits, table, 0, 1)) {
+            ctx_apply(ptrs, lens, code, n_texts, order, bits, table, 1, 0);     /* put everything back */
+            done = 0;
         }
         Py_END_ALLOW_THREADS
     }
@@ -3078,7 +3099,7 @@ static PyObject *context_learn(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "context_learn: the texts, codes and tables do not fit together");
         return NULL;
     }
-    Py_RETURN_NONE;
+    return PyBool_FromLong(done);
 }
 
 /* context_ratios(texts, order, bits, max_bytes, table0, table1, texts0, texts1, symbols0, symbols1,
@@ -3177,8 +3198,9 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"context_learn", context_learn, METH_VARARGS,
-     "context_learn(texts, codes, order, bits, max_bytes, table0, table1) -> None\n\n"
-     "Count the context slots of every symbol of each text in its class's table (spamkit.models.context)."},
+     "context_learn(texts, codes, order, bits, max_bytes, table0, table1, sign=1) -> bool\n\n"
+     "Count (or with sign -1 uncount) the context slots of every symbol of each text in its class's table "
+     "(spamkit.models.context); False: unlearning would go below zero, nothing changed."},
     {"context_ratios", context_ratios, METH_VARARGS,
      "context_ratios(texts, order, bits, max_bytes, table0, table1, texts0, texts1, symbols0, symbols1, beta, out, "
      "lengths) -> None\n\nPer text, the blended context models' log-likelihood ratio and its number of symbols."},

@@ -122,6 +122,26 @@ def test_counts_add_and_subtract_exactly():
         first_two.unlearn(keys.rows([2]), ["spam"])
 
 
+def test_unlearning_what_was_never_learned_changes_nothing():
+    # "a" learned once as ham: unlearning "aaaa" as ham would take the count of the string "a"
+    # from 1 to -3; refused, every count as it was (the compiled loop subtracts, finds a count
+    # below zero and adds everything back; NumPy checks first)
+    keys = context_keys([b"a", b"b", b"aaaa"], order=2, bits=16)
+    for compiled in (True, False):
+        saved = context_module.speedups
+        if not compiled:
+            context_module.speedups = None
+        try:
+            model = ByteContextModel(order=2, bits=16).fit(keys.rows([0, 1]), ["ham", "spam"])
+            before = (model.table_.copy(), model.class_count_.copy(), model.symbol_count_.copy())
+            with pytest.raises(ConfigError, match="never learned"):
+                model.unlearn(keys.rows([2]), ["ham"])
+        finally:
+            context_module.speedups = saved
+        assert np.array_equal(model.table_, before[0])
+        assert model.class_count_.tolist() == before[1].tolist() and model.symbol_count_.tolist() == before[2].tolist()
+
+
 def test_keys_of_a_text_do_not_depend_on_its_batch():
     texts = [b"alpha beta", b"", "gamma \u00e9".encode(), b"alpha"]
     together = context_keys(texts, order=4, bits=18)
@@ -186,9 +206,16 @@ def test_compiled_loops_match_numpy(texts, order, beta, bits):
     try:
         plain = ByteContextModel(order=order, beta=beta, bits=bits).fit(keys, labels)
         expected = plain.log_ratios(keys)
+        plain_unlearned = ByteContextModel(order=order, beta=beta, bits=bits).fit(keys, labels).unlearn(
+            keys.rows([1]), [1])
     finally:
         context_module.speedups = saved
     assert np.array_equal(compiled.table_, plain.table_)
+    # unlearning in C: the same counts as NumPy's; refused, it changes nothing
+    unlearned = ByteContextModel(order=order, beta=beta, bits=bits).fit(keys, labels).unlearn(keys.rows([1]), [1])
+    assert np.array_equal(unlearned.table_, plain_unlearned.table_)
+    assert unlearned.symbol_count_.tolist() == plain_unlearned.symbol_count_.tolist()
+
     assert compiled.symbol_count_.tolist() == plain.symbol_count_.tolist()
     got = compiled.log_ratios(keys)
     assert got[1].tolist() == expected[1].tolist()

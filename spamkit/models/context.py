@@ -170,13 +170,17 @@ class ByteContextModel(Estimator):
         if len(y) != keys.n_texts:
             raise ConfigError(f"{len(y)} labels for {keys.n_texts} texts")
         codes = self.class_codes(y)
-        if sign > 0 and speedups is not None and self.table_.flags.c_contiguous:
-            # in C: each slot of each symbol counted as the text is read (the same counts:
-            # tests/test_context.py), without the keys or their unique values stored
-            speedups.context_learn(keys.texts, codes.astype(np.int64), int(self.order), int(self.bits), sys.maxsize,
-                                   self.table_[0], self.table_[1])
-            self.class_count_ += np.bincount(codes, minlength=2)
-            self.symbol_count_ += np.bincount(codes, weights=[len(t) + 1 for t in keys.texts], minlength=2)
+        if speedups is not None and self.table_.flags.c_contiguous:
+            # in C: each slot of each symbol counted (or uncounted) as the text is read (the same
+            # counts: tests/test_context.py), without the keys or their unique values stored
+            texts = np.bincount(codes, minlength=2).astype(np.float64)
+            if sign < 0 and (self.class_count_ < texts).any():
+                raise ConfigError("cannot unlearn texts that were never learned (counts would go negative)")
+            if not speedups.context_learn(keys.texts, codes.astype(np.int64), int(self.order), int(self.bits),
+                                          sys.maxsize, self.table_[0], self.table_[1], sign):
+                raise ConfigError("cannot unlearn texts that were never learned (counts would go negative)")
+            self.class_count_ += sign * texts
+            self.symbol_count_ += sign * np.bincount(codes, weights=[len(t) + 1 for t in keys.texts], minlength=2)
             return self
         lengths = np.diff(keys.indptr)
         texts = np.bincount(codes, minlength=2).astype(np.float64)
