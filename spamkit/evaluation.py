@@ -16,6 +16,7 @@ from scipy.special import expit
 
 import time
 
+from .bytekeys import context_keys
 from .decision import DEFAULT_BAND
 from .errors import ConfigError, CorpusError
 from .features import Vectorizer
@@ -25,6 +26,7 @@ from .metrics import learning_curve, roc_curve, three_way_rates, trec_measures
 from .models import FisherNBStack
 from .models.logistic import DEFAULT_RATE
 from .models.base import finite_log_odds
+from .models.context import ByteContextModel
 from .models.registry import make_model
 from .names import ONLINE_MODELS, REGIMES
 from .selection import threshold_report
@@ -141,12 +143,10 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     class never seen has prior 0, and its log-odds would be infinite.
     """
     learner = online_model(model, alpha=alpha, fisher=fisher, stack=stack, rate=rate)
-    context_model, context_keys, max_bytes = None, None, None
+    context_model, max_bytes = None, None
     if context is not None:
         if model != "fisher-nb":
             raise ConfigError(f"a context model is a side input of the fisher-nb stack, not of {model!r}")
-        from .bytekeys import context_keys
-        from .models.context import ByteContextModel
         context = dict(context)
         max_bytes = int(context.pop("max_bytes", 3000))
         try:

@@ -2984,6 +2984,23 @@ static inline void ctx_slots(const unsigned char *b, Py_ssize_t n, Py_ssize_t i,
     }
 }
 
+/* The slots of symbol i (if the text has it: i <= n) into out, their counts prefetched in each
+   table row given (row_b may be NULL). The loops below call it two symbols ahead, so that the
+   lookups of a symbol (random reads in tables much larger than the cache) overlap the work on
+   the two before it. */
+static inline void ctx_ahead(const unsigned char *b, Py_ssize_t n, Py_ssize_t i, int order, int bits, int64_t *out,
+                             const long long *row_a, const long long *row_b)
+{
+    if (i > n)
+        return;
+    ctx_slots(b, n, i, order, bits, out);
+    for (int k = 0; k <= order; k++) {
+        PREFETCH(&row_a[out[k]]);
+        if (row_b != NULL)
+            PREFETCH(&row_b[out[k]]);
+    }
+}
+
 /* The texts of a sequence as (pointer, length) pairs, each cut at max_bytes; *owner holds them
    (a tuple) until released. Only bytes are accepted. */
 static int ctx_texts(PyObject *seq, Py_ssize_t max_bytes, PyObject **owner, const unsigned char ***ptrs,
@@ -3014,9 +3031,8 @@ static int ctx_texts(PyObject *seq, Py_ssize_t max_bytes, PyObject **owner, cons
     return 0;
 }
 
-/* Adds delta to every slot of every symbol of each text in its class's table; with check, and
-   delta < 0, then reads the same slots again and says (0) if one went below zero. The slots of
-   the symbol after next are computed and prefetched two symbols ahead, as in context_ratios. */
+/* Adds delta to every slot of every symbol of each text in its class's table; with check, reads
+   the same slots instead and says (0) if one is below zero. */
 static int ctx_apply(const unsigned char **ptrs, const Py_ssize_t *lens, const long long *code, Py_ssize_t n_texts,
                      int order, int bits, long long **table, long long delta, int check)
 {
@@ -3024,18 +3040,10 @@ static int ctx_apply(const unsigned char **ptrs, const Py_ssize_t *lens, const l
     for (Py_ssize_t t = 0; t < n_texts; t++) {
         long long *row = table[code[t]];
         Py_ssize_t n = lens[t];
-        for (Py_ssize_t ahead = 0; ahead < 2 && ahead <= n; ahead++) {
-            ctx_slots(ptrs[t], n, ahead, order, bits, ring[ahead]);
-            for (int k = 0; k <= order; k++)
-                PREFETCH(&row[ring[ahead][k]]);
-        }
+        ctx_ahead(ptrs[t], n, 0, order, bits, ring[0], row, NULL);
+        ctx_ahead(ptrs[t], n, 1, order, bits, ring[1], row, NULL);
         for (Py_ssize_t i = 0; i <= n; i++) {
-            if (i + 2 <= n) {
-                int64_t *next = ring[(i + 2) % 3];
-                ctx_slots(ptrs[t], n, i + 2, order, bits, next);
-                for (int k = 0; k <= order; k++)
-                    PREFETCH(&row[next[k]]);
-            }
+            ctx_ahead(ptrs[t], n, i + 2, order, bits, ring[(i + 2) % 3], row, NULL);
             const int64_t *slot = ring[i % 3];
             for (int k = 0; k <= order; k++) {
                 if (check) {
@@ -3139,31 +3147,17 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
         double *o = out.buf;
         long long *olen = len.buf;
         Py_BEGIN_ALLOW_THREADS
-        /* The slots of the symbol after next are computed, and their counts prefetched, two
-           symbols ahead: the lookups of a symbol (2 (order + 1) random reads in tables much larger
-           than the cache) then overlap the arithmetic of the two before it. A context's count is
-           the count its string had as the previous symbol's pair (kept, not read again). */
+        /* A context's count is the count its string had as the previous symbol's pair (kept,
+           not read again). */
         int64_t ring[3][CTX_MAX_ORDER + 1];
         double pair_before[2][CTX_MAX_ORDER + 1];
         for (Py_ssize_t t = 0; t < n_texts; t++) {
             double sum = 0.0;
             Py_ssize_t n = lens[t];
-            for (Py_ssize_t ahead = 0; ahead < 2 && ahead <= n; ahead++) {
-                ctx_slots(ptrs[t], n, ahead, order, bits, ring[ahead]);
-                for (int k = 0; k <= order; k++) {
-                    PREFETCH(&table[0][ring[ahead][k]]);
-                    PREFETCH(&table[1][ring[ahead][k]]);
-                }
-            }
+            ctx_ahead(ptrs[t], n, 0, order, bits, ring[0], table[0], table[1]);
+            ctx_ahead(ptrs[t], n, 1, order, bits, ring[1], table[0], table[1]);
             for (Py_ssize_t i = 0; i <= n; i++) {
-                if (i + 2 <= n) {
-                    int64_t *next = ring[(i + 2) % 3];
-                    ctx_slots(ptrs[t], n, i + 2, order, bits, next);
-                    for (int k = 0; k <= order; k++) {
-                        PREFETCH(&table[0][next[k]]);
-                        PREFETCH(&table[1][next[k]]);
-                    }
-                }
+                ctx_ahead(ptrs[t], n, i + 2, order, bits, ring[(i + 2) % 3], table[0], table[1]);
                 const int64_t *slot = ring[i % 3];
                 double lp[2];
                 for (int c = 0; c < 2; c++) {

@@ -52,7 +52,7 @@ import numpy as np
 from .. import errors
 from ..compiled import speedups as _compiled
 from ..errors import ConfigError
-from .base import Estimator
+from .base import Estimator, ProbabilisticClassifier
 
 speedups = _compiled()                   # spamkit/speedups.c, or None: NumPy throughout
 
@@ -121,15 +121,8 @@ class ByteContextModel(Estimator):
                               f"{self.order}, bits {self.bits}")
         return keys
 
-    def class_codes(self, y) -> np.ndarray:
-        """0/1 for each label, by position in ``classes_``."""
-        y = np.asarray(y)
-        codes = np.searchsorted(self.classes_, y)
-        codes = np.minimum(codes, len(self.classes_) - 1)
-        if not np.array_equal(self.classes_[codes], y):
-            unknown = sorted(set(y.tolist()) - set(self.classes_.tolist()))
-            raise ConfigError(f"labels {unknown} are not among the classes {self.classes_.tolist()}")
-        return codes
+    #: 0/1 for each label, by position in ``classes_`` (the classifiers' own mapping)
+    class_codes = ProbabilisticClassifier.class_codes
 
     # ------------------------------------------------------------- counting
 
@@ -170,28 +163,26 @@ class ByteContextModel(Estimator):
         if len(y) != keys.n_texts:
             raise ConfigError(f"{len(y)} labels for {keys.n_texts} texts")
         codes = self.class_codes(y)
-        if speedups is not None and self.table_.flags.c_contiguous:
-            # in C: each slot of each symbol counted (or uncounted) as the text is read (the same
-            # counts: tests/test_context.py), without the keys or their unique values stored
-            texts = np.bincount(codes, minlength=2).astype(np.float64)
-            if sign < 0 and (self.class_count_ < texts).any():
-                raise ConfigError("cannot unlearn texts that were never learned (counts would go negative)")
-            if not speedups.context_learn(keys.texts, codes.astype(np.int64), int(self.order), int(self.bits),
-                                          sys.maxsize, self.table_[0], self.table_[1], sign):
-                raise ConfigError("cannot unlearn texts that were never learned (counts would go negative)")
-            self.class_count_ += sign * texts
-            self.symbol_count_ += sign * np.bincount(codes, weights=[len(t) + 1 for t in keys.texts], minlength=2)
-            return self
         lengths = np.diff(keys.indptr)
         texts = np.bincount(codes, minlength=2).astype(np.float64)
         symbols = np.bincount(codes, weights=lengths, minlength=2).astype(np.float64)
-        per_symbol = np.repeat(codes, lengths)
-        changes = [np.unique(keys.keys[per_symbol == c].ravel(), return_counts=True) for c in (0, 1)]
-        if sign < 0 and (any((self.table_[c][slots] < n).any() for c, (slots, n) in enumerate(changes))
-                         or (self.class_count_ < texts).any()):
-            raise ConfigError("cannot unlearn texts that were never learned (counts would go negative)")
-        for c, (slots, n) in enumerate(changes):
-            self.table_[c][slots] += sign * n               # slots are distinct: no repeated index
+        never_learned = ConfigError("cannot unlearn texts that were never learned (counts would go negative)")
+        if sign < 0 and (self.class_count_ < texts).any():
+            raise never_learned
+        if speedups is not None and self.table_.flags.c_contiguous:
+            # in C: each slot of each symbol counted (or uncounted) as the text is read (the same
+            # counts: tests/test_context.py), without the keys or their unique values stored; an
+            # unlearning that would go below zero is undone there and reported
+            if not speedups.context_learn(keys.texts, codes, int(self.order), int(self.bits), sys.maxsize,
+                                          self.table_[0], self.table_[1], sign):
+                raise never_learned
+        else:
+            per_symbol = np.repeat(codes, lengths)
+            changes = [np.unique(keys.keys[per_symbol == c].ravel(), return_counts=True) for c in (0, 1)]
+            if sign < 0 and any((self.table_[c][slots] < n).any() for c, (slots, n) in enumerate(changes)):
+                raise never_learned
+            for c, (slots, n) in enumerate(changes):
+                self.table_[c][slots] += sign * n           # slots are distinct: no repeated index
         self.class_count_ += sign * texts
         self.symbol_count_ += sign * symbols
         return self
