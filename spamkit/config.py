@@ -20,7 +20,7 @@ from .spamfilter import SpamFilter
 from .text import Analyzer
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
-__all__ = ["MODELS", "TOKENS", "BEST", "KNN_BEST", "MODEL_DEFAULTS", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS",
+__all__ = ["MODELS", "TOKENS", "BEST", "CONTEXT", "KNN_BEST", "MODEL_DEFAULTS", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS",
            "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS", "CONFIG_KEYS", "make_analyzer", "build_filter",
            "parse_config", "filter_from_config", "stack_for_rate", "model_default"]
 
@@ -68,6 +68,12 @@ def model_default(model: str, key: str, given=None, fallback=None):
 #: the stack's own defaults (a logistic third component, sign-log squashing; see spamkit.models.stack)
 STACK = BEST_STACK
 
+#: the context model of the accurate configuration (``spamkit train --context-model``): order 6,
+#: beta 8, 2**24 slots a class, the first 3,000 bytes of each raw message -- the variant with the
+#: smallest worst regret over trec07p-dev, CSDMC2010, Enron1-6 and SMS online
+#: (``scripts/context_model.py --online``; docs/results.md, "A context model per class")
+CONTEXT = {"order": 6, "beta": 8.0, "bits": 24, "max_bytes": 3000}
+
 
 def make_analyzer(tokens: str = "words", **settings) -> Analyzer:
     """The analyzer of a token scheme (:data:`TOKENS`), with Analyzer settings on top."""
@@ -87,7 +93,8 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
                  tokens: str = "words", fisher: dict | None = None, calibrate: str = "none",
                  stack: dict | None = None, rate: float = DEFAULT_RATE, char_ngrams: int = 0,
                  tf_transform: bool | None = None, length_norm: bool | None = None,
-                 weight_norm: bool | None = None, digit_prefixes: bool = False) -> "SpamFilter":
+                 weight_norm: bool | None = None, digit_prefixes: bool = False,
+                 context: dict | None = None) -> "SpamFilter":
     """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers.
 
     ``knn``: KNNClassifier parameters for ``model="knn"`` (k, weights, metric, tau, epsilon,
@@ -100,7 +107,10 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
     ``tf_transform``,
     ``length_norm``, ``weight_norm``: complement NB's transforms (Rennie et al. 2003).
     ``alpha``, ``min_df`` and those left ``None`` take the model's own best values
-    (:data:`MODEL_DEFAULTS`), else alpha 1 and min_df 1.
+    (:data:`MODEL_DEFAULTS`), else alpha 1 and min_df 1. ``context``: with ``model="fisher-nb"``,
+    also a byte context model per class as the stack's side input (the accurate configuration:
+    :class:`~spamkit.models.context.ByteContextModel`'s ``order``, ``beta``, ``bits`` and
+    ``max_bytes``, the bytes of each message it reads; ``{}``: its defaults, :data:`CONTEXT`).
     ``build_filter(**BEST)`` is spamkit's best filter.
     """
     if model == "knn":
@@ -119,7 +129,19 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
     analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams,
                              char_ngrams=char_ngrams, digit_prefixes=digit_prefixes)
-    return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate)
+    if context is None:
+        return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate)
+    if model != "fisher-nb":
+        raise ConfigError(f"a context model is a side input of the fisher-nb stack, not of {model!r}")
+    settings = {**CONTEXT, **context}
+    unknown = set(settings) - set(CONTEXT)
+    if unknown:
+        raise ConfigError(f"unknown context model setting(s) {sorted(unknown)}; use {', '.join(CONTEXT)}")
+    from .models.context import ByteContextModel
+    estimator.side_inputs = 1
+    return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate,
+                      context=ByteContextModel(**{k: settings[k] for k in ("order", "beta", "bits")}),
+                      context_bytes=settings["max_bytes"])
 
 
 def stack_for_rate(rate: float) -> dict:
@@ -134,7 +156,7 @@ CONFIG_KEYS = {"model": str, "tokens": str, "alpha": float, "representation": st
                "ngrams": int, "calibrate": str, "strength": float, "prior": float, "min_dev": float,
                "max_clues": int, "k": int, "weights": str, "metric": str, "p": float, "rate": float,
                "char_ngrams": int, "tf_transform": "bool", "length_norm": "bool", "weight_norm": "bool",
-               "digit_prefixes": "bool"}
+               "digit_prefixes": "bool", "context": "bool", "context_bytes": int, "context_bits": int}
 _FISHER_KEYS = ("strength", "prior", "min_dev", "max_clues")
 _KNN_KEYS = ("k", "weights", "metric", "p")
 
@@ -179,4 +201,10 @@ def filter_from_config(settings: dict) -> SpamFilter:
         kwargs["knn"] = knn
     if "rate" in merged:
         kwargs["stack"] = stack_for_rate(merged["rate"])
+    context = kwargs.pop("context", False)
+    given = {key: kwargs.pop(f"context_{key}") for key in ("bytes", "bits") if f"context_{key}" in kwargs}
+    if given and not context:
+        raise ConfigError("context_bytes and context_bits set the context model: add context=true")
+    if context:
+        kwargs["context"] = {("max_bytes" if k == "bytes" else k): v for k, v in given.items()}
     return build_filter(**kwargs)

@@ -463,11 +463,13 @@ _INDEX = {"filter.term_hash": "uint64", "filter.term_hash_column": "int64"}
 
 
 def _accepts(manifest: dict) -> bool:
-    """Whether this module scores the filter: a two-class counting model over a vocabulary."""
+    """Whether this module scores the filter: a two-class counting model over a vocabulary (not
+    a stack with side inputs: a context model's scores need NumPy and the compiled loops)."""
     model, vectorizer = manifest["model"], manifest["vectorizer"]
     classes = [str(c) for c in model["classes"]]
     calibration = manifest.get("extra", {}).get("calibration")
     return (model["type"] in LEAN_MODELS and len(classes) == 2 and "spam" in classes
+            and not model["params"].get("side_inputs") and "context" not in manifest.get("extra", {})
             and manifest.get("terms") is not None and vectorizer.get("hashing") is None
             and not model.get("texts") and (calibration is None or calibration.get("method") in ("platt", "isotonic"))
             and all(dtype_of(meta["dtype"]) == ("f", 8) for name, meta in manifest["arrays"].items()

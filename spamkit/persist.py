@@ -76,7 +76,7 @@ MODEL_TYPES = {
     "bernoulli": (BernoulliNB, ("alpha", "fit_prior", "class_prior", "binarize")),
     "fisher": (RobinsonFisher, ("strength", "prior", "min_dev", "max_clues")),
     "fisher-nb": (FisherNBStack, ("strength", "prior", "min_dev", "max_clues", "alpha", "folds", "logistic", "squash",
-                                  "length_aware")),
+                                  "length_aware", "side_inputs")),
     "logistic": (OnlineLogistic, ("rate", "epochs")),
     "complement": (ComplementNB, ("alpha", "norm", "tf_transform", "length_norm")),
     "knn": (KNNClassifier, ("k", "weights", "metric", "tau", "epsilon", "memory_limit", "n_jobs", "p",
@@ -215,19 +215,22 @@ class TermIndexJob:
 
 
 def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, training: dict | None = None,
-                extra: dict | None = None, filter_arrays: dict | None = None, term_index=None) -> None:
+                extra: dict | None = None, filter_arrays: dict | None = None, term_index=None,
+                side_model: bool = False) -> None:
     """Write a filter file (see the module docstring) atomically to ``path``.
 
     ``filter_arrays``: arrays that belong to the filter rather than its model (the keys of
     the messages ``spamkit learn`` has learned); :func:`load_filter` returns them in
     ``manifest["filter_arrays"]``. ``term_index``: ``(terms, term_hash_index(terms), len(terms))``
     made beforehand (:meth:`TermIndexJob.result`), used when ``terms`` is still the
-    vectorizer's vocabulary (the same list, of the same length).
+    vectorizer's vocabulary (the same list, of the same length). ``side_model``: the file also
+    holds (in ``extra`` and ``filter_arrays``) what computes the side scores of a stack with
+    side inputs (a filter's context model); such a stack is refused without it.
     """
     kind = model_type_of(model)
     cls, param_names = MODEL_TYPES[kind]
     model.check_fitted()
-    if getattr(model, "side_inputs", 0):
+    if getattr(model, "side_inputs", 0) and not side_model:
         raise ModelFormatError("a stack with side inputs cannot be saved: a filter file has no model of its side "
                                "scores to compute them from")
     members: dict[str, bytes] = {}

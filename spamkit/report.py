@@ -169,7 +169,8 @@ def _describe_costs(decision: dict) -> str:
 def render_info(manifest: dict, path: str) -> str:
     """A filter file's manifest for people."""
     m, v, a, t = manifest["model"], manifest["vectorizer"], manifest["analyzer"], manifest.get("training", {})
-    params = ", ".join(f"{k}={val}" for k, val in m["params"].items())
+    # (a stack's side_inputs is shown where it has some: the context line below says what they are)
+    params = ", ".join(f"{k}={val}" for k, val in m["params"].items() if not (k == "side_inputs" and not val))
     vec = ", ".join(f"{k}={val}" for k, val in v.items() if val is not None)
     ana = (", ".join(f"{k}={val}" for k, val in a.items() if k not in ("stop_word_list", "token_pattern"))
            if a.get("lexer", "spamkit") != "bogofilter" else "bogofilter 1.2's lexer on the raw message")
@@ -183,6 +184,11 @@ def render_info(manifest: dict, path: str) -> str:
     if m["type"] == "logistic" or (m["type"] == "fisher-nb" and m["params"].get("logistic")):
         lines.append("  unlearning  approximate: a logistic regression learns by gradient steps, and a step "
                      "cannot be subtracted exactly (spamkit learn --forget takes a step back)")
+    context = manifest.get("extra", {}).get("context")
+    if context:
+        lines.append(f"  context     a byte context model per class (order {context['order']}, beta {context['beta']:g}, "
+                     f"2**{context['bits']} slots a class) over the first {context['max_bytes']} bytes of each "
+                     f"message, the stack's side input; {8 << context['bits'] >> 19} MB in memory; unlearning exact")
     calibration = manifest.get("extra", {}).get("calibration")
     if calibration and calibration["method"] == "platt":
         lines.append(f"  calibration platt: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "

@@ -18,6 +18,7 @@ from collections import Counter
 
 import numpy as np
 
+from .bytekeys import context_keys
 from .calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
 from .corpus import LabelledMessage, require_classes
 from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
@@ -27,6 +28,7 @@ from .features import Vectorizer, columns_per_row
 from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, parse_message
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
+from .models.context import ByteContextModel
 from .persist import TermIndexJob, load_filter, save_filter
 from .text import Analyzer
 
@@ -51,6 +53,22 @@ def parse_item(item) -> Message:
     raise ConfigError(f"cannot classify a {type(item).__name__}; pass messages as bytes, str or LabelledMessage")
 
 
+def raw_of(item) -> bytes:
+    """The bytes :func:`parse_item` parses: what a context model reads of a message."""
+    if isinstance(item, (Message, LabelledMessage)):
+        return item.raw
+    if isinstance(item, (bytes, bytearray)):
+        return bytes(item)
+    if isinstance(item, str):
+        return item.encode("utf-8")
+    raise ConfigError(f"cannot classify a {type(item).__name__}; pass messages as bytes, str or LabelledMessage")
+
+
+#: the bytes of each message a filter's context model reads by default: the measured best of
+#: 1,000 / 1,500 / 3,000 / 5,000 (scripts/context_model.py --online; docs/results.md)
+CONTEXT_BYTES = 3000
+
+
 def defect_families(msg: Message) -> set:
     """The kinds of parse fallback a message needed (``charset-unknown:x-foo`` counts as
     ``charset-unknown``): what ``parse_fallbacks`` counts, one per kind per message."""
@@ -67,6 +85,17 @@ class SpamFilter:
         Default: raw counts (``"tf"``) for the multinomial model, ``"binary"`` for Bernoulli.
     model : estimator, optional
         Default: :class:`~spamkit.models.MultinomialNB` with Laplace smoothing.
+    context : ByteContextModel, optional
+        A byte-level context model per class (:mod:`spamkit.models.context`) over each
+        message's first ``context_bytes`` raw bytes, whose per-symbol log-likelihood ratio is
+        the side input of the model, a :class:`~spamkit.models.FisherNBStack` with
+        ``side_inputs=1``: the accurate configuration (docs/results.md, "A context model per
+        class"). Every way of scoring messages (:meth:`score`, :meth:`predict_proba`,
+        :meth:`verdict`, the jobs) then reads each message's bytes as well as its tokens; a
+        feature matrix alone is not enough (:meth:`log_proba` needs the ``side`` scores,
+        :meth:`side_scores`).
+    context_bytes : int
+        How many bytes of each raw message the context model reads (default :data:`CONTEXT_BYTES`).
 
     Examples
     --------
@@ -77,9 +106,23 @@ class SpamFilter:
     """
 
     def __init__(self, analyzer: Analyzer | None = None, vectorizer: Vectorizer | None = None, model=None,
-                 calibrate: str = "none"):
+                 calibrate: str = "none", context: ByteContextModel | None = None, context_bytes: int = CONTEXT_BYTES):
         if calibrate not in CALIBRATIONS:
             raise ConfigError(f"calibrate must be one of {', '.join(CALIBRATIONS)}, got {calibrate!r}")
+        if context is not None:
+            if not (isinstance(model, FisherNBStack) and model.side_inputs == 1):
+                raise ConfigError("a context model is the side input of the fisher-nb stack (side_inputs=1); "
+                                  f"this filter's model is {type(model).__name__}")
+            if calibrate != "none":
+                raise ConfigError("the fisher-nb stack is calibrated by its combiner: a filter with a context "
+                                  "model takes no --calibrate")
+            context.check_params()
+            context_keys([], context.order, context.bits, context_bytes)          # checks context_bytes
+        elif isinstance(model, FisherNBStack) and model.side_inputs:
+            raise ConfigError("this stack weighs side inputs: give the filter the context model that scores "
+                              "them (SpamFilter(..., context=ByteContextModel()))")
+        self.context = context
+        self.context_bytes = int(context_bytes)
         self.calibrate = calibrate
         self.calibration: PlattScaling | IsotonicCalibration | None = None
         self.analyzer = analyzer if analyzer is not None else Analyzer()
@@ -130,6 +173,38 @@ class SpamFilter:
         self.check_fitted()
         return self.vectorizer.transform(self.tokens(m) for m in items)
 
+    def read(self, items) -> tuple[list, list | None]:
+        """Each message's tokens and, with a context model, the bytes it reads (else None):
+        every message parsed once."""
+        token_lists, texts = [], ([] if self.context is not None else None)
+        for item in items:
+            msg = self.parse(item)
+            token_lists.append(self.analyzer(msg))
+            if texts is not None:
+                texts.append(msg.raw[:self.context_bytes])
+        return token_lists, texts
+
+    def context_text(self, item) -> bytes:
+        """The bytes of a message (an item as :func:`parse_item` takes it) the context model reads."""
+        return raw_of(item)[:self.context_bytes]
+
+    def context_keys(self, texts):
+        """The context model's keys of ``texts`` (:func:`spamkit.bytekeys.context_keys`)."""
+        return context_keys(texts, self.context.order, self.context.bits, self.context_bytes)
+
+    def side_scores(self, texts) -> np.ndarray | None:
+        """The stack's side input of messages from the bytes ``texts`` (:meth:`read`): the context
+        model's log-likelihood ratio per symbol, shape (n, 1); None for a filter without one."""
+        if self.context is None:
+            return None
+        return self.context.mean_log_ratio(self.context_keys(texts))[:, None]
+
+    def features(self, items) -> tuple:
+        """``(X, side)``: the feature matrix of messages and their side scores (:meth:`side_scores`)."""
+        self.check_fitted()
+        token_lists, texts = self.read(items)
+        return self.vectorizer.transform(token_lists), self.side_scores(texts)
+
     # ------------------------------------------------------------------ training
 
     def fit(self, items, y=None, progress=None, tokenize=None, count=None) -> "SpamFilter":
@@ -141,12 +216,10 @@ class SpamFilter:
         used where the vectorizer counts a vocabulary (the same matrix and vocabulary, so again
         the same filter).
         """
-        if getattr(self.model, "side_inputs", 0):
-            raise ConfigError("a stack with side inputs is fitted by whatever computes its side scores "
-                              "(scripts/context_model.py); a filter does not provide them")
         labels: list = []
         ids: list = []
         distinct: list = []
+        texts: list | None = [] if self.context is not None else None
         explicit = list(y) if y is not None else None
 
         def labelled():
@@ -162,6 +235,8 @@ class SpamFilter:
                     raise ConfigError("labels are needed: pass y=[...] or LabelledMessage objects")
                 labels.append(label)
                 ids.append(item.id if isinstance(item, LabelledMessage) else str(i))
+                if texts is not None:
+                    texts.append(self.context_text(item))
                 if progress is not None:
                     progress(item)
                 yield item
@@ -189,7 +264,7 @@ class SpamFilter:
         # hashes without the GIL; joined below, so no thread outlives fit)
         index_job = TermIndexJob(self.vectorizer.terms_) if self.vectorizer.terms_ is not None else None
         try:
-            self._fit_model(X, y_arr, ids, distinct)
+            self._fit_model(X, y_arr, ids, distinct, texts)
         except BaseException:
             if index_job is not None:
                 index_job.wait()
@@ -197,8 +272,9 @@ class SpamFilter:
         self._term_index = index_job.result() if index_job is not None else None
         return self
 
-    def _fit_model(self, X, y_arr, ids, distinct) -> None:
-        """The model, its calibration and the familiarity guard, on the training matrix."""
+    def _fit_model(self, X, y_arr, ids, distinct, texts=None) -> None:
+        """The model, its calibration and the familiarity guard, on the training matrix (and with
+        a context model, the bytes it reads of each message: ``texts``)."""
         require_classes(Counter(y_arr.tolist()), "training data")
         if isinstance(self.model, (RobinsonFisher, FisherNBStack)) and len(set(y_arr.tolist())) != 2:
             raise ConfigError(f"the fisher models separate two classes; the training data has "
@@ -211,6 +287,8 @@ class SpamFilter:
             self.model.fit(X, y_arr, ids=ids)
             if self.condense_mode:
                 self.condensed = self.model.condense(edit=self.condense_mode == "edit")
+        elif self.context is not None:
+            self.model.fit(X, y_arr, side=self.fit_context(texts, y_arr))
         else:
             self.model.fit(X, y_arr)
         self.classes_ = self.model.classes_
@@ -218,6 +296,17 @@ class SpamFilter:
         if self.calibrate != "none":
             self.calibration = self.fit_calibration(X, y_arr)
         self._fit_guard(X, np.asarray(distinct, dtype=np.float64))
+
+    def fit_context(self, texts, y) -> np.ndarray:
+        """Fit the context model on the bytes ``texts`` of the training messages (labels ``y``)
+        and return what the stack's combiner is fitted on: each message's side score held out
+        by the stack's own folds (:meth:`ByteContextModel.held_out_mean_log_ratio`), shape (n, 1)."""
+        keys = self.context_keys(texts)
+        self.context.fit(keys, y)
+        k, folds = self.model.fold_assignment(y)
+        if k < 2:                                    # no combiner is fitted: the side scores are unused
+            return np.zeros((len(texts), 1))
+        return self.context.held_out_mean_log_ratio(keys, y, folds)[:, None]
 
     # ------------------------------------------------------------------ familiarity
 
@@ -271,13 +360,15 @@ class SpamFilter:
     def score(self, items) -> tuple[np.ndarray, np.ndarray]:
         """``(class probabilities, familiarity)`` of messages: what :meth:`decide` needs."""
         self.check_fitted()
-        token_lists = [self.tokens(m) for m in items]
+        token_lists, texts = self.read(items)
         X = self.vectorizer.transform(token_lists)
-        return np.exp(self.log_proba(X)), self.familiarity(token_lists, X)
+        return np.exp(self.log_proba(X, self.side_scores(texts))), self.familiarity(token_lists, X)
 
     def fit_calibration(self, X, y):
         """Platt scaling on out-of-fold log-odds (5-fold stratified cross-validation of the model)."""
         from .selection import out_of_fold_log_odds
+        if self.context is not None:
+            raise ConfigError("a filter with a context model is calibrated by its stack's combiner")
         if len(self.classes_) != 2:
             raise ConfigError(f"calibration needs two classes, the training data has {len(self.classes_)}")
         method = IsotonicCalibration if self.calibrate == "isotonic" else PlattScaling
@@ -295,10 +386,15 @@ class SpamFilter:
         return result
 
     def learn(self, items, y) -> "SpamFilter":
-        """Add messages to a fitted filter's counts (vocabulary fixed; hashing keeps every token)."""
+        """Add messages to a fitted filter's counts (vocabulary fixed; hashing keeps every token;
+        a context model learns their bytes)."""
         self.check_fitted()
-        X = self.transform(items)
+        items = list(items)
+        token_lists, texts = self.read(items)
+        X = self.vectorizer.transform(token_lists)
         self.model.partial_fit(X, np.asarray(y))
+        if texts is not None:
+            self.context.partial_fit(self.context_keys(texts), np.asarray(y))
         self.saw(X)
         return self
 
@@ -315,17 +411,27 @@ class SpamFilter:
 
     def predict_proba(self, items) -> np.ndarray:
         """p(class | message), shape (n, n_classes), columns in ``classes_`` order."""
-        return np.exp(self.log_proba(self.transform(items)))
+        return np.exp(self.log_proba(*self.features(items)))
 
     def predict(self, items) -> np.ndarray:
-        if self.calibration is None:
+        if self.calibration is None and self.context is None:
             return self.model.predict(self.transform(items))
-        return self.classes_[np.argmax(self.log_proba(self.transform(items)), axis=1)]
+        return self.classes_[np.argmax(self.log_proba(*self.features(items)), axis=1)]
 
-    def log_proba(self, X) -> np.ndarray:
-        """log p(class | message) for rows of a feature matrix, after the calibration and the
-        prior correction (:meth:`set_spam_rate`) if any."""
-        return self.adjust_log_proba(self.model.predict_log_proba(X))
+    def log_proba(self, X, side=None) -> np.ndarray:
+        """log p(class | message) for rows of a feature matrix (and, with a context model, the
+        messages' ``side`` scores: :meth:`side_scores`), after the calibration and the prior
+        correction (:meth:`set_spam_rate`) if any."""
+        return self.adjust_log_proba(self.model_log_proba(X, side))
+
+    def model_log_proba(self, X, side=None) -> np.ndarray:
+        """The model's log p(class | message), before calibration and prior correction."""
+        if self.context is None:
+            return self.model.predict_log_proba(X)
+        if side is None:
+            raise ConfigError("this filter's stack also weighs its context model, which reads each message's "
+                              "bytes: score messages (score, predict_proba), or pass side=side_scores(texts)")
+        return self.model.predict_log_proba(X, side=side)
 
     def adjust_log_proba(self, lp: np.ndarray) -> np.ndarray:
         """The model's log-probabilities ``lp`` after the calibration and the prior correction (row by row)."""
@@ -397,29 +503,36 @@ class SpamFilter:
         ``(token, share)`` pairs, strongest first.
         """
         self.check_fitted()
-        return self.explain_row(self.transform([item]), n)
+        X, side = self.features([item])
+        return self.explain_row(X, n, side)
 
-    def explain_row(self, X, n: int = 10) -> dict:
-        """:meth:`explain` for one row of features already computed."""
+    def explain_row(self, X, n: int = 10, side=None) -> dict:
+        """:meth:`explain` for one row of features already computed (and its side score, for a
+        filter with a context model: then ``"context"`` holds the context model's score, its log-
+        likelihood ratio per byte, positive towards spam, and its share of the combiner's log-odds)."""
         if isinstance(self.model, KNNClassifier):
             neighbours = self.model.explain(X, min(n, self.model.rows_.shape[0]))
             return {"neighbours": [{"id": i, "similarity" if self.model.metric in ("cosine", "jaccard")
                                     else "distance": m, "label": lab, "weight": w}
                                    for i, m, lab, w in neighbours]}
-        jll = self.model.joint_log_likelihood(X)[0]
-        order = np.argsort(-jll, kind="stable")
         if len(self.classes_) == 2 and SPAM_NAME in [str(c) for c in self.classes_]:
             a = self.spam_column
             b = 1 - a
         else:
+            order = np.argsort(-self.model.joint_log_likelihood(X)[0], kind="stable")
             a, b = int(order[0]), int(order[1])
         idx, contrib = self.model.contributions(X)
         share = contrib[a] - contrib[b]
         ranked = np.argsort(-share, kind="stable")
         towards = [(self.vectorizer.term(int(idx[k])), float(share[k])) for k in ranked[:n] if share[k] > 0]
         against = [(self.vectorizer.term(int(idx[k])), float(share[k])) for k in ranked[::-1][:n] if share[k] < 0]
-        return {"classes": (str(self.classes_[a]), str(self.classes_[b])), "towards": towards,
-                "against": against}
+        out = {"classes": (str(self.classes_[a]), str(self.classes_[b])), "towards": towards, "against": against}
+        if self.context is not None and side is not None:
+            score = float(np.asarray(side, dtype=np.float64).ravel()[0])
+            weight = float(self.model.coef_[-1]) if getattr(self.model, "coef_", None) is not None else 0.0
+            sign = 1.0 if str(self.classes_[a]) == str(self.classes_[1]) else -1.0
+            out["context"] = {"log_ratio_per_byte": sign * score, "share": sign * weight * score}
+        return out
 
     # ------------------------------------------------------------------ files
 
@@ -514,17 +627,44 @@ class SpamFilter:
         arrays = {"learned_keys": keys, "learned_labels": labels} if self.learned else {}
         if self.seen_columns is not None:
             arrays["seen_columns"] = np.packbits(self.seen_columns)
+        if self.context is not None:
+            extra["context"] = {**self.context.get_params(), "max_bytes": self.context_bytes}
+            arrays.update({f"context_{k}": v for k, v in self.context.state_arrays().items()})
         save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra, arrays,
-                    term_index=self._term_index)
+                    term_index=self._term_index, side_model=self.context is not None)
+
+    @staticmethod
+    def _load_context(path, manifest, model, arrays) -> tuple:
+        """``(context model, bytes it reads)`` of a filter file, or ``(None, CONTEXT_BYTES)``;
+        a stack with side inputs needs one, and nothing else may have one."""
+        spec = manifest.get("extra", {}).get("context")
+        side = getattr(model, "side_inputs", 0)
+        if spec is None:
+            if side:
+                raise ModelFormatError(f"{path}: the stack weighs a side input but the file has no context model")
+            return None, CONTEXT_BYTES
+        if side != 1:
+            raise ModelFormatError(f"{path}: the file has a context model but its model has no side input for it")
+        try:
+            params = {k: spec[k] for k in ("order", "beta", "bits")}
+            context = ByteContextModel(**params)
+            context.restore_state(model.classes_, {k: arrays[f"context_{k}"] for k in
+                                                   ("table", "class_count", "symbol_count")})
+            context_bytes = spec["max_bytes"]
+            context_keys([], context.order, context.bits, context_bytes)
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise ModelFormatError(f"{path}: damaged context model ({exc})") from None
+        return context, context_bytes
 
     @classmethod
     def load(cls, path) -> "SpamFilter":
         analyzer, vectorizer, model, manifest = load_filter(path)
-        f = cls(analyzer, vectorizer, model)
+        learned = manifest.get("filter_arrays", {})
+        context, context_bytes = cls._load_context(path, manifest, model, learned)
+        f = cls(analyzer, vectorizer, model, context=context, context_bytes=context_bytes)
         f.classes_ = model.classes_
         f.training = manifest.get("training", {})
         f.manifest = manifest
-        learned = manifest.get("filter_arrays", {})
         if "learned_keys" in learned:
             keys = learned["learned_keys"]
             if keys.ndim != 2 or keys.shape[1] != 16 or len(keys) != len(learned.get("learned_labels", [])):

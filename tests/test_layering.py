@@ -50,12 +50,12 @@ ALLOWED = {
     # the trained filter: stages in order, its calibration, decision layer and file; selection
     # holds protocols over matrices (cross-validation, tuning) that it calls when it trains (kNN's
     # --k auto, calibration), so the arrow is spamfilter -> selection, never back.
-    "spamfilter": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision",
+    "spamfilter": {"bytekeys", "errors", "labels", "corpus", "message", "text", "features", "models", "decision",
                    "persist", "selection", "calibration"},
     # settings -> an untrained filter: the registry of names and the defaults
     "config": {"calibration", "errors", "features", "models", "names", "spamfilter", "text"},
     # corpus-level jobs (train, evaluate, cross-validate, online, learn, survey)
-    "jobs": {"errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
+    "jobs": {"bytekeys", "errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
              "evaluation", "selection", "version", "spamfilter", "config"},
     # the local engine on several cores: worker processes parse and tokenize for the jobs
     # (corpus: a corpus record travels to a worker as its bytes and kind)

@@ -207,8 +207,18 @@ def stats_size(stats: Stats) -> int:
     return int(terms + stats.tf.nbytes + stats.df.nbytes + stats.docs.nbytes)
 
 
+def refuse_context(spam_filter, what: str = "trains") -> None:
+    """Refuse a filter with a context model: its 256 MB tables per filter and the bytes of every
+    message are not something to ship to a cluster's workers (spamkit.models.context)."""
+    if getattr(spam_filter, "context", None) is not None:
+        raise ConfigError(f"--engine dask {what} filters without a context model; this one reads each message's "
+                          "bytes with a context model (spamkit train --context-model): use the default engine "
+                          "(--jobs N for several cores)")
+
+
 def check_distributable(spam_filter) -> None:
     """Refuse, with the reason, filters whose training is not a sum of counts."""
+    refuse_context(spam_filter)
     model, vec = spam_filter.model, spam_filter.vectorizer
     if not isinstance(model, (MultinomialNB, BernoulliNB, RobinsonFisher, FisherNBStack)):
         raise ConfigError(f"--engine dask trains fisher-nb, fisher, multinomial and bernoulli filters; "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .cluster import Cluster, DEFAULT_PARTITION, RunReport
-from .counts import check_distributable
+from .counts import check_distributable, refuse_context
 from .crossval import cv_on_cluster
 from .fit import fit_on_cluster
 from .score import score_on_cluster
@@ -56,6 +56,7 @@ class DaskEngine:
                               status=self.status)
 
     def score(self, spam_filter, corpora, progress=None):
+        refuse_context(spam_filter, "scores")
         return score_on_cluster(self.cluster.client, self.partition_size, self.run, ship=self.ship,
                                 status=self.status)(spam_filter, corpora, progress)
 
@@ -63,5 +64,6 @@ class DaskEngine:
                                  return_folds: bool = False, status=None):
         """``status`` is accepted for the local signature; the cluster reports partitions through
         the engine's own ``status``."""
+        refuse_context(spam_filter, "cross-validates")
         return cv_on_cluster(self.cluster.client, self.partition_size, self.run, ship=self.ship,
                              status=self.status)(spam_filter, corpora, folds, seed, progress, return_folds)

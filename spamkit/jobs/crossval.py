@@ -39,6 +39,7 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
 
     from ..selection import stratified_folds
     labels = []
+    texts = [] if spam_filter.context is not None else None
 
     def labelled():
         for msg in iter_corpora(corpora):
@@ -47,6 +48,8 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
                                   f"{msg.label!r}" if ham_spam else
                                   f"{msg.source}: message has no class; {purpose} needs labelled corpora")
             labels.append(msg.label)
+            if texts is not None:
+                texts.append(spam_filter.context_text(msg))
             if progress is not None:
                 progress(msg)
             yield msg
@@ -58,20 +61,39 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
     fold_of = stratified_folds(y, folds, seed=seed)
     log_proba = np.full((len(y), len(classes)), -np.inf)
     config = spam_filter.vectorizer.get_config()
+    context = keys = None
+    if texts is not None:
+        # one context model of every message; each fold's is it with the fold unlearned (exact)
+        context = clone(spam_filter.context)
+        keys = spam_filter.context_keys(texts)
+        context.fit(keys, y)
     for k in range(folds):
         if status is not None:
             status(k + 1, folds + 1, f"fold {k + 1} of {folds}")
         held = np.flatnonzero(fold_of == k)
         train = np.flatnonzero(fold_of != k)
         vectorizer = Vectorizer(**config)
-        f = SpamFilter(spam_filter.analyzer, vectorizer, clone(spam_filter.model), calibrate=spam_filter.calibrate)
+        f = SpamFilter(spam_filter.analyzer, vectorizer, clone(spam_filter.model), calibrate=spam_filter.calibrate,
+                       context=context, context_bytes=spam_filter.context_bytes)
         X = (vectorizer.fit_transform([tokens[i] for i in train], y[train]) if config.get("select") == "ig"
              else vectorizer.fit_transform(tokens[i] for i in train))
-        f.model.fit(X, y[train])
+        if context is None:
+            f.model.fit(X, y[train])
+            side = None
+        else:
+            held_keys = keys.rows(held)
+            context.unlearn(held_keys, y[held])
+            try:
+                inner, inner_folds = f.model.fold_assignment(y[train])
+                f.model.fit(X, y[train], side=(context.held_out_mean_log_ratio(keys.rows(train), y[train], inner_folds)
+                                               if inner >= 2 else np.zeros(len(train)))[:, None])
+                side = context.mean_log_ratio(held_keys)[:, None]
+            finally:
+                context.partial_fit(held_keys, y[held])
         f.classes_ = f.model.classes_
         if f.calibrate != "none":
             f.calibration = f.fit_calibration(X, y[train])
-        lp = f.log_proba(vectorizer.transform(tokens[i] for i in held))
+        lp = f.log_proba(vectorizer.transform(tokens[i] for i in held), side)
         columns = [classes.index(str(c)) for c in f.classes_]       # a class absent from training stays -inf
         log_proba[np.ix_(held, columns)] = lp
     return y, classes, log_proba, fold_of

@@ -79,6 +79,7 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
     (:meth:`spamkit.engines.ProcessEngine.rows`).
     """
     labels, ids = [], []
+    texts = [] if spam_filter.context is not None else None
 
     def labelled():
         for msg in iter_corpora(corpora):
@@ -86,6 +87,8 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
                 raise CorpusError(f"{msg.source}: message has no class; evaluation needs labelled corpora")
             labels.append(msg.label)
             ids.append(msg.source)
+            if texts is not None:
+                texts.append(spam_filter.context_text(msg))
             if progress is not None:
                 progress(msg)
             yield msg
@@ -96,7 +99,8 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
         token_lists = list(spam_filter.tokenized(labelled(), tokenize))
         X = spam_filter.vectorizer.transform(token_lists)
         distinct = distinct_tokens(token_lists)
-    return (labels, ids, spam_filter.model.predict_log_proba(X), lambda indices: X[list(indices)],
+    side = spam_filter.side_scores(texts) if texts is not None else None
+    return (labels, ids, spam_filter.model_log_proba(X, side), lambda indices: X[list(indices)],
             spam_filter.familiarity_of(distinct, X))
 
 

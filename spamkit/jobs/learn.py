@@ -59,13 +59,26 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
             raise CorpusError(f"{msg.source}: class {label!r} is not one of the filter's classes {sorted(known)}")
         key = message_key(msg.raw)
         previous = spam_filter.learned.get(key)
-        X = spam_filter.transform([msg])
+        token_lists, texts = spam_filter.read([msg])
+        X = spam_filter.vectorizer.transform(token_lists)
+        keys = spam_filter.context_keys(texts) if texts is not None else None
+
+        def add(label):
+            spam_filter.model.partial_fit(X, np.asarray([label]))
+            if keys is not None:                  # a filter's context model learns the message's bytes
+                spam_filter.context.partial_fit(keys, np.asarray([label]))
+
+        def remove(label):
+            spam_filter.model.unlearn(X, np.asarray([label]))
+            if keys is not None:
+                spam_filter.context.unlearn(keys, np.asarray([label]))
+
         if forget:
             if previous is None:
                 report.not_learned_before += 1
                 tell(msg, "never learned: nothing to forget")
                 continue
-            spam_filter.model.unlearn(X, np.asarray([previous]))
+            remove(previous)
             del spam_filter.learned[key]
             report.forgotten[previous] += 1
             tell(msg, f"forgotten (was learned as {previous})")
@@ -74,14 +87,15 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
             report.already += 1
             tell(msg, f"already learned as {label}")
             continue
-        if on_error and previous is None and str(spam_filter.classes_[np.argmax(spam_filter.log_proba(X)[0])]) == label:
+        if on_error and previous is None and str(spam_filter.classes_[np.argmax(
+                spam_filter.log_proba(X, spam_filter.side_scores(texts) if keys is not None else None)[0])]) == label:
             report.correct_skipped += 1
             tell(msg, f"already classified {label}: not learned")
             continue
         if previous is not None:
-            spam_filter.model.unlearn(X, np.asarray([previous]))
+            remove(previous)
             report.relabelled += 1
-        spam_filter.model.partial_fit(X, np.asarray([label]))
+        add(label)
         spam_filter.saw(X)
         spam_filter.learned[key] = label
         report.learned[label] += 1

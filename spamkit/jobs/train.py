@@ -100,7 +100,8 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
             if msg.id in test_ids:
                 if isinstance(msg.raw, Unread):          # listed, not read (below): read it here
                     msg = dataclasses.replace(msg, raw=msg.raw.read())
-                held_out.append((msg.label, spam_filter.tokens(msg)))
+                held_out.append((msg.label, spam_filter.tokens(msg),
+                                 spam_filter.context_text(msg) if spam_filter.context is not None else None))
                 continue
             train_counts[msg.label] += 1
             yield msg
@@ -117,16 +118,17 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
     seconds = time.perf_counter() - started
     evaluation = None
     if held_out:
-        X = spam_filter.vectorizer.transform(tokens for _, tokens in held_out)
-        log_proba = spam_filter.log_proba(X)
+        X = spam_filter.vectorizer.transform(tokens for _, tokens, _ in held_out)
+        side = spam_filter.side_scores([text for _, _, text in held_out]) if spam_filter.context is not None else None
+        log_proba = spam_filter.log_proba(X, side)
         proba = np.exp(log_proba)
-        evaluation = evaluate_predictions([label for label, _ in held_out], proba, spam_filter.classes_,
+        evaluation = evaluate_predictions([label for label, _, _ in held_out], proba, spam_filter.classes_,
                                           log_proba)
-        spam_filter.held_out_scores = ([label for label, _ in held_out], proba)
+        spam_filter.held_out_scores = ([label for label, _, _ in held_out], proba)
     report = TrainReport(
         n_train=sum(train_counts.values()), n_test=len(held_out),
         train_per_class={str(k): v for k, v in sorted(train_counts.items(), key=lambda kv: str(kv[0]))},
-        test_per_class={str(k): v for k, v in sorted(Counter(l for l, _ in held_out).items(),
+        test_per_class={str(k): v for k, v in sorted(Counter(h[0] for h in held_out).items(),
                                                      key=lambda kv: str(kv[0]))},
         n_features=int(spam_filter.vectorizer.n_features_), classes=[str(c) for c in spam_filter.classes_],
         seconds_train=seconds, parse_fallbacks=dict(spam_filter.parse_fallbacks), split=split_info,

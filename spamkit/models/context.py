@@ -211,6 +211,60 @@ class ByteContextModel(Estimator):
         if not hasattr(self, "table_"):
             raise errors.NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
 
+    def held_out_mean_log_ratio(self, keys, y, folds) -> np.ndarray:
+        """Per text, :meth:`mean_log_ratio` under the model of the *other* folds: for each fold,
+        its texts are unlearned, scored and learned back (exact: every statistic is a count, so
+        the table after is the table before, and the scores are those of a model fitted on the
+        other folds alone). ``keys``, ``y``: texts this model has learned; ``folds``: each
+        text's fold (e.g. :meth:`spamkit.models.FisherNBStack.fold_assignment`). What a stack's
+        combiner is fitted on when the context model is its side input."""
+        self.check_fitted()
+        keys = self._check_keys(keys)
+        y, folds = np.asarray(y), np.asarray(folds)
+        if len(y) != keys.n_texts or len(folds) != keys.n_texts:
+            raise ConfigError(f"{len(y)} labels and {len(folds)} folds for {keys.n_texts} texts")
+        out = np.zeros(keys.n_texts)
+        for fold in np.unique(folds).tolist():
+            members = np.flatnonzero(folds == fold)
+            part = keys.rows(members)
+            self.unlearn(part, y[members])
+            try:
+                out[members] = self.mean_log_ratio(part)
+            finally:
+                self._add(part, y[members], +1)
+        return out
+
+    # ------------------------------------------------------------- files
+
+    def state_arrays(self) -> dict:
+        """What a filter file stores: the table as uint32 (a count past 2**32 - 1, over four
+        billion symbols under one string, is kept at that: the probabilities it feeds are ratios
+        of counts that large, unchanged to many digits), the texts and symbols per class."""
+        self.check_fitted()
+        limit = np.iinfo(np.uint32).max
+        return {"table": np.minimum(self.table_, limit).astype(np.uint32),
+                "class_count": self.class_count_.copy(), "symbol_count": self.symbol_count_.copy()}
+
+    def restore_state(self, classes, arrays: dict) -> "ByteContextModel":
+        """The model :meth:`state_arrays` describes (checked: shapes, non-negative finite counts)."""
+        self.check_params()
+        table = np.asarray(arrays["table"])
+        texts, symbols = np.asarray(arrays["class_count"]), np.asarray(arrays["symbol_count"])
+        if table.shape != (2, 1 << self.bits) or table.dtype.kind not in "ui":
+            raise ConfigError(f"the context table has shape {table.shape} ({table.dtype}); order {self.order}, "
+                              f"bits {self.bits} make it (2, {1 << self.bits}) counts")
+        for name, a in (("class_count", texts), ("symbol_count", symbols)):
+            if a.shape != (2,) or not np.isfinite(a).all() or (a < 0).any():
+                raise ConfigError(f"the context model's {name} must be two non-negative counts")
+        if len(classes) != 2:
+            raise ConfigError("a context model has two classes")
+        if table.dtype.kind == "i" and table.size and table.min() < 0:
+            raise ConfigError("the context table holds negative counts")
+        self.classes_ = np.asarray(classes)
+        self.table_ = table.astype(np.int64)
+        self.class_count_, self.symbol_count_ = texts.astype(np.float64), symbols.astype(np.float64)
+        return self
+
     # ------------------------------------------------------------- prediction
 
     def symbol_log_probs(self, keys, state=None) -> np.ndarray:
