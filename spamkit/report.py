@@ -188,7 +188,7 @@ def render_info(manifest: dict, path: str) -> str:
     if context:
         lines.append(f"  context     a byte context model per class (order {context['order']}, beta {context['beta']:g}, "
                      f"2**{context['bits']} slots a class) over the first {context['max_bytes']} bytes of each "
-                     f"message, the stack's side input; {8 << context['bits'] >> 19} MB in memory; unlearning exact")
+                     f"message, the stack's side input; {(8 << context['bits']) >> 20} MB in memory; unlearning exact")
     calibration = manifest.get("extra", {}).get("calibration")
     if calibration and calibration["method"] == "platt":
         lines.append(f"  calibration platt: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "

@@ -2984,21 +2984,19 @@ static inline void ctx_slots(const unsigned char *b, Py_ssize_t n, Py_ssize_t i,
     }
 }
 
-/* The slots of symbol i (if the text has it: i <= n) into out, their counts prefetched in each
-   table row given (row_b may be NULL). The loops below call it two symbols ahead, so that the
-   lookups of a symbol (random reads in tables much larger than the cache) overlap the work on
-   the two before it. */
+/* The slots of symbol i (if the text has it: i <= n) into out, their counts prefetched. The
+   table is slot-major: the two classes' counts of slot s are table[2 s] and table[2 s + 1], one
+   8-byte pair, so one cache line holds what scoring reads of a slot for both classes. The loops
+   below call it two symbols ahead, so that the lookups of a symbol (random reads in a table much
+   larger than the cache) overlap the work on the two before it. */
 static inline void ctx_ahead(const unsigned char *b, Py_ssize_t n, Py_ssize_t i, int order, int bits, int64_t *out,
-                             const long long *row_a, const long long *row_b)
+                             const uint32_t *table)
 {
     if (i > n)
         return;
     ctx_slots(b, n, i, order, bits, out);
-    for (int k = 0; k <= order; k++) {
-        PREFETCH(&row_a[out[k]]);
-        if (row_b != NULL)
-            PREFETCH(&row_b[out[k]]);
-    }
+    for (int k = 0; k <= order; k++)
+        PREFETCH(&table[2 * out[k]]);
 }
 
 /* The texts of a sequence as (pointer, length) pairs, each cut at max_bytes; *owner holds them
@@ -3031,44 +3029,53 @@ static int ctx_texts(PyObject *seq, Py_ssize_t max_bytes, PyObject **owner, cons
     return 0;
 }
 
-/* Adds delta to every slot of every symbol of each text in its class's table; with check, reads
-   the same slots instead and says (0) if one is below zero. */
-static int ctx_apply(const unsigned char **ptrs, const Py_ssize_t *lens, const long long *code, Py_ssize_t n_texts,
-                     int order, int bits, long long **table, long long delta, int check)
+/* Counts every slot of every symbol of each text once more in its class's column of the
+   slot-major table (a count at UINT32_MAX stays there: saturated), or with unlearn once less:
+   a saturated count stays, and a count at zero stops the pass. Returns the number of updates
+   made before it stopped (-1: all of them). Learning the first `limit` updates (limit >= 0)
+   replays that many and no more: what puts a stopped unlearning back. */
+static Py_ssize_t ctx_apply(const unsigned char **ptrs, const Py_ssize_t *lens, const long long *code,
+                            Py_ssize_t n_texts, int order, int bits, uint32_t *table, int unlearn, Py_ssize_t limit)
 {
     int64_t ring[3][CTX_MAX_ORDER + 1];
+    Py_ssize_t done = 0;
     for (Py_ssize_t t = 0; t < n_texts; t++) {
-        long long *row = table[code[t]];
+        uint32_t *column = table + code[t];
         Py_ssize_t n = lens[t];
-        ctx_ahead(ptrs[t], n, 0, order, bits, ring[0], row, NULL);
-        ctx_ahead(ptrs[t], n, 1, order, bits, ring[1], row, NULL);
+        ctx_ahead(ptrs[t], n, 0, order, bits, ring[0], table);
+        ctx_ahead(ptrs[t], n, 1, order, bits, ring[1], table);
         for (Py_ssize_t i = 0; i <= n; i++) {
-            ctx_ahead(ptrs[t], n, i + 2, order, bits, ring[(i + 2) % 3], row, NULL);
+            ctx_ahead(ptrs[t], n, i + 2, order, bits, ring[(i + 2) % 3], table);
             const int64_t *slot = ring[i % 3];
-            for (int k = 0; k <= order; k++) {
-                if (check) {
-                    if (row[slot[k]] < 0)
-                        return 0;
-                } else {
-                    row[slot[k]] += delta;
-                }
+            for (int k = 0; k <= order; k++, done++) {
+                if (limit >= 0 && done >= limit)
+                    return -1;
+                uint32_t *count = &column[2 * slot[k]];
+                if (*count == UINT32_MAX)
+                    continue;
+                if (!unlearn)
+                    (*count)++;
+                else if (*count == 0)
+                    return done;
+                else
+                    (*count)--;
             }
         }
     }
-    return 1;
+    return -1;
 }
 
-/* context_learn(texts, codes, order, bits, max_bytes, table0, table1, sign=1) -> bool: every slot
-   of every symbol of text t counted once more (sign 1) or once less (sign -1) in table0 (code 0)
-   or table1 (code 1). Unlearning that would take a count below zero changes nothing and
-   returns False. */
+/* context_learn(texts, codes, order, bits, max_bytes, table, sign=1) -> bool: every slot of every
+   symbol of text t counted once more (sign 1) or once less (sign -1) in column codes[t] of the
+   slot-major uint32 table (2 * 2**bits counts, slot s of class c at 2 s + c). Unlearning that
+   would take a count below zero changes nothing and returns False. */
 static PyObject *context_learn(PyObject *self, PyObject *args)
 {
-    PyObject *o_texts, *o_codes, *o_t0, *o_t1;
+    PyObject *o_texts, *o_codes, *o_table;
     int order, bits, sign = 1;
     Py_ssize_t max_bytes;
-    if (!PyArg_ParseTuple(args, "OOiinOO|i:context_learn", &o_texts, &o_codes, &order, &bits, &max_bytes, &o_t0,
-                          &o_t1, &sign))
+    if (!PyArg_ParseTuple(args, "OOiinO|i:context_learn", &o_texts, &o_codes, &order, &bits, &max_bytes, &o_table,
+                          &sign))
         return NULL;
     if (order < 0 || order > CTX_MAX_ORDER || bits < 8 || bits > 30 || max_bytes < 1 || (sign != 1 && sign != -1)) {
         PyErr_SetString(PyExc_ValueError, "context_learn: order, bits, max_bytes or sign out of range");
@@ -3079,48 +3086,47 @@ static PyObject *context_learn(PyObject *self, PyObject *args)
     Py_ssize_t *lens;
     if (ctx_texts(o_texts, max_bytes, &owner, &ptrs, &lens) < 0)
         return NULL;
-    Py_buffer codes = {0}, t0 = {0}, t1 = {0};
-    if (get_buffer(o_codes, &codes, "q", 8, 0, "codes") < 0 || get_buffer(o_t0, &t0, "q", 8, 1, "table0") < 0
-            || get_buffer(o_t1, &t1, "q", 8, 1, "table1") < 0) {
-        release_views(&codes, &t0, &t1, NULL);
+    Py_buffer codes = {0}, tab = {0};
+    if (get_buffer(o_codes, &codes, "q", 8, 0, "codes") < 0 || get_buffer(o_table, &tab, "I", 4, 1, "table") < 0) {
+        release_views(&codes, &tab, NULL);
         PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
         return NULL;
     }
     Py_ssize_t n_texts = PyTuple_GET_SIZE(owner), size = (Py_ssize_t)1 << bits;
     const long long *code = codes.buf;
-    int bad = codes.shape[0] != n_texts || t0.shape[0] != size || t1.shape[0] != size, done = 1;
+    int bad = codes.shape[0] != n_texts || tab.shape[0] != 2 * size, done = 1;
     for (Py_ssize_t t = 0; !bad && t < n_texts; t++)
         bad = code[t] != 0 && code[t] != 1;
     if (!bad) {
-        long long *table[2] = {t0.buf, t1.buf};
+        uint32_t *table = tab.buf;
         Py_BEGIN_ALLOW_THREADS
-        ctx_apply(ptrs, lens, code, n_texts, order, bits, table, sign, 0);
-        if (sign < 0 && !ctx_apply(ptrs, lens, code, n_texts, order, bits, table, 0, 1)) {
-            ctx_apply(ptrs, lens, code, n_texts, order, bits, table, 1, 0);     /* put everything back */
+        Py_ssize_t stopped = ctx_apply(ptrs, lens, code, n_texts, order, bits, table, sign < 0, -1);
+        if (stopped >= 0) {                  /* put back what the stopped unlearning took */
+            ctx_apply(ptrs, lens, code, n_texts, order, bits, table, 0, stopped);
             done = 0;
         }
         Py_END_ALLOW_THREADS
     }
-    release_views(&codes, &t0, &t1, NULL);
+    release_views(&codes, &tab, NULL);
     PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
     if (bad) {
-        PyErr_SetString(PyExc_ValueError, "context_learn: the texts, codes and tables do not fit together");
+        PyErr_SetString(PyExc_ValueError, "context_learn: the texts, codes and table do not fit together");
         return NULL;
     }
     return PyBool_FromLong(done);
 }
 
-/* context_ratios(texts, order, bits, max_bytes, table0, table1, texts0, texts1, symbols0, symbols1,
-   beta, out, lengths) -> None: per text, the sum over its symbols of log p_1 - log p_0 of the
-   blended model (spamkit.models.context.ByteContextModel.symbol_log_probs, in the same order)
-   into out, and its number of symbols into lengths. */
+/* context_ratios(texts, order, bits, max_bytes, table, texts0, texts1, symbols0, symbols1, beta, out,
+   lengths) -> None: per text, the sum over its symbols of log p_1 - log p_0 of the blended model
+   (spamkit.models.context.ByteContextModel.symbol_log_probs, in the same order) into out, and its
+   number of symbols into lengths; table: slot-major uint32 counts, as context_learn's. */
 static PyObject *context_ratios(PyObject *self, PyObject *args)
 {
-    PyObject *o_texts, *o_t0, *o_t1, *o_out, *o_len;
+    PyObject *o_texts, *o_table, *o_out, *o_len;
     int order, bits;
     Py_ssize_t max_bytes;
     double texts0, texts1, symbols0, symbols1, beta;
-    if (!PyArg_ParseTuple(args, "OiinOOdddddOO:context_ratios", &o_texts, &order, &bits, &max_bytes, &o_t0, &o_t1,
+    if (!PyArg_ParseTuple(args, "OiinOdddddOO:context_ratios", &o_texts, &order, &bits, &max_bytes, &o_table,
                           &texts0, &texts1, &symbols0, &symbols1, &beta, &o_out, &o_len))
         return NULL;
     if (order < 0 || order > CTX_MAX_ORDER || bits < 8 || bits > 30 || max_bytes < 1 || !(beta > 0)) {
@@ -3132,17 +3138,17 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
     Py_ssize_t *lens;
     if (ctx_texts(o_texts, max_bytes, &owner, &ptrs, &lens) < 0)
         return NULL;
-    Py_buffer t0 = {0}, t1 = {0}, out = {0}, len = {0};
-    if (get_buffer(o_t0, &t0, "q", 8, 0, "table0") < 0 || get_buffer(o_t1, &t1, "q", 8, 0, "table1") < 0
-            || get_buffer(o_out, &out, "d", 8, 1, "out") < 0 || get_buffer(o_len, &len, "q", 8, 1, "lengths") < 0) {
-        release_views(&t0, &t1, &out, &len, NULL);
+    Py_buffer tab = {0}, out = {0}, len = {0};
+    if (get_buffer(o_table, &tab, "I", 4, 0, "table") < 0 || get_buffer(o_out, &out, "d", 8, 1, "out") < 0
+            || get_buffer(o_len, &len, "q", 8, 1, "lengths") < 0) {
+        release_views(&tab, &out, &len, NULL);
         PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
         return NULL;
     }
     Py_ssize_t n_texts = PyTuple_GET_SIZE(owner), size = (Py_ssize_t)1 << bits;
-    int bad = t0.shape[0] != size || t1.shape[0] != size || out.shape[0] != n_texts || len.shape[0] != n_texts;
+    int bad = tab.shape[0] != 2 * size || out.shape[0] != n_texts || len.shape[0] != n_texts;
     if (!bad) {
-        const long long *table[2] = {t0.buf, t1.buf};
+        const uint32_t *table = tab.buf;
         const double n_texts_of[2] = {texts0, texts1}, n_symbols_of[2] = {symbols0, symbols1};
         double *o = out.buf;
         long long *olen = len.buf;
@@ -3154,18 +3160,17 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
         for (Py_ssize_t t = 0; t < n_texts; t++) {
             double sum = 0.0;
             Py_ssize_t n = lens[t];
-            ctx_ahead(ptrs[t], n, 0, order, bits, ring[0], table[0], table[1]);
-            ctx_ahead(ptrs[t], n, 1, order, bits, ring[1], table[0], table[1]);
+            ctx_ahead(ptrs[t], n, 0, order, bits, ring[0], table);
+            ctx_ahead(ptrs[t], n, 1, order, bits, ring[1], table);
             for (Py_ssize_t i = 0; i <= n; i++) {
-                ctx_ahead(ptrs[t], n, i + 2, order, bits, ring[(i + 2) % 3], table[0], table[1]);
+                ctx_ahead(ptrs[t], n, i + 2, order, bits, ring[(i + 2) % 3], table);
                 const int64_t *slot = ring[i % 3];
                 double lp[2];
                 for (int c = 0; c < 2; c++) {
-                    const long long *row = table[c];
                     double p = 1.0 / 257.0, pair[CTX_MAX_ORDER + 1];
                     for (int k = 0; k <= order; k++) {
                         double n_context = k == 0 ? n_symbols_of[c] : (i == 0 ? n_texts_of[c] : pair_before[c][k - 1]);
-                        double n_pair = (double)row[slot[k]];
+                        double n_pair = (double)table[2 * slot[k] + c];
                         pair[k] = n_pair;
                         if (n_pair > n_context)
                             n_pair = n_context;
@@ -3181,10 +3186,10 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
         }
         Py_END_ALLOW_THREADS
     }
-    release_views(&t0, &t1, &out, &len, NULL);
+    release_views(&tab, &out, &len, NULL);
     PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
     if (bad) {
-        PyErr_SetString(PyExc_ValueError, "context_ratios: the texts, tables and outputs do not fit together");
+        PyErr_SetString(PyExc_ValueError, "context_ratios: the texts, table and outputs do not fit together");
         return NULL;
     }
     Py_RETURN_NONE;
@@ -3192,11 +3197,11 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"context_learn", context_learn, METH_VARARGS,
-     "context_learn(texts, codes, order, bits, max_bytes, table0, table1, sign=1) -> bool\n\n"
-     "Count (or with sign -1 uncount) the context slots of every symbol of each text in its class's table "
+     "context_learn(texts, codes, order, bits, max_bytes, table, sign=1) -> bool\n\n"
+     "Count (or with sign -1 uncount) the context slots of every symbol of each text in its class's column "
      "(spamkit.models.context); False: unlearning would go below zero, nothing changed."},
     {"context_ratios", context_ratios, METH_VARARGS,
-     "context_ratios(texts, order, bits, max_bytes, table0, table1, texts0, texts1, symbols0, symbols1, beta, out, "
+     "context_ratios(texts, order, bits, max_bytes, table, texts0, texts1, symbols0, symbols1, beta, out, "
      "lengths) -> None\n\nPer text, the blended context models' log-likelihood ratio and its number of symbols."},
     {"html_to_text", html_to_text, METH_VARARGS,
      "html_to_text(html, block, invisible, raw_text, tag_attrs, unescape, max_tags) -> (text, urls, tags)\n\n"

@@ -57,20 +57,53 @@ def test_held_out_scores_are_those_of_a_model_of_the_other_folds():
         model.held_out_mean_log_ratio(keys, y[:3], folds)
 
 
-def test_the_table_is_stored_as_uint32_and_saturates():
+@pytest.mark.parametrize("compiled", [True, False])
+def test_counts_are_uint32_slot_major_and_saturate(compiled, monkeypatch):
+    from spamkit.models import context as context_module
+    from spamkit.models.context import SATURATED
+    if not compiled:
+        monkeypatch.setattr(context_module, "speedups", None)
+    elif context_module.speedups is None:
+        pytest.skip("spamkit.speedups is not built here")
     keys = context_keys([b"ab", b"b"], order=1, bits=10)
     model = ByteContextModel(order=1, bits=10).fit(keys, ["spam", "ham"])
-    model.table_[1, 5] = (1 << 32) + 5                   # past what uint32 holds: stored as its maximum
+    assert model.slots_.dtype == np.uint32 and model.slots_.shape == (1024, 2)
+    assert np.shares_memory(model.table_, model.slots_) and model.table_.shape == (2, 1024)
+    # "ab" as spam: slots of a, b and the end, each with its context; learning it again adds one to
+    # each, except a count already at the top, which stays there -- and unlearning leaves it there
+    spam_slots = np.flatnonzero(model.table_[1])
+    full = spam_slots[0]
+    model.slots_[full, 1] = SATURATED
+    before = model.slots_.copy()
+    model.partial_fit(keys.rows([0]), ["spam"])
+    grew = model.slots_.astype(np.int64) - before
+    assert grew[full, 1] == 0 and model.slots_[full, 1] == SATURATED
+    assert (grew[spam_slots[1:], 1] >= 1).all() and not grew[:, 0].any()
+    model.unlearn(keys.rows([0]), ["spam"])
+    assert np.array_equal(model.slots_, before)
+    # what a filter file holds: the counts as held, read back as they were
     state = model.state_arrays()
-    assert state["table"].dtype == np.uint32 and state["table"][1, 5] == (1 << 32) - 1
     back = ByteContextModel(order=1, bits=10).restore_state(model.classes_, state)
-    assert back.table_.dtype == np.int64 and back.table_[1, 5] == (1 << 32) - 1
-    back.table_[1, 5] = model.table_[1, 5]
-    assert np.array_equal(back.table_, model.table_) and np.array_equal(back.class_count_, model.class_count_)
+    assert np.array_equal(back.slots_, model.slots_) and np.array_equal(back.class_count_, model.class_count_)
     with pytest.raises(ConfigError, match="shape"):
         ByteContextModel(order=1, bits=11).restore_state(model.classes_, state)
+    with pytest.raises(ConfigError, match="uint32"):
+        ByteContextModel(order=1, bits=10).restore_state(model.classes_, {**state, "table": state["table"].astype(np.int64)})
     with pytest.raises(ConfigError, match="non-negative"):
         ByteContextModel(order=1, bits=10).restore_state(model.classes_, {**state, "class_count": np.array([-1.0, 1.0])})
+
+
+def test_the_compiled_loops_never_make_the_keys():
+    # the keys (4 (order + 1) bytes a symbol) are for the NumPy reference; the compiled loops
+    # read the texts: fitting, scoring and holding out never compute them
+    from spamkit.models import context as context_module
+    if context_module.speedups is None:
+        pytest.skip("spamkit.speedups is not built here")
+    keys = context_keys([b"cheap pills", b"lunch at noon", b"pills", b"noon"], order=3, bits=12)
+    model = ByteContextModel(order=3, bits=12).fit(keys, ["spam", "ham", "spam", "ham"])
+    model.mean_log_ratio(keys)
+    model.held_out_mean_log_ratio(keys, ["spam", "ham", "spam", "ham"], [0, 0, 1, 1])
+    assert keys._keys is None
 
 
 def test_fit_is_the_protocol_written_out():

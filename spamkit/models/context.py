@@ -58,6 +58,8 @@ speedups = _compiled()                   # spamkit/speedups.c, or None: NumPy th
 
 #: symbols a context can be followed by: 256 bytes and the end of the text
 ALPHABET = 257
+#: where a count stops (the table's counts are uint32)
+SATURATED = np.iinfo(np.uint32).max
 
 
 class ByteContextModel(Estimator):
@@ -75,7 +77,7 @@ class ByteContextModel(Estimator):
         number of distinct symbols after each context, not a count that adds) and β = 2 a
         little worse; ``scripts/context_model.py --beta`` measures others.
     bits : int
-        Each class's table has 2**bits slots (8 bytes each: 2**24, the default, is 256 MB for
+        Each class's table has 2**bits slots (4 bytes each: 2**24, the default, is 128 MB for
         both classes); the keys must have been made with the same ``bits`` and ``order``
         (:func:`spamkit.bytekeys.context_keys`). Fewer slots mean more strings sharing one:
         2**22 was up to 20% worse than 2**24 online (Enron2 0.0836 against 0.0783 (1-ROCA)%).
@@ -87,8 +89,15 @@ class ByteContextModel(Estimator):
         Texts learned per class.
     symbol_count_ : ndarray (2,)
         Symbols learned per class (the count of the empty context).
-    table_ : ndarray (2, 2**bits), int64
-        Per class, the count of every slot (strings of 1 to K + 1 symbols).
+    table_ : ndarray (2, 2**bits), uint32
+        Per class, the count of every slot (strings of 1 to K + 1 symbols): a view of
+        ``slots_``.
+    slots_ : ndarray (2**bits, 2), uint32
+        The same counts slot-major, as they are stored: row s holds both classes' counts of slot
+        s, 8 bytes, so that scoring reads one cache line a slot for the two classes (random reads
+        in a table far larger than the cache are what scoring waits for). A count reaching
+        2**32 - 1 (over four billion symbols under one string) stays there, learning and
+        unlearning alike; below that, learning and unlearning are exact.
     """
 
     def __init__(self, order=6, beta=8.0, bits=24):
@@ -112,8 +121,10 @@ class ByteContextModel(Estimator):
     # ------------------------------------------------------------- input
 
     def _check_keys(self, keys):
-        for name in ("keys", "indptr", "order", "bits"):
-            if not hasattr(keys, name):
+        # the lazy keys and indptr are looked for on the class: asking the instance would compute
+        # them (4 (order + 1) bytes a symbol) where the compiled loops never need them
+        for name in ("texts", "order", "bits"):
+            if not hasattr(keys, name) or not all(hasattr(type(keys), lazy) for lazy in ("keys", "indptr")):
                 raise ConfigError("a context model reads hashed context keys "
                                   "(spamkit.bytekeys.context_keys), not a matrix or text")
         if keys.order != self.order or keys.bits != self.bits:
@@ -133,7 +144,15 @@ class ByteContextModel(Estimator):
                               f"{self.classes_.tolist()}")
         self.class_count_ = np.zeros(2)
         self.symbol_count_ = np.zeros(2)
-        self.table_ = np.zeros((2, 1 << self.bits), dtype=np.int64)
+        self.slots_ = np.zeros((1 << self.bits, 2), dtype=np.uint32)
+
+    @property
+    def table_(self) -> np.ndarray:
+        """The counts as (2, 2**bits): ``slots_`` seen class by class (a view, not a copy)."""
+        try:
+            return self.slots_.T
+        except AttributeError:
+            raise AttributeError("table_") from None
 
     def counts(self, keys, codes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """What the texts of ``keys`` with class codes ``codes`` (0/1) add: the table (2, 2**bits),
@@ -169,20 +188,23 @@ class ByteContextModel(Estimator):
         never_learned = ConfigError("cannot unlearn texts that were never learned (counts would go negative)")
         if sign < 0 and (self.class_count_ < texts).any():
             raise never_learned
-        if speedups is not None and self.table_.flags.c_contiguous:
+        if speedups is not None:
             # in C: each slot of each symbol counted (or uncounted) as the text is read (the same
             # counts: tests/test_context.py), without the keys or their unique values stored; an
             # unlearning that would go below zero is undone there and reported
             if not speedups.context_learn(keys.texts, codes, int(self.order), int(self.bits), sys.maxsize,
-                                          self.table_[0], self.table_[1], sign):
+                                          self.slots_.reshape(-1), sign):
                 raise never_learned
         else:
             per_symbol = np.repeat(codes, lengths)
             changes = [np.unique(keys.keys[per_symbol == c].ravel(), return_counts=True) for c in (0, 1)]
-            if sign < 0 and any((self.table_[c][slots] < n).any() for c, (slots, n) in enumerate(changes)):
+            counts = [self.slots_[slots, c].astype(np.int64) for c, (slots, _) in enumerate(changes)]
+            saturated = [count == SATURATED for count in counts]
+            if sign < 0 and any(((count < n) & ~full).any() for count, (_, n), full in zip(counts, changes, saturated)):
                 raise never_learned
-            for c, (slots, n) in enumerate(changes):
-                self.table_[c][slots] += sign * n           # slots are distinct: no repeated index
+            for c, ((slots, n), count, full) in enumerate(zip(changes, counts, saturated)):
+                # slots are distinct: no repeated index; a saturated count stays, others stop there
+                self.slots_[slots, c] = np.where(full, SATURATED, np.minimum(count + sign * n, SATURATED))
         self.class_count_ += sign * texts
         self.symbol_count_ += sign * symbols
         return self
@@ -237,31 +259,27 @@ class ByteContextModel(Estimator):
     # ------------------------------------------------------------- files
 
     def state_arrays(self) -> dict:
-        """What a filter file stores: the table as uint32 (a count past 2**32 - 1, over four
-        billion symbols under one string, is kept at that: the probabilities it feeds are ratios
-        of counts that large, unchanged to many digits), the texts and symbols per class."""
+        """What a filter file stores: the counts as they are held (``slots_``, slot-major uint32:
+        written and read back without a conversion), the texts and symbols per class."""
         self.check_fitted()
-        limit = np.iinfo(np.uint32).max
-        return {"table": np.minimum(self.table_, limit).astype(np.uint32),
-                "class_count": self.class_count_.copy(), "symbol_count": self.symbol_count_.copy()}
+        return {"table": self.slots_, "class_count": self.class_count_.copy(),
+                "symbol_count": self.symbol_count_.copy()}
 
     def restore_state(self, classes, arrays: dict) -> "ByteContextModel":
         """The model :meth:`state_arrays` describes (checked: shapes, non-negative finite counts)."""
         self.check_params()
         table = np.asarray(arrays["table"])
         texts, symbols = np.asarray(arrays["class_count"]), np.asarray(arrays["symbol_count"])
-        if table.shape != (2, 1 << self.bits) or table.dtype.kind not in "ui":
-            raise ConfigError(f"the context table has shape {table.shape} ({table.dtype}); order {self.order}, "
-                              f"bits {self.bits} make it (2, {1 << self.bits}) counts")
+        if table.shape != (1 << self.bits, 2) or table.dtype != np.uint32:
+            raise ConfigError(f"the context table has shape {table.shape} ({table.dtype}); bits {self.bits} "
+                              f"make it ({1 << self.bits}, 2) uint32 counts")
         for name, a in (("class_count", texts), ("symbol_count", symbols)):
             if a.shape != (2,) or not np.isfinite(a).all() or (a < 0).any():
                 raise ConfigError(f"the context model's {name} must be two non-negative counts")
         if len(classes) != 2:
             raise ConfigError("a context model has two classes")
-        if table.dtype.kind == "i" and table.size and table.min() < 0:
-            raise ConfigError("the context table holds negative counts")
         self.classes_ = np.asarray(classes)
-        self.table_ = table.astype(np.int64)
+        self.slots_ = np.ascontiguousarray(table)
         self.class_count_, self.symbol_count_ = texts.astype(np.float64), symbols.astype(np.float64)
         return self
 
@@ -298,10 +316,12 @@ class ByteContextModel(Estimator):
         """Per text: Σ_i log p_1(s_i | ...) - log p_0(s_i | ...), and its number of symbols."""
         keys = self._check_keys(keys)
         table, texts, symbols = self.state() if state is None else state
-        if speedups is not None and table.dtype == np.int64 and table.flags.c_contiguous:
-            # in C: the same probabilities, summed in the same order (tests/test_context.py)
+        store = table.T
+        if speedups is not None and store.dtype == np.uint32 and store.flags.c_contiguous:
+            # in C, on the slot-major counts (the model's own, or a state held the same way): the
+            # same probabilities, summed in the same order (tests/test_context.py)
             out, lengths = np.empty(keys.n_texts), np.empty(keys.n_texts, dtype=np.int64)
-            speedups.context_ratios(keys.texts, int(self.order), int(self.bits), sys.maxsize, table[0], table[1],
+            speedups.context_ratios(keys.texts, int(self.order), int(self.bits), sys.maxsize, store.reshape(-1),
                                     float(texts[0]), float(texts[1]), float(symbols[0]), float(symbols[1]),
                                     self.check_params(), out, lengths)
             return out, lengths
