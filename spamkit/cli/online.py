@@ -54,7 +54,7 @@ from .progress import Progress, verbosity_options
 @click.option("--context-model", is_flag=True,
               help="fisher-nb: add a byte context model per class (compression-based filtering) of each raw "
                    "message's first 3,000 bytes as a fifth input of the stack's combiner: lower (1-ROCA)% on "
-                   "every corpus measured, at about 1.8 times the time a message and 256 MB of tables.")
+                   "every corpus measured, at about twice the time a message and 128 MB of tables.")
 @click.option("--json", "as_json", is_flag=True)
 def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                    max_clues, rate, alpha, regime, margin, hashing, delay, feedback_fraction, active, active_b,
