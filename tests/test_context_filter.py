@@ -289,3 +289,23 @@ def test_it_ranks_better_than_the_default_on_real_mail(corpus):
         f = build_filter(model="fisher-nb", tokens="mail", context=context).fit(train)
         errors[name] = 1 - roc_auc(is_spam, f.p_spam(test))
     assert errors["context"] < 0.75 * errors["default"], errors
+
+
+def test_the_real_spamc_gets_the_context_filters_scores(tmp_path):
+    # spamc -> spamkit serve --spamd with the accurate filter: its workers score what the
+    # filter scores in this process (the side input included)
+    from test_spamd import Server
+    model = tmp_path / "c.spamkit"
+    assert run("train", SAMPLE, "--context-model", "--context-bits", "18", "-o", model).exit_code == 0
+    f = SpamFilter.load(model)
+    server = Server(model, "--workers", "2")
+    try:
+        for label in ("spam", "ham"):
+            for path in sorted((SAMPLE / label).iterdir())[:3]:
+                raw = path.read_bytes()
+                verdict, p = f.verdict(raw)
+                report = server.spamc("-R", data=raw).stdout.decode()
+                assert f"P(spam) = {p:.6f}" in report, report
+                assert (server.spamc("-c", data=raw).returncode == 1) == (verdict == "spam")
+    finally:
+        server.stop()
