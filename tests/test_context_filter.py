@@ -309,3 +309,54 @@ def test_the_real_spamc_gets_the_context_filters_scores(tmp_path):
                 assert (server.spamc("-c", data=raw).returncode == 1) == (verdict == "spam")
     finally:
         server.stop()
+
+
+def test_a_batch_scored_in_threads_is_scored_as_one(monkeypatch):
+    # the compiled scoring splits a large batch over the cores in consecutive parts: the same
+    # numbers bit for bit as one call, whatever the number of parts
+    from spamkit.models import context as context_module
+    if context_module.speedups is None:
+        pytest.skip("spamkit.speedups is not built here")
+    rng = np.random.default_rng(3)
+    texts = [bytes(rng.integers(97, 100, size=int(n)).astype(np.uint8)) for n in rng.integers(0, 300, size=200)]
+    y = ["spam" if t.count(b"a") > t.count(b"b") else "ham" for t in texts]
+    keys = context_keys(texts, order=3, bits=14)
+    model = ByteContextModel(order=3, bits=14).fit(keys, y)
+    results = {}
+    for threads in (1, 2, 3, 7):
+        monkeypatch.setattr(context_module, "_threads", lambda threads=threads: threads)
+        parts = context_module._parts(keys.texts, threads)
+        assert parts[0][0] == 0 and parts[-1][1] == 200 and all(a < b for a, b in parts)
+        assert all(b == c for (_, b), (c, _) in zip(parts, parts[1:])) and len(parts) == threads
+        results[threads] = model.log_ratios(keys)
+    for threads in (2, 3, 7):
+        assert np.array_equal(results[threads][0], results[1][0])
+        assert np.array_equal(results[threads][1], results[1][1])
+    assert context_module._parts(keys.texts[:10], 4) == [(0, 10)]       # a small batch: one call
+
+
+def test_a_batch_learned_in_threads_is_learned_as_one(monkeypatch):
+    # each class's counts in a thread of its own: the same table as one call; an unlearning
+    # refused in one class (a text never learned) is undone in the other
+    from spamkit.models import context as context_module
+    if context_module.speedups is None:
+        pytest.skip("spamkit.speedups is not built here")
+    rng = np.random.default_rng(5)
+    texts = [bytes(rng.integers(97, 101, size=int(n)).astype(np.uint8)) for n in rng.integers(1, 200, size=150)]
+    y = np.array(["spam" if i % 3 else "ham" for i in range(150)])
+    keys = context_keys(texts, order=2, bits=12)
+    tables = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(context_module, "_threads", lambda threads=threads: threads)
+        tables[threads] = ByteContextModel(order=2, bits=12).fit(keys, y)
+    assert np.array_equal(tables[1].slots_, tables[2].slots_)
+    model = tables[2]
+    before = model.slots_.copy()
+    # half the spam learned before, and a ham text of bytes never seen: its unlearning fails
+    never = context_keys([b"zzzzzzzz"], order=2, bits=12)
+    batch = context_keys([*texts[1:100:3], *never.texts], order=2, bits=12)
+    labels = [*y[1:100:3], "ham"]
+    monkeypatch.setattr(context_module, "PARALLEL_TEXTS", 8)          # so this batch of 34 is split
+    with pytest.raises(ConfigError, match="never learned"):
+        model.unlearn(batch, labels)
+    assert np.array_equal(model.slots_, before)

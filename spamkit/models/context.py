@@ -45,6 +45,7 @@ the recalls rise from 98.82 / 98.23 to 99.22 / 98.56.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -60,6 +61,30 @@ speedups = _compiled()                   # spamkit/speedups.c, or None: NumPy th
 ALPHABET = 257
 #: where a count stops (the table's counts are uint32)
 SATURATED = np.iinfo(np.uint32).max
+
+
+#: a batch is scored in several threads only from this many texts (fewer: one call, no threads)
+PARALLEL_TEXTS = 64
+
+
+def _threads() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                                   # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _parts(texts, threads: int) -> list:
+    """``threads`` consecutive ``(start, stop)`` ranges of ``texts`` holding about as many bytes
+    each, or one range for a batch under :data:`PARALLEL_TEXTS` texts."""
+    n = len(texts)
+    if threads < 2 or n < PARALLEL_TEXTS:
+        return [(0, n)]
+    ends = np.cumsum([len(t) + 1 for t in texts])
+    cuts = np.searchsorted(ends, ends[-1] * np.arange(1, threads) / threads, side="right")
+    bounds = [0, *sorted(set(int(c) for c in cuts if 0 < c < n)), n]
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 class ByteContextModel(Estimator):
@@ -192,8 +217,7 @@ class ByteContextModel(Estimator):
             # in C: each slot of each symbol counted (or uncounted) as the text is read (the same
             # counts: tests/test_context.py), without the keys or their unique values stored; an
             # unlearning that would go below zero is undone there and reported
-            if not speedups.context_learn(keys.texts, codes, int(self.order), int(self.bits), sys.maxsize,
-                                          self.slots_.reshape(-1), sign):
+            if not self._learn_compiled(keys.texts, codes, sign):
                 raise never_learned
         else:
             per_symbol = np.repeat(codes, lengths)
@@ -208,6 +232,29 @@ class ByteContextModel(Estimator):
         self.class_count_ += sign * texts
         self.symbol_count_ += sign * symbols
         return self
+
+    def _learn_compiled(self, texts, codes, sign: int) -> bool:
+        """``speedups.context_learn`` of the texts (False: an unlearning would have gone below zero,
+        and nothing changed). A large batch of both classes is counted one class per thread: each
+        class has its own column of the table, so the two write different counts, and each count
+        ends the same as one after the other. An unlearning refused in one class is undone in
+        the other."""
+        flat = self.slots_.reshape(-1)
+        order, bits = int(self.order), int(self.bits)
+        members = [np.flatnonzero(codes == c) for c in (0, 1)]
+        if _threads() < 2 or len(texts) < PARALLEL_TEXTS or not all(len(m) for m in members):
+            return speedups.context_learn(texts, codes, order, bits, sys.maxsize, flat, sign)
+        from concurrent.futures import ThreadPoolExecutor
+        parts = [([texts[i] for i in m.tolist()], codes[m]) for m in members]
+        with ThreadPoolExecutor(2, thread_name_prefix="spamkit-context") as pool:
+            done = [f.result() for f in [pool.submit(speedups.context_learn, part, part_codes, order, bits,
+                                                     sys.maxsize, flat, sign) for part, part_codes in parts]]
+        if all(done):
+            return True
+        for ok, (part, part_codes) in zip(done, parts):
+            if ok:                                    # put back the class that was unlearned
+                speedups.context_learn(part, part_codes, order, bits, sys.maxsize, flat, -sign)
+        return False
 
     def fit(self, keys, y):
         """Count the texts of ``keys`` (labels ``y``, two classes) from an empty table; returns ``self``."""
@@ -321,9 +368,24 @@ class ByteContextModel(Estimator):
             # in C, on the slot-major counts (the model's own, or a state held the same way): the
             # same probabilities, summed in the same order (tests/test_context.py)
             out, lengths = np.empty(keys.n_texts), np.empty(keys.n_texts, dtype=np.int64)
-            speedups.context_ratios(keys.texts, int(self.order), int(self.bits), sys.maxsize, store.reshape(-1),
-                                    float(texts[0]), float(texts[1]), float(symbols[0]), float(symbols[1]),
-                                    self.check_params(), out, lengths)
+            flat, beta = store.reshape(-1), self.check_params()
+
+            def score(a: int, b: int) -> None:
+                speedups.context_ratios(keys.texts[a:b], int(self.order), int(self.bits), sys.maxsize, flat,
+                                        float(texts[0]), float(texts[1]), float(symbols[0]), float(symbols[1]),
+                                        beta, out[a:b], lengths[a:b])
+
+            parts = _parts(keys.texts, _threads())
+            if len(parts) == 1:
+                score(*parts[0])
+            else:
+                # the loop releases the GIL and reads the table only: consecutive parts of the batch
+                # on the cores this process may use, each text scored as it would be alone (the
+                # same numbers whatever the split; the threads end before this returns)
+                from concurrent.futures import ThreadPoolExecutor
+                with ThreadPoolExecutor(len(parts), thread_name_prefix="spamkit-context") as pool:
+                    for done in [pool.submit(score, a, b) for a, b in parts]:
+                        done.result()
             return out, lengths
         lp = self.symbol_log_probs(keys, state)
         lengths = np.diff(keys.indptr)
