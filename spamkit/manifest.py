@@ -118,6 +118,39 @@ def read_member(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = 
     return data
 
 
+def member_chunks(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = None, chunk: int = 1 << 20):
+    """A member's bytes in pieces of at most ``chunk`` bytes, with :func:`read_member`'s checks:
+    at most ``limit`` bytes, no longer than the zip directory says, the SHA-256 checked after
+    the last piece (so a caller keeps nothing it was given until the generator has ended)."""
+    name = meta["file"]
+    try:
+        info = z.getinfo(name)
+    except KeyError:
+        format_error(path, f"member {name} is missing; the file is damaged")
+    if limit is not None and info.file_size > limit:
+        format_error(path, f"member {name} declares {info.file_size} bytes, more than the {limit} its manifest allows")
+    digest, total = hashlib.sha256(), 0
+    try:
+        with z.open(info) as fh:
+            while True:
+                piece = fh.read(min(chunk, info.file_size + 1 - total))
+                if not piece:
+                    break
+                total += len(piece)
+                if total > info.file_size:
+                    format_error(path, f"member {name} is longer than the zip directory says; the file is damaged")
+                digest.update(piece)
+                yield piece
+    except NotImplementedError as exc:                  # unknown compression methods
+        format_error(path, f"member {name} uses an unsupported compression ({exc})")
+    except RuntimeError as exc:                         # encrypted members
+        format_error(path, f"member {name} cannot be read ({exc})")
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib_error) as exc:
+        format_error(path, f"member {name} is damaged ({exc})")
+    if digest.hexdigest() != meta["sha256"]:
+        format_error(path, f"member {name} fails its checksum; the file is damaged")
+
+
 def read_manifest(path) -> dict:
     """The manifest of a filter file (format, version and structure checked; no member read)."""
     path = Path(path)

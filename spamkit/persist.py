@@ -59,8 +59,8 @@ import numpy as np
 from . import __version__
 from .durable import fsync_dir, glob_escape
 from .errors import ConfigError, ModelFormatError, OutputError
-from .manifest import (FORMAT, FORMAT_VERSION, check_manifest, expected_sizes, format_error, open_zip,  # noqa: F401
-                       read_lines, read_manifest, read_member)  # (read_manifest: re-exported with the loader)
+from .manifest import (FORMAT, FORMAT_VERSION, check_manifest, expected_sizes, format_error, member_chunks,  # noqa: F401
+                       open_zip, read_lines, read_manifest, read_member)  # (read_manifest: re-exported with the loader)
 from .features import Vectorizer
 from .lean import term_hash  # noqa: F401  (the definition term_hash_index computes; its doctest compares)
 from .models import (BernoulliNB, ComplementNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic,
@@ -336,12 +336,10 @@ def load_filter(path, trusted: bool = False):
         try:
             arrays = {}
             for name, meta in manifest["arrays"].items():
-                data = read_member(z, path, meta, sizes[meta["file"]])
-                array = np.load(io.BytesIO(data), allow_pickle=False)
+                array = read_array(z, path, meta, sizes[meta["file"]])
                 if list(array.shape) != meta["shape"] or str(array.dtype) != meta["dtype"]:
                     raise ModelFormatError(f"{path}: array {name} has the wrong shape or type")
                 arrays[name] = array
-                del data
             _check_arrays(arrays, manifest, path)
             terms = (read_lines(z, path, manifest["terms"], sizes[manifest["terms"]["file"]])
                      if manifest["terms"] is not None else None)
@@ -366,6 +364,44 @@ def load_filter(path, trusted: bool = False):
         raise ModelFormatError(f"{path}: model has {model.n_features_in_} features, vectorizer "
                                f"{vectorizer.n_features_}; the file is inconsistent")
     return analyzer, vectorizer, model, manifest
+
+
+def read_array(z: zipfile.ZipFile, path: Path, meta: dict, limit: int) -> np.ndarray:
+    """An ``arrays/*.npy`` member as a NumPy array, read into the array piece by piece
+    (:func:`spamkit.manifest.member_chunks`): no copy of the whole member is held beside it (a
+    context model's 128 MB table needed twice its size to load). The header is parsed as
+    ``np.load(..., allow_pickle=False)`` would: plain numbers and text only, and the data must
+    be exactly what the header's shape and dtype make."""
+    from numpy.lib import format as npy
+    pieces = member_chunks(z, path, meta, limit)
+    head = b""
+    for piece in pieces:                             # the header: at most 4,096 bytes plus the magic
+        head += piece
+        if len(head) >= 4096 + 10:
+            break
+    try:
+        stream = io.BytesIO(head)
+        version = npy.read_magic(stream)
+        shape, fortran, dtype = (npy.read_array_header_1_0(stream) if version == (1, 0)
+                                 else npy.read_array_header_2_0(stream))
+    except (ValueError, TypeError, SyntaxError, EOFError) as exc:
+        format_error(path, f"member {meta['file']} is not a NumPy array ({exc})")
+    if dtype.hasobject:
+        format_error(path, f"member {meta['file']} holds Python objects; a filter file holds numbers and text only")
+    array = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+    target = array.reshape(-1, order="A").view(np.uint8) if array.size else np.empty(0, np.uint8)
+    at = len(head) - stream.tell()
+    if at > target.size:
+        format_error(path, f"member {meta['file']} holds more data than its shape and dtype make")
+    target[:at] = np.frombuffer(head, dtype=np.uint8, offset=stream.tell())
+    for piece in pieces:                             # the rest, straight into the array
+        if at + len(piece) > target.size:
+            format_error(path, f"member {meta['file']} holds more data than its shape and dtype make")
+        target[at:at + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+        at += len(piece)
+    if at != target.size:
+        format_error(path, f"member {meta['file']} holds less data than its shape and dtype make")
+    return array
 
 
 def _restore_model(spec: dict, arrays: dict, texts: dict, path: Path):

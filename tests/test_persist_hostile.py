@@ -230,3 +230,42 @@ def test_the_good_file_still_loads_and_a_trusted_pattern_can_be_allowed(good, tm
         load_filter(path)
     analyzer, *_ = load_filter(path, trusted=True)
     assert analyzer.token_pattern == r"\w+"
+
+
+def test_an_array_member_must_hold_exactly_what_its_header_says(tmp_path):
+    # arrays are read piece by piece into place: a header that promises more or less data than
+    # the member holds, or Python objects, is refused; an honest one reads back exactly
+    import hashlib
+    import io
+    import zipfile
+
+    from spamkit.errors import ModelFormatError
+    from spamkit.persist import read_array
+
+    def member(data: bytes, name="arrays/a.npy"):
+        path = tmp_path / f"{hashlib.sha256(data).hexdigest()[:8]}.zip"
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            z.writestr(name, data)
+        return zipfile.ZipFile(path), path, {"file": name, "sha256": hashlib.sha256(data).hexdigest()}
+
+    def npy(array) -> bytes:
+        buf = io.BytesIO()
+        np.save(buf, array, allow_pickle=True)
+        return buf.getvalue()
+
+    big = np.arange(3 * 700_000, dtype=np.uint32).reshape(-1, 3)      # several pieces of 1 MB
+    z, path, meta = member(npy(big))
+    assert np.array_equal(read_array(z, path, meta, 1 << 30), big)
+    fortran = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    z, path, meta = member(npy(fortran))
+    assert np.array_equal(read_array(z, path, meta, 1 << 30), fortran)
+    whole = npy(np.arange(10.0))
+    for data, problem in ((whole[:-8], "less data"), (whole + b"\0" * 8, "more data"),
+                          (npy(np.array([{"a": 1}], dtype=object)), "Python objects"),
+                          (b"not an array at all", "not a NumPy array")):
+        z, path, meta = member(data)
+        with pytest.raises(ModelFormatError, match=problem):
+            read_array(z, path, meta, 1 << 30)
+    z, path, meta = member(whole)
+    with pytest.raises(ModelFormatError, match="fails its checksum"):
+        read_array(z, path, {**meta, "sha256": "0" * 64}, 1 << 30)
