@@ -101,10 +101,24 @@ def _jsonable(value):
     return value
 
 
-def _npy_bytes(array: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
-    return buf.getvalue()
+class _HashingWriter:
+    """A writable stream that hashes (SHA-256) and counts what it is given, and passes it on to
+    ``out`` if there is one."""
+
+    def __init__(self, out=None):
+        self.out, self.digest, self.size = out, hashlib.sha256(), 0
+
+    def write(self, data) -> int:
+        self.digest.update(data)
+        self.size += len(data)
+        return self.out.write(data) if self.out is not None else len(data)
+
+
+def _npy_sha256(array: np.ndarray) -> str:
+    """The SHA-256 of ``np.save(array)``'s bytes, made 16 MB at a time and never held whole."""
+    hashing = _HashingWriter()
+    np.save(hashing, array, allow_pickle=False)
+    return hashing.digest.hexdigest()
 
 
 def _stale_temporaries(folder: Path, name: str) -> None:
@@ -236,19 +250,19 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
     members: dict[str, bytes] = {}
     stored: set = set()                           # members written without compression
     arrays_meta = {}
+    array_members: dict[str, np.ndarray] = {}     # written straight into the zip (see write)
     texts_meta = {}
 
     def add_array(name, array, compress: bool = True):
-        array = np.asarray(array)
+        array = np.ascontiguousarray(array)
         if array.dtype == object:
             raise ModelFormatError(f"array {name} holds Python objects and cannot be saved safely")
-        data = _npy_bytes(array)
         member = f"arrays/{name}.npy"
-        members[member] = data
+        array_members[member] = array
         if not compress:
             stored.add(member)
-        arrays_meta[name] = {"file": member, "sha256": hashlib.sha256(data).hexdigest(),
-                             "dtype": str(array.dtype), "shape": list(array.shape)}
+        arrays_meta[name] = {"file": member, "sha256": _npy_sha256(array), "dtype": str(array.dtype),
+                             "shape": list(array.shape)}
 
     def add_lines(name, lines):
         text = "\n".join(lines)
@@ -298,7 +312,21 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
         # deflate's fastest level: a third of level 6's time for 12% more bytes on a vocabulary
         # (saving was a fifth of training on trec07p-dev); `spamkit learn` saves after every run
         with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+            # the manifest first; arrays go into the zip as np.save writes them (16 MB at a time,
+            # as their checksums were made): never a second copy of an array in memory (a context
+            # model's table is 128 MB); what is written is checked against the checksum
             z.writestr("manifest.json", json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False))
+            by_member = {meta["file"]: meta for meta in arrays_meta.values()}
+            for member, array in array_members.items():
+                target = member                      # deflated at the archive's level
+                if member in stored:
+                    target = zipfile.ZipInfo(member, date_time=_dt.datetime.now().timetuple()[:6])
+                    target.compress_type = zipfile.ZIP_STORED
+                with z.open(target, "w") as out:
+                    hashing = _HashingWriter(out)
+                    np.save(hashing, array, allow_pickle=False)
+                if hashing.digest.hexdigest() != by_member[member]["sha256"]:      # pragma: no cover - np.save
+                    raise ModelFormatError(f"array {member} changed while it was saved")
             for name, data in members.items():
                 z.writestr(name, data, compress_type=zipfile.ZIP_STORED if name in stored else None)
 
