@@ -94,28 +94,13 @@ def max_filter_bytes() -> int:
 
 
 def read_member(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = None) -> bytes:
-    """A member's bytes, at most ``limit`` (the zip reader stops at the declared size), checksummed."""
-    name = meta["file"]
+    """A member's bytes, at most ``limit`` (the zip reader stops at the declared size), checksummed
+    (:func:`member_chunks`, in one piece the size the zip directory declares)."""
     try:
-        info = z.getinfo(name)
+        size = z.getinfo(meta["file"]).file_size
     except KeyError:
-        format_error(path, f"member {name} is missing; the file is damaged")
-    if limit is not None and info.file_size > limit:
-        format_error(path, f"member {name} declares {info.file_size} bytes, more than the {limit} its manifest allows")
-    try:
-        with z.open(info) as fh:
-            data = fh.read(info.file_size + 1)
-    except NotImplementedError as exc:                  # unknown compression methods
-        format_error(path, f"member {name} uses an unsupported compression ({exc})")
-    except RuntimeError as exc:                         # encrypted members
-        format_error(path, f"member {name} cannot be read ({exc})")
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib_error) as exc:
-        format_error(path, f"member {name} is damaged ({exc})")
-    if len(data) > info.file_size:
-        format_error(path, f"member {name} is longer than the zip directory says; the file is damaged")
-    if hashlib.sha256(data).hexdigest() != meta["sha256"]:
-        format_error(path, f"member {name} fails its checksum; the file is damaged")
-    return data
+        size = 0                                          # member_chunks reports it missing
+    return b"".join(member_chunks(z, path, meta, limit, chunk=max(size, 1 << 16)))
 
 
 def member_chunks(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = None, chunk: int = 1 << 20):
