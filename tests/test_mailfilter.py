@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spamkit.cli import cli
+from spamkit.errors import ConfigError
 from spamkit.mailfilter import (EXIT_ERROR, EXIT_HAM, EXIT_SPAM, FilterError, MailFilter, iter_mbox_chunks,
                                 recorded_verdict, split_tags, tag)
 
@@ -155,6 +156,23 @@ def test_filter_tags_moves_and_is_idempotent(kind, model, tmp_path):
     again = runner.invoke(cli, ["filter", str(model), str(inbox), "--tag", "--move-spam-to", str(junk)])
     assert again.exit_code == 0 and "already tagged by this filter" in again.output
     assert {b: stored(kind, b) for b in (inbox, junk)} == before
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_filter_sync_files_and_filesystem_leave_the_same_mailboxes(kind, model, tmp_path):
+    # --sync only changes how the changes reach the disk, never what they are
+    runner, result = CliRunner(), {}
+    for sync in ("filesystem", "files"):
+        inbox, junk = tmp_path / sync / f"inbox.{kind}", tmp_path / sync / f"junk.{kind}"
+        inbox.parent.mkdir()
+        build(kind, inbox, 150)
+        out = runner.invoke(cli, ["filter", str(model), str(inbox), "--tag", "--move-spam-to", str(junk),
+                                  "--sync", sync, "--jobs", "1"])
+        assert out.exit_code == 0, out.output
+        result[sync] = (sorted(stored(kind, inbox)), sorted(stored(kind, junk)))
+    assert result["files"] == result["filesystem"] and len(result["files"][1]) > 20
+    bad = runner.invoke(cli, ["filter", str(model), str(tmp_path / "x"), "--tag", "--sync", "never"])
+    assert bad.exit_code == 2 and "Invalid value for '--sync'" in bad.output
 
 
 def test_pipe_mode_exit_status_and_pass_through(model, tmp_path):
@@ -311,7 +329,7 @@ def test_a_failing_fsync_of_a_groups_new_versions_renames_none_of_them(kind, mod
             raise OSError(errno.EIO, "Input/output error")
         return real_fsync(fd)
     monkeypatch.setattr(os, "fsync", fsync)
-    runner = MailFilter(SpamFilter.load(model).verdict, "m@test", tag=True, move={"spam": junk})
+    runner = MailFilter(SpamFilter.load(model).verdict, "m@test", tag=True, move={"spam": junk}, sync="files")
     with pytest.raises(FilterError, match="input/output error|Input/output error"):
         runner.run([inbox])
     monkeypatch.undo()
@@ -702,7 +720,7 @@ def test_folders_are_fsynced_per_group_and_before_the_messages_are_reported(kind
     def reported(ref, verdict, p, tagged, moved_to):
         events.append(("report", Path(ref), moved_to))
 
-    run = MailFilter(_dies_in_a_worker, "m@1", tag=True, move={"spam": junk}, on_message=reported)
+    run = MailFilter(_dies_in_a_worker, "m@1", tag=True, move={"spam": junk}, on_message=reported, sync="files")
     summary = run.run([inbox])
     assert summary.messages == 150 and not summary.failed
     check_exactly_once(kind, [inbox, junk], originals)
@@ -742,11 +760,142 @@ def test_a_groups_new_versions_are_fsynced_before_they_replace_a_message(kind, t
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
-    summary = MailFilter(_dies_in_a_worker, "m@1", tag=True, move={"spam": junk}).run([inbox])
+    summary = MailFilter(_dies_in_a_worker, "m@1", tag=True, move={"spam": junk}, sync="files").run([inbox])
     monkeypatch.undo()
     assert summary.messages == summary.tagged == len(renamed) == 150 and not summary.failed
     check_exactly_once(kind, [inbox, junk], originals)
     assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]      # no temporary left
+
+
+def _recording_syncfs(monkeypatch, on_sync):
+    """Replace the run's syncfs by one that calls ``on_sync(path of the descriptor)`` and then
+    the real one (this kernel's, or a no-op where it has none), so that a test sees the order."""
+    from spamkit.durable import filesystem_sync
+    from spamkit.mailfilter import run as run_module
+    real = filesystem_sync() or (lambda fd: None)
+
+    def make():
+        def sync(fd):
+            on_sync(os.readlink(f"/proc/self/fd/{fd}"))
+            real(fd)
+        return sync
+    monkeypatch.setattr(run_module, "filesystem_sync", make)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/fd and syncfs are Linux's")
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_a_group_takes_two_syncfs_new_versions_before_renames_and_renames_before_reports(kind, tmp_path,
+                                                                                      monkeypatch):
+    # sync="filesystem" (the default): one syncfs makes a group's new versions durable before
+    # any of them replaces a message, a second one its renames before any is reported; no
+    # fsync at all
+    from spamkit.mailfilter import run as run_module
+    inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
+    build(kind, inbox, 150)
+    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    monkeypatch.setattr(run_module, "GROUP_COMMIT", 40)
+    events, written, durable, renamed = [], set(), set(), []
+    real_replace, real_rename, real_open = os.replace, os.rename, os.open
+
+    def on_sync(path):
+        events.append(("sync", path))
+        # what is written so far (the temporaries) and what is renamed so far is now durable
+        durable.update(written)
+        durable.update(("renamed", dst) for dst in renamed)
+
+    def tracking_open(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT:
+            written.add(str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    def replace(src, dst):
+        assert str(src) in durable, f"{src} renamed over {dst} before a syncfs"
+        renamed.append(str(dst))
+        return real_replace(src, dst)
+
+    moves = {}
+
+    def rename(src, dst):
+        renamed.append(str(dst))
+        moves[str(src)] = str(dst)
+        return real_rename(src, dst)
+
+    def reported(ref, verdict, p, tagged, moved_to):
+        events.append(("report", ref, moved_to))
+        assert ("renamed", str(ref)) in durable, f"{ref} reported before its rename was synced"
+        if moved_to is not None:
+            assert ("renamed", moves[str(ref)]) in durable, f"{ref} reported before its move was synced"
+
+    _recording_syncfs(monkeypatch, on_sync)
+    monkeypatch.setattr(os, "open", tracking_open)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "rename", rename)
+    monkeypatch.setattr(os, "fsync", lambda fd: pytest.fail("an fsync in sync='filesystem' mode"))
+    summary = MailFilter(_dies_in_a_worker, "m@1", tag=True, move={"spam": junk}, on_message=reported).run([inbox])
+    monkeypatch.undo()
+    assert summary.messages == summary.tagged == 150 and not summary.failed
+    check_exactly_once(kind, [inbox, junk], originals)
+    syncs = [e for e in events if e[0] == "sync"]
+    assert len(syncs) == 2 * 4                                      # 4 groups (40, 40, 40, 30), two each
+    assert events[0][0] == "sync" and events[-1][0] == "report"
+    assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/fd and syncfs are Linux's")
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_a_failing_syncfs_of_a_groups_new_versions_renames_none_of_them(kind, model, tmp_path, monkeypatch):
+    # the second group's syncfs fails (a write-back error): the run fails naming it, no message
+    # of that group or of a later one is replaced, the first group's are, nothing is lost
+    from spamkit.mailfilter import run as run_module
+    from spamkit.pipeline import SpamFilter
+    inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
+    build(kind, inbox, 100)
+    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    order = stored(kind, inbox) if kind == "mh" else [
+        (inbox / sub / name).read_bytes() for sub in ("new", "cur") for name in sorted(os.listdir(inbox / sub))]
+    monkeypatch.setattr(run_module, "GROUP_COMMIT", 30)
+    file_syncs = []
+
+    def on_sync(path):
+        if not os.path.isdir(path):                   # a group's new versions (not its renames)
+            file_syncs.append(path)
+            if len(file_syncs) == 2:
+                raise OSError(errno.EIO, "Input/output error")
+    _recording_syncfs(monkeypatch, on_sync)
+    runner = MailFilter(SpamFilter.load(model).verdict, "m@test", tag=True, move={"spam": junk})
+    with pytest.raises(FilterError, match="input/output error|Input/output error"):
+        runner.run([inbox])
+    monkeypatch.undo()
+    check_exactly_once(kind, [inbox, junk], originals)
+    first = {int(_TEST_ID.match(split_tags(m)[1]).group(1)) for m in order[:30]}
+    for raw in stored(kind, inbox) + stored(kind, junk):
+        fields, rest = split_tags(raw)
+        ident = int(_TEST_ID.match(rest).group(1))
+        assert bool(fields) == (ident in first), ident
+    assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]
+
+
+def test_filesystem_sync_is_this_kernels_syncfs_from_linux_5_8(tmp_path):
+    from spamkit.durable import filesystem_sync
+    sync = filesystem_sync()
+    release = tuple(int(x) for x in os.uname().release.split(".")[:2]) if sys.platform.startswith("linux") else None
+    if release is None or release < (5, 8):
+        assert sync is None                            # the caller then fsyncs each file and folder
+        return
+    assert sync is not None
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        sync(fd)                                       # succeeds on a healthy file system
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError) as error:
+        sync(fd)                                       # a closed descriptor: the kernel's EBADF, raised
+    assert error.value.errno == errno.EBADF
+
+
+def test_sync_mode_is_checked():
+    with pytest.raises(ConfigError, match="sync must be one of filesystem, files"):
+        MailFilter(_dies_in_a_worker, "m@1", tag=True, sync="never")
 
 
 @pytest.mark.parametrize("kind", ["maildir", "mh"])

@@ -138,10 +138,14 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
                    "a lost connection is retried with back-off.")
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--sync", type=click.Choice(["filesystem", "files"]), default="filesystem", show_default=True,
+              help="Maildir/MH: make each group of 64 changes durable with one syncfs of the file system (Linux 5.8+; "
+                   "elsewhere as 'files'), or with an fsync per changed file and folder ('files': writes back nothing "
+                   "else, for a disk busy with other writers).")
 @jobs_option
 def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost, dry_run, force, wait,
                    summary_file, recover, exit_zero, password_command, ca_file, insecure, watch, spam_rate, as_json,
-                   jobs):
+                   sync, jobs):
     """Filter mailboxes (mbox, Maildir, MH, or a folder on an IMAP server) with a trained filter: tag and/or move spam.
 
     \b
@@ -205,7 +209,7 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
                 runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
                                     force=force, wait=wait, progress=progress.step, on_message=on_message,
                                     threshold=spam_filter.spam_threshold(), jobs=jobs or default_jobs(),
-                                    score=spam_filter.score, decide=spam_filter.verdict_from)
+                                    score=spam_filter.score, decide=spam_filter.verdict_from, sync=sync)
 
             def stop(signum, frame):
                 runner.stop_requested = True      # finish the current message (IMAP: batch), then stop cleanly
