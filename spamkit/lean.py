@@ -8,8 +8,11 @@ scikit-learn about a second, while scoring one message needs a few hundred table
 stack (:class:`~spamkit.models.stack.FisherNBStack`) and Robinson/Fisher
 (:class:`~spamkit.models.robinson.RobinsonFisher`) -- with the same decision layer as
 :class:`~spamkit.spamfilter.SpamFilter` (calibration, prior correction, saved threshold,
-costs with an unsure decision, the familiarity floor). Any other filter
-(:func:`lean_filter` returns None) takes the full path, which gives the same answer.
+costs with an unsure decision, the familiarity floor) -- and the accurate configuration,
+that stack with a byte-context model as a side input (``spamkit train --context-model``),
+whose score of one message is the compiled loop ``spamkit.speedups.context_ratios`` on the
+table read into an ``array`` (no NumPy). Any other filter (:func:`lean_filter` returns None)
+takes the full path, which gives the same answer.
 
 It is a second implementation of formulas that live in the models, on purpose: the models
 work on whole sparse matrices with NumPy and SciPy, this works on one message's columns in
@@ -39,7 +42,8 @@ import sys
 from pathlib import Path
 
 from .errors import ConfigError, ModelFormatError
-from .manifest import check_manifest, dtype_of, expected_sizes, format_error, open_zip, read_lines, read_member
+from .manifest import (check_manifest, dtype_of, expected_sizes, format_error, member_chunks, open_zip, read_lines,
+                       read_member)
 from .message import parse_message
 
 #: the model types scored here (file names, as :func:`spamkit.persist.model_type_of` writes them)
@@ -182,6 +186,54 @@ def _npy_values(data: bytes, path: Path, name: str, meta: dict) -> array.array:
     return values
 
 
+def _npy_header(data: bytes, path: Path, name: str) -> tuple[dict, int] | None:
+    """The header of a ``.npy`` member and where its data starts, or None while ``data`` holds
+    less than the whole header."""
+    if len(data) < 10:
+        return None
+    if data[:6] != b"\x93NUMPY":
+        format_error(path, f"array {name} is not a .npy array")
+    length_bytes = 2 if data[6] == 1 else 4
+    start = 8 + length_bytes + int.from_bytes(data[8:8 + length_bytes], "little")
+    if len(data) < start:
+        return None
+    try:
+        header = ast.literal_eval(data[8 + length_bytes:start].decode("latin-1"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        format_error(path, f"array {name} has a damaged header")
+    if not isinstance(header, dict):
+        format_error(path, f"array {name} has a damaged header")
+    return header, start
+
+
+def _npy_uint32(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
+    """A ``.npy`` member of little-endian uint32 (the context table: up to 128 MB) read piece by
+    piece into one buffer made beforehand (a ``bytearray``, whose pages the system hands over
+    zeroed as they are first written), seen as unsigned 32-bit numbers: no second copy of it in
+    memory. The member's size and checksum are checked as :func:`read_member` checks them,
+    before it is returned. A little-endian machine's (:func:`_accepts_context`)."""
+    target = memoryview(bytearray(4 * math.prod(meta["shape"])))
+    head, filled = b"", None
+    for piece in member_chunks(z, path, meta, limit):
+        if filled is None:                                      # the header is still being read
+            head += piece
+            parsed = _npy_header(head, path, name)
+            if parsed is None:
+                continue
+            header, start = parsed
+            if (header.get("descr") != "<u4" or header.get("fortran_order") is not False
+                    or list(header.get("shape", ())) != meta["shape"]):
+                format_error(path, f"array {name} has the wrong shape or type")
+            piece, filled, head = head[start:], 0, b""
+        if filled + len(piece) > len(target):
+            format_error(path, f"array {name} holds more data than its shape")
+        target[filled:filled + len(piece)] = piece
+        filled += len(piece)
+    if filled != len(target):
+        format_error(path, f"array {name} holds less data than its shape")
+    return target.cast("I")
+
+
 #: every byte below 0x80: what is left after deleting them is the bytes with the sign bit set
 _LOW_BYTES = bytes(range(0x80))
 
@@ -227,7 +279,8 @@ class LeanFilter:
         if self.kind == "fisher-nb":
             with_logistic = bool(self.params.get("logistic"))
             self.length_aware = bool(self.params.get("length_aware", False))
-            shapes["model.combiner_"] = [(4 if with_logistic else 3) + 2 * self.length_aware]
+            self.side_inputs = int(self.params.get("side_inputs", 0) or 0)
+            shapes["model.combiner_"] = [(4 if with_logistic else 3) + 2 * self.length_aware + self.side_inputs]
             if self.length_aware:
                 shapes["model.length_range_"] = [2]
             if with_logistic:
@@ -261,6 +314,9 @@ class LeanFilter:
             if with_logistic:
                 self.logistic = (arrays["model.logistic_coef_"], arrays["model.logistic_intercept_"][0])
         extra = manifest.get("extra", {})
+        self.context = None
+        if self.kind == "fisher-nb" and self.side_inputs:
+            self.context = _LeanContext(path, extra.get("context"), arrays)
         self.calibration = extra.get("calibration")
         threshold = extra.get("threshold")
         self.threshold = float(threshold["p_spam"]) if threshold else None
@@ -357,8 +413,9 @@ class LeanFilter:
         z += log_prior[1] - log_prior[0]
         return finite_log_odds(z)
 
-    def log_proba(self, cols: list[int]) -> tuple[float, float]:
-        """log P(c0 | x), log P(c1 | x) of the model (``predict_log_proba``)."""
+    def log_proba(self, cols: list[int], side: float | None = None) -> tuple[float, float]:
+        """log P(c0 | x), log P(c1 | x) of the model (``predict_log_proba``); ``side``: the
+        context model's score, for a stack with that side input."""
         log_c0, log_c1 = self.fisher(cols)
         if self.kind == "fisher":
             return normalised(log_c0, log_c1)
@@ -376,6 +433,8 @@ class LeanFilter:
             length = math.log1p(len(cols)) - LENGTH_CENTRE                          # distinct columns
             length = min(max(length, self.length_range[0]), self.length_range[1])     # the fitted range
             features += [length, length * features[1]]
+        if self.context is not None:             # FisherNBStack._side_columns: NaN as 0, clipped
+            features.append(0.0 if side != side else min(max(side, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT))
         z = 0.0
         for weight, feature in zip(self.coef, features):
             z += weight * feature
@@ -437,11 +496,49 @@ class LeanFilter:
         cols = self.columns(tokens)
         distinct = len(set(tokens))
         familiarity = min(len(cols) / distinct, 1.0) if distinct else 1.0
-        lp = self.adjusted(self.log_proba(cols))
+        side = self.context.score(raw) if self.context is not None else None
+        lp = self.adjusted(self.log_proba(cols, side))
         proba = (math.exp(lp[0]), math.exp(lp[1]))
         decision = self.decide(proba, familiarity)
         label = decision if decision in ("spam", "unsure") else "ham"
         return label, proba[self.spam]
+
+
+class _LeanContext:
+    """The byte-context model of a filter file, scoring one message: its log-likelihood ratio
+    per symbol (:meth:`spamkit.models.context.ByteContextModel.mean_log_ratio` of the first
+    ``max_bytes`` bytes of the raw message, :meth:`spamkit.spamfilter.SpamFilter.context_text`),
+    by the same compiled loop over the same counts."""
+
+    def __init__(self, path: Path, spec, arrays: dict):
+        from .compiled import speedups
+        self.speedups = speedups()
+        try:
+            self.order, self.bits, self.max_bytes = int(spec["order"]), int(spec["bits"]), int(spec["max_bytes"])
+            self.beta = float(spec["beta"])
+            ok = (spec["order"] == self.order and spec["bits"] == self.bits and spec["max_bytes"] == self.max_bytes
+                  and 0 <= self.order <= 16 and 8 <= self.bits <= 30 and self.max_bytes >= 1
+                  and math.isfinite(self.beta) and self.beta > 0)
+        except (KeyError, TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            format_error(path, f"damaged context model ({spec!r})")
+        self.table = arrays["filter.context_table"]
+        if len(self.table) != 2 << self.bits:
+            format_error(path, f"damaged context model (its table has {len(self.table)} counts; bits {self.bits} "
+                         f"make it {2 << self.bits})")
+        self.texts, self.symbols = arrays["filter.context_class_count"], arrays["filter.context_symbol_count"]
+        for name in ("filter.context_class_count", "filter.context_symbol_count"):
+            _finite_sum(arrays[name], path, name)
+            if _any_negative(arrays[name]):
+                format_error(path, f"array {name} holds negative counts")
+
+    def score(self, raw: bytes) -> float:
+        out, lengths = array.array("d", [0.0]), array.array("q", [0])
+        self.speedups.context_ratios([raw[:self.max_bytes]], self.order, self.bits, self.max_bytes, self.table,
+                                     self.texts[0], self.texts[1], self.symbols[0], self.symbols[1], self.beta,
+                                     out, lengths)
+        return out[0] / max(lengths[0], 1)
 
 
 def _interp(x: float, xs: list, ps: list) -> float:
@@ -462,14 +559,32 @@ _ARRAYS = ("model.class_count_", "model.feature_count_", "model.combiner_", "mod
 _INDEX = {"filter.term_hash": "uint64", "filter.term_hash_column": "int64"}
 
 
+#: the context model's arrays (``ByteContextModel.state_arrays``, saved among the filter's arrays)
+_CONTEXT = {"filter.context_table": "uint32", "filter.context_class_count": "float64",
+            "filter.context_symbol_count": "float64"}
+
+
+def _accepts_context(manifest: dict) -> bool:
+    """Whether the side input this file's stack weighs (if any) is one this module scores: a
+    context model (the stack's one side input), its arrays as saved, and the compiled loop."""
+    side = manifest["model"]["params"].get("side_inputs") or 0
+    has_context = "context" in manifest.get("extra", {})
+    if not side and not has_context:
+        return True
+    from .compiled import speedups
+    described = manifest["arrays"]
+    return (side == 1 and has_context and manifest["model"]["type"] == "fisher-nb" and speedups() is not None
+            and array.array("I").itemsize == 4 and sys.byteorder == "little"
+            and all(name in described and described[name]["dtype"] == dtype for name, dtype in _CONTEXT.items()))
+
+
 def _accepts(manifest: dict) -> bool:
-    """Whether this module scores the filter: a two-class counting model over a vocabulary (not
-    a stack with side inputs: a context model's scores need NumPy and the compiled loops)."""
+    """Whether this module scores the filter: a two-class counting model over a vocabulary (and
+    a context model as the stack's side input where the compiled loops are built)."""
     model, vectorizer = manifest["model"], manifest["vectorizer"]
     classes = [str(c) for c in model["classes"]]
     calibration = manifest.get("extra", {}).get("calibration")
-    return (model["type"] in LEAN_MODELS and len(classes) == 2 and "spam" in classes
-            and not model["params"].get("side_inputs") and "context" not in manifest.get("extra", {})
+    return (model["type"] in LEAN_MODELS and len(classes) == 2 and "spam" in classes and _accepts_context(manifest)
             and manifest.get("terms") is not None and vectorizer.get("hashing") is None
             and not model.get("texts") and (calibration is None or calibration.get("method") in ("platt", "isotonic"))
             and all(dtype_of(meta["dtype"]) == ("f", 8) for name, meta in manifest["arrays"].items()
@@ -496,9 +611,10 @@ def lean_filter(path, trusted: bool = False) -> LeanFilter | None:
         described = manifest["arrays"]
         indexed = all(name in described and described[name]["dtype"] == dtype and described[name]["shape"] == [d]
                       for name, dtype in _INDEX.items())
-        wanted = _ARRAYS + (tuple(_INDEX) if indexed else ())
+        wanted = _ARRAYS + (tuple(_INDEX) if indexed else ()) + tuple(_CONTEXT)
         try:
-            arrays = {name: _npy_values(read_member(z, path, meta, sizes[meta["file"]]), path, name, meta)
+            arrays = {name: (_npy_uint32(z, path, name, meta, sizes[meta["file"]]) if name == "filter.context_table"
+                             else _npy_values(read_member(z, path, meta, sizes[meta["file"]]), path, name, meta))
                       for name, meta in described.items() if name in wanted}
             terms = None
             if not indexed:

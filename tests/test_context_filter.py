@@ -147,9 +147,9 @@ def test_the_filter_file_keeps_the_context_model(tmp_path):
     assert g.context_bytes == 700 and g.context.bits == 18 and g.model.side_inputs == 1
     assert np.array_equal(g.context.table_, f.context.table_)
     assert np.array_equal(g.predict_proba(msgs), f.predict_proba(msgs))
-    # pipe mode's standard-library scorer does not know the context model: it leaves the file alone
+    # pipe mode's standard-library scorer reads it too (tests/test_lean.py holds the two together)
     from spamkit.lean import lean_filter
-    assert lean_filter(path) is None
+    assert lean_filter(path).verdict(msgs[0].raw) == g.verdict(msgs[0].raw)
     # a file whose stack weighs a side input but holds no context model is refused, and the reverse
     with zipfile.ZipFile(path) as z:
         manifest = json.loads(z.read("manifest.json"))
@@ -171,6 +171,11 @@ def test_the_filter_file_keeps_the_context_model(tmp_path):
         SpamFilter.load(rewrite("b.spamkit", lambda m: m["model"]["params"].update(side_inputs=0)))
     with pytest.raises(ModelFormatError, match="damaged context model"):
         SpamFilter.load(rewrite("c.spamkit", lambda m: m["extra"]["context"].update(bits=19)))
+    # the lean scorer: the first two are not its kind of file (the full path refuses them, as
+    # above); the third it refuses itself
+    assert lean_filter(tmp_path / "a.spamkit") is None and lean_filter(tmp_path / "b.spamkit") is None
+    with pytest.raises(ModelFormatError, match="damaged context model"):
+        lean_filter(tmp_path / "c.spamkit")
 
 
 def test_cross_validation_is_the_protocol_written_out():

@@ -36,6 +36,8 @@ from conftest import REPO, shared_corpus
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 PIPE = [sys.executable, "-m", "spamkit", "filter"]
+#: the context model of the accurate configuration with a table of 2**20 slots a class (8 MB)
+CONTEXT = {"bits": 20}
 
 
 def first(relative: str, n: int, skip: int = 0) -> list:
@@ -78,6 +80,8 @@ CONFIGS = {
     # the two-component stack, clipped, isotonic calibration
     "stack, isotonic": lambda mail: _trained(mail, model="fisher-nb", tokens="mail", calibrate="isotonic",
                                              stack={"logistic": 0.0, "squash": "clip"}),
+    # the accurate configuration (spamkit train --context-model), a smaller table, costs and guard
+    "best, context model": lambda mail: _trained(mail, **BEST, context=CONTEXT).set_costs(CostMatrix.default()),
 }
 
 
@@ -130,7 +134,7 @@ def test_a_saved_threshold_and_a_file_without_hash_index(mail, tmp_path, monkeyp
     _agree(SpamFilter.load(path), path, mail["trec"][:150] + mail["csdmc"][:50])
 
 
-def test_filters_the_lean_path_does_not_score_take_the_full_path(mail, tmp_path):
+def test_filters_the_lean_path_does_not_score_take_the_full_path(mail, tmp_path, monkeypatch):
     for options in ({"model": "multinomial"}, {"model": "knn"}, {**BEST, "hashing": 1 << 12}):
         path = tmp_path / "other.spamkit"
         _trained(mail, **options).save(path)
@@ -138,6 +142,57 @@ def test_filters_the_lean_path_does_not_score_take_the_full_path(mail, tmp_path)
     path = tmp_path / "best.spamkit"
     _trained(mail, **BEST).save(path)
     assert lean_filter(path) is not None
+    # a context model needs the compiled loop: without it, the full path (which has NumPy's)
+    path = tmp_path / "context.spamkit"
+    _trained(mail, **BEST, context=CONTEXT).save(path)
+    assert lean_filter(path) is not None
+    monkeypatch.setenv("SPAMKIT_PURE_PYTHON", "1")
+    assert lean_filter(path) is None
+
+
+def test_the_context_model_is_scored_without_numpy_and_its_table_checked(mail, tmp_path):
+    import json
+    path = tmp_path / "context.spamkit"
+    f = _trained(mail, **BEST, context=CONTEXT)
+    f.save(path)
+    assert _heavy_after_pipe(path, mail["trec"][0].raw) == []
+    lean = lean_filter(path)
+    assert lean.context.table.format == "I" and len(lean.context.table) == 2 << 20
+    assert lean.context.table.tobytes() == np.ascontiguousarray(f.context.slots_).tobytes()
+    # one message by hand: the side input is the context model's mean log ratio, clipped as the stack clips it
+    raw = mail["csdmc"][0].raw
+    side = f.side_scores([raw[:f.context_bytes]])[0, 0]
+    assert lean.context.score(raw) == side
+    with zipfile.ZipFile(path) as z:
+        manifest = json.loads(z.read("manifest.json"))
+        members = {n: z.read(n) for n in z.namelist() if n != "manifest.json"}
+    table = manifest["arrays"]["filter.context_table"]["file"]
+
+    def rewrite(name, change_manifest=lambda m: None, change_member=None):
+        m = json.loads(json.dumps(manifest))
+        change_manifest(m)
+        out = tmp_path / name
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("manifest.json", json.dumps(m))
+            for n, data in members.items():
+                z.writestr(n, change_member(data) if change_member and n == table else data)
+        return out
+
+    flipped = rewrite("flip.spamkit", change_member=lambda data: data[:-5] + bytes([data[-5] ^ 1]) + data[-4:])
+    short = rewrite("short.spamkit", change_member=lambda data: data[:-8])
+    negative = rewrite("neg.spamkit", lambda m: None)
+    counts = tmp_path / "neg-counts.spamkit"
+    g = SpamFilter.load(path)
+    g.context.class_count_[0] = -1.0
+    g.save(counts)
+    for bad, why in ((flipped, "fails its checksum"), (short, "less data|fails its checksum|damaged"),
+                     (counts, "negative counts")):
+        with pytest.raises(ModelFormatError, match=why):
+            lean_filter(bad)
+        raw = mail["trec"][1].raw                      # and pipe mode delivers the message unchanged
+        out = subprocess.run(PIPE + [str(bad), "-"], input=raw, capture_output=True, env=ENV, timeout=120)
+        assert out.returncode == EXIT_ERROR and out.stdout == raw, bad
+    assert lean_filter(negative) is not None           # (the rewriting itself keeps a file whole)
 
 
 # ---------------------------------------------------------------- the chi-square tails
