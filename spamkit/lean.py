@@ -234,6 +234,20 @@ def _npy_uint32(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
     return target.cast("I")
 
 
+def _npy_bytes(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
+    """A one-dimensional ``.npy`` member of uint8 (the packed context table), as its bytes."""
+    data = read_member(z, path, meta, limit)
+    parsed = _npy_header(data, path, name)
+    if parsed is None:
+        format_error(path, f"array {name} is not a .npy array")
+    header, start = parsed
+    if (header.get("descr") != "|u1" or header.get("fortran_order") is not False
+            or list(header.get("shape", ())) != meta["shape"] or len(meta["shape"]) != 1
+            or len(data) - start != meta["shape"][0]):
+        format_error(path, f"array {name} has the wrong shape or type")
+    return memoryview(data)[start:]
+
+
 #: every byte below 0x80: what is left after deleting them is the bytes with the sign bit set
 _LOW_BYTES = bytes(range(0x80))
 
@@ -523,7 +537,14 @@ class _LeanContext:
             ok = False
         if not ok:
             format_error(path, f"damaged context model ({spec!r})")
-        self.table = arrays["filter.context_table"]
+        if "filter.context_packed" in arrays:           # written out whole, as the full path's unpack_table
+            self.table = memoryview(bytearray(8 << self.bits)).cast("I")
+            try:
+                self.speedups.context_unpack(arrays["filter.context_packed"], self.table)
+            except ValueError as exc:
+                format_error(path, f"damaged context model ({exc})")
+        else:
+            self.table = arrays["filter.context_table"]
         if len(self.table) != 2 << self.bits:
             format_error(path, f"damaged context model (its table has {len(self.table)} counts; bits {self.bits} "
                          f"make it {2 << self.bits})")
@@ -559,9 +580,10 @@ _ARRAYS = ("model.class_count_", "model.feature_count_", "model.combiner_", "mod
 _INDEX = {"filter.term_hash": "uint64", "filter.term_hash_column": "int64"}
 
 
-#: the context model's arrays (``ByteContextModel.state_arrays``, saved among the filter's arrays)
-_CONTEXT = {"filter.context_table": "uint32", "filter.context_class_count": "float64",
-            "filter.context_symbol_count": "float64"}
+#: the context model's arrays (``ByteContextModel.state_arrays``, saved among the filter's arrays),
+#: and its table: packed, or dense as files held it before 2026-11-28
+_CONTEXT = {"filter.context_class_count": "float64", "filter.context_symbol_count": "float64"}
+_CONTEXT_TABLE = {"filter.context_packed": "uint8", "filter.context_table": "uint32"}
 
 
 def _accepts_context(manifest: dict) -> bool:
@@ -575,7 +597,8 @@ def _accepts_context(manifest: dict) -> bool:
     described = manifest["arrays"]
     return (side == 1 and has_context and manifest["model"]["type"] == "fisher-nb" and speedups() is not None
             and array.array("I").itemsize == 4 and sys.byteorder == "little"
-            and all(name in described and described[name]["dtype"] == dtype for name, dtype in _CONTEXT.items()))
+            and all(name in described and described[name]["dtype"] == dtype for name, dtype in _CONTEXT.items())
+            and any(name in described and described[name]["dtype"] == dtype for name, dtype in _CONTEXT_TABLE.items()))
 
 
 def _accepts(manifest: dict) -> bool:
@@ -612,10 +635,11 @@ def lean_filter(path, trusted: bool = False) -> LeanFilter | None:
         indexed = all(name in described and described[name]["dtype"] == dtype and described[name]["shape"] == [d]
                       for name, dtype in _INDEX.items())
         wanted = _ARRAYS + (tuple(_INDEX) if indexed else ()) + tuple(_CONTEXT)
+        readers = {"filter.context_table": _npy_uint32, "filter.context_packed": _npy_bytes}
         try:
-            arrays = {name: (_npy_uint32(z, path, name, meta, sizes[meta["file"]]) if name == "filter.context_table"
+            arrays = {name: (readers[name](z, path, name, meta, sizes[meta["file"]]) if name in readers
                              else _npy_values(read_member(z, path, meta, sizes[meta["file"]]), path, name, meta))
-                      for name, meta in described.items() if name in wanted}
+                      for name, meta in described.items() if name in wanted or name in readers}
             terms = None
             if not indexed:
                 terms = read_lines(z, path, manifest["terms"], sizes[manifest["terms"]["file"]])

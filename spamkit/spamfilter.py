@@ -648,8 +648,9 @@ class SpamFilter:
         try:
             params = {k: spec[k] for k in ("order", "beta", "bits")}
             context = ByteContextModel(**params)
+            table = "packed" if "context_packed" in arrays else "table"      # dense: files before 2026-11-28
             context.restore_state(model.classes_, {k: arrays[f"context_{k}"] for k in
-                                                   ("table", "class_count", "symbol_count")})
+                                                   (table, "class_count", "symbol_count")})
             context_bytes = spec["max_bytes"]
             context_keys([], context.order, context.bits, context_bytes)
         except (KeyError, TypeError, ValueError, ConfigError) as exc:

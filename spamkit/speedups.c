@@ -3195,11 +3195,89 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* context_unpack(data, table) -> int: a context table packed by spamkit.models.context.pack_table
+   (LEB128 varints: the table's bits, then per slot with a count, in slot order, the gap since the
+   previous such slot and its two classes' counts) written out whole into table (uint32, two per
+   slot; the slots between are set to zero). Returns the number of slots with a count. Hostile
+   input is refused with ValueError: a table of another size, a varint cut short or longer than 5
+   bytes, a number past 2**32 - 1, a slot past the table, a slot stored with no count. */
+static int ctx_varint(const unsigned char *p, Py_ssize_t n, Py_ssize_t *at, uint64_t *value)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < 5; k++) {
+        if (*at >= n)
+            return -1;
+        unsigned char b = p[(*at)++];
+        v |= (uint64_t)(b & 0x7f) << (7 * k);
+        if (!(b & 0x80)) {
+            *value = v;
+            return v > 0xffffffffu ? -1 : 0;
+        }
+    }
+    return -1;
+}
+
+static PyObject *context_unpack(PyObject *self, PyObject *args)
+{
+    PyObject *o_data, *o_table;
+    if (!PyArg_ParseTuple(args, "OO:context_unpack", &o_data, &o_table))
+        return NULL;
+    Py_buffer data = {0}, tab = {0};
+    if (get_buffer(o_data, &data, "B", 1, 0, "data") < 0)
+        return NULL;
+    if (get_buffer(o_table, &tab, "I", 4, 1, "table") < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    const unsigned char *p = data.buf;
+    uint32_t *table = tab.buf;
+    Py_ssize_t n = data.shape[0], slots = tab.shape[0] / 2, at = 0, next = 0, stored = 0;
+    const char *why = tab.shape[0] % 2 ? "the table is not two counts a slot" : NULL;
+    uint64_t bits;
+    if (!why && (ctx_varint(p, n, &at, &bits) < 0 || bits > 30 || ((Py_ssize_t)1 << bits) != slots))
+        why = "it is a table of another size than the model's settings say";
+    Py_BEGIN_ALLOW_THREADS
+    while (!why && at < n) {
+        uint64_t gap, c0, c1;
+        if (ctx_varint(p, n, &at, &gap) < 0 || ctx_varint(p, n, &at, &c0) < 0 || ctx_varint(p, n, &at, &c1) < 0) {
+            why = "a number is cut short, too long or past 2**32 - 1";
+            break;
+        }
+        if (gap >= (uint64_t)(slots - next)) {
+            why = "a slot lies past the table";
+            break;
+        }
+        if (c0 == 0 && c1 == 0) {
+            why = "a slot is stored with no count";
+            break;
+        }
+        Py_ssize_t slot = next + (Py_ssize_t)gap;
+        memset(table + 2 * next, 0, sizeof(uint32_t) * 2 * (size_t)(slot - next));
+        table[2 * slot] = (uint32_t)c0;
+        table[2 * slot + 1] = (uint32_t)c1;
+        next = slot + 1;
+        stored++;
+    }
+    if (!why)
+        memset(table + 2 * next, 0, sizeof(uint32_t) * 2 * (size_t)(slots - next));
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&tab);
+    if (why) {
+        PyErr_Format(PyExc_ValueError, "packed context table: %s", why);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(stored);
+}
+
 static PyMethodDef methods[] = {
     {"context_learn", context_learn, METH_VARARGS,
      "context_learn(texts, codes, order, bits, max_bytes, table, sign=1) -> bool\n\n"
      "Count (or with sign -1 uncount) the context slots of every symbol of each text in its class's column "
      "(spamkit.models.context); False: unlearning would go below zero, nothing changed."},
+    {"context_unpack", context_unpack, METH_VARARGS,
+     "context_unpack(data, table) -> int\n\nA packed context table (spamkit.models.context.pack_table) written out "
+     "whole into table; the number of slots with a count."},
     {"context_ratios", context_ratios, METH_VARARGS,
      "context_ratios(texts, order, bits, max_bytes, table, texts0, texts1, symbols0, symbols1, beta, out, "
      "lengths) -> None\n\nPer text, the blended context models' log-likelihood ratio and its number of symbols."},

@@ -290,3 +290,73 @@ def test_spamkit_online_with_the_context_model(tmp_path):
     assert "context model" not in render_online(runs[False], None)
     refused = CliRunner().invoke(cli, ["online", path, "--model", "multinomial", "--context-model"])
     assert refused.exit_code != 0 and "fisher-nb" in refused.output
+
+
+# ---------------------------------------------------------------- the packed table of a filter file
+
+def _both_unpackers(monkeypatch):
+    """unpack_table in C (where built) and in NumPy."""
+    yield "compiled"
+    monkeypatch.setattr(context_module, "speedups", None)
+    yield "numpy"
+    monkeypatch.undo()
+
+
+def test_pack_table_by_hand():
+    # bits 9; slots 1 and 300 of 2**9 hold counts: gap 1, counts (0, 5); gap 298 = 0b10_0101010 ->
+    # 0xAA 0x02, counts 2**32 - 1 (five bytes: 0xFF 0xFF 0xFF 0xFF 0x0F) and 128 (0x80 0x01)
+    table = np.zeros((1 << 9, 2), dtype=np.uint32)
+    table[1] = (0, 5)
+    table[300] = (2**32 - 1, 128)
+    packed = context_module.pack_table(table)
+    assert packed.tolist() == [9, 1, 0, 5, 0xAA, 0x02, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0x80, 0x01]
+    assert context_module.pack_table(np.zeros((256, 2), np.uint32)).tolist() == [8]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, (1 << 10) - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
+                max_size=60))
+def test_unpack_is_the_inverse_of_pack(cells):
+    table = np.zeros((1 << 10, 2), dtype=np.uint32)
+    for slot, c0, c1 in cells:
+        table[slot] = (c0, c1)
+    packed = context_module.pack_table(table)
+    assert np.array_equal(context_module.unpack_table(packed, 10), table)
+    saved = context_module.speedups
+    context_module.speedups = None
+    try:
+        assert np.array_equal(context_module.unpack_table(packed, 10), table)
+    finally:
+        context_module.speedups = saved
+
+
+@pytest.mark.parametrize("data, why", [
+    ([], "another size"),                                    # nothing at all
+    ([9], "another size"),                                   # a table of 2**9 slots for a model of 2**8
+    ([0x88, 0x80, 0x80, 0x80, 0x80, 0x00], "another size"),  # 8, in six bytes
+    ([8, 0x80], "cut short"),                                # a number's last byte missing
+    ([8, 0, 1], "cut short"),                                # a slot without its second count
+    ([8, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 1], "cut short"),   # six bytes for one number
+    ([8, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 1], "cut short"),  # 2**32: past a count
+    ([8, 0x80, 0x02, 1, 1], "past the table"),               # gap 256: slot 256 of 2**8 (255 is the last)
+    ([8, 0, 1, 1, 0xFF, 0x01, 1, 1], "past the table"),
+    ([8, 3, 0, 0], "no count"),
+])
+def test_unpack_refuses_what_is_not_a_packed_table(data, why, monkeypatch):
+    packed = np.array(data, dtype=np.uint8)
+    for _ in _both_unpackers(monkeypatch):
+        with pytest.raises(ConfigError, match=why):
+            context_module.unpack_table(packed, 8)
+        table = np.zeros((256, 2), np.uint32)
+        table[255] = (1, 1)                                  # the last slot itself is fine
+        assert np.array_equal(context_module.unpack_table([8, 0xFF, 0x01, 1, 1], 8), table)
+
+
+def test_a_trained_tables_packing_round_trips_and_is_small():
+    model = ByteContextModel(bits=20)
+    texts = [b"cheap meds now %d" % i for i in range(200)] + [b"minutes of the meeting %d" % i for i in range(200)]
+    model.fit(context_keys(texts, 6, 20, 3000), np.array([1] * 200 + [0] * 200))
+    packed = model.state_arrays()["packed"]
+    assert packed.dtype == np.uint8 and packed.nbytes < model.slots_.nbytes / 20
+    back = ByteContextModel(bits=20).restore_state(model.classes_, model.state_arrays())
+    assert np.array_equal(back.slots_, model.slots_)

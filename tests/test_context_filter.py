@@ -81,14 +81,21 @@ def test_counts_are_uint32_slot_major_and_saturate(compiled, monkeypatch):
     assert (grew[spam_slots[1:], 1] >= 1).all() and not grew[:, 0].any()
     model.unlearn(keys.rows([0]), ["spam"])
     assert np.array_equal(model.slots_, before)
-    # what a filter file holds: the counts as held, read back as they were
+    # what a filter file holds: the counts packed (the saturated one too), read back as they were;
+    # and the dense table of older files
     state = model.state_arrays()
     back = ByteContextModel(order=1, bits=10).restore_state(model.classes_, state)
     assert np.array_equal(back.slots_, model.slots_) and np.array_equal(back.class_count_, model.class_count_)
-    with pytest.raises(ConfigError, match="shape"):
+    with pytest.raises(ConfigError, match="another size"):
         ByteContextModel(order=1, bits=11).restore_state(model.classes_, state)
+    dense = {"table": model.slots_, "class_count": state["class_count"], "symbol_count": state["symbol_count"]}
+    assert np.array_equal(ByteContextModel(order=1, bits=10).restore_state(model.classes_, dense).slots_, model.slots_)
+    with pytest.raises(ConfigError, match="shape"):
+        ByteContextModel(order=1, bits=11).restore_state(model.classes_, dense)
     with pytest.raises(ConfigError, match="uint32"):
-        ByteContextModel(order=1, bits=10).restore_state(model.classes_, {**state, "table": state["table"].astype(np.int64)})
+        ByteContextModel(order=1, bits=10).restore_state(model.classes_, {**dense, "table": model.slots_.astype(np.int64)})
+    with pytest.raises(ConfigError, match="one row of bytes"):
+        ByteContextModel(order=1, bits=10).restore_state(model.classes_, {**state, "packed": state["packed"] + 0.0})
     with pytest.raises(ConfigError, match="non-negative"):
         ByteContextModel(order=1, bits=10).restore_state(model.classes_, {**state, "class_count": np.array([-1.0, 1.0])})
 

@@ -166,7 +166,7 @@ def test_the_context_model_is_scored_without_numpy_and_its_table_checked(mail, t
     with zipfile.ZipFile(path) as z:
         manifest = json.loads(z.read("manifest.json"))
         members = {n: z.read(n) for n in z.namelist() if n != "manifest.json"}
-    table = manifest["arrays"]["filter.context_table"]["file"]
+    table = manifest["arrays"]["filter.context_packed"]["file"]
 
     def rewrite(name, change_manifest=lambda m: None, change_member=None):
         m = json.loads(json.dumps(manifest))
@@ -193,6 +193,41 @@ def test_the_context_model_is_scored_without_numpy_and_its_table_checked(mail, t
         out = subprocess.run(PIPE + [str(bad), "-"], input=raw, capture_output=True, env=ENV, timeout=120)
         assert out.returncode == EXIT_ERROR and out.stdout == raw, bad
     assert lean_filter(negative) is not None           # (the rewriting itself keeps a file whole)
+    # packed data that is not a table, its checksum made right: refused by the unpacking
+    import hashlib
+    import io
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.array([20, 0x80, 0x80], dtype=np.uint8))  # bits 20, a number cut short
+    member = buffer.getvalue()
+
+    def forged(m):
+        m["arrays"]["filter.context_packed"].update(shape=[3], sha256=hashlib.sha256(member).hexdigest())
+    cut = rewrite("cut.spamkit", forged, change_member=lambda data: member)
+    with pytest.raises(ModelFormatError, match="damaged context model.*cut short"):
+        lean_filter(cut)
+    with pytest.raises(ModelFormatError, match="damaged context model.*cut short"):
+        SpamFilter.load(cut)
+
+
+def test_a_filter_file_with_the_dense_context_table_still_loads(mail, tmp_path, monkeypatch):
+    # filter files written before the table was packed (2026-11-28) hold it dense: both routes read them
+    from spamkit.models.context import ByteContextModel
+    f = _trained(mail, **BEST, context=CONTEXT)
+    packed = tmp_path / "packed.spamkit"
+    f.save(packed)
+    monkeypatch.setattr(ByteContextModel, "state_arrays", lambda self: {
+        "table": self.slots_, "class_count": self.class_count_, "symbol_count": self.symbol_count_})
+    dense = tmp_path / "dense.spamkit"
+    f.save(dense)
+    monkeypatch.undo()
+    with zipfile.ZipFile(dense) as z, zipfile.ZipFile(packed) as y:
+        dense_bytes = z.getinfo("arrays/filter.context_table.npy").compress_size
+        packed_bytes = y.getinfo("arrays/filter.context_packed.npy").compress_size
+    print(f"context table in the file: dense {dense_bytes} bytes, packed {packed_bytes}")
+    assert packed_bytes < dense_bytes
+    assert np.array_equal(SpamFilter.load(dense).context.slots_, SpamFilter.load(packed).context.slots_)
+    assert lean_filter(dense).context.table.tobytes() == lean_filter(packed).context.table.tobytes()
+    _agree(SpamFilter.load(dense), dense, mail["trec"][:40] + mail["sms"][:20])
 
 
 # ---------------------------------------------------------------- the chi-square tails
