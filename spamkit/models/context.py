@@ -65,6 +65,8 @@ SATURATED = np.iinfo(np.uint32).max
 
 #: a batch is scored in several threads only from this many texts (fewer: one call, no threads)
 PARALLEL_TEXTS = 64
+#: slots with a count packed at a time by pack_table (its temporaries: about 100 bytes a slot)
+PACK_SLOTS = 1 << 18
 
 
 def _threads() -> int:
@@ -117,7 +119,11 @@ def pack_table(slots: np.ndarray) -> np.ndarray:
         raise ConfigError(f"a context table is 2**bits rows of two counts, not {slots.shape}")
     nonzero = np.flatnonzero(slots.view(np.uint64).reshape(-1))     # a slot's two counts as one number
     gaps = np.diff(nonzero, prepend=-1) - 1
-    return _varints(np.concatenate([[bits], np.column_stack([gaps, slots[nonzero, 0], slots[nonzero, 1]]).reshape(-1)]))
+    parts = [_varints(np.array([bits]))]
+    for start in range(0, len(nonzero), PACK_SLOTS):     # a piece at a time: the temporaries stay small
+        at = nonzero[start:start + PACK_SLOTS]
+        parts.append(_varints(np.column_stack([gaps[start:start + PACK_SLOTS], slots[at, 0], slots[at, 1]]).reshape(-1)))
+    return np.concatenate(parts)
 
 
 def unpack_table(packed, bits: int) -> np.ndarray:
