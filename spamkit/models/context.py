@@ -65,8 +65,8 @@ SATURATED = np.iinfo(np.uint32).max
 
 #: a batch is scored in several threads only from this many texts (fewer: one call, no threads)
 PARALLEL_TEXTS = 64
-#: slots with a count packed at a time by pack_table (its temporaries: about 100 bytes a slot)
-PACK_SLOTS = 1 << 18
+#: slots pack_table packs at a time (its temporaries: about 100 bytes a slot with a count)
+PACK_SLOTS = 1 << 20
 
 
 def _threads() -> int:
@@ -117,12 +117,14 @@ def pack_table(slots: np.ndarray) -> np.ndarray:
     bits = int(len(slots)).bit_length() - 1
     if len(slots) != 1 << bits or slots.shape[1:] != (2,):
         raise ConfigError(f"a context table is 2**bits rows of two counts, not {slots.shape}")
-    nonzero = np.flatnonzero(slots.view(np.uint64).reshape(-1))     # a slot's two counts as one number
-    gaps = np.diff(nonzero, prepend=-1) - 1
-    parts = [_varints(np.array([bits]))]
-    for start in range(0, len(nonzero), PACK_SLOTS):     # a piece at a time: the temporaries stay small
-        at = nonzero[start:start + PACK_SLOTS]
-        parts.append(_varints(np.column_stack([gaps[start:start + PACK_SLOTS], slots[at, 0], slots[at, 1]]).reshape(-1)))
+    pairs = slots.view(np.uint64).reshape(-1)            # a slot's two counts as one number
+    parts, last = [_varints(np.array([bits]))], -1
+    for start in range(0, len(slots), PACK_SLOTS):       # a range of slots at a time: small temporaries
+        at = np.flatnonzero(pairs[start:start + PACK_SLOTS]) + start
+        if len(at):
+            gaps = np.diff(at, prepend=last) - 1
+            parts.append(_varints(np.column_stack([gaps, slots[at, 0], slots[at, 1]]).reshape(-1)))
+            last = at[-1]
     return np.concatenate(parts)
 
 
