@@ -538,7 +538,14 @@ class _LeanContext:
         if not ok:
             format_error(path, f"damaged context model ({spec!r})")
         if "filter.context_packed" in arrays:           # written out whole, as the full path's unpack_table
-            self.table = memoryview(bytearray(8 << self.bits)).cast("I")
+            # anonymous memory made present in one call (MAP_POPULATE, where the system has it):
+            # 128 MB of pages faulted in one by one as the unpacking first writes them took 0.19-0.21
+            # s here, populated at once 0.14 s (tables unpacked in turns)
+            import mmap
+            populate = getattr(mmap, "MAP_POPULATE", 0)
+            flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", getattr(mmap, "MAP_ANON", 0)) | populate
+            self.table = memoryview(mmap.mmap(-1, 8 << self.bits, flags=flags) if populate
+                                    else bytearray(8 << self.bits)).cast("I")
             try:
                 self.speedups.context_unpack(arrays["filter.context_packed"], self.table)
             except ValueError as exc:
