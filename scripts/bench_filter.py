@@ -200,7 +200,7 @@ def main():
                     print(f"{kind:<8} {n:>9} {size / 1e6:>7.0f} | {name:<26} {seconds:>6.1f} {n / seconds:>7.0f} "
                           f"{peak:>8.0f} | {bogo[0]:>12} {bogo[1]:>7} {bogo[2]:>8}", flush=True)
                 for name, syncfs in ((("the disk: fsync each file", None),
-                                      ("the disk: syncfs per 64", filesystem_sync()))
+                                      ("the disk: syncfs per 64", filesystem_sync(box)))
                                      if kind != "mbox" else ()):
                     if name.endswith("64") and syncfs is None:
                         continue                           # no syncfs here: spamkit fsyncs each file too

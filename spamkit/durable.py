@@ -29,9 +29,34 @@ def fsync_dir(path) -> None:
         os.close(fd)
 
 
-def filesystem_sync():
+#: file systems whose syncfs(2) commits their journal or transaction and flushes the disk's
+#: cache (each implements ``sync_fs``); tmpfs keeps nothing over a power failure either way. On
+#: others -- NFS, FUSE before the servers that answer FUSE_SYNCFS, overlays -- a syncfs may not
+#: reach the storage that an fsync of each file reaches, so they keep the fsyncs.
+SYNCFS_FILESYSTEMS = frozenset({"ext4", "ext3", "xfs", "btrfs", "tmpfs"})
+
+
+def filesystem_type(path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
+    """The type of the file system that holds ``path`` (its ``st_dev`` looked up in
+    ``/proc/self/mountinfo``: the third field is the device, the first after " - " the type),
+    or None where it cannot be told."""
+    try:
+        st = os.stat(path)
+        device = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+        with open(mountinfo, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                fields, _, after = line.partition(" - ")
+                fields = fields.split()
+                if len(fields) >= 5 and fields[2] == device and after.split():
+                    return after.split()[0]
+    except OSError:
+        return None
+    return None
+
+
+def filesystem_sync(path=None):
     """``syncfs(2)`` as ``sync(fd)`` where it is a durable and honest substitute for many
-    fsyncs, else None.
+    fsyncs (for the file system of ``path``, when given), else None.
 
     ``syncfs(fd)`` writes back every dirty page and the journal of the file system that holds
     ``fd``, and waits for the disk: one journal commit for a whole group of new files and
@@ -39,8 +64,9 @@ def filesystem_sync():
     not share a jbd2 transaction with another is a commit and a cache flush of its own).
     Linux only, and only from 5.8, the first kernel whose ``syncfs`` reports the write-back
     errors of the file system (``errseq`` since the descriptor was opened) rather than always
-    succeeding; elsewhere the caller keeps its fsyncs. The price: the call also writes back
-    what other programs have left dirty on the same file system.
+    succeeding; and only on the file systems of :data:`SYNCFS_FILESYSTEMS`. Elsewhere the
+    caller keeps its fsyncs. The price: the call also writes back what other programs have left
+    dirty on the same file system.
     (Linux man-pages, syncfs(2), "Since Linux 5.8, syncfs() will now report..."; the kernel
     change "vfs: track per-sb writeback errors and report them to syncfs", Linux 5.8.)
     """
@@ -51,6 +77,8 @@ def filesystem_sync():
     except ValueError:
         return None
     if (major, minor) < (5, 8):
+        return None
+    if path is not None and filesystem_type(path) not in SYNCFS_FILESYSTEMS:
         return None
     import ctypes                                    # only a filter run that commits a group gets here
     try:

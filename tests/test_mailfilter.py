@@ -774,7 +774,7 @@ def _recording_syncfs(monkeypatch, on_sync):
     from spamkit.mailfilter import run as run_module
     real = filesystem_sync() or (lambda fd: None)
 
-    def make():
+    def make(path=None):
         def sync(fd):
             on_sync(os.readlink(f"/proc/self/fd/{fd}"))
             real(fd)
@@ -891,6 +891,30 @@ def test_filesystem_sync_is_this_kernels_syncfs_from_linux_5_8(tmp_path):
     with pytest.raises(OSError) as error:
         sync(fd)                                       # a closed descriptor: the kernel's EBADF, raised
     assert error.value.errno == errno.EBADF
+
+
+def test_syncfs_only_on_the_file_systems_known_to_commit_with_it(tmp_path, monkeypatch):
+    from spamkit import durable
+    st = os.stat(tmp_path)
+    device = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    for fs_type, expected in (("ext4", True), ("xfs", True), ("nfs4", False), ("fuse.sshfs", False),
+                              ("overlay", False)):
+        info = tmp_path / f"mountinfo-{fs_type}"
+        info.write_text("22 27 0:21 / /proc rw,relatime - proc proc rw\n"
+                        f"27 1 {device} / / rw,relatime shared:1 - {fs_type} /dev/x rw\n")
+        assert durable.filesystem_type(tmp_path, str(info)) == fs_type
+        monkeypatch.setattr(durable, "filesystem_type", lambda path, t=fs_type: t)
+        release = tuple(int(x) for x in os.uname().release.split(".")[:2])
+        if sys.platform.startswith("linux") and release >= (5, 8):
+            assert (durable.filesystem_sync(tmp_path) is not None) == expected, fs_type
+        else:
+            assert durable.filesystem_sync(tmp_path) is None
+        monkeypatch.undo()
+    # a device the table does not list, or no table: not told, so no syncfs
+    info = tmp_path / "mountinfo-other"
+    info.write_text("27 1 999:999 / / rw - ext4 /dev/x rw\n")
+    assert durable.filesystem_type(tmp_path, str(info)) is None
+    assert durable.filesystem_type(tmp_path, str(tmp_path / "missing")) is None
 
 
 def test_sync_mode_is_checked():

@@ -139,8 +139,8 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
 @spam_rate_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--sync", type=click.Choice(["filesystem", "files"]), default="filesystem", show_default=True,
-              help="Maildir/MH: make each group of 64 changes durable with one syncfs of the file system (Linux 5.8+; "
-                   "elsewhere as 'files'), or with an fsync per changed file and folder ('files': writes back nothing "
+              help="Maildir/MH: make each group of 64 changes durable with one syncfs of the file system (Linux 5.8+, "
+                   "ext4/XFS/Btrfs/tmpfs; elsewhere as 'files'), or with an fsync per changed file and folder ('files': writes back nothing "
                    "else, for a disk busy with other writers).")
 @jobs_option
 def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost, dry_run, force, wait,

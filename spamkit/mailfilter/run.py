@@ -72,8 +72,9 @@ class GroupCommit:
     durable, then, message by message in order, renames each over its original and moves what
     goes to a destination, then makes those renames durable, and only then reports the
     messages (``report(*args)``, in order). "Durable" is one ``syncfs`` of the file system
-    each time with ``sync="filesystem"`` (the default, on Linux 5.8 and later), or an fsync of
-    each new version and then of each folder touched with ``sync="files"``. Groups are committed in order by a thread of
+    each time with ``sync="filesystem"`` (the default, on Linux 5.8 and later and the file
+    systems of :data:`~spamkit.durable.SYNCFS_FILESYSTEMS`), or an fsync of each new version
+    and then of each folder touched with ``sync="files"`` (and elsewhere). Groups are committed in order by a thread of
     their own while the run reads, judges and writes the next group (fsyncs and renames wait
     on the disk, not on Python), and an error it meets is raised in the run at its next
     message or at the end.
@@ -207,7 +208,7 @@ class GroupCommit:
         if not descriptors:
             return
         if self._syncfs is False:
-            self._syncfs = filesystem_sync() if self.sync == "filesystem" else None
+            self._syncfs = filesystem_sync(self.box.path) if self.sync == "filesystem" else None
         if self._syncfs is not None:
             self._syncfs(descriptors[0])              # the temporaries share one file system: renames cannot cross
         else:
@@ -220,7 +221,7 @@ class GroupCommit:
         if not folders:
             return
         if self._syncfs is False:
-            self._syncfs = filesystem_sync() if self.sync == "filesystem" else None
+            self._syncfs = filesystem_sync(self.box.path) if self.sync == "filesystem" else None
         if self._syncfs is not None:
             try:
                 fd = os.open(next(iter(folders)), os.O_RDONLY)
@@ -300,7 +301,7 @@ class MailFilter:
     sync : str
         How a Maildir or MH group's changes reach the disk before they are reported:
         ``"filesystem"`` (default; one ``syncfs`` for the group's new versions and one for its
-        renames, on Linux 5.8 and later, else as ``"files"``) or ``"files"`` (an fsync per new
+        renames, on Linux 5.8 and later and ext4, XFS, Btrfs or tmpfs, else as ``"files"``) or ``"files"`` (an fsync per new
         version and per folder touched: nothing else on the file system is written back, for a
         mail server whose disk is busy with other writers). See :class:`GroupCommit`.
     """
