@@ -10,8 +10,9 @@ stack (:class:`~spamkit.models.stack.FisherNBStack`) and Robinson/Fisher
 :class:`~spamkit.spamfilter.SpamFilter` (calibration, prior correction, saved threshold,
 costs with an unsure decision, the familiarity floor) -- and the accurate configuration,
 that stack with a byte-context model as a side input (``spamkit train --context-model``),
-whose score of one message is the compiled loop ``spamkit.speedups.context_ratios`` on the
-table read into an ``array`` (no NumPy). Any other filter (:func:`lean_filter` returns None)
+whose score of one message is the compiled loop ``spamkit.speedups.context_ratios`` over the
+counts of that message's slots alone, copied from the file's packed table
+(``context_index``, ``context_gather``; no NumPy, and never the 128 MB table). Any other filter (:func:`lean_filter` returns None)
 takes the full path, which gives the same answer.
 
 It is a second implementation of formulas that live in the models, on purpose: the models
@@ -522,7 +523,10 @@ class _LeanContext:
     """The byte-context model of a filter file, scoring one message: its log-likelihood ratio
     per symbol (:meth:`spamkit.models.context.ByteContextModel.mean_log_ratio` of the first
     ``max_bytes`` bytes of the raw message, :meth:`spamkit.spamfilter.SpamFilter.context_text`),
-    by the same compiled loop over the same counts."""
+    by the same compiled loop over the same counts: a packed table (files since 2026-11-28) is
+    checked and indexed once, and each message's slots are copied from it before it is scored
+    (a few thousand lookups, about 5 ms, where unpacking the whole table took 0.15-0.2 s and
+    128 MB); a dense table (older files) is read whole."""
 
     def __init__(self, path: Path, spec, arrays: dict):
         from .compiled import speedups
@@ -537,19 +541,23 @@ class _LeanContext:
             ok = False
         if not ok:
             format_error(path, f"damaged context model ({spec!r})")
-        if "filter.context_packed" in arrays:           # written out whole, as the full path's unpack_table
-            # anonymous memory made present in one call (MAP_POPULATE, where the system has it):
-            # 128 MB of pages faulted in one by one as the unpacking first writes them took 0.19-0.21
-            # s here, populated at once 0.14 s (tables unpacked in turns)
+        self.packed = self.index = None
+        if "filter.context_packed" in arrays:
+            # the packed table checked whole and indexed by blocks of 64 slots; each message's slots
+            # are then copied from it into a table of anonymous memory (context_gather), whose
+            # other pages are never written: the system maps them to its zero page, and nothing the
+            # size of the table is made (small pages: a huge page would be zeroed whole at the
+            # first write into it)
             import mmap
-            populate = getattr(mmap, "MAP_POPULATE", 0)
-            flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", getattr(mmap, "MAP_ANON", 0)) | populate
-            self.table = memoryview(mmap.mmap(-1, 8 << self.bits, flags=flags) if populate
-                                    else bytearray(8 << self.bits)).cast("I")
+            self.packed = arrays["filter.context_packed"]
             try:
-                self.speedups.context_unpack(arrays["filter.context_packed"], self.table)
+                self.index = self.speedups.context_index(self.packed, self.bits)
             except ValueError as exc:
                 format_error(path, f"damaged context model ({exc})")
+            memory = mmap.mmap(-1, 8 << self.bits)
+            if hasattr(mmap, "MADV_NOHUGEPAGE"):
+                memory.madvise(mmap.MADV_NOHUGEPAGE)
+            self.table = memoryview(memory).cast("I")
         else:
             self.table = arrays["filter.context_table"]
         if len(self.table) != 2 << self.bits:
@@ -563,7 +571,11 @@ class _LeanContext:
 
     def score(self, raw: bytes) -> float:
         out, lengths = array.array("d", [0.0]), array.array("q", [0])
-        self.speedups.context_ratios([raw[:self.max_bytes]], self.order, self.bits, self.max_bytes, self.table,
+        text = raw[:self.max_bytes]
+        if self.packed is not None:                # the counts of the slots this text reads, and no others
+            self.speedups.context_gather([text], self.order, self.bits, self.max_bytes, self.packed, self.index,
+                                         self.table)
+        self.speedups.context_ratios([text], self.order, self.bits, self.max_bytes, self.table,
                                      self.texts[0], self.texts[1], self.symbols[0], self.symbols[1], self.beta,
                                      out, lengths)
         return out[0] / max(lengths[0], 1)

@@ -3270,6 +3270,157 @@ static PyObject *context_unpack(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(stored);
 }
 
+/* context_index(data, bits) -> bytes: a packed context table (as context_unpack reads it) checked
+   whole, with the same refusals, and indexed for context_gather: for each block of 64 slots, the
+   byte offset of its first stored slot in data and the slot stored before it (-1: none), two
+   int64 a block. Pipe mode scores one message from the packed table through it: a few thousand
+   slots looked up instead of 2**bits written out. */
+#define CTX_BLOCK_BITS 6
+static PyObject *context_index(PyObject *self, PyObject *args)
+{
+    PyObject *o_data;
+    int bits;
+    if (!PyArg_ParseTuple(args, "Oi:context_index", &o_data, &bits))
+        return NULL;
+    if (bits < CTX_BLOCK_BITS || bits > 30) {
+        PyErr_SetString(PyExc_ValueError, "context_index: bits out of range");
+        return NULL;
+    }
+    Py_buffer data = {0};
+    if (get_buffer(o_data, &data, "B", 1, 0, "data") < 0)
+        return NULL;
+    Py_ssize_t blocks = (Py_ssize_t)1 << (bits - CTX_BLOCK_BITS), slots = (Py_ssize_t)1 << bits;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * 2 * blocks);
+    if (out == NULL) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    int64_t *index = (int64_t *)PyBytes_AS_STRING(out);
+    const unsigned char *p = data.buf;
+    Py_ssize_t n = data.shape[0], at = 0, next = 0, block = 0;
+    int64_t previous = -1;
+    const char *why = NULL;
+    uint64_t head;
+    Py_BEGIN_ALLOW_THREADS
+    if (ctx_varint(p, n, &at, &head) < 0 || head != (uint64_t)bits)
+        why = "it is a table of another size than the model's settings say";
+    while (!why && at < n) {
+        Py_ssize_t entry = at;
+        uint64_t gap, c0, c1;
+        if (ctx_varint(p, n, &at, &gap) < 0 || ctx_varint(p, n, &at, &c0) < 0 || ctx_varint(p, n, &at, &c1) < 0) {
+            why = "a number is cut short, too long or past 2**32 - 1";
+            break;
+        }
+        if (gap >= (uint64_t)(slots - next)) {
+            why = "a slot lies past the table";
+            break;
+        }
+        if (c0 == 0 && c1 == 0) {
+            why = "a slot is stored with no count";
+            break;
+        }
+        Py_ssize_t slot = next + (Py_ssize_t)gap;
+        for (; block <= (slot >> CTX_BLOCK_BITS); block++) {      /* blocks up to this slot's start here */
+            index[2 * block] = entry;
+            index[2 * block + 1] = previous;
+        }
+        previous = slot;
+        next = slot + 1;
+    }
+    for (; !why && block < blocks; block++) {                    /* blocks after the last stored slot */
+        index[2 * block] = n;
+        index[2 * block + 1] = previous;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    if (why) {
+        Py_DECREF(out);
+        PyErr_Format(PyExc_ValueError, "packed context table: %s", why);
+        return NULL;
+    }
+    return out;
+}
+
+/* The counts of one slot from a packed table checked and indexed by context_index. */
+static inline void ctx_lookup(const unsigned char *p, Py_ssize_t n, const int64_t *index, int64_t slot,
+                              uint32_t *pair)
+{
+    int64_t block = slot >> CTX_BLOCK_BITS, previous = index[2 * block + 1];
+    Py_ssize_t at = (Py_ssize_t)index[2 * block];
+    pair[0] = pair[1] = 0;
+    if (at < 0 || at > n)                              /* not an index context_index made: nothing read */
+        return;
+    while (at < n) {
+        uint64_t gap = 0, c0 = 0, c1 = 0;
+        if (ctx_varint(p, n, &at, &gap) < 0 || ctx_varint(p, n, &at, &c0) < 0 || ctx_varint(p, n, &at, &c1) < 0)
+            return;                                    /* (checked whole by context_index: not met) */
+        int64_t here = previous + 1 + (int64_t)gap;
+        if (here >= slot) {
+            if (here == slot) {
+                pair[0] = (uint32_t)c0;
+                pair[1] = (uint32_t)c1;
+            }
+            return;
+        }
+        previous = here;
+    }
+}
+
+/* context_gather(texts, order, bits, max_bytes, data, index, table) -> None: the counts of every
+   slot the texts' symbols read (what context_ratios reads of them) copied from a packed table
+   (data, indexed by context_index) into table, which then scores those texts as the whole table
+   would. The other slots of table are not written. */
+static PyObject *context_gather(PyObject *self, PyObject *args)
+{
+    PyObject *o_texts, *o_data, *o_index, *o_table;
+    int order, bits;
+    Py_ssize_t max_bytes;
+    if (!PyArg_ParseTuple(args, "OiinOOO:context_gather", &o_texts, &order, &bits, &max_bytes, &o_data, &o_index,
+                          &o_table))
+        return NULL;
+    if (order < 0 || order > CTX_MAX_ORDER || bits < CTX_BLOCK_BITS || bits > 30 || max_bytes < 1) {
+        PyErr_SetString(PyExc_ValueError, "context_gather: order, bits or max_bytes out of range");
+        return NULL;
+    }
+    PyObject *owner;
+    const unsigned char **ptrs;
+    Py_ssize_t *lens;
+    if (ctx_texts(o_texts, max_bytes, &owner, &ptrs, &lens) < 0)
+        return NULL;
+    Py_buffer data = {0}, index = {0}, tab = {0};
+    if (get_buffer(o_data, &data, "B", 1, 0, "data") < 0 || get_buffer(o_index, &index, "B", 1, 0, "index") < 0
+            || get_buffer(o_table, &tab, "I", 4, 1, "table") < 0) {
+        release_views(&data, &index, &tab, NULL);
+        PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
+        return NULL;
+    }
+    Py_ssize_t size = (Py_ssize_t)1 << bits;
+    int bad = tab.shape[0] != 2 * size
+              || index.shape[0] != (Py_ssize_t)sizeof(int64_t) * 2 * (size >> CTX_BLOCK_BITS);
+    if (!bad) {
+        const unsigned char *p = data.buf;
+        const int64_t *ix = (const int64_t *)index.buf;
+        uint32_t *table = tab.buf;
+        Py_ssize_t n_data = data.shape[0], n_texts = PyTuple_GET_SIZE(owner);
+        Py_BEGIN_ALLOW_THREADS
+        int64_t slot[CTX_MAX_ORDER + 1];
+        for (Py_ssize_t t = 0; t < n_texts; t++)
+            for (Py_ssize_t i = 0; i <= lens[t]; i++) {
+                ctx_slots(ptrs[t], lens[t], i, order, bits, slot);
+                for (int k = 0; k <= order; k++)
+                    ctx_lookup(p, n_data, ix, slot[k], &table[2 * slot[k]]);
+            }
+        Py_END_ALLOW_THREADS
+    }
+    release_views(&data, &index, &tab, NULL);
+    PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "context_gather: the index and table do not fit the bits");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"context_learn", context_learn, METH_VARARGS,
      "context_learn(texts, codes, order, bits, max_bytes, table, sign=1) -> bool\n\n"
@@ -3278,6 +3429,12 @@ static PyMethodDef methods[] = {
     {"context_unpack", context_unpack, METH_VARARGS,
      "context_unpack(data, table) -> int\n\nA packed context table (spamkit.models.context.pack_table) written out "
      "whole into table; the number of slots with a count."},
+    {"context_index", context_index, METH_VARARGS,
+     "context_index(data, bits) -> bytes\n\nA packed context table checked whole and indexed by blocks of 64 "
+     "slots, for context_gather."},
+    {"context_gather", context_gather, METH_VARARGS,
+     "context_gather(texts, order, bits, max_bytes, data, index, table) -> None\n\nThe counts of the slots the "
+     "texts read, from a packed table, written into table."},
     {"context_ratios", context_ratios, METH_VARARGS,
      "context_ratios(texts, order, bits, max_bytes, table, texts0, texts1, symbols0, symbols1, beta, out, "
      "lengths) -> None\n\nPer text, the blended context models' log-likelihood ratio and its number of symbols."},

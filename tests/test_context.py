@@ -366,3 +366,65 @@ def test_a_trained_tables_packing_round_trips_and_is_small():
     assert packed.dtype == np.uint8 and packed.nbytes < model.slots_.nbytes / 20
     back = ByteContextModel(bits=20).restore_state(model.classes_, model.state_arrays())
     assert np.array_equal(back.slots_, model.slots_)
+
+
+needs_compiled = pytest.mark.skipif(context_module.speedups is None, reason="spamkit.speedups is not built here")
+
+
+@needs_compiled
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=6), st.integers(0, 4), st.integers(8, 11),
+       st.floats(0.05, 0.9))
+def test_gathering_a_texts_slots_from_the_packed_table_scores_as_the_whole_table(texts, order, bits, density):
+    # pipe mode's route: the packed table indexed, each text's slots copied from it into an empty
+    # table -- the same scores as the whole table, bit for bit; only those slots written
+    import array
+    speedups = context_module.speedups
+    rng = np.random.default_rng(len(texts) * 31 + order * 7 + bits)
+    full = np.zeros((1 << bits, 2), dtype=np.uint32)
+    filled = rng.random(1 << bits) < density
+    full[filled] = rng.integers(0, 2**32, size=(int(filled.sum()), 2), dtype=np.uint64).astype(np.uint32)
+    full[filled & (full.sum(axis=1) == 0)] = (1, 0)
+    packed = context_module.pack_table(full)
+    index = speedups.context_index(packed, bits)
+    assert len(index) == 16 << (bits - 6)
+    gathered = np.zeros_like(full)
+    for text in texts:
+        speedups.context_gather([text], order, bits, 3000, packed, index, gathered.reshape(-1))
+        for table in (gathered, full):
+            out, lengths = array.array("d", [0.0]), array.array("q", [0])
+            speedups.context_ratios([text], order, bits, 3000, table.reshape(-1), 3.0, 5.0, 700.0, 900.0, 8.0,
+                                    out, lengths)
+            if table is gathered:
+                got = out[0]
+            else:
+                assert got == out[0]
+    slots = np.unique(context_keys(texts, order, bits, 3000).keys)
+    assert np.array_equal(gathered[slots], full[slots])
+    assert not np.delete(gathered, slots, axis=0).any()
+
+
+@needs_compiled
+@pytest.mark.parametrize("data, why", [
+    ([], "another size"), ([9], "another size"), ([8, 0x80], "cut short"), ([8, 0, 1], "cut short"),
+    ([8, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 1], "cut short"), ([8, 0x80, 0x02, 1, 1], "past the table"),
+    ([8, 3, 0, 0], "no count"),
+])
+def test_the_index_refuses_what_unpacking_refuses(data, why):
+    with pytest.raises(ValueError, match=why):
+        context_module.speedups.context_index(np.array(data, dtype=np.uint8), 8)
+
+
+@needs_compiled
+def test_a_forged_index_reads_nothing_outside_the_data():
+    # context_gather trusts only an index context_index made; any other is read within bounds
+    speedups = context_module.speedups
+    full = np.zeros((256, 2), dtype=np.uint32)
+    full[::3] = (2, 5)
+    packed = context_module.pack_table(full)
+    table = np.zeros(512, dtype=np.uint32)
+    for forged in (np.full(8, -10**12, dtype=np.int64), np.full(8, 10**12, dtype=np.int64),
+                   np.arange(8, dtype=np.int64)):
+        speedups.context_gather([b"spam spam"], 3, 8, 3000, packed, forged.tobytes(), table)
+    with pytest.raises(ValueError, match="do not fit"):
+        speedups.context_gather([b"x"], 3, 8, 3000, packed, b"\0" * 8, table)
