@@ -12,8 +12,8 @@ costs with an unsure decision, the familiarity floor) -- and the accurate config
 that stack with a byte-context model as a side input (``spamkit train --context-model``),
 whose score of one message is the compiled loop ``spamkit.speedups.context_ratios`` over the
 counts of that message's slots alone, copied from the file's packed table
-(``context_index``, ``context_gather``; no NumPy, and never the 128 MB table). Any other filter (:func:`lean_filter` returns None)
-takes the full path, which gives the same answer.
+(``context_index``, ``context_gather``; no NumPy, and never the 128 MB table). Any other
+filter (:func:`lean_filter` returns None) takes the full path, which gives the same answer.
 
 It is a second implementation of formulas that live in the models, on purpose: the models
 work on whole sparse matrices with NumPy and SciPy, this works on one message's columns in
@@ -162,18 +162,12 @@ _TYPECODES = {"<f8": "d", "<u8": "Q", "<i8": "q"}
 
 def _npy_values(data: bytes, path: Path, name: str, meta: dict) -> array.array:
     """The numbers of a ``.npy`` member of little-endian float64, uint64 or int64, as an ``array``."""
-    if data[:6] != b"\x93NUMPY" or len(data) < 10:
+    parsed = _npy_header(data, path, name)
+    if parsed is None:
         format_error(path, f"array {name} is not a .npy array")
-    major = data[6]
-    length_bytes = 2 if major == 1 else 4
-    length = int.from_bytes(data[8:8 + length_bytes], "little")
-    start = 8 + length_bytes + length
-    try:
-        header = ast.literal_eval(data[8 + length_bytes:start].decode("latin-1"))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        format_error(path, f"array {name} has a damaged header")
-    shape = list(header.get("shape", ())) if isinstance(header, dict) else None
-    typecode = _TYPECODES.get(header.get("descr")) if isinstance(header, dict) else None
+    header, start = parsed
+    shape = list(header.get("shape", ()))
+    typecode = _TYPECODES.get(header.get("descr"))
     if typecode is None or header.get("fortran_order") is not False or shape != meta["shape"]:
         format_error(path, f"array {name} has the wrong shape or type")
     values = array.array(typecode)
@@ -208,10 +202,9 @@ def _npy_header(data: bytes, path: Path, name: str) -> tuple[dict, int] | None:
 
 
 def _npy_uint32(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
-    """A ``.npy`` member of little-endian uint32 (the context table: up to 128 MB) read piece by
-    piece into one buffer made beforehand (a ``bytearray``, whose pages the system hands over
-    zeroed as they are first written), seen as unsigned 32-bit numbers: no second copy of it in
-    memory. The member's size and checksum are checked as :func:`read_member` checks them,
+    """A ``.npy`` member of little-endian uint32 (the dense context table of files before
+    2026-11-28: 128 MB) read piece by piece into one ``bytearray`` made beforehand, seen as
+    unsigned 32-bit numbers: no second copy of it in memory. The member's size and checksum are checked as :func:`read_member` checks them,
     before it is returned. A little-endian machine's (:func:`_accepts_context`)."""
     target = memoryview(bytearray(4 * math.prod(meta["shape"])))
     head, filled = b"", None

@@ -3217,6 +3217,32 @@ static int ctx_varint(const unsigned char *p, Py_ssize_t n, Py_ssize_t *at, uint
     return -1;
 }
 
+/* The header of a packed table: its bits, which must make a table of `slots` slots. NULL, or why not. */
+static const char *ctx_packed_header(const unsigned char *p, Py_ssize_t n, Py_ssize_t *at, Py_ssize_t slots)
+{
+    uint64_t bits;
+    if (ctx_varint(p, n, at, &bits) < 0 || bits > 30 || ((Py_ssize_t)1 << bits) != slots)
+        return "it is a table of another size than the model's settings say";
+    return NULL;
+}
+
+/* The next stored slot of a packed table, read at *at, checked: its slot (the first not before
+   *next, which then moves past it) and its two counts. NULL, or why the data is not a table. */
+static const char *ctx_packed_entry(const unsigned char *p, Py_ssize_t n, Py_ssize_t *at, Py_ssize_t slots,
+                                    Py_ssize_t *next, Py_ssize_t *slot, uint64_t *c0, uint64_t *c1)
+{
+    uint64_t gap;
+    if (ctx_varint(p, n, at, &gap) < 0 || ctx_varint(p, n, at, c0) < 0 || ctx_varint(p, n, at, c1) < 0)
+        return "a number is cut short, too long or past 2**32 - 1";
+    if (gap >= (uint64_t)(slots - *next))
+        return "a slot lies past the table";
+    if (*c0 == 0 && *c1 == 0)
+        return "a slot is stored with no count";
+    *slot = *next + (Py_ssize_t)gap;
+    *next = *slot + 1;
+    return NULL;
+}
+
 static PyObject *context_unpack(PyObject *self, PyObject *args)
 {
     PyObject *o_data, *o_table;
@@ -3233,29 +3259,17 @@ static PyObject *context_unpack(PyObject *self, PyObject *args)
     uint32_t *table = tab.buf;
     Py_ssize_t n = data.shape[0], slots = tab.shape[0] / 2, at = 0, next = 0, stored = 0;
     const char *why = tab.shape[0] % 2 ? "the table is not two counts a slot" : NULL;
-    uint64_t bits;
-    if (!why && (ctx_varint(p, n, &at, &bits) < 0 || bits > 30 || ((Py_ssize_t)1 << bits) != slots))
-        why = "it is a table of another size than the model's settings say";
+    if (!why)
+        why = ctx_packed_header(p, n, &at, slots);
     Py_BEGIN_ALLOW_THREADS
     while (!why && at < n) {
-        uint64_t gap, c0, c1;
-        if (ctx_varint(p, n, &at, &gap) < 0 || ctx_varint(p, n, &at, &c0) < 0 || ctx_varint(p, n, &at, &c1) < 0) {
-            why = "a number is cut short, too long or past 2**32 - 1";
+        Py_ssize_t before = next, slot;
+        uint64_t c0, c1;
+        if ((why = ctx_packed_entry(p, n, &at, slots, &next, &slot, &c0, &c1)) != NULL)
             break;
-        }
-        if (gap >= (uint64_t)(slots - next)) {
-            why = "a slot lies past the table";
-            break;
-        }
-        if (c0 == 0 && c1 == 0) {
-            why = "a slot is stored with no count";
-            break;
-        }
-        Py_ssize_t slot = next + (Py_ssize_t)gap;
-        memset(table + 2 * next, 0, sizeof(uint32_t) * 2 * (size_t)(slot - next));
+        memset(table + 2 * before, 0, sizeof(uint32_t) * 2 * (size_t)(slot - before));
         table[2 * slot] = (uint32_t)c0;
         table[2 * slot + 1] = (uint32_t)c1;
-        next = slot + 1;
         stored++;
     }
     if (!why)
@@ -3299,33 +3313,19 @@ static PyObject *context_index(PyObject *self, PyObject *args)
     const unsigned char *p = data.buf;
     Py_ssize_t n = data.shape[0], at = 0, next = 0, block = 0;
     int64_t previous = -1;
-    const char *why = NULL;
-    uint64_t head;
+    const char *why;
     Py_BEGIN_ALLOW_THREADS
-    if (ctx_varint(p, n, &at, &head) < 0 || head != (uint64_t)bits)
-        why = "it is a table of another size than the model's settings say";
+    why = ctx_packed_header(p, n, &at, slots);
     while (!why && at < n) {
-        Py_ssize_t entry = at;
-        uint64_t gap, c0, c1;
-        if (ctx_varint(p, n, &at, &gap) < 0 || ctx_varint(p, n, &at, &c0) < 0 || ctx_varint(p, n, &at, &c1) < 0) {
-            why = "a number is cut short, too long or past 2**32 - 1";
+        Py_ssize_t entry = at, slot;
+        uint64_t c0, c1;
+        if ((why = ctx_packed_entry(p, n, &at, slots, &next, &slot, &c0, &c1)) != NULL)
             break;
-        }
-        if (gap >= (uint64_t)(slots - next)) {
-            why = "a slot lies past the table";
-            break;
-        }
-        if (c0 == 0 && c1 == 0) {
-            why = "a slot is stored with no count";
-            break;
-        }
-        Py_ssize_t slot = next + (Py_ssize_t)gap;
         for (; block <= (slot >> CTX_BLOCK_BITS); block++) {      /* blocks up to this slot's start here */
             index[2 * block] = entry;
             index[2 * block + 1] = previous;
         }
         previous = slot;
-        next = slot + 1;
     }
     for (; !why && block < blocks; block++) {                    /* blocks after the last stored slot */
         index[2 * block] = n;

@@ -303,10 +303,12 @@ def test_a_failing_write_loses_nothing(kind, failure, model, tmp_path, monkeypat
     assert leftovers == []
 
 
-@pytest.mark.parametrize("kind", ["maildir", "mh"])
-def test_a_failing_fsync_of_a_groups_new_versions_renames_none_of_them(kind, model, tmp_path, monkeypatch):
-    # the new versions of a group are fsynced by several threads together; one that fails
-    # fails the run (its error named), no message of that group is replaced, nothing is lost
+def _second_group_fails(kind, model, tmp_path, monkeypatch, make_it_fail, sync: str) -> None:
+    """A run over 100 messages in groups of 30 whose second group fails to be made durable
+    (``make_it_fail()`` arranges it): the run fails naming the I/O error, the first group's
+    messages carry spamkit's fields and the others are as they were (those of the groups after
+    the failed one too, the run's last, partial group among them), nothing is lost, no
+    temporary is left."""
     from spamkit.mailfilter import run as run_module
     from spamkit.pipeline import SpamFilter
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
@@ -315,6 +317,24 @@ def test_a_failing_fsync_of_a_groups_new_versions_renames_none_of_them(kind, mod
     order = stored(kind, inbox) if kind == "mh" else [
         (inbox / sub / name).read_bytes() for sub in ("new", "cur") for name in sorted(os.listdir(inbox / sub))]
     monkeypatch.setattr(run_module, "GROUP_COMMIT", 30)
+    runner = MailFilter(SpamFilter.load(model).verdict, "m@test", tag=True, move={"spam": junk}, sync=sync)
+    make_it_fail()
+    with pytest.raises(FilterError, match="input/output error|Input/output error"):
+        runner.run([inbox])
+    monkeypatch.undo()
+    check_exactly_once(kind, [inbox, junk], originals)
+    first = {int(_TEST_ID.match(split_tags(m)[1]).group(1)) for m in order[:30]}
+    for raw in stored(kind, inbox) + stored(kind, junk):
+        fields, rest = split_tags(raw)
+        ident = int(_TEST_ID.match(rest).group(1))
+        assert bool(fields) == (ident in first), ident
+    assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_a_failing_fsync_of_a_groups_new_versions_renames_none_of_them(kind, model, tmp_path, monkeypatch):
+    # the new versions of a group are fsynced by several threads together; one that fails
+    # fails the run (its error named), no message of that group is replaced, nothing is lost
     real_fsync, calls, threads, lock = os.fsync, {"n": 0}, set(), threading.Lock()
 
     def fsync(fd):
@@ -328,21 +348,9 @@ def test_a_failing_fsync_of_a_groups_new_versions_renames_none_of_them(kind, mod
         if failing:
             raise OSError(errno.EIO, "Input/output error")
         return real_fsync(fd)
-    monkeypatch.setattr(os, "fsync", fsync)
-    runner = MailFilter(SpamFilter.load(model).verdict, "m@test", tag=True, move={"spam": junk}, sync="files")
-    with pytest.raises(FilterError, match="input/output error|Input/output error"):
-        runner.run([inbox])
-    monkeypatch.undo()
-    check_exactly_once(kind, [inbox, junk], originals)
-    # the first group's messages carry spamkit's fields; the others are as they were (those of
-    # the groups after the failed one too, the run's last, partial group among them)
-    first = {int(_TEST_ID.match(split_tags(m)[1]).group(1)) for m in order[:30]}
-    for raw in stored(kind, inbox) + stored(kind, junk):
-        fields, rest = split_tags(raw)
-        ident = int(_TEST_ID.match(rest).group(1))
-        assert bool(fields) == (ident in first), ident
+    _second_group_fails(kind, model, tmp_path, monkeypatch, lambda: monkeypatch.setattr(os, "fsync", fsync),
+                        sync="files")
     assert any(name.startswith("spamkit-fsync") for name in threads)
-    assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]
 
 
 def _remove(path: Path) -> None:
@@ -846,14 +854,6 @@ def test_a_group_takes_two_syncfs_new_versions_before_renames_and_renames_before
 def test_a_failing_syncfs_of_a_groups_new_versions_renames_none_of_them(kind, model, tmp_path, monkeypatch):
     # the second group's syncfs fails (a write-back error): the run fails naming it, no message
     # of that group or of a later one is replaced, the first group's are, nothing is lost
-    from spamkit.mailfilter import run as run_module
-    from spamkit.pipeline import SpamFilter
-    inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
-    build(kind, inbox, 100)
-    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
-    order = stored(kind, inbox) if kind == "mh" else [
-        (inbox / sub / name).read_bytes() for sub in ("new", "cur") for name in sorted(os.listdir(inbox / sub))]
-    monkeypatch.setattr(run_module, "GROUP_COMMIT", 30)
     file_syncs = []
 
     def on_sync(path):
@@ -861,18 +861,9 @@ def test_a_failing_syncfs_of_a_groups_new_versions_renames_none_of_them(kind, mo
             file_syncs.append(path)
             if len(file_syncs) == 2:
                 raise OSError(errno.EIO, "Input/output error")
-    _recording_syncfs(monkeypatch, on_sync)
-    runner = MailFilter(SpamFilter.load(model).verdict, "m@test", tag=True, move={"spam": junk})
-    with pytest.raises(FilterError, match="input/output error|Input/output error"):
-        runner.run([inbox])
-    monkeypatch.undo()
-    check_exactly_once(kind, [inbox, junk], originals)
-    first = {int(_TEST_ID.match(split_tags(m)[1]).group(1)) for m in order[:30]}
-    for raw in stored(kind, inbox) + stored(kind, junk):
-        fields, rest = split_tags(raw)
-        ident = int(_TEST_ID.match(rest).group(1))
-        assert bool(fields) == (ident in first), ident
-    assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]
+    _second_group_fails(kind, model, tmp_path, monkeypatch, lambda: _recording_syncfs(monkeypatch, on_sync),
+                        sync="filesystem")
+    assert len(file_syncs) == 2
 
 
 def test_filesystem_sync_is_this_kernels_syncfs_from_linux_5_8(tmp_path):

@@ -74,8 +74,8 @@ class GroupCommit:
     messages (``report(*args)``, in order). "Durable" is one ``syncfs`` of the file system
     each time with ``sync="filesystem"`` (the default, on Linux 5.8 and later and the file
     systems of :data:`~spamkit.durable.SYNCFS_FILESYSTEMS`), or an fsync of each new version
-    and then of each folder touched with ``sync="files"`` (and elsewhere). Groups are committed in order by a thread of
-    their own while the run reads, judges and writes the next group (fsyncs and renames wait
+    and then of each folder touched with ``sync="files"`` (and elsewhere). Groups are
+    committed in order by a thread of their own while the run reads, judges and writes the next group (fsyncs and renames wait
     on the disk, not on Python), and an error it meets is raised in the run at its next
     message or at the end.
 
@@ -103,8 +103,6 @@ class GroupCommit:
     """
 
     def __init__(self, box, report, size: int = 0, sync: str = "filesystem"):
-        if sync not in SYNC_MODES:
-            raise ConfigError(f"sync must be one of {', '.join(SYNC_MODES)}, not {sync!r}")
         self.box, self.report, self.size, self.sync = box, report, size or GROUP_COMMIT, sync
         self.pending: list = []
         self._groups: queue.Queue | None = None
@@ -202,39 +200,41 @@ class GroupCommit:
                 os.close(new_version[1])
                 unlink_quietly(new_version[0])
 
+    def _filesystem_sync(self):
+        """The ``syncfs`` this group commit uses, or None (``sync="files"``, or a system or file
+        system without an honest one: :func:`~spamkit.durable.filesystem_sync`); found once."""
+        if self._syncfs is False:
+            self._syncfs = filesystem_sync(self.box.path) if self.sync == "filesystem" else None
+        return self._syncfs
+
     def _make_durable(self, descriptors) -> None:
         """The group's new versions on the disk: one ``syncfs`` of their file system where
         ``sync`` is ``"filesystem"`` and the system has it, else an fsync each."""
         if not descriptors:
             return
-        if self._syncfs is False:
-            self._syncfs = filesystem_sync(self.box.path) if self.sync == "filesystem" else None
-        if self._syncfs is not None:
-            self._syncfs(descriptors[0])              # the temporaries share one file system: renames cannot cross
+        sync = self._filesystem_sync()
+        if sync is not None:
+            sync(descriptors[0])                      # the temporaries share one file system: renames cannot cross
         else:
             self._fsync_all(descriptors)
 
     def _folders_durable(self, folders) -> None:
-        """The renames in ``folders`` on the disk: one ``syncfs``, or an fsync of each folder
-        (where a folder cannot be fsynced, or the ``syncfs`` fails, each is tried and the error
-        ignored, as :func:`~spamkit.durable.fsync_dir` does)."""
+        """The renames in ``folders`` on the disk: one ``syncfs`` (of the mailbox's file system,
+        which every rename stays on), or an fsync of each folder -- also when the ``syncfs``
+        fails: each folder is then tried and an error ignored, as :func:`~spamkit.durable.fsync_dir` does."""
         if not folders:
             return
-        if self._syncfs is False:
-            self._syncfs = filesystem_sync(self.box.path) if self.sync == "filesystem" else None
-        if self._syncfs is not None:
+        sync = self._filesystem_sync()
+        if sync is not None:
             try:
-                fd = os.open(next(iter(folders)), os.O_RDONLY)
-            except OSError:
-                fd = None
-            if fd is not None:
+                fd = os.open(self.box.path, os.O_RDONLY)
                 try:
-                    self._syncfs(fd)
+                    sync(fd)
                     return
-                except OSError:
-                    pass
                 finally:
                     os.close(fd)
+            except OSError:
+                pass
         for folder in sorted(folders, key=str):
             fsync_dir(folder)
 
@@ -301,9 +301,10 @@ class MailFilter:
     sync : str
         How a Maildir or MH group's changes reach the disk before they are reported:
         ``"filesystem"`` (default; one ``syncfs`` for the group's new versions and one for its
-        renames, on Linux 5.8 and later and ext4, XFS, Btrfs or tmpfs, else as ``"files"``) or ``"files"`` (an fsync per new
-        version and per folder touched: nothing else on the file system is written back, for a
-        mail server whose disk is busy with other writers). See :class:`GroupCommit`.
+        renames, on Linux 5.8 and later and ext4, XFS, Btrfs or tmpfs, else as ``"files"``) or
+        ``"files"`` (an fsync per new version and per folder touched: nothing else on the file
+        system is written back, for a mail server whose disk is busy with other writers). See
+        :class:`GroupCommit`.
     """
 
     def __init__(self, classify, model_id: str, tag: bool = False, move: dict | None = None,
