@@ -194,11 +194,14 @@ class GroupCommit:
             raise errors[0]
 
     @staticmethod
-    def discard(group) -> None:
-        for _, new_version, _, _ in group:
+    def discard(group, renamed=frozenset()) -> None:
+        """Close the group's new versions and remove those not renamed (``renamed``: their
+        positions in the group, already in place: nothing to remove, no failing unlink a message)."""
+        for k, (_, new_version, _, _) in enumerate(group):
             if new_version is not None:
                 os.close(new_version[1])
-                unlink_quietly(new_version[0])
+                if k not in renamed:
+                    unlink_quietly(new_version[0])
 
     def _filesystem_sync(self):
         """The ``syncfs`` this group commit uses, or None (``sync="files"``, or a system or file
@@ -242,14 +245,16 @@ class GroupCommit:
         """Make the new versions durable, rename in order, make the folders touched durable, report."""
         folders: set = set()
         done: list = []
+        renamed: set = set()
         file = None
         try:
             self._make_durable([new_version[1] for _, new_version, _, _ in pending if new_version is not None])
-            for file, new_version, dest, args in pending:
+            for k, (file, new_version, dest, args) in enumerate(pending):
                 if not os.path.lexists(file):
                     continue                          # moved away by a mail client meanwhile
                 if new_version is not None:
                     self.box.put(new_version[0], file)
+                    renamed.add(k)
                     folders.add(file.parent)
                 if dest is not None:
                     folders.update((file.parent, self.box.move(file, dest)))
@@ -257,7 +262,7 @@ class GroupCommit:
         except OSError as exc:
             raise FilterError(describe(exc, str(file))) from None
         finally:
-            self.discard(pending)                     # only a version that was not renamed is still there
+            self.discard(pending, renamed)            # a version not renamed is removed
             self._folders_durable(folders)
             for args in done:
                 self.report(*args)
