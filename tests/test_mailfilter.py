@@ -538,9 +538,16 @@ def test_copies_left_by_a_killed_run_are_cleaned(kind, model, tmp_path):
             break
     stale = inbox / "tmp" / f"123.host.spamkit-{dead}" if kind == "maildir" else inbox / f".spamkit-tmp-{dead}-2"
     stale.write_bytes(b"half a tagged copy")
+    # and a killed run's second name of a message it was replacing (GroupCommit.set_aside): a
+    # hard link, so removing it leaves the message itself where it is
+    message = next(p for p in sorted(inbox.rglob("*")) if p.is_file() and not p.name.startswith(".")
+                   and p.parent.name != "tmp" and "spamkit" not in p.name)
+    aside = (inbox / "tmp" / f"{message.name.split(':')[0]}.spamkit-old-{dead}" if kind == "maildir"
+             else inbox / f".spamkit-old-{dead}-{message.name}")
+    os.link(message, aside)
     before = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
     assert CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag"]).exit_code == 0
-    assert not stale.exists()
+    assert not stale.exists() and not aside.exists()
     check_exactly_once(kind, [inbox], before)
 
 
@@ -834,28 +841,63 @@ def test_a_group_takes_two_syncfs_new_versions_before_renames_and_renames_before
         if moved_to is not None:
             assert ("renamed", moves[str(ref)]) in durable, f"{ref} reported before its move was synced"
 
-    real_unlink, unlinked = os.unlink, []
+    real_unlink, real_link, unlinked, linked, early = os.unlink, os.link, [], {}, []
 
     def unlink(path, *args, **kwargs):
         unlinked.append(str(path))
+        # a replaced message's set-aside name goes only once its replacement is durable (noted
+        # here, asserted below: this runs on the reclaiming threads)
+        if ".spamkit-old-" in str(path) and ("renamed", linked.get(str(path))) not in durable:
+            early.append(str(path))
         return real_unlink(path, *args, **kwargs)
+
+    def link(src, dst, *args, **kwargs):
+        assert ("renamed", str(src)) not in durable and str(src) not in renamed, f"{src} set aside after its rename"
+        linked[str(dst)] = str(src)
+        return real_link(src, dst, *args, **kwargs)
 
     _recording_syncfs(monkeypatch, on_sync)
     monkeypatch.setattr(os, "open", tracking_open)
     monkeypatch.setattr(os, "replace", replace)
     monkeypatch.setattr(os, "rename", rename)
     monkeypatch.setattr(os, "unlink", unlink)
+    monkeypatch.setattr(os, "link", link)
     monkeypatch.setattr(os, "fsync", lambda fd: pytest.fail("an fsync in sync='filesystem' mode"))
     summary = MailFilter(_dies_in_a_worker, "m@1", tag=True, move={"spam": junk}, on_message=reported).run([inbox])
     monkeypatch.undo()
     assert summary.messages == summary.tagged == 150 and not summary.failed
     # a temporary that was renamed into place is not unlinked again (150 failing unlinks before)
     # (MH's dot-lock on .mh_sequences makes and removes a temporary of its own)
-    assert not [p for p in unlinked if ".spamkit-" in p and ".lock" not in p]
+    assert not [p for p in unlinked if p in written and ".lock" not in p]
+    # every message was set aside before its new version replaced it, and that name removed
+    asides = {dst for dst in linked if ".spamkit-old-" in dst}      # (MH's dot-lock links a file too)
+    assert len(asides) == 150 and asides <= set(unlinked) and not early
     check_exactly_once(kind, [inbox, junk], originals)
     syncs = [e for e in events if e[0] == "sync"]
     assert len(syncs) == 2 * 4                                      # 4 groups (40, 40, 40, 30), two each
     assert events[0][0] == "sync" and events[-1][0] == "report"
+    assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_without_hard_links_a_new_version_simply_replaces_the_message(kind, tmp_path, monkeypatch):
+    # a file system that refuses link(2) (EPERM: FAT, some FUSE and network file systems): the
+    # run tags every message the plain way, a rename over it, and leaves nothing behind
+    inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
+    build(kind, inbox, 100)
+    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    calls = []
+
+    def no_link(src, dst, *args, **kwargs):
+        calls.append(dst)
+        raise PermissionError(errno.EPERM, "Operation not permitted", str(dst))
+    monkeypatch.setattr(os, "link", no_link)
+    summary = MailFilter(_dies_in_a_worker, "m@1", tag=True, move={"spam": junk}).run([inbox])
+    monkeypatch.undo()
+    assert summary.messages == summary.tagged == 100 and not summary.failed
+    # tried once, then not again this run (MH's dot-lock tries links of its own, and copes too)
+    assert len([c for c in calls if ".spamkit-old-" in str(c)]) == 1
+    check_exactly_once(kind, [inbox, junk], originals)
     assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]
 
 

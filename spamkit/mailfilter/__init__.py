@@ -28,6 +28,10 @@ Never losing a message
     therefore leaves every message exactly once, tagged or not. The fsyncs, renames and
     folder fsyncs are done 64 messages at a time, in order, by a thread of their own while
     the next messages are read and judged (:class:`~spamkit.mailfilter.run.GroupCommit`).
+    Before its new version replaces it, a message is hard-linked to a second, hidden name
+    beside the temporaries (so the rename does not free the old file); those names are
+    removed once the renames are durable, or by the next run's clean-up after a crash --
+    a second name of a message, never a copy a mail client would show.
 
     An mbox is one file, and moving spam to another mbox changes two files, which no
     single system call can do at once. The run writes the new source and the new

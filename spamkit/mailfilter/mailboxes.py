@@ -147,6 +147,12 @@ class FolderMailbox:
         """Rename a new version (made durable by the caller) over the message."""
         os.replace(tmp, file)
 
+    def aside_for(self, file: Path) -> Path:
+        """Where the message ``file`` is hard-linked before its new version replaces it (see
+        :meth:`spamkit.mailfilter.run.GroupCommit.set_aside`); a name :meth:`clean_up` removes
+        once the run that made it is gone."""
+        raise NotImplementedError
+
     def move(self, file: Path, dest: Path) -> Path:
         raise NotImplementedError
 
@@ -159,7 +165,7 @@ class Maildir(FolderMailbox):
     _tmp_ready = False                                # tmp/ made once per run, not per message
 
     def clean_up(self) -> None:
-        if (self.path / "tmp").is_dir():
+        if (self.path / "tmp").is_dir():                # new versions and set-aside links alike
             remove_stale(self.path / "tmp", "*.spamkit-*", lambda name: int(name.rsplit("-", 1)[-1]))
 
     def messages(self):
@@ -174,6 +180,9 @@ class Maildir(FolderMailbox):
             (self.path / "tmp").mkdir(exist_ok=True)
             self._tmp_ready = True
         return self.path / "tmp" / f"{file.name.split(':', 1)[0]}.spamkit-{os.getpid()}"
+
+    def aside_for(self, file: Path) -> Path:
+        return self.path / "tmp" / f"{file.name.split(':', 1)[0]}.spamkit-old-{os.getpid()}"
 
     def move(self, file: Path, dest: Path) -> Path:
         target = dest / file.parent.name / file.name
@@ -202,7 +211,8 @@ class MHFolder(FolderMailbox):
             locks.enter_context(mbox_locks(folder / ".mh_sequences", wait))
 
     def clean_up(self) -> None:
-        remove_stale(self.path, ".spamkit-tmp-*", lambda name: int(name.rsplit("-", 2)[-2]))
+        for pattern in (".spamkit-tmp-*", ".spamkit-old-*"):    # new versions, set-aside links
+            remove_stale(self.path, pattern, lambda name: int(name.rsplit("-", 2)[-2]))
 
     def messages(self):
         for number in self.numbers(self.path):
@@ -210,6 +220,9 @@ class MHFolder(FolderMailbox):
 
     def temporary_for(self, file: Path) -> Path:
         return self.path / f".spamkit-tmp-{os.getpid()}-{file.name}"
+
+    def aside_for(self, file: Path) -> Path:
+        return self.path / f".spamkit-old-{os.getpid()}-{file.name}"
 
     def move(self, file: Path, dest: Path) -> Path:
         if dest not in self.next_number:
