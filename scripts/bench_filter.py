@@ -89,7 +89,7 @@ def disk_floor(folder: Path, syncfs=None) -> float:
     """Seconds to rewrite every message file of a Maildir or MH folder as a tagging run must,
     without reading a filter or judging anything: each file's bytes plus a 100-byte header
     written to a new file, made durable, the original hard-linked aside and the new file renamed
-    over it, the renames made durable every 64 messages, then the aside links removed on four
+    over it, the renames made durable every 64 messages, then the aside links removed on two
     threads (as ``GroupCommit.set_aside`` does) -- what this disk allows a filter that tags
     every message in place. Without ``syncfs``: an fsync per new file and per folder (``spamkit
     filter --sync files``); with it: the new files of 64 messages written, one syncfs, their
@@ -98,7 +98,7 @@ def disk_floor(folder: Path, syncfs=None) -> float:
     files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.name[0] != "." and p.parent.name != "tmp"]
     header = b"X-Spam-Status: No, score=0.0 required=5.0 tests=none autolearn=no version=spamkit\n"
     started = time.perf_counter()
-    with ThreadPoolExecutor(4) as reclaim:
+    with ThreadPoolExecutor(2) as reclaim:
         for start in range(0, len(files), 64):
             group = files[start:start + 64]
             written = []

@@ -542,12 +542,13 @@ def test_copies_left_by_a_killed_run_are_cleaned(kind, model, tmp_path):
     # hard link, so removing it leaves the message itself where it is
     message = next(p for p in sorted(inbox.rglob("*")) if p.is_file() and not p.name.startswith(".")
                    and p.parent.name != "tmp" and "spamkit" not in p.name)
-    aside = (inbox / "tmp" / f"{message.name.split(':')[0]}.spamkit-old-{dead}" if kind == "maildir"
-             else inbox / f".spamkit-old-{dead}-{message.name}")
+    aside = (inbox / "tmp" / f".spamkit-aside-{dead}" / message.name.split(":")[0] if kind == "maildir"
+             else inbox / f".spamkit-aside-{dead}-{message.name}")
+    aside.parent.mkdir(exist_ok=True)
     os.link(message, aside)
     before = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
     assert CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag"]).exit_code == 0
-    assert not stale.exists() and not aside.exists()
+    assert not stale.exists() and not aside.exists() and aside.parent.exists() == (kind == "mh")
     check_exactly_once(kind, [inbox], before)
 
 
@@ -847,7 +848,7 @@ def test_a_group_takes_two_syncfs_new_versions_before_renames_and_renames_before
         unlinked.append(str(path))
         # a replaced message's set-aside name goes only once its replacement is durable (noted
         # here, asserted below: this runs on the reclaiming threads)
-        if ".spamkit-old-" in str(path) and ("renamed", linked.get(str(path))) not in durable:
+        if ".spamkit-aside-" in str(path) and ("renamed", linked.get(str(path))) not in durable:
             early.append(str(path))
         return real_unlink(path, *args, **kwargs)
 
@@ -870,7 +871,7 @@ def test_a_group_takes_two_syncfs_new_versions_before_renames_and_renames_before
     # (MH's dot-lock on .mh_sequences makes and removes a temporary of its own)
     assert not [p for p in unlinked if p in written and ".lock" not in p]
     # every message was set aside before its new version replaced it, and that name removed
-    asides = {dst for dst in linked if ".spamkit-old-" in dst}      # (MH's dot-lock links a file too)
+    asides = {dst for dst in linked if ".spamkit-aside-" in dst}      # (MH's dot-lock links a file too)
     assert len(asides) == 150 and asides <= set(unlinked) and not early
     check_exactly_once(kind, [inbox, junk], originals)
     syncs = [e for e in events if e[0] == "sync"]
@@ -896,7 +897,7 @@ def test_without_hard_links_a_new_version_simply_replaces_the_message(kind, tmp_
     monkeypatch.undo()
     assert summary.messages == summary.tagged == 100 and not summary.failed
     # tried once, then not again this run (MH's dot-lock tries links of its own, and copes too)
-    assert len([c for c in calls if ".spamkit-old-" in str(c)]) == 1
+    assert len([c for c in calls if ".spamkit-aside-" in str(c)]) == 1
     check_exactly_once(kind, [inbox, junk], originals)
     assert not [p for p in tmp_path.rglob("*") if ".spamkit-" in p.name]
 

@@ -91,7 +91,7 @@ def remove_stale(folder: Path, pattern: str, pid_of) -> None:
             pid = pid_of(stale.name)
         except ValueError:
             continue
-        if not pid_alive(pid):
+        if not pid_alive(pid) and not stale.is_dir():   # (a folder of aside names is Maildir.clean_up's)
             stale.unlink(missing_ok=True)
 
 
@@ -153,6 +153,9 @@ class FolderMailbox:
         once the run that made it is gone."""
         raise NotImplementedError
 
+    def end_asides(self) -> None:
+        """After the run's aside names are removed: what holds them, if anything, goes too."""
+
     def move(self, file: Path, dest: Path) -> Path:
         raise NotImplementedError
 
@@ -164,9 +167,21 @@ class Maildir(FolderMailbox):
     kind = "maildir"
     _tmp_ready = False                                # tmp/ made once per run, not per message
 
+    _asides: Path | None = None                       # this run's folder of aside names, once made
+
     def clean_up(self) -> None:
-        if (self.path / "tmp").is_dir():                # new versions and set-aside links alike
-            remove_stale(self.path / "tmp", "*.spamkit-*", lambda name: int(name.rsplit("-", 1)[-1]))
+        tmp = self.path / "tmp"
+        if tmp.is_dir():
+            remove_stale(tmp, "*.spamkit-*", lambda name: int(name.rsplit("-", 1)[-1]))
+            for folder in tmp.glob(".spamkit-aside-*"):       # a killed run's aside names
+                try:
+                    pid = int(folder.name.rsplit("-", 1)[-1])
+                except ValueError:
+                    continue
+                if folder.is_dir() and not pid_alive(pid):
+                    for name in folder.iterdir():
+                        name.unlink(missing_ok=True)        # a second name: the message stays where it is
+                    folder.rmdir()
 
     def messages(self):
         for sub in ("new", "cur"):
@@ -182,7 +197,21 @@ class Maildir(FolderMailbox):
         return self.path / "tmp" / f"{file.name.split(':', 1)[0]}.spamkit-{os.getpid()}"
 
     def aside_for(self, file: Path) -> Path:
-        return self.path / "tmp" / f"{file.name.split(':', 1)[0]}.spamkit-old-{os.getpid()}"
+        # in a folder of their own under tmp/: the run creates its new versions in tmp/, renames
+        # them out of it and removes the aside names on other threads; sharing one directory,
+        # all of them would wait on its lock
+        if self._asides is None:
+            self._asides = self.path / "tmp" / f".spamkit-aside-{os.getpid()}"
+            self._asides.mkdir(exist_ok=True)
+        return self._asides / file.name.split(":", 1)[0]
+
+    def end_asides(self) -> None:
+        if self._asides is not None:
+            try:
+                self._asides.rmdir()
+            except OSError:
+                pass                                  # a name left: the next run's clean-up removes it
+            self._asides = None
 
     def move(self, file: Path, dest: Path) -> Path:
         target = dest / file.parent.name / file.name
@@ -211,7 +240,7 @@ class MHFolder(FolderMailbox):
             locks.enter_context(mbox_locks(folder / ".mh_sequences", wait))
 
     def clean_up(self) -> None:
-        for pattern in (".spamkit-tmp-*", ".spamkit-old-*"):    # new versions, set-aside links
+        for pattern in (".spamkit-tmp-*", ".spamkit-aside-*"):  # new versions, set-aside links
             remove_stale(self.path, pattern, lambda name: int(name.rsplit("-", 2)[-2]))
 
     def messages(self):
@@ -222,7 +251,7 @@ class MHFolder(FolderMailbox):
         return self.path / f".spamkit-tmp-{os.getpid()}-{file.name}"
 
     def aside_for(self, file: Path) -> Path:
-        return self.path / f".spamkit-old-{os.getpid()}-{file.name}"
+        return self.path / f".spamkit-aside-{os.getpid()}-{file.name}"
 
     def move(self, file: Path, dest: Path) -> Path:
         if dest not in self.next_number:
