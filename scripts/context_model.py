@@ -90,20 +90,26 @@ def held_out_context(model: ByteContextModel, keys, codes, stack: FisherNBStack)
     return model.held_out_mean_log_ratio(keys, model.classes_[codes], fold)
 
 
-def run_dataset(path: Path, args) -> dict:
+def dataset(path: Path, order: int, bits: int, max_bytes: int):
+    """A dataset in arrival order: (is spam, class codes, the mail tokens' presence matrix, the
+    context model's keys of each message's text)."""
     with Corpus(path) as corpus:
         msgs = list(corpus)
     y = np.array([m.label == "spam" for m in msgs])
-    codes = y.astype(np.int64)
     parsed = [parse_message(m.raw, m.kind) for m in msgs]
     X = Vectorizer("binary").fit_transform(Analyzer.mail()(p) for p in parsed)
-    keys = context_keys([text_of(p) for p in parsed], order=args.order, bits=args.bits, max_bytes=args.max_bytes)
+    keys = context_keys([text_of(p) for p in parsed], order=order, bits=bits, max_bytes=max_bytes)
+    return y, y.astype(np.int64), X, keys
+
+
+def run_dataset(path: Path, args) -> dict:
+    y, codes, X, keys = dataset(path, args.order, args.bits, args.max_bytes)
     batch = args.batch
     context = ByteContextModel(order=args.order, beta=args.beta, bits=args.bits)
     context.partial_fit(keys.rows(np.arange(batch)), y[:batch], classes=[False, True])
     scores = {name: [] for name in NAMES}
-    for start in range(batch, len(msgs), batch):
-        stop = min(start + batch, len(msgs))
+    for start in range(batch, len(y), batch):
+        stop = min(start + batch, len(y))
         test = keys.rows(np.arange(start, stop))
         default = FisherNBStack(**BEST_STACK).fit(X[:start], y[:start])
         lp = default.predict_log_proba(X[start:stop])

@@ -38,34 +38,23 @@ from pathlib import Path
 
 import numpy as np
 
-from spamkit.bytekeys import context_keys
-from spamkit.corpus import Corpus
-from spamkit.features import Vectorizer
-from spamkit.message import parse_message
 from spamkit.models import FisherNBStack, KNNClassifier
 from spamkit.models.context import ByteContextModel
 from spamkit.models.logistic import fit_l2_logistic
 from spamkit.models.stack import BEST_STACK
-from spamkit.text import Analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from context_model import balanced, held_out_context, text_of  # noqa: E402
+from context_model import balanced, dataset, held_out_context  # noqa: E402
 
 
 def evidence(path: Path, batch: int, order=6, bits=24, max_bytes=3000, beta=8.0) -> dict:
     """Per classified message: batch number, truth, the stack's log-odds and its evidence."""
-    with Corpus(path) as corpus:
-        msgs = list(corpus)
-    y = np.array([m.label == "spam" for m in msgs])
-    codes = y.astype(np.int64)
-    parsed = [parse_message(m.raw, m.kind) for m in msgs]
-    X = Vectorizer("binary").fit_transform(Analyzer.mail()(p) for p in parsed)
-    keys = context_keys([text_of(p) for p in parsed], order=order, bits=bits, max_bytes=max_bytes)
+    y, codes, X, keys = dataset(path, order, bits, max_bytes)
     context = ByteContextModel(order=order, beta=beta, bits=bits)
     context.partial_fit(keys.rows(np.arange(batch)), y[:batch], classes=[False, True])
     out = {"batch": [], "stack": [], "context": [], "components": [], "knn": []}
-    for start in range(batch, len(msgs), batch):
-        stop = min(start + batch, len(msgs))
+    for start in range(batch, len(y), batch):
+        stop = min(start + batch, len(y))
         test = keys.rows(np.arange(start, stop))
         ratio = context.mean_log_ratio(test)
         stack = FisherNBStack(**BEST_STACK, side_inputs=1)
@@ -85,16 +74,10 @@ def evidence(path: Path, batch: int, order=6, bits=24, max_bytes=3000, beta=8.0)
 
 
 def combiner_inputs(ev: dict, with_knn: bool) -> np.ndarray:
-    """The stack combiner's inputs (as ``FisherNBStack.combiner_features`` makes them, the length
-    unclipped), the context ratio, and optionally the nearest-neighbour spam share."""
-    comp = ev["components"]
-    squash = lambda s: np.sign(s) * np.log1p(np.abs(np.clip(s, -700, 700)))   # noqa: E731  (the "slog" squash)
-    length = np.log1p(comp[:, -1]) - 4.0
-    cols = [squash(comp[:, 0]), squash(comp[:, 1]), squash(comp[:, 2]), length, length * squash(comp[:, 1]),
-            ev["context"]]
-    if with_knn:
-        cols.append(ev["knn"] - 0.5)
-    return np.column_stack(cols)
+    """The stack combiner's inputs (``FisherNBStack.combiner_features`` of a stack not fitted yet:
+    the length unclipped) with the context ratio, and optionally the nearest-neighbour spam share."""
+    F = FisherNBStack(**BEST_STACK, side_inputs=1).combiner_features(ev["components"], side=ev["context"])
+    return np.column_stack([F, ev["knn"] - 0.5]) if with_knn else F
 
 
 def oracle_balanced(ev: dict, with_knn: bool) -> float:
