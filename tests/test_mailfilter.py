@@ -100,8 +100,9 @@ def stored(kind: str, path: Path) -> list[bytes]:
     if kind == "mbox":
         return [c.message for c in iter_mbox_chunks(path) if c.envelope is not None]
     if kind == "maildir":
-        return [(path / sub / name).read_bytes() for sub in ("new", "cur") for name in sorted(os.listdir(path / sub))
-                if not name.startswith(".")]
+        # (a destination a killed run was making may lack new/ or cur/ yet: it holds no message)
+        return [(path / sub / name).read_bytes() for sub in ("new", "cur") if (path / sub).is_dir()
+                for name in sorted(os.listdir(path / sub)) if not name.startswith(".")]
     return [(path / name).read_bytes() for name in sorted(os.listdir(path), key=lambda s: (len(s), s))
             if name.isdigit()]
 
@@ -368,6 +369,26 @@ def _copy(kind, src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
     else:
         shutil.copytree(src, dst)
+
+
+def test_a_maildir_destination_a_killed_run_began_is_finished(model, tmp_path):
+    # killed between making junk.maildir and its new/ and cur/ (seen under load in the SIGKILL
+    # test): the next run must finish the destination, not refuse it as "no mailbox found"
+    inbox, junk = tmp_path / "inbox.maildir", tmp_path / "junk.maildir"
+    build("maildir", inbox, 40)
+    originals = {k: v[0] for k, v in by_id(stored("maildir", inbox)).items()}
+    (junk / "tmp").mkdir(parents=True)
+    result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag", "--move-spam-to", str(junk)])
+    assert result.exit_code == 0, result.output
+    assert all((junk / sub).is_dir() for sub in ("tmp", "new", "cur"))
+    check_exactly_once("maildir", [inbox, junk], originals)
+    # a folder holding anything else is still refused, not made into a Maildir
+    other = tmp_path / "other"
+    (other / "tmp").mkdir(parents=True)
+    (other / "notes.txt").write_text("mine")
+    result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--move-spam-to", str(other)])
+    assert result.exit_code == 1 and "no mailbox found" in result.output
+    assert not (other / "new").exists()
 
 
 @pytest.mark.slow

@@ -47,6 +47,18 @@ def mailbox_kind(path) -> str:
     raise FilterError(f"{path}: no such mailbox")
 
 
+#: the folders of a Maildir, in the order a new one is made
+MAILDIR_PARTS = ("tmp", "new", "cur")
+
+
+def _unfinished_maildir(p: Path) -> bool:
+    """A Maildir a killed run began to make: some of its folders missing, and nothing else in it
+    but empty ones of them."""
+    names = os.listdir(p)
+    return (not all(sub in names for sub in MAILDIR_PARTS)
+            and all(name in MAILDIR_PARTS and (p / name).is_dir() and not os.listdir(p / name) for name in names))
+
+
 def ensure_destination(path, kind: str) -> Path:
     """Create a destination mailbox of ``kind`` if it does not exist; refuse another kind.
 
@@ -57,6 +69,9 @@ def ensure_destination(path, kind: str) -> Path:
     p = Path(path)
     if p.is_dir() and not any(p.iterdir()):
         p.rmdir()                                     # an empty folder made for it: set it up as a mailbox
+    elif kind == "maildir" and p.is_dir() and _unfinished_maildir(p):
+        for sub in MAILDIR_PARTS:                     # a run killed while it made this one: finish it
+            (p / sub).mkdir(mode=0o700, exist_ok=True)
     if p.exists():
         found = mailbox_kind(p)
         if found != kind:
@@ -67,7 +82,7 @@ def ensure_destination(path, kind: str) -> Path:
         if kind == "maildir":
             p.parent.mkdir(parents=True, exist_ok=True)
             p.mkdir(mode=0o700)
-            for sub in ("tmp", "new", "cur"):
+            for sub in MAILDIR_PARTS:
                 (p / sub).mkdir(mode=0o700)
             if all((p.parent / sub).is_dir() for sub in ("cur", "new", "tmp")):
                 (p / "maildirfolder").touch(mode=0o600)
@@ -84,14 +99,21 @@ def ensure_destination(path, kind: str) -> Path:
 
 
 def remove_stale(folder: Path, pattern: str, pid_of) -> None:
-    """Delete tagged copies a killed run left (``pid_of(name)`` reads the run's pid from the name):
-    they were never renamed over a message, so the message itself is intact."""
+    """Delete what a killed run left (``pid_of(name)`` reads the run's pid from the name): tagged
+    copies, never renamed over a message, so the message itself is intact; aside names of
+    messages (a hard link each, or a folder of them), second names of files that stay in place."""
     for stale in folder.glob(pattern):
         try:
             pid = pid_of(stale.name)
         except ValueError:
             continue
-        if not pid_alive(pid) and not stale.is_dir():   # (a folder of aside names is Maildir.clean_up's)
+        if pid_alive(pid):
+            continue
+        if stale.is_dir() and not stale.is_symlink():
+            for name in stale.iterdir():
+                name.unlink(missing_ok=True)
+            stale.rmdir()
+        else:
             stale.unlink(missing_ok=True)
 
 
@@ -171,17 +193,8 @@ class Maildir(FolderMailbox):
 
     def clean_up(self) -> None:
         tmp = self.path / "tmp"
-        if tmp.is_dir():
+        if tmp.is_dir():                              # new versions, and folders of aside names
             remove_stale(tmp, "*.spamkit-*", lambda name: int(name.rsplit("-", 1)[-1]))
-            for folder in tmp.glob(".spamkit-aside-*"):       # a killed run's aside names
-                try:
-                    pid = int(folder.name.rsplit("-", 1)[-1])
-                except ValueError:
-                    continue
-                if folder.is_dir() and not pid_alive(pid):
-                    for name in folder.iterdir():
-                        name.unlink(missing_ok=True)        # a second name: the message stays where it is
-                    folder.rmdir()
 
     def messages(self):
         for sub in ("new", "cur"):
