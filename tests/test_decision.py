@@ -223,3 +223,32 @@ def test_spam_rate_correction_in_the_filter(tmp_path):
     assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(model)]).exit_code == 0
     out = CliRunner().invoke(cli, ["classify", str(model), str(SAMPLE / "spam"), "--spam-rate", "0.01"])
     assert out.exit_code == 0, out.output
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(0, 1), st.sampled_from([(100, 10, 2), (100, 10, None), (1, 1, None), (7, 3, 0.5), (10, 100, 1)]))
+def test_one_row_decides_as_the_matrix(p, costs):
+    """A filter run decides message by message with :meth:`CostMatrix.decide_row` (plain Python);
+    evaluation decides whole arrays with :meth:`CostMatrix.decide`: the same decision, also on
+    the band's edges, where the expected costs are equal (ties go to the decision listed first)."""
+    c_fp, c_fn, c_unsure = costs
+    cm = CostMatrix.binary(c_fp, c_fn, c_unsure=c_unsure)
+    edges = [p, *unsure_band(c_fp, c_fn, c_unsure if c_unsure is not None else 1e9)]
+    for q in edges:
+        row = [1 - q, q]
+        assert cm.decide_row(row) == cm.decide([row])[0], (q, costs)
+        by_hand = [row[0] * c[0] + row[1] * c[1] for c in cm.costs.tolist()]
+        assert cm.expected_costs([row])[0].tolist() == by_hand     # each product and sum rounded once
+
+
+def test_one_row_of_three_classes_by_hand():
+    # E[cost | d] = sum_c p(c) cost[d, c]; p = (0.5, 0.3, 0.2):
+    #   ham: 0.3*10 + 0.2*2 = 3.4; spam: 0.5*100 + 0.2*50 = 60; newsletter: 0.5*20 + 0.3*5 = 11.5
+    cm = CostMatrix([[0, 10, 2], [100, 0, 50], [20, 5, 0]], ["ham", "spam", "newsletter"])
+    assert cm.expected_costs([[0.5, 0.3, 0.2]])[0].tolist() == pytest.approx([3.4, 60.0, 11.5])
+    assert cm.decide_row([0.5, 0.3, 0.2]) == cm.decide([[0.5, 0.3, 0.2]])[0] == "ham"
+    # a tie (both 5.0) goes to the decision listed first, as np.argmin
+    tie = CostMatrix([[0, 10], [10, 0]], ["ham", "spam"])
+    assert tie.decide_row([0.5, 0.5]) == tie.decide([[0.5, 0.5]])[0] == "ham"
+    with pytest.raises(ConfigError, match="columns"):
+        cm.decide_row([0.5, 0.5])

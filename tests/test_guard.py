@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
@@ -168,3 +170,45 @@ def test_the_guard_sees_a_filter_run_alike_on_one_and_on_two_processes(tmp_path)
         runs[jobs] = (lines, result["verdicts"], result["guarded"])
     assert runs["1"] == runs["2"]
     assert sum(runs["1"][2].values()) > 0                 # the guard did speak on this stream
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1) | st.sampled_from([0.5, 0.7, 0.7000000000000001]), min_size=1, max_size=120),
+       st.integers(1, 12), st.integers(1, 12))
+def test_the_guard_one_message_at_a_time_is_the_guard_on_arrays(values, window, min_window):
+    """A filter run asks the guard message by message (:meth:`FamiliarityGuard.observe_one`, a
+    sorted window); against the definition with np.median over the last ``window`` values."""
+    window, min_window = max(window, min_window), min(window, min_window)
+    g = FamiliarityGuard(floor=0.3, window_floor=0.7, window=window, min_window=min_window)
+    for i, value in enumerate(values):
+        recent = values[max(0, i + 1 - window):i + 1]
+        expected = value < 0.3 or (len(recent) >= min_window and float(np.median(recent)) < 0.7)
+        assert g.observe_one(value) == expected, (i, recent)
+    assert g.counts["messages"] == len(values)
+    g.reset()
+    assert g.observe([0.9] * min_window).tolist() == [False] * min_window
+
+
+def test_a_filter_decides_one_row_as_it_decides_arrays():
+    """``SpamFilter.verdict_from`` (plain Python, per message) against ``SpamFilter.decide`` (NumPy):
+    the same verdicts and guard counts over a stream with a threshold, with costs and a guard,
+    and with neither."""
+    f = build_filter(**BEST).fit(HAM + SPAM, ["ham"] * len(HAM) + ["spam"] * len(SPAM))
+    rng = np.random.default_rng(3)
+    p = np.concatenate([rng.random(300), [0.0, 1.0, 0.2, 0.98, 0.5]])
+    fam = rng.random(len(p))
+    proba = np.column_stack([1 - p, p]) if f.spam_column == 1 else np.column_stack([p, 1 - p])
+    f.guard = FamiliarityGuard(0.2, 0.45, window=10, min_window=4)
+    seen = []
+    for costs, threshold in ((CostMatrix.default(), None), (None, None), (CostMatrix.default(), 0.7)):
+        f.costs, f.threshold = (costs.align(f.classes_) if costs is not None else None), threshold
+        f.guard.reset()
+        by_array = [str(d) for d in f.decide(proba, fam)]
+        counts = dict(f.guard.counts)
+        f.guard.reset()
+        by_row = [f.verdict_from(proba[k], fam[k]) for k in range(len(p))]
+        assert [v for v, _ in by_row] == by_array and f.guard.counts == counts
+        assert [q for _, q in by_row] == p.tolist()
+        seen.append((counts["spam_to_unsure"], sorted(set(by_array))))
+    assert seen[0][0] > 0 and seen[0][1] == ["ham", "spam", "unsure"]        # the guard and the band both spoke
+    assert seen[1] == (0, ["ham", "spam"]) and seen[2] == (0, ["ham", "spam"])
