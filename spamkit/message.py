@@ -582,7 +582,6 @@ SPAMD_MARK = b"X-Spam-Checker-Version: spamkit"
 SPAMD_FIELDS = (b"x-spam-checker-version", b"x-spam-flag", b"x-spam-level", b"x-spam-status",
                 b"x-spam-report", b"x-spam-probability", b"x-spamkit-model")
 PREVIOUS = b"X-Spam-Prev-"
-_EMPTY_LINE = re.compile(rb"(?:\A|(\n))\r?\n")
 
 
 def header_end(raw: bytes) -> int:
@@ -591,10 +590,14 @@ def header_end(raw: bytes) -> int:
     >>> header_end(b"A: 1\\nB: 2\\n\\nbody"), header_end(b"A: 1\\r\\n\\r\\nbody"), header_end(b"\\nbody")
     (10, 6, 0)
     """
-    m = _EMPTY_LINE.search(raw)
-    if m is None:
-        return len(raw)
-    return m.start() + 1 if m.group(1) else 0
+    if raw[:1] == b"\n" or raw[:2] == b"\r\n":
+        return 0                                      # no header at all
+    lf = raw.find(b"\n\n")
+    # an empty CRLF line before that LF one (a search that ends where it would)
+    crlf = raw.find(b"\n\r\n", 0, lf + 2 if lf >= 0 else len(raw))
+    if crlf >= 0:
+        return crlf + 1
+    return lf + 1 if lf >= 0 else len(raw)
 
 
 def strip_markup(raw: bytes) -> bytes:

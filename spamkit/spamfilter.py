@@ -607,9 +607,9 @@ class SpamFilter:
 
         :meth:`decide` for one row, in plain Python (the same arithmetic and the same decision,
         ``tests/test_decision.py``; NumPy on one row cost a filter run ~85 us a message)."""
-        row = [float(v) for v in proba_row]
+        row = list(map(float, proba_row))
         classes = [str(c) for c in self.classes_]
-        s = self.spam_column
+        s = classes.index(SPAM_NAME) if SPAM_NAME in classes else self.spam_column   # (which says what is wrong)
         if self.threshold is not None:
             decision = classes[s] if row[s] > self.threshold else classes[1 - s]
         elif self.costs is None:

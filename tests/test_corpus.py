@@ -785,3 +785,24 @@ def test_a_read_that_keeps_the_gil_is_os_pread(tmp_path):
         os.close(fd)
     with pytest.raises(OSError):
         module.pread_held(fd, 10, 0)                       # closed
+
+
+def test_message_header_end_equals_the_regular_expression():
+    # spamkit.message.header_end (tagging, learning, split_tags) finds the empty line with two
+    # bytes.find calls; the definition is the regular expression it replaced: an empty line at the
+    # very start, or a line end followed by an empty line (LF or CRLF), whichever comes first
+    import re
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from spamkit.message import header_end
+    pattern = re.compile(rb"(?:\A|(\n))\r?\n")
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.lists(st.sampled_from([b"\r", b"\n", b"a", b"A: b"]), max_size=20).map(b"".join))
+    def check(raw):
+        m = pattern.search(raw)
+        assert header_end(raw) == (len(raw) if m is None else m.start() + 1 if m.group(1) else 0)
+
+    check()
+    assert header_end(b"A: 1\r\nB: 2\n\r\nbody\n\nmore") == 11          # the CRLF empty line comes first
+    assert header_end(b"A: 1\n\nB\r\n\r\n") == 5

@@ -723,6 +723,92 @@ def test_workers_score_in_batches_and_the_run_decides_in_mailbox_order(kind, tmp
         MailFilter(_classify_here, "m@1", score=_scores_of)
 
 
+def _decide_guarded_here(row, familiarity):
+    """``decide`` whose answer in the run's process differs from a worker's for some messages
+    (as the familiarity guard's window may): spam with an odd familiarity is "unsure" here only."""
+    verdict = "spam" if row[1] > 0.5 else "ham"
+    if verdict == "spam" and multiprocessing.parent_process() is None and round(familiarity * 100) % 2:
+        verdict = "unsure"
+    return verdict, row[1]
+
+
+def _classify_guarded(raw):
+    """``classify`` of one process for :func:`_scores_of` and :func:`_decide_guarded_here`."""
+    rows, familiarity = _scores_of([raw])
+    return _decide_guarded_here(rows[0], familiarity[0])
+
+
+def _hidden_files(kind, inbox) -> list:
+    """What a run may leave besides messages: Maildir's tmp/ entries, MH's dot-files (not the sequences)."""
+    if kind == "maildir":
+        return sorted(os.listdir(inbox / "tmp")) if (inbox / "tmp").is_dir() else []
+    return sorted(n for n in os.listdir(inbox) if n.startswith(".") and n != ".mh_sequences")
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_workers_write_the_tagged_versions_and_the_run_keeps_only_those_it_agrees_with(kind, tmp_path,
+                                                                                     monkeypatch):
+    """In a tagging run over a Maildir or MH folder the workers write each message's tagged
+    version too, for the verdict they expect; the run renames it in place only when its own
+    verdict in mailbox order is the same (here it is not for part of the spam), and writes
+    the others itself. The mailboxes end as one process leaves them and nothing is left over."""
+    from spamkit.mailfilter.mailboxes import FOLDER_FORMATS
+    box_class = FOLDER_FORMATS[kind]
+    written_here = []
+    original_write_new = box_class.write_new
+
+    def write_new(self, file, new):
+        written_here.append((os.getpid(), file))
+        return original_write_new(self, file, new)
+
+    monkeypatch.setattr(box_class, "write_new", write_new)
+    results = {}
+    for jobs in (1, 2):
+        inbox, junk = tmp_path / str(jobs) / "inbox", tmp_path / str(jobs) / "junk"
+        inbox.parent.mkdir()
+        build(kind, inbox, 150)
+        originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+        written_here.clear()
+        run = MailFilter(_classify_guarded, "m@1", tag=True, move={"spam": junk}, jobs=jobs, score=_scores_of,
+                         decide=_decide_guarded_here)
+        summary = run.run([inbox])
+        check_exactly_once(kind, [inbox, junk], originals)
+        assert not _hidden_files(kind, inbox) and [f["error"] for f in summary.failed] == [
+            "ValueError: message 13 cannot be scored"]
+        mine = [f for pid, f in written_here if pid == os.getpid()]
+        results[jobs] = (summary.counts, sorted(stored(kind, inbox)), sorted(stored(kind, junk)), len(mine))
+    counts, inbox_1, junk_1, by_the_run_1 = results[1]
+    assert results[2][:3] == (counts, inbox_1, junk_1)
+    assert by_the_run_1 == 149 and counts["unsure"] > 0 and counts["spam"] > 0
+    assert results[2][3] == counts["unsure"]             # the run wrote only what it decided otherwise
+
+
+@pytest.mark.parametrize("kind", ["maildir", "mh"])
+def test_a_run_stopped_midway_leaves_no_version_a_worker_wrote(kind, tmp_path):
+    """The workers write ahead of the run; a run that stops (Ctrl-C, SIGTERM) after some messages
+    removes the versions written for the messages it did not reach, and those untouched stay as
+    they were."""
+    inbox, junk = tmp_path / "inbox", tmp_path / "junk"
+    build(kind, inbox, 300)
+    originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
+    raw_before = sorted(stored(kind, inbox))
+    seen = []
+
+    def on_message(ref, verdict, p, tagged, moved_to):
+        seen.append(ref)
+        if len(seen) == 40:
+            run.stop_requested = True
+
+    run = MailFilter(_classify_guarded, "m@1", tag=True, move={"spam": junk}, jobs=2, score=_scores_of,
+                     decide=_decide_guarded_here, on_message=on_message)
+    summary = run.run([inbox])
+    assert summary.interrupted and 40 <= summary.messages < 300
+    check_exactly_once(kind, [inbox, junk], originals)
+    assert not _hidden_files(kind, inbox)
+    untouched = [m for m in stored(kind, inbox) if not m.startswith(b"X-Spam-Status")]
+    assert len(untouched) == 300 - summary.messages and set(untouched) <= set(raw_before)
+
+
 def _dies_in_a_worker(raw):
     if multiprocessing.parent_process() is not None and b"X-Test-Id: 7\n" in raw:
         os._exit(9)                                   # a worker killed mid-run (out of memory, say)
