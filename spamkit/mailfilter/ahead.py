@@ -53,9 +53,8 @@ import zlib
 from collections import deque
 from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
-from pathlib import Path
 
-from ..durable import unlink_quietly
+from ..durable import read_file, unlink_quietly
 from ..processes import start_context, worker_pool
 from .tags import recorded_verdict, tag
 
@@ -88,7 +87,7 @@ class WriteAhead:
             new = tag(raw, verdict, p, self.model_id, self.threshold)
             if new == raw:
                 return "", verdict, p
-            tmp, fd = self.box.write_new(Path(path), new)
+            tmp, fd = self.box.write_new(path, new)
         except Exception:                        # noqa: BLE001 - the run tries again and reports
             return None
         os.close(fd)                             # the run makes it durable with its group
@@ -150,7 +149,7 @@ def _judge_chunk(entries, writer: WriteAhead | None = None) -> list:
             raw = entry
         else:
             try:
-                raw = Path(entry).read_bytes()
+                raw = read_file(entry)
             except OSError:
                 continue                         # the run reads it again and reports what it finds
         mark = fingerprint(raw)

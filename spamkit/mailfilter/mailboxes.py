@@ -155,13 +155,14 @@ class FolderMailbox:
     def messages(self):
         raise NotImplementedError
 
-    def temporary_for(self, file: Path) -> Path:
-        """Where the new version of ``file`` is written before it replaces it."""
+    def temporary_for(self, file) -> str:
+        """Where the new version of ``file`` is written before it replaces it (strings: a worker
+        writing ahead builds one a message, and pathlib's parsing was a tenth of its time)."""
         raise NotImplementedError
 
-    def write_new(self, file: Path, new: bytes) -> tuple[Path, int]:
-        """``new`` written to :meth:`temporary_for` ``file``, with its mode and owner:
-        (the temporary's path, its open descriptor), not yet fsynced."""
+    def write_new(self, file, new: bytes) -> tuple[str, int]:
+        """``new`` written to :meth:`temporary_for` ``file`` (a path, or its string), with its
+        mode and owner: (the temporary's path, its open descriptor), not yet fsynced."""
         tmp = self.temporary_for(file)
         return tmp, write_file(tmp, new, like=file)
 
@@ -169,7 +170,7 @@ class FolderMailbox:
         """Rename a new version (made durable by the caller) over the message."""
         os.replace(tmp, file)
 
-    def aside_for(self, file: Path) -> Path:
+    def aside_for(self, file) -> str:
         """Where the message ``file`` is hard-linked before its new version replaces it (see
         :meth:`spamkit.mailfilter.run.GroupCommit.set_aside`); a name :meth:`clean_up` removes
         once the run that made it is gone."""
@@ -203,20 +204,21 @@ class Maildir(FolderMailbox):
                 if not name.startswith("."):
                     yield folder / name
 
-    def temporary_for(self, file: Path) -> Path:
+    def temporary_for(self, file) -> str:
         if not self._tmp_ready:
             (self.path / "tmp").mkdir(exist_ok=True)
             self._tmp_ready = True
-        return self.path / "tmp" / f"{file.name.split(':', 1)[0]}.spamkit-{os.getpid()}"
+        base = os.path.basename(file).split(":", 1)[0]
+        return f"{self.path}/tmp/{base}.spamkit-{os.getpid()}"
 
-    def aside_for(self, file: Path) -> Path:
+    def aside_for(self, file) -> str:
         # in a folder of their own under tmp/: the run creates its new versions in tmp/, renames
         # them out of it and removes the aside names on other threads; sharing one directory,
         # all of them would wait on its lock
         if self._asides is None:
             self._asides = self.path / "tmp" / f".spamkit-aside-{os.getpid()}"
             self._asides.mkdir(exist_ok=True)
-        return self._asides / file.name.split(":", 1)[0]
+        return f"{self._asides}/{os.path.basename(file).split(':', 1)[0]}"
 
     def end_asides(self) -> None:
         if self._asides is not None:
@@ -260,11 +262,11 @@ class MHFolder(FolderMailbox):
         for number in self.numbers(self.path):
             yield self.path / str(number)
 
-    def temporary_for(self, file: Path) -> Path:
-        return self.path / f".spamkit-tmp-{os.getpid()}-{file.name}"
+    def temporary_for(self, file) -> str:
+        return f"{self.path}/.spamkit-tmp-{os.getpid()}-{os.path.basename(file)}"
 
-    def aside_for(self, file: Path) -> Path:
-        return self.path / f".spamkit-aside-{os.getpid()}-{file.name}"
+    def aside_for(self, file) -> str:
+        return f"{self.path}/.spamkit-aside-{os.getpid()}-{os.path.basename(file)}"
 
     def move(self, file: Path, dest: Path) -> Path:
         if dest not in self.next_number:
