@@ -212,3 +212,37 @@ def test_a_filter_decides_one_row_as_it_decides_arrays():
         seen.append((counts["spam_to_unsure"], sorted(set(by_array))))
     assert seen[0][0] > 0 and seen[0][1] == ["ham", "spam", "unsure"]        # the guard and the band both spoke
     assert seen[1] == (0, ["ham", "spam"]) and seen[2] == (0, ["ham", "spam"])
+
+
+@pytest.mark.slow
+def test_tagging_on_two_processes_leaves_the_mailboxes_one_process_leaves_where_the_guard_speaks(tmp_path):
+    """Trained on CSDMC2010, tagging and moving trec07p-dev mail, where the familiarity guard
+    turns spam into unsure: the workers write tagged copies for the verdicts they expect and the
+    run keeps only those it agrees with, so the inbox, the junk and the unsure folders hold the
+    same bytes with --jobs 1 and --jobs 2, and nothing is left in tmp/."""
+    import json
+    import mailbox
+    import os
+    model = tmp_path / "csdmc.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(shared_corpus("csdmc2010/csdmc2010.tar.gz")),
+                                    "-o", str(model)]).exit_code == 0
+    with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as c:
+        raws = [m.raw for _, m in zip(range(600), c)]
+    runs = {}
+    for jobs in ("1", "2"):
+        inbox, junk, review = (tmp_path / jobs / name for name in ("inbox", "junk", "review"))
+        inbox.parent.mkdir()
+        box = mailbox.Maildir(inbox, create=True)
+        for raw in raws:
+            box.add(raw)
+        out = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag", "--move-spam-to", str(junk),
+                                       "--move-unsure-to", str(review), "--json", "--jobs", jobs])
+        assert out.exit_code == 0, out.output
+        summary = json.loads(out.output)
+        contents = [sorted((folder / sub / name).read_bytes() for sub in ("new", "cur") if (folder / sub).is_dir()
+                           for name in os.listdir(folder / sub)) for folder in (inbox, junk, review)]
+        assert not os.listdir(inbox / "tmp")
+        runs[jobs] = (summary["verdicts"], summary["guarded"], contents)
+    assert runs["1"] == runs["2"]
+    verdicts, guarded, contents = runs["1"]
+    assert sum(guarded.values()) > 0 and verdicts["unsure"] > 0 and sum(map(len, contents)) == 600
