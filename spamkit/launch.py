@@ -98,4 +98,19 @@ def main(argv=None) -> int:
         return guard(raw, lambda message: run(args, message), "spamkit filter")
     from .cli import main as cli_main
 
-    return cli_main(args)
+    try:
+        return cli_main(args)
+    finally:
+        _quick_exit()
+
+
+def _quick_exit() -> None:
+    """Before the interpreter's shutdown: move every object into the collector's permanent
+    generation (``gc.freeze``), so that its final collections do not walk the run's millions of
+    objects only to find nothing to free (after ``spamkit filter --dry-run`` over 10,000
+    messages: 0.10-0.13 s from the command's end to the process's, 0.03-0.04 s with this; an
+    ``os._exit`` took 0.01 s but skips the ``atexit`` handlers). Shutdown still runs every
+    ``atexit`` handler and flushes and closes the standard streams; what it no longer does is
+    look for reference cycles, which a process that is ending need not free."""
+    import gc
+    gc.freeze()
