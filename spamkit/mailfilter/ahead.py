@@ -199,11 +199,18 @@ def _pickles(value) -> bool:
     return True
 
 
-def written_ahead(judgement) -> str:
-    """The temporary a worker wrote for this judgement ("" if none): :func:`_judge_chunk`."""
-    if judgement is not None and len(judgement) > 4 and judgement[4] is not None:
-        return judgement[4][0]
-    return ""
+def written_ahead(judgement):
+    """What a worker wrote with this judgement (:func:`_judge_chunk`): ``(the temporary's path,
+    or "" when tagging changed nothing, the verdict, P(spam))``, or None."""
+    if judgement is not None and len(judgement) > 4:
+        return judgement[4]
+    return None
+
+
+def _remove_version(judgement) -> None:
+    version = written_ahead(judgement)
+    if version is not None and version[0]:
+        unlink_quietly(version[0])
 
 
 def _failure(mark, exc: Exception) -> tuple:
@@ -308,8 +315,7 @@ class JudgeAhead:
         """Remove the temporaries of judgements never handed out: the rest of the current
         chunk's and, waiting for them, the pending chunks' (a chunk not yet started is cancelled)."""
         for judgement in unhanded:
-            if written_ahead(judgement):
-                unlink_quietly(written_ahead(judgement))
+            _remove_version(judgement)
         for _, future in pending:
             if future is None or future.cancel():
                 continue
@@ -318,5 +324,4 @@ class JudgeAhead:
             except Exception:                     # noqa: BLE001 - a dead worker wrote what the next clean-up removes
                 continue
             for judgement in results:
-                if written_ahead(judgement):
-                    unlink_quietly(written_ahead(judgement))
+                _remove_version(judgement)

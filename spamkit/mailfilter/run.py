@@ -46,13 +46,9 @@ def _unlink_all(paths) -> None:
         unlink_quietly(path)
 
 
-def _written_ahead(judgement) -> str:
-    return ""
-
-
-def _import_written_ahead():
-    from .ahead import written_ahead
-    return written_ahead
+def _nothing_written(judgement) -> None:
+    """:func:`spamkit.mailfilter.ahead.written_ahead` of a run without workers."""
+    return None
 
 
 @dataclass
@@ -589,41 +585,52 @@ class MailFilter:
             if not self.dry_run:
                 box.clean_up()
             group = GroupCommit(box, self._count, sync=self.sync)
-            written_ahead = _written_ahead if self._ahead is None else _import_written_ahead()
+            if self._ahead is not None:
+                from .ahead import written_ahead
+            else:
+                written_ahead = _nothing_written
             try:
                 with closing(self._judged(box.messages(), str, self._writer(box))) as judged_files:
                     for file, ahead in judged_files:
-                        written = written_ahead(ahead)   # a tagged version a worker wrote: renamed or removed
+                        version = written_ahead(ahead)   # (path, verdict, P(spam)) a worker wrote, or None
+                        left = version[0] if version is not None else ""
                         try:
                             if self.stop_requested:
                                 self._left_unfiltered = True
                                 return
-                            judged = self._judge_file(file, ahead)
-                            if judged is None:
-                                continue              # moved away by a mail client meanwhile, or failed
-                            raw, verdict, p, scored, fresh = judged
-                            dest = dests.get(verdict)
-                            if fresh and scored and len(ahead) > 4 and ahead[4] is not None \
-                                    and ahead[4][1:] == (verdict, p):
-                                # the worker wrote these bytes' version for this verdict: it is the group's now
-                                new_version, changed, written = ((written, None) if written else None,
-                                                                 bool(written), "")
-                            else:
-                                new = self._new_bytes(raw, verdict, p, scored)
-                                changed = new != raw
-                                if self.dry_run:
-                                    self._count(verdict, changed, dest, file, p)
-                                    continue
-                                try:
-                                    new_version = box.write_new(file, new) if changed else None
-                                except OSError as exc:
-                                    raise FilterError(describe(exc, str(file))) from None
-                            group.add(file, new_version, dest, (verdict, changed, dest, file, p))
+                            left = self._filter_file(box, group, dests, file, ahead, version)
                         finally:
-                            if written:
-                                unlink_quietly(written)
+                            if left:
+                                unlink_quietly(left)  # a worker's version that was not renamed
             finally:
                 group.close()                         # what was renamed is made durable and reported
+
+    def _filter_file(self, box, group, dests: dict, file, ahead, version) -> str:
+        """One Maildir or MH message judged and its new version handed to ``group``: the
+        ``version`` a worker wrote (``(path, verdict, P(spam))``, see
+        :class:`~spamkit.mailfilter.ahead.WriteAhead`) when it was written from the bytes read
+        now for the verdict decided now, else one written here. Returns the path of a
+        worker's version the group did not take ("" if none), for the caller to remove."""
+        written = version[0] if version is not None else ""
+        judged = self._judge_file(file, ahead)
+        if judged is None:
+            return written                            # moved away by a mail client meanwhile, or failed
+        raw, verdict, p, scored, fresh = judged
+        dest = dests.get(verdict)
+        if fresh and scored and version is not None and version[1:] == (verdict, p):
+            new_version, changed, written = ((written, None) if written else None), bool(written), ""
+        else:
+            new = self._new_bytes(raw, verdict, p, scored)
+            changed = new != raw
+            if self.dry_run:
+                self._count(verdict, changed, dest, file, p)
+                return written
+            try:
+                new_version = box.write_new(file, new) if changed else None
+            except OSError as exc:
+                raise FilterError(describe(exc, str(file))) from None
+        group.add(file, new_version, dest, (verdict, changed, dest, file, p))
+        return written
 
     # ------------------------------------------------------------- mbox
 
