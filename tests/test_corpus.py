@@ -806,3 +806,23 @@ def test_message_header_end_equals_the_regular_expression():
     check()
     assert header_end(b"A: 1\r\nB: 2\n\r\nbody\n\nmore") == 11          # the CRLF empty line comes first
     assert header_end(b"A: 1\n\nB\r\n\r\n") == 5
+
+
+def test_a_gzip_archive_damaged_from_its_start_is_reported_as_damaged(tmp_path):
+    """Deflate data damaged in the archive's first block: gzip's reader raises zlib.error (not an
+    OSError) while the archive's kind is sniffed; the corpus reports a damaged archive, naming
+    it, instead of a traceback."""
+    import random
+    from spamkit.corpus.tree import ArchiveTree, archive_kind
+    rng = random.Random(7)
+    (tmp_path / "src" / "ham").mkdir(parents=True)
+    (tmp_path / "src" / "ham" / "1.eml").write_bytes(bytes(rng.getrandbits(8) for _ in range(20000)))
+    archive = _tar(tmp_path / "src", tmp_path / "d.tar.gz", "w:gz")
+    damaged = bytearray(archive.read_bytes())
+    damaged[40] ^= 0xFF
+    archive.write_bytes(bytes(damaged))
+    assert archive_kind(archive) == "tar.gz"
+    with pytest.raises(CorpusError, match="damaged tar.gz archive"):
+        ArchiveTree(archive)
+    with pytest.raises(CorpusError, match="d.tar.gz"):
+        Corpus(archive)

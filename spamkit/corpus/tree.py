@@ -280,6 +280,8 @@ def archive_kind(path: str | os.PathLike) -> str | None:
                 block = fh.read(512)
         except (OSError, EOFError, lzma.LZMAError):
             return None
+        except zlib.error:
+            return f"tar.{suffix}"      # compressed data damaged from its start: opening it says so
         return f"tar.{suffix}" if _looks_like_tar(block) else None
     try:
         return "tar" if tarfile.is_tarfile(path) else None
@@ -457,6 +459,12 @@ class Spool:
                     with self._cond:
                         self._ready += len(block)
                         self._cond.notify_all()
+        except (OSError, EOFError, lzma.LZMAError) as exc:  # a damaged or cut archive, as the readers say it
+            self._error = exc
+        except Exception as exc:                             # noqa: BLE001 -- raised where it is read
+            # damaged deflate data: zlib.error from gzip's reader, IsalError from ISA-L's, neither
+            # an OSError, which is what the corpus reports as a damaged archive
+            self._error = OSError(f"damaged compressed data ({type(exc).__name__}: {exc})")
         except BaseException as exc:                         # noqa: BLE001 -- raised where it is read
             self._error = exc
         finally:
