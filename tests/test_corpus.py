@@ -627,15 +627,18 @@ def test_an_archive_listing_lists_each_folders_parents_once_with_the_same_result
     assert (tree._dirs, tree._files) == _listing_by_definition(members)
 
 
+@pytest.mark.parametrize("in_child", [True, False])
 @pytest.mark.parametrize("with_isal", [True, False])
 @pytest.mark.parametrize("suffix", ["tar.gz", "tar.bz2", "tar.xz", "tar"])
-def test_a_compressed_archive_is_read_while_it_is_decompressed(suffix, with_isal, tmp_path, monkeypatch):
-    # the archive is decompressed by a background thread (several 1 MB blocks here) while its
-    # headers are indexed; every member comes back as tarfile reads it, and a cut archive is
-    # "damaged" however far the index got
+def test_a_compressed_archive_is_read_while_it_is_decompressed(suffix, with_isal, in_child, tmp_path, monkeypatch):
+    # the archive is decompressed by a child process (where this process may fork) or a
+    # background thread (several 1 MB blocks here) while its headers are indexed; every member
+    # comes back as tarfile reads it, and a cut archive is "damaged" however far the index got
     import builtins
     import random
+    from spamkit.corpus import tree
     from spamkit.corpus.tree import ArchiveTree
+    monkeypatch.setattr(tree, "_may_fork", lambda: in_child)
     if not with_isal:
         real_import = builtins.__import__
         monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name))
@@ -649,12 +652,14 @@ def test_a_compressed_archive_is_read_while_it_is_decompressed(suffix, with_isal
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
     expected = {name: data for name, is_dir, _, data in _tarfile_index(path) if not is_dir}
-    tree = ArchiveTree(path)
+    archive = ArchiveTree(path)
     try:
-        assert {f"box/ham/{e.name}": tree.read(f"box/ham/{e.name}") for e in tree.entries("box/ham")} == expected
-        assert tree.read_span("box/ham/7.eml", 5, 40) == expected["box/ham/7.eml"][5:40]
+        assert {f"box/ham/{e.name}": archive.read(f"box/ham/{e.name}") for e in archive.entries("box/ham")} == expected
+        assert archive.read_span("box/ham/7.eml", 5, 40) == expected["box/ham/7.eml"][5:40]
+        spool = archive._spool if suffix != "tar" else None
+        assert spool is None or (spool._thread is None and spool._child is None)   # done, and reaped
     finally:
-        tree.close()
+        archive.close()
     if suffix != "tar":
         whole = path.read_bytes()
         for cut in (len(whole) // 2, len(whole) - 20):
@@ -826,3 +831,37 @@ def test_a_gzip_archive_damaged_from_its_start_is_reported_as_damaged(tmp_path):
         ArchiveTree(archive)
     with pytest.raises(CorpusError, match="d.tar.gz"):
         Corpus(archive)
+
+
+def test_an_archive_decompressed_by_a_child_process_leaves_none_behind(tmp_path, monkeypatch):
+    """Where the process may fork, a .tar.gz is decompressed by a child process (a thread would
+    wait on the interpreter's lock while the command imports): read to its end, the child is
+    reaped; closed before its end, the child is stopped and reaped; a cut archive's error comes
+    back from the child as the reader raised it."""
+    import gzip
+    from conftest import shared_corpus
+    from spamkit.corpus import tree
+    from spamkit.corpus.tree import Spool, gzip_open
+    monkeypatch.setattr(tree, "_may_fork", lambda: True)
+    path = shared_corpus("trec07p-dev/trec07p-dev.tar.gz")
+    whole = Spool(path, gzip_open)
+    child = whole._child
+    assert child is not None
+    whole.finish()
+    with gzip.open(path) as fh:
+        assert whole.read_at(0, whole._ready) == fh.read()
+    whole.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child, os.WNOHANG)                       # reaped
+    early = Spool(path, gzip_open)
+    child = early._child
+    assert len(early.read_at(0, 1000)) == 1000
+    early.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child, os.WNOHANG)
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(path.read_bytes()[:1_000_000])
+    spool = Spool(cut, gzip_open)
+    with pytest.raises(EOFError, match="end-of-stream"):
+        spool.finish()
+    spool.close()
