@@ -865,3 +865,13 @@ def test_an_archive_decompressed_by_a_child_process_leaves_none_behind(tmp_path,
     with pytest.raises(EOFError, match="end-of-stream"):
         spool.finish()
     spool.close()
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(tree.os, "fork", no_fork)           # no process to spare: the thread does it
+    spool = Spool(path, gzip_open)
+    assert spool._child is None and spool._thread is not None
+    spool.finish()
+    assert spool._ready == whole._ready
+    spool.close()

@@ -457,8 +457,7 @@ class Spool:
             return
         self.file = tempfile.TemporaryFile(prefix="spamkit-")
         self._ready, self._done = 0, False
-        if DECOMPRESS_IN_CHILD and _may_fork():
-            self._start_child(opener, path)
+        if DECOMPRESS_IN_CHILD and _may_fork() and self._start_child(opener, path):
             return
         self._thread = threading.Thread(target=self._fill, args=(opener, path), name="spamkit-decompress",
                                         daemon=True)
@@ -501,15 +500,21 @@ class Spool:
                 self._done = True
                 self._cond.notify_all()
 
-    def _start_child(self, opener, path) -> None:
+    def _start_child(self, opener, path) -> bool:
         """Decompress in a child process (forked now, while this process has one thread): a
         thread would share the interpreter's lock with the command's imports, and waited for it
         most of the time (trec07p-dev's archive: 0.15 s alone, 0.77 s beside a busy main thread).
         The child writes into the same temporary file and tells how far it got through a pipe:
         ``R`` and the byte count after each block, then ``X`` and the pickled exception if one
-        stopped it; it ends with ``os._exit`` (no ``atexit`` handler of this process runs twice)."""
+        stopped it; it ends with ``os._exit`` (no ``atexit`` handler of this process runs twice).
+        False if no process could be forked (the caller starts the thread)."""
         read_end, write_end = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:                                      # no process to spare: a thread, then
+            os.close(read_end)
+            os.close(write_end)
+            return False
         if pid == 0:                                         # the child
             status = 0
             try:
@@ -527,6 +532,7 @@ class Spool:
                 os._exit(status)
         os.close(write_end)
         self._child, self._progress, self._pending = pid, read_end, b""
+        return True
 
     def _pump(self) -> None:
         """Read what the child said (blocking until it says something or ends)."""
