@@ -226,15 +226,16 @@ def test_tagging_on_two_processes_leaves_the_mailboxes_one_process_leaves_where_
     model = tmp_path / "csdmc.spamkit"
     assert CliRunner().invoke(cli, ["train", str(shared_corpus("csdmc2010/csdmc2010.tar.gz")),
                                     "-o", str(model)]).exit_code == 0
+    import shutil
+    pristine = mailbox.Maildir(tmp_path / "pristine", create=True)
     with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as c:
-        raws = [m.raw for _, m in zip(range(600), c)]
+        for _, m in zip(range(600), c):
+            pristine.add(m.raw)
     runs = {}
     for jobs in ("1", "2"):
+        # copies of one mailbox: the same file names, so the same order, so the guard sees the same stream
         inbox, junk, review = (tmp_path / jobs / name for name in ("inbox", "junk", "review"))
-        inbox.parent.mkdir()
-        box = mailbox.Maildir(inbox, create=True)
-        for raw in raws:
-            box.add(raw)
+        shutil.copytree(tmp_path / "pristine", inbox)
         out = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag", "--move-spam-to", str(junk),
                                        "--move-unsure-to", str(review), "--json", "--jobs", jobs])
         assert out.exit_code == 0, out.output
