@@ -142,22 +142,29 @@ def test_a_message_scores_the_same_alone_and_in_a_batch():
         assert np.array_equal(alone[0], proba[i]) and known[0] == familiarity[i], i
 
 
+def _csdmc_filter_and_trec_mail(tmp_path, maildir):
+    """A filter trained on CSDMC2010 (its path) and a Maildir of 600 trec07p-dev messages at
+    ``maildir``: mail from another server, where the familiarity guard speaks."""
+    import mailbox
+    model = tmp_path / "csdmc.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(shared_corpus("csdmc2010/csdmc2010.tar.gz")),
+                                    "-o", str(model)]).exit_code == 0
+    box = mailbox.Maildir(maildir, create=True)
+    with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as c:
+        for _, m in zip(range(600), c):
+            box.add(m.raw)
+    return model
+
+
 @pytest.mark.slow
 def test_the_guard_sees_a_filter_run_alike_on_one_and_on_two_processes(tmp_path):
     """Trained on CSDMC2010, filtering trec07p-dev mail (where the guard speaks): the listing
     and the guard's counts are the same with --jobs 1 and --jobs 2 (workers score, the run
     decides in mailbox order)."""
     import json
-    import mailbox
     from click.testing import CliRunner
     from spamkit.cli import cli
-    model = tmp_path / "csdmc.spamkit"
-    assert CliRunner().invoke(cli, ["train", str(shared_corpus("csdmc2010/csdmc2010.tar.gz")),
-                                    "-o", str(model)]).exit_code == 0
-    box = mailbox.Maildir(tmp_path / "inbox", create=True)
-    with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as c:
-        for _, m in zip(range(600), c):
-            box.add(m.raw)
+    model = _csdmc_filter_and_trec_mail(tmp_path, tmp_path / "inbox")
     runs = {}
     for jobs in ("1", "2"):
         listing = CliRunner().invoke(cli, ["filter", str(model), str(tmp_path / "inbox"), "--dry-run", "--jobs", jobs])
@@ -221,16 +228,9 @@ def test_tagging_on_two_processes_leaves_the_mailboxes_one_process_leaves_where_
     run keeps only those it agrees with, so the inbox, the junk and the unsure folders hold the
     same bytes with --jobs 1 and --jobs 2, and nothing is left in tmp/."""
     import json
-    import mailbox
     import os
-    model = tmp_path / "csdmc.spamkit"
-    assert CliRunner().invoke(cli, ["train", str(shared_corpus("csdmc2010/csdmc2010.tar.gz")),
-                                    "-o", str(model)]).exit_code == 0
     import shutil
-    pristine = mailbox.Maildir(tmp_path / "pristine", create=True)
-    with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as c:
-        for _, m in zip(range(600), c):
-            pristine.add(m.raw)
+    model = _csdmc_filter_and_trec_mail(tmp_path, tmp_path / "pristine")
     runs = {}
     for jobs in ("1", "2"):
         # copies of one mailbox: the same file names, so the same order, so the guard sees the same stream
