@@ -90,3 +90,32 @@ def test_the_command_line_ends_without_walking_its_objects_for_cycles():
         assert f"STATUS {status}" in out and "FROZEN True" in out, out
     assert "Usage: spamkit" in subprocess.run([sys.executable, "-c", code % (["--help"],)], capture_output=True,
                                               text=True, cwd=REPO).stdout
+
+
+def _blas_threads_after(args, env) -> list:
+    """The thread counts of the BLAS libraries loaded in a fresh interpreter after
+    ``spamkit.launch.main(args)`` (threadpoolctl's report), under environment ``env``."""
+    code = ("import sys\nfrom spamkit.launch import main\n"
+            "try:\n    main(%r)\nexcept SystemExit:\n    pass\n"
+            "from threadpoolctl import threadpool_info\n"
+            "print('BLAS', [p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'])" % (list(args),))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env,
+                         stdin=subprocess.DEVNULL).stdout
+    line = [x for x in out.splitlines() if x.startswith("BLAS ")][-1]
+    return ast.literal_eval(line[len("BLAS "):])
+
+
+def test_the_command_line_runs_blas_on_one_thread_unless_told(tmp_path, monkeypatch):
+    """spamkit's parallelism is its own worker processes: the BLAS libraries NumPy and SciPy load
+    start with one thread (their default, one per core, spins on the cores the workers need), and
+    a thread count the user set is kept."""
+    import os
+    model = tmp_path / "m.spamkit"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")}
+    args = ["train", str(SAMPLE), "-o", str(model)]
+    threads = _blas_threads_after(args, env)
+    assert threads and set(threads) == {1}, threads
+    assert model.exists()
+    if (os.cpu_count() or 1) > 1:
+        told = _blas_threads_after(args, {**env, "OPENBLAS_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"})
+        assert told and set(told) == {2}, told
