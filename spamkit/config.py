@@ -13,11 +13,11 @@ from __future__ import annotations
 from .errors import ConfigError
 from .features import Vectorizer
 from .models.registry import make_model
-from .names import (CALIBRATIONS, DEFAULT_RATE, METRICS, MODEL_NAMES, REPRESENTATIONS, SELECTIONS, TOKENS,
-                    WEIGHTS)
+from .names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_RATE, METRICS, MODEL_DEFAULTS, MODEL_NAMES, REPRESENTATIONS,
+                    SELECTIONS, TOKENS, WEIGHTS, model_default)
 from .models.stack import BEST_STACK
 from .spamfilter import SpamFilter
-from .text import Analyzer
+from .text import make_analyzer
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
 __all__ = ["MODELS", "TOKENS", "BEST", "CONTEXT", "KNN_BEST", "MODEL_DEFAULTS", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS",
@@ -38,33 +38,6 @@ BEST = {"model": "fisher-nb", "tokens": "mail"}
 #: 0.9345 / 0.8836 for the earlier default (mail tokens, TF, k = 5, uniform) and 0.9831 / 0.9563
 #: for the same on mail tokens (docs/results.md, "k-nearest neighbours on Enron-spam").
 KNN_BEST = {"k": 15, "weights": "softmax", "tau": 0.1}
-#: the settings each model is best with, where they are not the general defaults (tokens "mail",
-#: alpha 1, min_df 1): kNN above; for the Naive Bayes models, ``python scripts/model_defaults.py``
-#: (every candidate on Enron1-6, trec07p-dev, CSDMC2010, SMS and 20 Newsgroups; the smallest
-#: worst-case regret, docs/results.md "Defaults for every model"): multinomial with light smoothing
-#: (alpha 0.01: worst regret 1.38 against 1.89 for Laplace), Bernoulli with alpha 0.1 on tokens
-#: seen in two messages or more (1.47 against 4.08), complement NB on Rennie et al.'s log TF and
-#: length-normalised documents with alpha 0.1, without weight normalisation (3.38 against 6.48;
-#: 86.0% on 20 Newsgroups with mail tokens, 86.7% with words, against 82.5%).
-MODEL_DEFAULTS = {"knn": {"tokens": "words", "representation": "tfidf"},
-                  "multinomial": {"alpha": 0.01},
-                  "bernoulli": {"alpha": 0.1, "min_df": 2},
-                  "complement": {"alpha": 0.1, "tf_transform": True, "length_norm": True, "weight_norm": False}}
-#: ComplementNB's settings by their option names (``--tf-log`` and so on) -> its parameters
-COMPLEMENT_KEYS = {"tf_transform": "tf_transform", "length_norm": "length_norm", "weight_norm": "norm"}
-
-
-def model_default(model: str, key: str, given=None, fallback=None):
-    """``given`` when set, else the model's own default (:data:`MODEL_DEFAULTS`), else ``fallback``.
-
-    >>> model_default("multinomial", "alpha", None, 1.0), model_default("fisher-nb", "alpha", None, 1.0)
-    (0.01, 1.0)
-    """
-    if given is not None:
-        return given
-    return MODEL_DEFAULTS.get(model, {}).get(key, fallback)
-
-
 #: the stack's own defaults (a logistic third component, sign-log squashing; see spamkit.models.stack)
 STACK = BEST_STACK
 
@@ -73,17 +46,6 @@ STACK = BEST_STACK
 #: smallest worst regret over trec07p-dev, CSDMC2010, Enron1-6 and SMS online
 #: (``scripts/context_model.py --online``; docs/results.md, "A context model per class")
 CONTEXT = {"order": 6, "beta": 8.0, "bits": 24, "max_bytes": 3000}
-
-
-def make_analyzer(tokens: str = "words", **settings) -> Analyzer:
-    """The analyzer of a token scheme (:data:`TOKENS`), with Analyzer settings on top."""
-    if tokens == "mail":
-        return Analyzer.mail(**settings)
-    if tokens == "words":
-        return Analyzer(**settings)
-    if tokens == "bogofilter":
-        return Analyzer(lexer="bogofilter", **settings)
-    raise ConfigError(f"unknown token scheme {tokens!r}; choose one of {', '.join(TOKENS)}")
 
 
 def build_filter(model: str = "multinomial", alpha: float | None = None, representation: str | None = None,

@@ -17,6 +17,7 @@ whatever the corpus size.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -26,11 +27,10 @@ from functools import partial
 
 from .corpus.base import LabelledMessage
 from .corpus.tree import complete_spools, read_where
-from .errors import WorkerError
-from .features import IndexedChunk, new_numbering, number_terms
-from .message import parse_message
+from .errors import CorpusError, WorkerError
+from .message import defect_families, parse_message
+from .numbering import IndexedChunk, new_numbering, number_terms
 from .processes import start_context, worker_pool
-from .spamfilter import defect_families, distinct_tokens, parse_item
 
 #: messages per task sent to a worker, at most
 CHUNK = 256
@@ -45,12 +45,20 @@ CHUNK = 256
 CHUNK_BYTES = 512 * 1024
 #: numbers training runs, so that a worker knows when to start numbering terms again
 _SESSIONS = itertools.count()
+#: what :meth:`ProcessEngine.count_ahead` gives the workers before ``spamkit train`` turns to its
+#: own imports (NumPy, SciPy and the models: 0.2-0.3 s, during which nothing takes results): at
+#: most this many messages or bytes of raw mail. At two workers' pace on TREC mail (about 240 µs
+#: a message each), 2,048 messages are work for 0.25 s; in turns on trec07p-dev, a window of 4 MB
+#: (500 messages) left the workers idle: 1.70 s against 1.52 s with 16 MB, and 64 MB gained
+#: nothing more. What waits meanwhile is the workers' results, 4-5 MB for 2,048 TREC messages.
+AHEAD_MESSAGES = 2048
+AHEAD_BYTES = 16 * 1024 * 1024
 
 _ANALYZER = None
 _VECTORIZER = None
 #: the training run whose terms this worker numbers, and its numbers (see _numbered_chunk)
 _SESSION = None
-_NUMBERS: object = {}                    # the numbering of the session (features.new_numbering)
+_NUMBERS: object = {}                    # the numbering of the session (numbering.new_numbering)
 
 
 def _start_worker(analyzer, vectorizer=None) -> None:
@@ -83,7 +91,11 @@ def _tokens_of(items) -> tuple[list, list]:
     for item in items:
         if isinstance(item, tuple) and isinstance(item[0], tuple):     # where to read it (see _on_the_wire)
             item = (read_where(item[0]), item[1])
-        msg = parse_message(*item) if isinstance(item, tuple) else parse_item(item)
+        if isinstance(item, tuple):
+            msg = parse_message(*item)
+        else:
+            from .spamfilter import parse_item              # NumPy's module: its workers have it
+            msg = parse_item(item)
         token_lists.append(_ANALYZER(msg))
         families.append(defect_families(msg) if msg.defects else ())
     return token_lists, families
@@ -91,7 +103,7 @@ def _tokens_of(items) -> tuple[list, list]:
 
 def _numbered_chunk(session, items) -> tuple:
     """A chunk of training messages as this worker numbers their terms (an
-    :class:`~spamkit.features.IndexedChunk`'s parts): the driver then looks up by name only
+    :class:`~spamkit.numbering.IndexedChunk`'s parts): the driver then looks up by name only
     the terms this worker had not sent before, and maps the rest through an array. A new
     ``session`` (another training run on the same pool) starts the numbering again."""
     global _SESSION, _NUMBERS
@@ -102,7 +114,7 @@ def _numbered_chunk(session, items) -> tuple:
 
 
 def _indexed(done) -> tuple:
-    """An :class:`~spamkit.features.IndexedChunk` and the messages' defect families."""
+    """An :class:`~spamkit.numbering.IndexedChunk` and the messages' defect families."""
     import numpy as np
     pid, new_terms, ids, counts, sizes, families = done
     return IndexedChunk(pid, new_terms, np.frombuffer(ids, dtype=np.intc), np.frombuffer(counts, dtype=np.intc),
@@ -122,6 +134,7 @@ def _rows_chunk(items) -> tuple:
     """Feature rows of a chunk, made in the worker (scoring: the vocabulary is fixed): the CSR
     arrays, each message's number of distinct tokens (for the familiarity guard) and its defect
     families. The driver then stacks arrays instead of unpickling and looking up every token."""
+    from .spamfilter import distinct_tokens
     token_lists, families = _tokens_of(items)
     X = _VECTORIZER.transform(token_lists)
     return (X.data, X.indices, X.indptr, X.shape), distinct_tokens(token_lists), families
@@ -161,6 +174,56 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _analyzer_key(analyzer) -> str:
+    """What tells analyzers apart: the same key, the same tokens."""
+    return repr(sorted(analyzer.get_config().items()))
+
+
+_END = object()
+
+
+class _Replay:
+    """An iterator over ``items`` in front of which drawn items can be put back (:meth:`push`)."""
+
+    def __init__(self, items):
+        self._front: deque = deque()
+        self._items = iter(items)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._front:
+            return self._front.popleft()
+        return next(self._items)
+
+    def push(self, items) -> None:
+        self._front.extendleft(reversed(list(items)))
+
+
+class _Ahead:
+    """The chunks :meth:`ProcessEngine.count_ahead` submitted: for which analyzer (``key``), the
+    workers' numbering session, and ``(what was sent of each message, future)`` per chunk."""
+
+    def __init__(self, key, session, chunks):
+        self.key, self.session, self.chunks = key, session, chunks
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free pages back to the system: glibc's ``malloc_trim(0)``, where the C
+    library has it (nothing elsewhere). Called once the results that waited for ``spamkit
+    train`` to finish its imports (:meth:`ProcessEngine.count_ahead`) are taken: freed, they left
+    holes in the heap that the counting's later allocations did not reuse, and its peak grew with
+    them (training trec07p-dev + Enron1: peak 145-154 MB without, 142-146 MB with; the call
+    returned 10-15 MB)."""
+    try:
+        import ctypes
+        trim = ctypes.CDLL(None).malloc_trim
+    except (ImportError, OSError, AttributeError):           # pragma: no cover - not glibc
+        return
+    trim(0)
+
+
 def default_jobs() -> int:
     """All the cores this process may use."""
     try:
@@ -186,6 +249,7 @@ class ProcessEngine:
         self.chunk = chunk
         self.chunk_bytes = chunk_bytes
         self._pools: dict = {}
+        self._ahead: _Ahead | None = None
 
     def __enter__(self) -> "ProcessEngine":
         return self
@@ -194,6 +258,7 @@ class ProcessEngine:
         self.close()
 
     def close(self) -> None:
+        self._ahead = None
         for pool in self._pools.values():
             _stop(pool)
         self._pools.clear()
@@ -215,29 +280,36 @@ class ProcessEngine:
         return pool
 
     def _pool(self, analyzer):
-        key = repr(sorted(analyzer.get_config().items()))
+        key = _analyzer_key(analyzer)
         if key not in self._pools:
             self._pools[key] = self._new_pool(analyzer)
         return self._pools[key]
 
-    def ordered(self, pool, work, items, wire=None):
+    def _draw_chunk(self, source) -> tuple[list, int]:
+        """The next chunk of items from the iterator ``source`` (up to ``chunk`` items, ending
+        once its raw messages reach ``chunk_bytes`` bytes) and its bytes of raw mail."""
+        chunk, size = [], 0
+        for item in source:
+            chunk.append(item)
+            raw = item if isinstance(item, (bytes, bytearray)) else getattr(item, "raw", None)
+            size += len(raw) if isinstance(raw, (bytes, bytearray)) else 0
+            if len(chunk) >= self.chunk or size >= self.chunk_bytes:
+                break
+        return chunk, size
+
+    def ordered(self, pool, work, items, wire=None, pending: deque | None = None):
         """``work(chunk)`` for consecutive chunks of ``items`` on ``pool``, results in order (a
         chunk ends at ``chunk`` items or once its raw messages reach ``chunk_bytes`` bytes).
 
         The items are drawn here, in this process, so a bad message raises here, at its place
         in the corpus; at most two chunks per worker wait at a time. ``wire(item)``: what of
-        an item travels (the whole item without it)."""
+        an item travels (the whole item without it). ``pending``: futures of chunks submitted
+        before (:meth:`count_ahead`), whose results come first."""
         source = iter(items)
-        pending: deque = deque()
+        pending: deque = deque() if pending is None else pending
 
         def submit() -> bool:
-            chunk, size = [], 0
-            for item in source:
-                chunk.append(item)
-                raw = item if isinstance(item, (bytes, bytearray)) else getattr(item, "raw", None)
-                size += len(raw) if isinstance(raw, (bytes, bytearray)) else 0
-                if len(chunk) >= self.chunk or size >= self.chunk_bytes:
-                    break
+            chunk, _ = self._draw_chunk(source)
             if chunk:
                 pending.append(pool.submit(work, chunk if wire is None else [wire(item) for item in chunk]))
             return bool(chunk)
@@ -275,14 +347,85 @@ class ProcessEngine:
 
     def counter(self, analyzer):
         """``count(items)`` for :meth:`spamkit.spamfilter.SpamFilter.fit`: ``(IndexedChunk, defect
-        families of its messages)`` per chunk of items, in order (see :meth:`ordered`)."""
+        families of its messages)`` per chunk of items, in order (see :meth:`ordered`). Where
+        :meth:`count_ahead` began with the same messages, its chunks come first."""
         def count(items):
-            session = next(_SESSIONS)
-            work = partial(_numbered_chunk, (os.getpid(), session))
             pool = self._pool(analyzer)
-            for done in self.ordered(pool, work, items, pool.wire):
+            source = _Replay(items)
+            session, pending = self._resume_ahead(_analyzer_key(analyzer), source, pool.wire)
+            if pending is None:                          # nothing ahead, or other items
+                session, pending = next(_SESSIONS), None
+            work = partial(_numbered_chunk, (os.getpid(), session))
+            waited = len(pending) if pending is not None else -1
+            for done in self.ordered(pool, work, source, pool.wire, pending):
+                waited -= 1
+                if waited == 0:
+                    _trim_heap()
                 yield _indexed(done)
         return count
+
+    def count_ahead(self, analyzer, corpora) -> None:
+        """Give the workers the first messages of ``corpora`` to number now, before the caller
+        turns to work of its own: at most :data:`AHEAD_MESSAGES` messages or :data:`AHEAD_BYTES`
+        bytes, of those the workers read themselves (members of an archive they inherited,
+        :func:`_on_the_wire`), listed without being read here (:meth:`spamkit.corpus.Corpus.listing`).
+        A training over the same messages then takes their results first (:meth:`counter`); one
+        over other messages drops them. Nothing else changes -- the chunks' order, the numbering,
+        the filter -- and an error listing the corpora is left for the training to meet at its place.
+
+        ``spamkit train`` calls it before it imports NumPy, SciPy and the models (0.2-0.3 s of one
+        core), so that the workers, forked from a process that has not loaded them, parse and
+        tokenize meanwhile."""
+        from .corpus import iter_corpora
+        pool = self._pool(analyzer)
+        session = next(_SESSIONS)
+        work = partial(_numbered_chunk, (os.getpid(), session))
+        chunks: deque = deque()
+        chunk, chunk_size, messages, size = [], 0, 0, 0
+        try:
+            with contextlib.ExitStack() as listing:
+                for corpus in corpora:
+                    listing.enter_context(corpus.listing())
+                for item in iter_corpora(corpora):
+                    sent = pool.wire(item)
+                    if not isinstance(sent[0], tuple):     # its bytes would travel: not listed ahead
+                        break
+                    chunk.append(sent)
+                    chunk_size += sent[0][2]
+                    if len(chunk) >= self.chunk or chunk_size >= self.chunk_bytes:
+                        chunks.append((chunk, pool.submit(work, chunk)))
+                        messages, size = messages + len(chunk), size + chunk_size
+                        chunk, chunk_size = [], 0
+                        if messages >= AHEAD_MESSAGES or size >= AHEAD_BYTES:
+                            break
+        except CorpusError:
+            chunk = []                                     # the training meets it where it is
+        if chunk:
+            chunks.append((chunk, pool.submit(work, chunk)))
+        self._ahead = _Ahead(_analyzer_key(analyzer), session, chunks)
+
+    def _resume_ahead(self, key: str, source, wire):
+        """``(session, futures)`` of the chunks :meth:`count_ahead` submitted, when ``source``
+        starts with the very messages (``wire(item)`` the same: the same place in the same
+        archive), drawn from it here so that the caller sees each one; else ``(None, None)``,
+        the messages drawn to find out put back in front of ``source`` (a :class:`_Replay`)
+        and the chunks ahead dropped."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None or ahead.key != key:
+            return None, None
+        pending, seen = deque(), []
+        for chunk, future in ahead.chunks:
+            for expected in chunk:
+                item = next(source, _END)
+                if item is not _END:
+                    seen.append(item)
+                if item is _END or wire(item) != expected:
+                    for _, other in ahead.chunks:
+                        other.cancel()
+                    source.push(seen)
+                    return None, None
+            pending.append(future)
+        return ahead.session, pending
 
     def rows(self, spam_filter, items):
         """The feature matrix of ``items`` under a trained filter and each one's number of

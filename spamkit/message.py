@@ -470,6 +470,12 @@ def top_headers(fields: list, defects: list[str]) -> list:
     return [(name.strip().lower(), decode_header_value(value, defects)) for name, value in fields]
 
 
+def defect_families(msg: Message) -> set:
+    """The kinds of parse fallback a message needed (``charset-unknown:x-foo`` counts as
+    ``charset-unknown``): what ``parse_fallbacks`` counts, one per kind per message."""
+    return {d.split(":", 1)[0] for d in msg.defects}
+
+
 def parse_message(raw: bytes | str, kind: str = "auto", max_part_bytes: int = MAX_PART_BYTES) -> Message:
     """Parse raw input into a :class:`Message`; never raises on any input.
 

@@ -1,5 +1,5 @@
-"""The names a user chooses from, and the one number the command line shows as a default,
-defined once for every module and for the command line.
+"""The names a user chooses from, the one number the command line shows as a default, and
+each model's own defaults, defined once for every module and for the command line.
 
 Standard library only, so that ``spamkit COMMAND --help`` can list the choices without
 importing NumPy, SciPy or scikit-learn. The modules that implement each name import it
@@ -38,3 +38,30 @@ SPLIT_METHODS = ("auto", "chrono", "order", "random")
 #: worst-case regret over trec07p-dev, CSDMC2010, Enron1-6 and SMS among the configurations that
 #: meet every goal against bogofilter (``scripts/ablation.py``; docs/results.md)
 DEFAULT_RATE = 0.2
+
+
+#: the settings each model is best with, where they are not the general defaults (tokens "mail",
+#: alpha 1, min_df 1): kNN's (and spamkit.config.KNN_BEST); for the Naive Bayes models, ``python scripts/model_defaults.py``
+#: (every candidate on Enron1-6, trec07p-dev, CSDMC2010, SMS and 20 Newsgroups; the smallest
+#: worst-case regret, docs/results.md "Defaults for every model"): multinomial with light smoothing
+#: (alpha 0.01: worst regret 1.38 against 1.89 for Laplace), Bernoulli with alpha 0.1 on tokens
+#: seen in two messages or more (1.47 against 4.08), complement NB on Rennie et al.'s log TF and
+#: length-normalised documents with alpha 0.1, without weight normalisation (3.38 against 6.48;
+#: 86.0% on 20 Newsgroups with mail tokens, 86.7% with words, against 82.5%).
+MODEL_DEFAULTS = {"knn": {"tokens": "words", "representation": "tfidf"},
+                  "multinomial": {"alpha": 0.01},
+                  "bernoulli": {"alpha": 0.1, "min_df": 2},
+                  "complement": {"alpha": 0.1, "tf_transform": True, "length_norm": True, "weight_norm": False}}
+#: ComplementNB's settings by their option names (``--tf-log`` and so on) -> its parameters
+COMPLEMENT_KEYS = {"tf_transform": "tf_transform", "length_norm": "length_norm", "weight_norm": "norm"}
+
+
+def model_default(model: str, key: str, given=None, fallback=None):
+    """``given`` when set, else the model's own default (:data:`MODEL_DEFAULTS`), else ``fallback``.
+
+    >>> model_default("multinomial", "alpha", None, 1.0), model_default("fisher-nb", "alpha", None, 1.0)
+    (0.01, 1.0)
+    """
+    if given is not None:
+        return given
+    return MODEL_DEFAULTS.get(model, {}).get(key, fallback)

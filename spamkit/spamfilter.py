@@ -26,7 +26,7 @@ from . import errors
 from .errors import ConfigError, CorpusError, ModelFormatError
 from .features import Vectorizer, columns_per_row
 from .labels import HAM_NAME, SPAM_NAME
-from .message import Message, parse_message
+from .message import Message, defect_families, parse_message
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
 from .models.context import ByteContextModel
 from .persist import TermIndexJob, load_filter, save_filter
@@ -67,12 +67,6 @@ def raw_of(item) -> bytes:
 #: the bytes of each message a filter's context model reads by default: the measured best of
 #: 1,000 / 1,500 / 3,000 / 5,000 (scripts/context_model.py --online; docs/results.md)
 CONTEXT_BYTES = 3000
-
-
-def defect_families(msg: Message) -> set:
-    """The kinds of parse fallback a message needed (``charset-unknown:x-foo`` counts as
-    ``charset-unknown``): what ``parse_fallbacks`` counts, one per kind per message."""
-    return {d.split(":", 1)[0] for d in msg.defects}
 
 
 class SpamFilter:
@@ -212,7 +206,7 @@ class SpamFilter:
 
         ``tokenize``: see :meth:`tokenized` (the same tokens in the same order, so the same filter).
         ``count(items)``: like ``tokenize`` but yields chunks of messages as
-        ``(IndexedChunk, defect families of each)`` (:class:`~spamkit.features.IndexedChunk`),
+        ``(IndexedChunk, defect families of each)`` (:class:`~spamkit.numbering.IndexedChunk`),
         used where the vectorizer counts a vocabulary (the same matrix and vocabulary, so again
         the same filter).
         """

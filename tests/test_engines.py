@@ -40,7 +40,7 @@ def test_a_chunk_travels_as_one_string_and_comes_back_the_same(monkeypatch):
     for token_lists in cases:
         it = iter(token_lists)
         monkeypatch.setattr(engines, "_ANALYZER", lambda msg: next(it))
-        monkeypatch.setattr(engines, "parse_item", lambda item: type("M", (), {"defects": ()})())
+        monkeypatch.setattr("spamkit.spamfilter.parse_item", lambda item: type("M", (), {"defects": ()})())
         sent = engines._tokenize_chunk([None] * len(token_lists))
         assert (sent[0] is None) == any("\x00" in t for tokens in token_lists for t in tokens)
         assert engines._unpack_chunk(sent) == [(tokens, ()) for tokens in token_lists]
@@ -87,13 +87,16 @@ def test_a_chunk_ends_at_its_count_or_once_its_bytes_reach_the_bound():
 def test_jobs_give_the_same_results(command, tmp_path):
     runner = CliRunner()
     if command == "train":
-        outputs = []
-        for jobs in ("1", "2"):
-            out = tmp_path / f"j{jobs}.spamkit"
-            result = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(out), "--jobs", jobs, "--test-fraction", "0.3"])
-            assert result.exit_code == 0, result.output
-            outputs.append(members(out))
-        assert outputs[0] == outputs[1]
+        # with a held-out part, and without (where the workers begin before the filter is built:
+        # ProcessEngine.count_ahead)
+        for held_out in (["--test-fraction", "0.3"], []):
+            outputs = []
+            for jobs in ("1", "2"):
+                out = tmp_path / f"j{jobs}.spamkit"
+                result = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(out), "--jobs", jobs, *held_out])
+                assert result.exit_code == 0, result.output
+                outputs.append(members(out))
+            assert outputs[0] == outputs[1]
         return
     model = tmp_path / "m.spamkit"
     assert runner.invoke(cli, ["train", str(SAMPLE), "-o", str(model), "--jobs", "1"]).exit_code == 0
@@ -162,13 +165,13 @@ _COMPILED = pytest.mark.skipif(speedups() is None and os.environ.get("CI", "").l
 def _numbered_both_ways(chunks, seed=()):
     """Each chunk numbered by a compiled Numbering and by the Python loop over a dict, in turn
     (each chunk sees the numbers the ones before gave): the results, and the two numberings."""
-    from spamkit import features
+    from spamkit import numbering
     from spamkit import speedups as module
     compiled, python = module.Numbering(), {}
     out = []
     for chunk in ([[list(seed)]] if seed else []) + list(chunks):
-        got = features.number_terms(compiled, chunk)
-        expected = _in_python(features.number_terms, python, chunk)
+        got = numbering.number_terms(compiled, chunk)
+        expected = _in_python(numbering.number_terms, python, chunk)
         out.append((got, expected))
     return out, compiled, python
 
@@ -217,17 +220,17 @@ def test_the_compiled_numbering_of_long_and_unusual_documents_is_its_definition(
 
 
 def test_the_compiled_numbering_refuses_what_python_refuses():
-    from spamkit import features
+    from spamkit import numbering
     if speedups() is None:
         pytest.skip("spamkit.speedups is not built")
     from spamkit import speedups as module
     for numbers in (module.Numbering(), {}):
         with pytest.raises(TypeError):
-            features.number_terms(numbers, [["a", ["unhashable"]]])
+            numbering.number_terms(numbers, [["a", ["unhashable"]]])
         with pytest.raises(TypeError):
-            features.number_terms(numbers, [5])
-    assert features.number_terms(module.Numbering(), [iter(["a", "b", "a"])]) == \
-        features.number_terms({}, [iter(["a", "b", "a"])])
+            numbering.number_terms(numbers, [5])
+    assert numbering.number_terms(module.Numbering(), [iter(["a", "b", "a"])]) == \
+        numbering.number_terms({}, [iter(["a", "b", "a"])])
 
     class Sneaky(str):
         """A token whose == numbers again, on the same numbering, while it is being compared."""
@@ -319,3 +322,72 @@ def test_a_message_read_again_elsewhere_must_come_back_whole(tmp_path):
         assert tree.read_where((fh.fileno(), 2, 3)) == b"cde"
         with pytest.raises(OSError, match="short"):
             tree.read_where((fh.fileno(), 4, 10))
+
+
+_AHEAD_SCRIPT = """
+import json, sys
+from spamkit import engines
+from spamkit.corpus import Corpus, iter_corpora
+from spamkit.text import make_analyzer
+archive, out, stream = sys.argv[1], sys.argv[2], sys.argv[3]
+engines.AHEAD_MESSAGES = 50                  # 50 of the sample's 240 messages ahead, the rest after
+engine = engines.ProcessEngine(jobs=2, chunk=7)
+corpora = [Corpus(archive)]
+heavy_before = sorted(m for m in ("numpy", "scipy") if m in sys.modules)
+engine.count_ahead(make_analyzer("mail"), corpora)
+ahead = [len(chunk) for chunk, _ in engine._ahead.chunks]
+pool = next(iter(engine._pools.values()))
+worker_heavy = pool.submit(eval, "sorted(m for m in ('numpy', 'scipy') if m in __import__('sys').modules)").result()
+resumed = []
+real = engine._resume_ahead
+def resume(key, source, wire):
+    session, pending = real(key, source, wire)
+    resumed.append(None if pending is None else len(pending))
+    return session, pending
+engine._resume_ahead = resume
+from spamkit.pipeline import BEST, build_filter
+items = list(iter_corpora(corpora))
+if stream == "one message fewer":
+    items = items[:12] + items[13:]                # in the second chunk ahead
+elif stream == "another order":
+    items = items[::-1]
+remote = build_filter(**BEST)
+with engine:
+    engine.fit(remote, iter(items))
+corpora[0].close()
+remote.save(out)
+print(json.dumps({"heavy_before": heavy_before, "worker_heavy": worker_heavy, "ahead": ahead, "resumed": resumed,
+                  "ids": [m.id for m in items]}))
+"""
+
+
+@pytest.mark.parametrize("stream", ["the same", "one message fewer", "another order"])
+def test_workers_begin_before_numpy_is_imported_and_the_filter_is_the_same(tmp_path, stream):
+    """``spamkit train``'s workers start on the first messages of an archive before the command
+    imports NumPy and SciPy (ProcessEngine.count_ahead): forked from a process without them,
+    they never load them. A training over the same messages takes their chunks first; one over
+    other messages (a held-out part taken out, another order) drops them; either way the filter
+    is the one a single process makes. In a subprocess: a fresh interpreter, and pytest-timeout's
+    thread rules out fork here."""
+    import subprocess
+    import sys
+    import tarfile
+    archive = tmp_path / "sample.tar.gz"
+    with tarfile.open(archive, "w:gz", format=tarfile.USTAR_FORMAT) as tf:   # plain members, read by offset
+        tf.add(SAMPLE, arcname="sample")
+    out = tmp_path / "ahead.spamkit"
+    done = subprocess.run([sys.executable, "-c", _AHEAD_SCRIPT, str(archive), str(out), stream],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["heavy_before"] == [] and seen["worker_heavy"] == []
+    assert 50 <= sum(seen["ahead"]) < 240 and max(seen["ahead"]) <= 7       # chunks ahead, then the rest
+    assert seen["resumed"] == [len(seen["ahead"]) if stream == "the same" else None]
+    with Corpus(archive) as corpus:
+        by_id = {m.id: m for m in corpus}
+        build_filter(**BEST).fit([by_id[i] for i in seen["ids"]]).save(tmp_path / "local.spamkit")
+    same = {}
+    for path in (out, tmp_path / "local.spamkit"):
+        with zipfile.ZipFile(path) as z:
+            same[path] = {name: z.read(name) for name in z.namelist() if name != "manifest.json"}
+    assert same[out] == same[tmp_path / "local.spamkit"]

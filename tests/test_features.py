@@ -249,7 +249,8 @@ def test_numbered_chunks_give_the_matrix_and_vocabulary_of_the_token_lists():
     # worker processes send training documents in chunks, each worker numbering terms its own
     # way; in corpus order the chunks must give the token lists' vocabulary and matrix
     from collections import Counter, defaultdict
-    from spamkit.features import IndexedChunk, count_matrix
+    from spamkit.features import count_matrix
+    from spamkit.numbering import IndexedChunk
     docs = [["b", "a", "b", "c"], [], ["c", "c", "d"], ["a"], ["e", "a", "d", "e"], ["f"]]
     chunks_of = [("A", [0, 1]), ("B", [2, 3]), ("A", [4]), ("B", [5])]     # which worker read which
     numbering: dict = {}

@@ -38,8 +38,11 @@ ALLOWED = {
     # (compiled: a well-formed header block read in C; message: the top block's names and values)
     "mime": {"compiled"},
     "message": {"compiled", "errors", "htmltext", "mime"},
-    "text": {"compiled", "errors", "message", "mime"},
-    "features": {"compiled", "errors", "names"},
+    "text": {"compiled", "errors", "message", "mime", "names"},
+    # the terms a worker process numbers and sends back (standard library and compiled only: the
+    # workers of spamkit train start before NumPy is imported)
+    "numbering": {"compiled"},
+    "features": {"compiled", "errors", "names", "numbering"},
     # bytes -> hashed context keys, the features of byte-level context models (models.context)
     "bytekeys": {"errors"},
     "models": {"compiled", "errors", "labels", "names"},
@@ -59,7 +62,7 @@ ALLOWED = {
              "evaluation", "selection", "version", "spamfilter", "config"},
     # the local engine on several cores: worker processes parse and tokenize for the jobs
     # (corpus: a corpus record travels to a worker as its bytes and kind)
-    "engines": {"corpus", "errors", "features", "jobs", "message", "processes", "spamfilter"},
+    "engines": {"corpus", "errors", "features", "jobs", "message", "numbering", "processes", "spamfilter"},
     # bogofilter word lists in and out: counts -> a filter (spamkit.wordlist)
     "wordlist": {"decision", "errors", "features", "labels", "models", "spamfilter", "text"},
     # the one-import facade for scripts: re-exports spamfilter, config and jobs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
@@ -123,11 +124,9 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
       spamkit train enron1.tar.gz --model bernoulli --max-features 3000 --select ig -o e1.spamkit
       spamkit train --ham ~/Mail/INBOX --spam ~/Mail/Junk -o mine.spamkit
     """
-    from ..config import MODEL_DEFAULTS, build_filter, model_default, stack_for_rate
+    from ..names import MODEL_DEFAULTS, model_default
     tokens = tokens or MODEL_DEFAULTS.get(model, {}).get("tokens", "mail")
     alpha, min_df = model_default(model, "alpha", alpha, 1.0), model_default(model, "min_df", min_df, 1)
-    from ..decision import CostMatrix
-    from ..jobs.train import held_out_costs, train_filter
     context = None
     if context_model:
         if model != "fisher-nb":
@@ -139,41 +138,54 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
         raise click.BadParameter("set the context model: add --context-model", param_hint="--context-bytes/--context-bits")
     knn = {"k": _k_value(k), "weights": weights, "metric": metric, "tau": tau, "memory_limit": memory_limit, "p": p,
            "standardize": standardize}
-    spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
-                               max_features=max_features, select=select, hashing=hashing, stem=stem,
-                               language=language, stop_words=stop_words, ngrams=ngrams,
-                               char_ngrams=char_ngrams, digit_prefixes=digit_prefixes,
-                               knn=knn if model == "knn" else None, tokens=tokens,
-                               fisher=(fisher_params(strength, prior, min_dev, max_clues)
-                                       if model in ("fisher", "fisher-nb") else None),
-                               calibrate=calibrate or ("platt" if model == "fisher" else "none"),
-                               stack=stack_for_rate(rate), rate=rate, tf_transform=tf_transform,
-                               length_norm=length_norm, weight_norm=weight_norm, context=context)
-    if model == "knn" and condense != "none":
-        spam_filter.condense_mode = "edit" if condense == "edit" else "condense"
-    parameters = {"model": model, "tokens": tokens, "calibrate": spam_filter.calibrate,
-                  **({"fisher": fisher_params(strength, prior, min_dev, max_clues)}
-                     if model in ("fisher", "fisher-nb") else {}),
-                  **({"rate": rate} if model in ("fisher-nb", "logistic") else {}),
-                  "alpha": alpha, "representation": spam_filter.vectorizer.representation,
-                  "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
-                  "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
-                  **({"char_ngrams": char_ngrams} if char_ngrams else {}),
-                  **({"digit_prefixes": True} if digit_prefixes else {}),
-                  **({"context": {**spam_filter.context.get_params(), "max_bytes": spam_filter.context_bytes}}
-                     if spam_filter.context is not None else {}),
-                  **({"complement": spam_filter.model.get_params()} if model == "complement" else {}),
-                  "test_fraction": test_fraction, "split": split, "seed": seed,
-                  **({"knn": {**knn, "condense": condense}} if model == "knn" else {}),
-                  "command": " ".join(sys.argv)}
     chosen = engine_from_options(engine, scheduler, partition_size, ship, jobs)
-    if chosen is not None:
-        chosen.check(spam_filter)                            # before reading anything
-        parameters.update(chosen.parameters())
-    with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("training") as progress, \
-            running(chosen, progress) as running_engine:
-        report = train_filter(spam_filter, corpora, test_fraction, split, seed, progress.step, parameters,
-                              engine=running_engine)
+    with contextlib.ExitStack() as stack:
+        corpora = stack.enter_context(reading_corpora(corpus, ham, spam, extra, fmt, classes))
+        if hasattr(chosen, "count_ahead"):
+            stack.callback(chosen.close)
+            if test_fraction is None and hashing is None and select != "ig":
+                # the workers parse and tokenize the first messages while this process imports
+                # what it needs (the filter is the same: ProcessEngine.count_ahead)
+                from ..text import make_analyzer
+                chosen.count_ahead(make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words,
+                                                 ngram_max=ngrams, char_ngrams=char_ngrams,
+                                                 digit_prefixes=digit_prefixes), corpora)
+        from ..config import build_filter, stack_for_rate
+        from ..jobs.train import held_out_costs, train_filter
+        spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
+                                   max_features=max_features, select=select, hashing=hashing, stem=stem,
+                                   language=language, stop_words=stop_words, ngrams=ngrams,
+                                   char_ngrams=char_ngrams, digit_prefixes=digit_prefixes,
+                                   knn=knn if model == "knn" else None, tokens=tokens,
+                                   fisher=(fisher_params(strength, prior, min_dev, max_clues)
+                                           if model in ("fisher", "fisher-nb") else None),
+                                   calibrate=calibrate or ("platt" if model == "fisher" else "none"),
+                                   stack=stack_for_rate(rate), rate=rate, tf_transform=tf_transform,
+                                   length_norm=length_norm, weight_norm=weight_norm, context=context)
+        if model == "knn" and condense != "none":
+            spam_filter.condense_mode = "edit" if condense == "edit" else "condense"
+        parameters = {"model": model, "tokens": tokens, "calibrate": spam_filter.calibrate,
+                      **({"fisher": fisher_params(strength, prior, min_dev, max_clues)}
+                         if model in ("fisher", "fisher-nb") else {}),
+                      **({"rate": rate} if model in ("fisher-nb", "logistic") else {}),
+                      "alpha": alpha, "representation": spam_filter.vectorizer.representation,
+                      "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
+                      "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
+                      **({"char_ngrams": char_ngrams} if char_ngrams else {}),
+                      **({"digit_prefixes": True} if digit_prefixes else {}),
+                      **({"context": {**spam_filter.context.get_params(), "max_bytes": spam_filter.context_bytes}}
+                         if spam_filter.context is not None else {}),
+                      **({"complement": spam_filter.model.get_params()} if model == "complement" else {}),
+                      "test_fraction": test_fraction, "split": split, "seed": seed,
+                      **({"knn": {**knn, "condense": condense}} if model == "knn" else {}),
+                      "command": " ".join(sys.argv)}
+        if chosen is not None:
+            chosen.check(spam_filter)
+            parameters.update(chosen.parameters())
+        with Progress("training") as progress, running(chosen, progress) as running_engine:
+            report = train_filter(spam_filter, corpora, test_fraction, split, seed, progress.step, parameters,
+                                  engine=running_engine)
+    from ..decision import CostMatrix
     if cost is None and sorted(map(str, spam_filter.classes_)) == [HAM_NAME, SPAM_NAME]:
         cost = CostMatrix.default()                   # ham-protecting three-way decisions
     cost = costs_or_none(cost)

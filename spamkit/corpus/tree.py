@@ -917,6 +917,9 @@ class ListingTree(Tree):
     def display(self, rel: str) -> str:
         return self.inner.display(rel)
 
+    def where(self, rel: str) -> tuple | None:
+        return self.inner.where(rel)
+
     def open_text_lines(self, rel: str):
         return self.inner.open_text_lines(rel)
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, fields
 
 from ..errors import ConfigError
 from ..message import Message, parse_message
+from ..names import TOKENS
 from .bogolex import bogofilter_tokens
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
@@ -468,3 +469,14 @@ class Analyzer:
             for family in sorted({d.split(":", 1)[0] for d in doc.defects}):
                 tokens.append("meta:defect:" + family)
         return tokens
+
+
+def make_analyzer(tokens: str = "words", **settings) -> Analyzer:
+    """The analyzer of a token scheme (:data:`TOKENS`), with Analyzer settings on top."""
+    if tokens == "mail":
+        return Analyzer.mail(**settings)
+    if tokens == "words":
+        return Analyzer(**settings)
+    if tokens == "bogofilter":
+        return Analyzer(lexer="bogofilter", **settings)
+    raise ConfigError(f"unknown token scheme {tokens!r}; choose one of {', '.join(TOKENS)}")
