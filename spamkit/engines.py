@@ -304,9 +304,13 @@ class ProcessEngine:
         The items are drawn here, in this process, so a bad message raises here, at its place
         in the corpus; at most two chunks per worker wait at a time. ``wire(item)``: what of
         an item travels (the whole item without it). ``pending``: futures of chunks submitted
-        before (:meth:`count_ahead`), whose results come first."""
+        before (:meth:`count_ahead`), whose results come first; while any of them is left, two
+        chunks per worker *in the workers* are kept (the ones done wait for this process, which
+        takes them quicker than the workers make them), so that the workers do not wait while
+        this process catches up with what they did ahead."""
         source = iter(items)
         pending: deque = deque() if pending is None else pending
+        ahead = len(pending)
 
         def submit() -> bool:
             chunk, _ = self._draw_chunk(source)
@@ -314,15 +318,21 @@ class ProcessEngine:
                 pending.append(pool.submit(work, chunk if wire is None else [wire(item) for item in chunk]))
             return bool(chunk)
 
+        def room() -> bool:
+            if ahead:
+                return sum(not future.done() for future in pending) < 2 * self.jobs
+            return len(pending) < 2 * self.jobs
+
         # a worker that dies breaks the pool: the next result raises, or already the next submit
         # (when the pool learned of the death first); either way the job fails, it never hangs
         try:
             more = True
-            while more and len(pending) < 2 * self.jobs:
+            while more and room():
                 more = submit()
             while pending:
                 done = pending.popleft().result()
-                if more:
+                ahead = max(ahead - 1, 0)
+                while more and room():
                     more = submit()
                 yield done
         except BrokenProcessPool as exc:
