@@ -52,6 +52,7 @@ import os
 import tempfile
 import threading
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -315,22 +316,47 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
             # the manifest first; arrays go into the zip as np.save writes them (16 MB at a time,
             # as their checksums were made): never a second copy of an array in memory (a context
             # model's table is 128 MB); what is written is checked against the checksum
-            z.writestr("manifest.json", json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False))
+            with open_member(z, "manifest.json") as out:
+                out.write(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8"))
             by_member = {meta["file"]: meta for meta in arrays_meta.values()}
             for member, array in array_members.items():
-                target = member                      # deflated at the archive's level
-                if member in stored:
-                    target = zipfile.ZipInfo(member, date_time=_dt.datetime.now().timetuple()[:6])
-                    target.compress_type = zipfile.ZIP_STORED
-                with z.open(target, "w") as out:
+                with open_member(z, member, member not in stored) as out:
                     hashing = _HashingWriter(out)
                     np.save(hashing, array, allow_pickle=False)
                 if hashing.digest.hexdigest() != by_member[member]["sha256"]:      # pragma: no cover - np.save
                     raise ModelFormatError(f"array {member} changed while it was saved")
             for name, data in members.items():
-                z.writestr(name, data, compress_type=zipfile.ZIP_STORED if name in stored else None)
+                with open_member(z, name, name not in stored) as out:
+                    out.write(data)
 
     atomic_write(Path(path), write)
+
+
+def open_member(z: zipfile.ZipFile, name: str, deflate: bool = True):
+    """``z.open(name, "w")`` for a member deflated at level 1 (or stored: ``deflate=False``),
+    deflated by ISA-L where the ``isal`` package is there (a dependency): the same format, as
+    small, in a quarter of the time -- a filter file of trec07p-dev (10.3 MB to deflate) took
+    69 ms with zlib's level 1 and 16 ms with ISA-L's, for 2.84 and 2.83 MB.
+
+    zipfile takes its compressor from zlib; the member's writer is given ISA-L's instead before
+    anything is written (its ``_compressor``, an implementation detail of CPython's zipfile: where
+    it is not there, zlib deflates, as before; ``tests/test_persist.py`` checks which one did)."""
+    info = zipfile.ZipInfo(name, date_time=_dt.datetime.now().timetuple()[:6])
+    info.compress_type = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
+    info.external_attr = 0o600 << 16
+    out = z.open(info, "w")
+    if deflate and _isal_zlib() is not None and getattr(out, "_compressor", None) is not None:
+        out._compressor = _isal_zlib().compressobj(1, zlib.DEFLATED, -15)
+    return out
+
+
+def _isal_zlib():
+    """ISA-L's zlib-compatible module, or None."""
+    try:
+        from isal import isal_zlib
+    except ImportError:                                      # pragma: no cover - isal is a dependency
+        return None
+    return isal_zlib
 
 
 def _check_arrays(arrays: dict, manifest: dict, path: Path) -> None:

@@ -216,3 +216,30 @@ def test_a_fit_that_fails_leaves_no_thread_behind():
     with pytest.raises(Exception):
         f.fit([p.read_bytes() for p in MESSAGES[:3]], y=["ham"] * 3)   # one class: the fit refuses
     assert threading.active_count() == before
+
+
+def test_members_are_deflated_by_isal_and_read_back_by_zipfile(tmp_path, trained):
+    """Filter files are deflated by ISA-L (``spamkit.persist.open_member``): zipfile reads them
+    (the same format), every member's CRC holds, and on this Python the member writer takes
+    ISA-L's compressor (a change in CPython's zipfile that made it fall back to zlib shows here)."""
+    from isal import isal_zlib
+    from spamkit.persist import open_member
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        with open_member(z, "a.txt") as out:
+            assert type(out._compressor) is type(isal_zlib.compressobj(1, isal_zlib.DEFLATED, -15))
+            out.write(b"spam " * 10_000)
+        with open_member(z, "b.bin", deflate=False) as out:
+            out.write(bytes(range(256)))
+    with zipfile.ZipFile(buffer) as z:
+        assert z.testzip() is None
+        assert z.read("a.txt") == b"spam " * 10_000 and z.getinfo("a.txt").compress_type == zipfile.ZIP_DEFLATED
+        assert z.getinfo("a.txt").compress_size < 1000
+        assert z.read("b.bin") == bytes(range(256)) and z.getinfo("b.bin").compress_type == zipfile.ZIP_STORED
+    trained.save(tmp_path / "m.spamkit")
+    with zipfile.ZipFile(tmp_path / "m.spamkit") as z:
+        assert z.testzip() is None
+    again = SpamFilter.load(tmp_path / "m.spamkit")
+    raw = [p.read_bytes() for p in MESSAGES[:20]]
+    assert np.array_equal(again.predict_proba(raw), trained.predict_proba(raw))
