@@ -152,6 +152,31 @@ def test_the_compiled_sort_of_terms_is_sorted(terms):
     assert sort_order(terms).tolist() == expected                  # the fallback takes over
 
 
+_LONG_TERMS = st.lists(st.builds(lambda p, t: p + t, st.sampled_from(["", "received:", "received:ip:1", "received:ip:10",
+                                                                     "\x00", "abcdefgh", "abcdefgh\x00"]),
+                                 st.text(alphabet="ab\x00é", max_size=12)), min_size=12, max_size=600)
+
+
+@_hashed
+@settings(max_examples=150, deadline=None)
+@given(_LONG_TERMS)
+def test_the_compiled_sort_of_many_terms_with_shared_prefixes_is_sorted(terms):
+    """The multikey quicksort's every path: partitions of equal 8-byte heads sorted again 8 bytes
+    further (prefixes of 8 and more bytes), terms that end within a head (NUL bytes, which the
+    zero padding imitates), duplicates (stable), and runs too small to partition."""
+    from spamkit import speedups
+    expected = sorted(range(len(terms)), key=terms.__getitem__)
+    assert np.frombuffer(speedups.sort_terms(terms), dtype=np.int64).tolist() == expected
+
+
+def test_the_compiled_sort_orders_prefixes_and_nul_bytes_as_python():
+    from spamkit import speedups
+    terms = ["abc\x00\x00\x00\x00\x00x", "abc", "abc\x00", "ab", "abc\x00\x00\x00\x00\x00", "abc", "",
+             "abcdefgh", "abcdefghi", "abcdefgh\x00", "abcdefg"] * 3
+    expected = sorted(range(len(terms)), key=terms.__getitem__)
+    assert np.frombuffer(speedups.sort_terms(terms), dtype=np.int64).tolist() == expected
+
+
 def test_the_compiled_sort_refuses_what_is_not_a_list_of_str():
     from spamkit import speedups
     from spamkit.features import sort_order
