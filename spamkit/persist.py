@@ -52,7 +52,6 @@ import os
 import tempfile
 import threading
 import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +66,7 @@ from .lean import term_hash  # noqa: F401  (the definition term_hash_index compu
 from .models import (BernoulliNB, ComplementNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic,
                      RobinsonFisher)
 from .text import Analyzer
+from .ziparchive import ZipWriter, fits
 
 
 # model type -> (class, constructor parameters stored). Each class says what else it stores
@@ -311,52 +311,45 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
 
     def write(fh):
         # deflate's fastest level: a third of level 6's time for 12% more bytes on a vocabulary
-        # (saving was a fifth of training on trec07p-dev); `spamkit learn` saves after every run
-        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-            # the manifest first; arrays go into the zip as np.save writes them (16 MB at a time,
-            # as their checksums were made): never a second copy of an array in memory (a context
-            # model's table is 128 MB); what is written is checked against the checksum
-            with open_member(z, "manifest.json") as out:
-                out.write(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8"))
-            by_member = {meta["file"]: meta for meta in arrays_meta.values()}
-            for member, array in array_members.items():
-                with open_member(z, member, member not in stored) as out:
-                    hashing = _HashingWriter(out)
-                    np.save(hashing, array, allow_pickle=False)
-                if hashing.digest.hexdigest() != by_member[member]["sha256"]:      # pragma: no cover - np.save
-                    raise ModelFormatError(f"array {member} changed while it was saved")
-            for name, data in members.items():
-                with open_member(z, name, name not in stored) as out:
-                    out.write(data)
+        # (saving was a fifth of training on trec07p-dev); `spamkit learn` saves after every run.
+        # ISA-L deflates where the file fits a zip without ZIP64 (spamkit.ziparchive), zipfile
+        # (zlib) beyond
+        manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        sizes = [len(manifest_bytes), *(a.nbytes + 4096 for a in array_members.values()),
+                 *(len(d) for d in members.values())]
+        if fits(sizes):
+            with ZipWriter(fh) as z:
+                write_members(z.member, manifest_bytes)
+        else:
+            with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+                write_members(lambda name, deflate=True: z.open(name if deflate else _stored(name), "w"),
+                              manifest_bytes)
+
+    def write_members(member, manifest_bytes):
+        # the manifest first; arrays go into the zip as np.save writes them (16 MB at a time,
+        # as their checksums were made): never a second copy of an array in memory (a context
+        # model's table is 128 MB); what is written is checked against the checksum
+        with member("manifest.json") as out:
+            out.write(manifest_bytes)
+        by_member = {meta["file"]: meta for meta in arrays_meta.values()}
+        for name, array in array_members.items():
+            with member(name, name not in stored) as out:
+                hashing = _HashingWriter(out)
+                np.save(hashing, array, allow_pickle=False)
+            if hashing.digest.hexdigest() != by_member[name]["sha256"]:      # pragma: no cover - np.save
+                raise ModelFormatError(f"array {name} changed while it was saved")
+        for name, data in members.items():
+            with member(name, name not in stored) as out:
+                out.write(data)
 
     atomic_write(Path(path), write)
 
 
-def open_member(z: zipfile.ZipFile, name: str, deflate: bool = True):
-    """``z.open(name, "w")`` for a member deflated at level 1 (or stored: ``deflate=False``),
-    deflated by ISA-L where the ``isal`` package is there (a dependency): the same format, as
-    small, in a quarter of the time -- a filter file of trec07p-dev (10.3 MB to deflate) took
-    69 ms with zlib's level 1 and 16 ms with ISA-L's, for 2.84 and 2.83 MB.
-
-    zipfile takes its compressor from zlib; the member's writer is given ISA-L's instead before
-    anything is written (its ``_compressor``, an implementation detail of CPython's zipfile: where
-    it is not there, zlib deflates, as before; ``tests/test_persist.py`` checks which one did)."""
+def _stored(name: str) -> zipfile.ZipInfo:
+    """A member of a filter file that zipfile writes stored (not deflated)."""
     info = zipfile.ZipInfo(name, date_time=_dt.datetime.now().timetuple()[:6])
-    info.compress_type = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
-    info.external_attr = 0o600 << 16
-    out = z.open(info, "w")
-    if deflate and _isal_zlib() is not None and getattr(out, "_compressor", None) is not None:
-        out._compressor = _isal_zlib().compressobj(1, zlib.DEFLATED, -15)
-    return out
-
-
-def _isal_zlib():
-    """ISA-L's zlib-compatible module, or None."""
-    try:
-        from isal import isal_zlib
-    except ImportError:                                      # pragma: no cover - isal is a dependency
-        return None
-    return isal_zlib
+    info.compress_type = zipfile.ZIP_STORED
+    return info
 
 
 def _check_arrays(arrays: dict, manifest: dict, path: Path) -> None:

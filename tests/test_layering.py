@@ -71,8 +71,10 @@ ALLOWED = {
     "evaluation": {"bytekeys", "corpus", "decision", "errors", "features", "labels", "message", "metrics", "models", "names", "persist", "selection", "text"},
     # model selection over matrices (folds, out-of-fold scores, kNN tuning, thresholds)
     "selection": {"errors", "models", "decision"},
+    # a zip archive written member by member, deflated by ISA-L (standard library and isal)
+    "ziparchive": set(),
     # (compiled: the vocabulary's hash keys in C)
-    "persist": {"compiled", "decision", "durable", "errors", "features", "labels", "lean", "manifest", "models", "text",
+    "persist": {"compiled", "decision", "durable", "errors", "features", "labels", "lean", "manifest", "models", "text", "ziparchive",
                 "version"},
     "report": {"errors", "labels"},
     "htmlreport": set(),

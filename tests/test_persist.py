@@ -218,28 +218,54 @@ def test_a_fit_that_fails_leaves_no_thread_behind():
     assert threading.active_count() == before
 
 
-def test_members_are_deflated_by_isal_and_read_back_by_zipfile(tmp_path, trained):
-    """Filter files are deflated by ISA-L (``spamkit.persist.open_member``): zipfile reads them
-    (the same format), every member's CRC holds, and on this Python the member writer takes
-    ISA-L's compressor (a change in CPython's zipfile that made it fall back to zlib shows here)."""
+def test_filter_files_are_deflated_by_isal_and_read_back_by_zipfile(tmp_path, trained, monkeypatch):
+    """Filter files are written by spamkit.ziparchive (members deflated by ISA-L): zipfile reads
+    them, every member's CRC holds, and the filter scores as before; one too large for a zip
+    without ZIP64 is written by zipfile instead, to the same members."""
     from isal import isal_zlib
-    from spamkit.persist import open_member
+    from spamkit import persist, ziparchive
 
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as z:
-        with open_member(z, "a.txt") as out:
-            assert type(out._compressor) is type(isal_zlib.compressobj(1, isal_zlib.DEFLATED, -15))
-            out.write(b"spam " * 10_000)
-        with open_member(z, "b.bin", deflate=False) as out:
-            out.write(bytes(range(256)))
-    with zipfile.ZipFile(buffer) as z:
-        assert z.testzip() is None
-        assert z.read("a.txt") == b"spam " * 10_000 and z.getinfo("a.txt").compress_type == zipfile.ZIP_DEFLATED
-        assert z.getinfo("a.txt").compress_size < 1000
-        assert z.read("b.bin") == bytes(range(256)) and z.getinfo("b.bin").compress_type == zipfile.ZIP_STORED
-    trained.save(tmp_path / "m.spamkit")
-    with zipfile.ZipFile(tmp_path / "m.spamkit") as z:
-        assert z.testzip() is None
-    again = SpamFilter.load(tmp_path / "m.spamkit")
+    made = []
+    real = ziparchive.deflater
+    monkeypatch.setattr(ziparchive, "deflater", lambda *a: made.append(real(*a)) or made[-1])
     raw = [p.read_bytes() for p in MESSAGES[:20]]
-    assert np.array_equal(again.predict_proba(raw), trained.predict_proba(raw))
+    contents = {}
+    for how in ("isal", "zipfile"):
+        if how == "zipfile":
+            monkeypatch.setattr(persist, "fits", lambda sizes: False)
+        made.clear()
+        trained.save(tmp_path / f"{how}.spamkit")
+        assert [type(c) for c in made] == ([type(isal_zlib.compressobj(1, isal_zlib.DEFLATED, -15))] * len(made)
+                                           if how == "isal" else [])
+        assert made or how == "zipfile"
+        with zipfile.ZipFile(tmp_path / f"{how}.spamkit") as z:
+            assert z.testzip() is None
+            methods = {i.filename: i.compress_type for i in z.infolist()}
+            contents[how] = {name: z.read(name) for name in z.namelist() if name != "manifest.json"}
+        assert methods["arrays/filter.term_hash.npy"] == zipfile.ZIP_STORED
+        assert methods["terms.txt"] == methods["manifest.json"] == zipfile.ZIP_DEFLATED
+        again = SpamFilter.load(tmp_path / f"{how}.spamkit")
+        assert np.array_equal(again.predict_proba(raw), trained.predict_proba(raw))
+    assert contents["isal"] == contents["zipfile"]
+
+
+@given(st.lists(st.tuples(st.text(alphabet="abcé/._", min_size=1, max_size=20), st.binary(max_size=3000),
+                          st.booleans()), max_size=8, unique_by=lambda m: m[0]))
+@settings(max_examples=100, deadline=None)
+def test_a_zip_written_member_by_member_is_what_zipfile_reads(members):
+    from spamkit.ziparchive import ZipWriter
+    buffer = io.BytesIO()
+    with ZipWriter(buffer) as z:
+        for name, data, deflate in members:
+            with z.member(name, deflate) as out:
+                for start in range(0, len(data), 700):           # in pieces, as np.save writes
+                    out.write(data[start:start + 700])
+    with zipfile.ZipFile(buffer) as r:
+        assert r.testzip() is None
+        assert [(i.filename, r.read(i), i.compress_type == zipfile.ZIP_DEFLATED) for i in r.infolist()] == members
+        assert all((i.external_attr >> 16) & 0o777 == 0o600 for i in r.infolist())
+
+
+def test_a_zip_too_large_for_its_32_bit_fields_is_refused_not_written_wrong():
+    from spamkit.ziparchive import LIMIT, fits
+    assert fits([1 << 20] * 3) and not fits([LIMIT - 10]) and not fits([1 << 31, 1 << 31])
