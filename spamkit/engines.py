@@ -285,18 +285,6 @@ class ProcessEngine:
             self._pools[key] = self._new_pool(analyzer)
         return self._pools[key]
 
-    def _draw_chunk(self, source) -> tuple[list, int]:
-        """The next chunk of items from the iterator ``source`` (up to ``chunk`` items, ending
-        once its raw messages reach ``chunk_bytes`` bytes) and its bytes of raw mail."""
-        chunk, size = [], 0
-        for item in source:
-            chunk.append(item)
-            raw = item if isinstance(item, (bytes, bytearray)) else getattr(item, "raw", None)
-            size += len(raw) if isinstance(raw, (bytes, bytearray)) else 0
-            if len(chunk) >= self.chunk or size >= self.chunk_bytes:
-                break
-        return chunk, size
-
     def ordered(self, pool, work, items, wire=None, pending: deque | None = None):
         """``work(chunk)`` for consecutive chunks of ``items`` on ``pool``, results in order (a
         chunk ends at ``chunk`` items or once its raw messages reach ``chunk_bytes`` bytes).
@@ -313,7 +301,13 @@ class ProcessEngine:
         ahead = len(pending)
 
         def submit() -> bool:
-            chunk, _ = self._draw_chunk(source)
+            chunk, size = [], 0
+            for item in source:
+                chunk.append(item)
+                raw = item if isinstance(item, (bytes, bytearray)) else getattr(item, "raw", None)
+                size += len(raw) if isinstance(raw, (bytes, bytearray)) else 0
+                if len(chunk) >= self.chunk or size >= self.chunk_bytes:
+                    break
             if chunk:
                 pending.append(pool.submit(work, chunk if wire is None else [wire(item) for item in chunk]))
             return bool(chunk)
