@@ -37,7 +37,9 @@ paths (stop words travel as a list), and the token pattern must be one of the
 analyzer's own (:data:`spamkit.text.tokenize.NAMED_PATTERNS`) unless the caller
 trusts the file (``trusted=True``, for one's own files). Files are written atomically
 (a temporary file in the same folder, flushed, fsynced, then renamed over the old
-one), so a crash while saving leaves the previous file intact.
+one), so a crash while saving leaves the previous file intact, and by
+:class:`spamkit.ziparchive.ZipWriter` (members deflated by ISA-L at level 1; zipfile, with
+ZIP64, writes a file too large for 32-bit sizes); zipfile reads them.
 
 The manifest's own checks are :mod:`spamkit.manifest` (all ``spamkit info`` needs).
 """
