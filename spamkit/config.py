@@ -17,7 +17,7 @@ from .names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_RATE, METRICS, MODEL_
                     SELECTIONS, TOKENS, WEIGHTS, model_default)
 from .models.stack import BEST_STACK
 from .spamfilter import SpamFilter
-from .text import make_analyzer
+from .text import analyzer_for, make_analyzer
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
 __all__ = ["MODELS", "TOKENS", "BEST", "CONTEXT", "KNN_BEST", "MODEL_DEFAULTS", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS",
@@ -89,8 +89,7 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
                    else MODEL_DEFAULTS.get(model, {}).get("representation", "tf"))
     vectorizer = Vectorizer(representation or default_rep, min_df=min_df,
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
-    analyzer = make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams,
-                             char_ngrams=char_ngrams, digit_prefixes=digit_prefixes)
+    analyzer = analyzer_for(tokens, stem, language, stop_words, ngrams, char_ngrams, digit_prefixes)
     if context is None:
         return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate)
     if model != "fisher-nb":

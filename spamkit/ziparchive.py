@@ -67,8 +67,9 @@ def _dos_time(when: float) -> tuple[int, int]:
 class _Member:
     """A member being written: ``write(data)`` as often as needed, then the writer completes it."""
 
-    def __init__(self, archive: "ZipWriter", name: str, deflate: bool):
-        self.archive, self.name, self.deflate = archive, name, deflate
+    def __init__(self, archive: "ZipWriter", name: str, deflate: bool, offset: int):
+        self.archive, self.name, self.deflate, self.offset = archive, name, deflate, offset
+        self.encoded = name.encode("utf-8")
         self.crc, self.size, self.compressed = 0, 0, 0
         self.compressor = deflater() if deflate else None
 
@@ -109,7 +110,7 @@ class ZipWriter:
         self.fh = fh
         self.attributes = (0o100000 | mode) << 16          # a regular file with these permissions
         self.when = _dos_time(time.time())
-        self.entries: list[tuple] = []
+        self.entries: list[_Member] = []
         self._open: _Member | None = None
         self._closed = False
 
@@ -118,12 +119,10 @@ class ZipWriter:
         through the returned object, used as a context manager."""
         if self._open is not None or self._closed:
             raise ValueError("a zip member is being written, or the archive is closed")
-        encoded = name.encode("utf-8")
         offset = self.fh.tell()
         if offset >= LIMIT:
             raise ValueError(f"{name}: the archive passed 4 GiB, which needs ZIP64")
-        member = _Member(self, name, deflate)
-        member.offset, member.encoded = offset, encoded
+        member = _Member(self, name, deflate, offset)
         self.fh.write(self._local_header(member))
         self._open = member
         return member

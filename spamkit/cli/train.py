@@ -146,10 +146,9 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
             if test_fraction is None and hashing is None and select != "ig":
                 # the workers parse and tokenize the first messages while this process imports
                 # what it needs (the filter is the same: ProcessEngine.count_ahead)
-                from ..text import make_analyzer
-                chosen.count_ahead(make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words,
-                                                 ngram_max=ngrams, char_ngrams=char_ngrams,
-                                                 digit_prefixes=digit_prefixes), corpora)
+                from ..text import analyzer_for
+                chosen.count_ahead(analyzer_for(tokens, stem, language, stop_words, ngrams, char_ngrams,
+                                                digit_prefixes), corpora)
         from ..config import build_filter, stack_for_rate
         from ..jobs.train import held_out_costs, train_filter
         spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,

@@ -44,7 +44,7 @@ import re
 from dataclasses import dataclass, field, fields
 
 from ..errors import ConfigError
-from ..message import Message, parse_message
+from ..message import Message, defect_families, parse_message
 from ..names import TOKENS
 from .bogolex import bogofilter_tokens
 from .stem import STEMMERS, CachedStemmer
@@ -466,9 +466,18 @@ class Analyzer:
                 tokens.append("attach:type:" + att.content_type.lower())
                 if "." in att.filename:
                     tokens.append("attach:ext:" + att.filename.rsplit(".", 1)[1].lower()[:10])
-            for family in sorted({d.split(":", 1)[0] for d in doc.defects}):
+            for family in sorted(defect_families(doc)):
                 tokens.append("meta:defect:" + family)
         return tokens
+
+
+def analyzer_for(tokens: str = "words", stem: str = "none", language: str = "english", stop_words: str = "none",
+                 ngrams: int = 1, char_ngrams: int = 0, digit_prefixes: bool = False) -> Analyzer:
+    """The analyzer that ``spamkit train``'s options (and :func:`spamkit.config.build_filter`'s)
+    name: one mapping for both, so that the analyzer ``train`` gives its workers before the
+    filter exists is the filter's own (:meth:`spamkit.engines.ProcessEngine.count_ahead`)."""
+    return make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams,
+                         char_ngrams=char_ngrams, digit_prefixes=digit_prefixes)
 
 
 def make_analyzer(tokens: str = "words", **settings) -> Analyzer:
