@@ -131,6 +131,45 @@ def sort_order(terms: list) -> np.ndarray:
     return np.fromiter(sorted(range(len(terms)), key=terms.__getitem__), dtype=np.int64, count=len(terms))
 
 
+def sorted_with_order(terms: list) -> tuple[np.ndarray, list]:
+    """``(sort_order(terms), the terms in that order)``, the second made with the first by the
+    compiled sort (``spamkit.speedups.sorted_terms``) where it can.
+
+    >>> order, in_order = sorted_with_order(["b", "a", "ab"])
+    >>> order.tolist(), in_order
+    ([1, 2, 0], ['a', 'ab', 'b'])
+    """
+    from .compiled import speedups
+    module = speedups()
+    if module is not None and isinstance(terms, list):
+        got = module.sorted_terms(terms)
+        if got is not None:                            # None: a term with no UTF-8 form
+            return np.frombuffer(got[0], dtype=np.int64), got[1]
+    order = sort_order(terms)
+    return order, [terms[j] for j in order.tolist()]
+
+
+def renumber_columns(counts: sp.csr_matrix, new_col: np.ndarray) -> None:
+    """In place: column ``j`` of ``counts`` becomes ``new_col[j]`` (every one >= 0, a row's columns
+    stay distinct) and each row's entries are sorted by their new columns -- the definition is
+    ``counts.indices[:] = new_col[counts.indices]`` then ``counts.sort_indices()``, which is what
+    runs where the compiled loop (``spamkit.speedups.renumber_rows``, a radix sort of each row)
+    was not built or the arrays are not of its types (int32 columns, float64 values)."""
+    from .compiled import speedups
+    module = speedups()
+    if (module is not None and counts.indices.dtype == np.int32 and counts.data.dtype == np.float64
+            and counts.indptr.dtype in (np.int32, np.int64) and new_col.dtype == np.int32):
+        module.renumber_rows(counts.indptr, counts.indices, counts.data, new_col)
+        counts.has_sorted_indices = True
+        return
+    # a slice at a time (np.take into its own input would copy it whole)
+    for start in range(0, counts.nnz, 1 << 16):
+        part = counts.indices[start:start + (1 << 16)]
+        part[:] = new_col[part]
+    counts.has_sorted_indices = False
+    counts.sort_indices()
+
+
 def _known_columns(index: dict):
     """``known(tokens, out)``: appends to the list ``out`` the column of each token of ``tokens``
     that ``index`` holds, in order -- ``out += [j for j in map(index.get, tokens) if j is not
@@ -499,7 +538,13 @@ class Vectorizer:
         return self.represent(counts)
 
     def select_columns(self, terms: list, df: np.ndarray, n_docs: int, score) -> np.ndarray:
-        """Indices into ``terms`` of the columns kept, in alphabetical order of their terms.
+        """Indices into ``terms`` of the columns kept, in alphabetical order of their terms
+        (:meth:`select_terms`, without the terms)."""
+        return self.select_terms(terms, df, n_docs, score)[0]
+
+    def select_terms(self, terms: list, df: np.ndarray, n_docs: int, score) -> tuple[np.ndarray, list]:
+        """Indices into ``terms`` of the columns kept, in alphabetical order of their terms, and
+        those terms in that order.
 
         min_df/max_df on the document frequencies ``df``; then, past ``max_features``, the
         highest ``score(keep)`` (total count, or information gain), ties by document
@@ -524,7 +569,8 @@ class Vectorizer:
             keep = keep[np.array(order[: self.max_features], dtype=np.int64)]
         # Columns in alphabetical order of their terms, as scikit-learn's vectorizers do.
         kept = terms if keep.size == len(terms) else [terms[j] for j in keep.tolist()]
-        return keep[sort_order(kept)]
+        order, in_order = sorted_with_order(kept)
+        return keep[order], in_order
 
     def _limit(self, counts: sp.csr_matrix, index: dict, y) -> sp.csr_matrix:
         """Drop columns by min_df/max_df/max_features, renumber the rest alphabetically.
@@ -545,8 +591,7 @@ class Vectorizer:
                 return self._ig(counts[:, keep], y)
             return np.asarray(counts[:, keep].sum(axis=0)).ravel()
 
-        keep = self.select_columns(terms, df, n_docs, score)
-        kept_terms = [terms[j] for j in keep.tolist()]
+        keep, kept_terms = self.select_terms(terms, df, n_docs, score)
         n_old = counts.shape[1]
         # a term's provisional column is its insertion rank, i.e. its position in `terms`
         new_col = np.full(n_old, -1, dtype=np.int32)
@@ -555,16 +600,13 @@ class Vectorizer:
         index.clear()                                  # the vocabulary is made from terms_ if asked for
         self.terms_ = kept_terms                     # (the vocabulary dict is made if asked for)
         if len(kept_terms) == n_old:
-            # renumber in place, a slice at a time (np.take into its own input would copy it whole)
-            for start in range(0, counts.nnz, 1 << 16):
-                part = counts.indices[start:start + (1 << 16)]
-                part[:] = new_col[part]
-        else:
-            mapped = new_col[counts.indices]
-            present = mapped >= 0
-            kept_before = np.concatenate([[0], np.cumsum(present, dtype=np.int64)])
-            indptr = kept_before[counts.indptr]              # kept entries before each row start
-            counts = sp.csr_matrix((counts.data[present], mapped[present], indptr), shape=(n_docs, len(kept_terms)))
+            renumber_columns(counts, new_col)          # in place
+            return counts
+        mapped = new_col[counts.indices]
+        present = mapped >= 0
+        kept_before = np.concatenate([[0], np.cumsum(present, dtype=np.int64)])
+        indptr = kept_before[counts.indptr]              # kept entries before each row start
+        counts = sp.csr_matrix((counts.data[present], mapped[present], indptr), shape=(n_docs, len(kept_terms)))
         counts.has_sorted_indices = False
         counts.sort_indices()
         return counts

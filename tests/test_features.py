@@ -177,6 +177,91 @@ def test_the_compiled_sort_orders_prefixes_and_nul_bytes_as_python():
     assert np.frombuffer(speedups.sort_terms(terms), dtype=np.int64).tolist() == expected
 
 
+@_hashed
+@settings(max_examples=200, deadline=None)
+@given(_LONG_TERMS)
+def test_the_compiled_sort_gives_the_terms_in_order_too(terms):
+    """speedups.sorted_terms: the order sort_terms gives and the terms taken in it (the same
+    objects), against their definitions; features.sorted_with_order the same with or without it."""
+    from spamkit import speedups
+    from spamkit.features import sorted_with_order
+    expected = sorted(range(len(terms)), key=terms.__getitem__)
+    order, in_order = speedups.sorted_terms(terms)
+    assert np.frombuffer(order, dtype=np.int64).tolist() == expected
+    assert in_order == [terms[j] for j in expected] and all(a is terms[j] for a, j in zip(in_order, expected))
+    got_order, got_terms = sorted_with_order(terms)
+    assert got_order.tolist() == expected and got_terms == sorted(terms)
+    assert speedups.sorted_terms(terms + ["\ud800"]) is None            # no UTF-8 form: Python sorts
+    fallback_order, fallback_terms = sorted_with_order(terms + ["\ud800"])
+    assert fallback_terms == sorted(terms + ["\ud800"]) and fallback_order.tolist()[-1] == len(terms)
+
+
+def _renumbered_by_definition(X: sp.csr_matrix, new_col: np.ndarray) -> sp.csr_matrix:
+    Y = X.copy()
+    Y.indices[:] = new_col[Y.indices]
+    Y.has_sorted_indices = False
+    Y.sort_indices()
+    return Y
+
+
+@st.composite
+def _rows_and_renumbering(draw):
+    """A CSR matrix with distinct columns in each row in any order (as a worker's chunks give
+    them), and a permutation of its columns; long rows take the radix path, short ones insertion."""
+    n_cols = draw(st.sampled_from([1, 3, 255, 256, 257, 70_000, 2 ** 24 + 5]))
+    rows = draw(st.lists(st.lists(st.integers(0, n_cols - 1), max_size=300, unique=True), max_size=12))
+    values = [draw(st.lists(st.integers(1, 50), min_size=len(r), max_size=len(r))) for r in rows]
+    ptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(draw(st.sampled_from([np.int32, np.int64])))
+    X = sp.csr_matrix((np.array([v for vs in values for v in vs], dtype=np.float64),
+                       np.array([c for r in rows for c in r], dtype=np.int32), ptr), shape=(len(rows), n_cols))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    new_col = rng.permutation(n_cols).astype(np.int32) if n_cols < 100_000 else \
+        (np.arange(n_cols, dtype=np.int64)[::-1] % n_cols).astype(np.int32)
+    return X, new_col
+
+
+@_hashed
+@settings(max_examples=300, deadline=None)
+@given(_rows_and_renumbering())
+def test_compiled_renumbering_of_rows_is_its_definition(case):
+    """speedups.renumber_rows (a radix sort of each row by its new columns, in place) against
+    new_col[indices] then scipy's sort_indices: the same indices, values and pointers."""
+    from spamkit.features import renumber_columns
+    X, new_col = case
+    expected = _renumbered_by_definition(X, new_col)
+    got = X.copy()
+    speedups().renumber_rows(got.indptr, got.indices, got.data, new_col)
+    assert np.array_equal(got.indptr, expected.indptr) and np.array_equal(got.indices, expected.indices)
+    assert np.array_equal(got.data, expected.data)
+    through = X.copy()
+    renumber_columns(through, new_col)
+    assert through.has_sorted_indices and np.array_equal(through.indices, expected.indices)
+    assert (through != expected).nnz == 0
+
+
+def test_compiled_renumbering_refuses_what_it_cannot_do():
+    """A negative new column, a column outside new_col, a row with a column twice, wrong types:
+    errors, never a write out of bounds."""
+    from spamkit import speedups
+    X = sp.csr_matrix((np.ones(3), np.array([2, 0, 1], dtype=np.int32), np.array([0, 3], dtype=np.int32)),
+                      shape=(1, 3))
+    with pytest.raises(ValueError, match="negative"):
+        speedups.renumber_rows(X.indptr, X.indices.copy(), X.data.copy(), np.array([0, -1, 2], dtype=np.int32))
+    with pytest.raises(ValueError, match="outside"):
+        speedups.renumber_rows(X.indptr, X.indices.copy(), X.data.copy(), np.array([0, 1], dtype=np.int32))
+    with pytest.raises(ValueError, match="twice"):
+        speedups.renumber_rows(X.indptr, X.indices.copy(), X.data.copy(), np.array([0, 0, 1], dtype=np.int32))
+    with pytest.raises(ValueError, match="indptr"):
+        speedups.renumber_rows(np.array([0, 4], dtype=np.int32), X.indices.copy(), X.data.copy(),
+                               np.arange(3, dtype=np.int32))
+    with pytest.raises(TypeError):
+        speedups.renumber_rows(X.indptr, X.indices.astype(np.int64), X.data.copy(), np.arange(3, dtype=np.int32))
+    with pytest.raises((ValueError, BufferError)):         # read-only data cannot be sorted in place (NumPy says so)
+        frozen = X.data.copy()
+        frozen.flags.writeable = False
+        speedups.renumber_rows(X.indptr, X.indices.copy(), frozen, np.arange(3, dtype=np.int32))
+
+
 def test_the_compiled_sort_refuses_what_is_not_a_list_of_str():
     from spamkit import speedups
     from spamkit.features import sort_order

@@ -270,8 +270,7 @@ def build_from_stats(spam_filter, stats: Stats):
                 return information_gain(stats.df[:, keep].T, stats.docs)
             return stats.tf[:, keep].sum(axis=0)
 
-        keep = vec.select_columns(stats.terms, df_total, n_docs, score)
-        terms = [stats.terms[j] for j in keep.tolist()]
+        keep, terms = vec.select_terms(stats.terms, df_total, n_docs, score)
         df = df_total[keep]
         feature_count = counts[:, keep].astype(np.float64)
     fitted = Vectorizer.restore(vec.get_config(), terms, {"df": df, "n_docs": np.array([n_docs])})
