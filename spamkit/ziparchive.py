@@ -23,7 +23,7 @@ import struct
 import time
 import zlib
 
-__all__ = ["ZipWriter", "fits", "deflater"]
+__all__ = ["ZipWriter", "Packed", "fits", "deflater", "pack"]
 
 #: the 32-bit fields' largest value; a size or offset at it or past it needs ZIP64
 LIMIT = 0xFFFFFFFF
@@ -56,6 +56,56 @@ def deflater(level: int = 1):
     return isal_zlib.compressobj(min(level, 3), isal_zlib.DEFLATED, -15)
 
 
+class Packed:
+    """A member's bytes made ready beforehand -- in another thread, say, while the caller does
+    something else (:func:`pack`) -- for :meth:`ZipWriter.add_packed`: ``parts``, the buffers
+    that go into the archive one after the other (deflated, or the bytes themselves), and the
+    CRC-32 and size of the uncompressed bytes."""
+
+    __slots__ = ("parts", "crc", "size", "deflate")
+
+    def __init__(self, parts: list, crc: int, size: int, deflate: bool):
+        self.parts, self.crc, self.size, self.deflate = parts, crc, size, deflate
+
+    @property
+    def compressed(self) -> int:
+        """Bytes it takes in the archive."""
+        return sum(len(part) for part in self.parts)
+
+
+def pack(pieces, deflate: bool = True, digest=None) -> Packed:
+    """The member whose bytes are the ``pieces`` (bytes-like, one after the other), deflated
+    (:func:`deflater`) or stored, as a :class:`Packed`; each piece also goes to ``digest`` (a
+    hashlib object) if given. A stored member keeps the pieces themselves: they must not change
+    until it is written. ISA-L's and zlib's deflate, ``crc32`` and hashlib's digests let go of
+    the GIL while they work.
+
+    >>> import io, zipfile
+    >>> buffer = io.BytesIO()
+    >>> with ZipWriter(buffer) as z:
+    ...     z.add_packed("a.txt", pack([b"spam " * 50, b"eggs " * 50]))
+    >>> zipfile.ZipFile(buffer).read("a.txt") == b"spam " * 50 + b"eggs " * 50
+    True
+    """
+    compressor = deflater() if deflate else None
+    parts, crc, size = [], 0, 0
+    for piece in pieces:
+        view = memoryview(piece).cast("B")
+        crc = zlib.crc32(view, crc)
+        size += len(view)
+        if digest is not None:
+            digest.update(view)
+        if compressor is not None:
+            out = compressor.compress(view)
+            if out:
+                parts.append(out)
+        else:
+            parts.append(view)
+    if compressor is not None:
+        parts.append(compressor.flush())
+    return Packed(parts, crc, size, deflate)
+
+
 def _dos_time(when: float) -> tuple[int, int]:
     """(time, date) fields in MS-DOS format, local time, as zipfile writes them (years before
     1980 become 1980)."""
@@ -67,11 +117,13 @@ def _dos_time(when: float) -> tuple[int, int]:
 class _Member:
     """A member being written: ``write(data)`` as often as needed, then the writer completes it."""
 
-    def __init__(self, archive: "ZipWriter", name: str, deflate: bool, offset: int):
+    def __init__(self, archive: "ZipWriter", name: str, deflate: bool, offset: int, packed: Packed | None = None):
         self.archive, self.name, self.deflate, self.offset = archive, name, deflate, offset
         self.encoded = name.encode("utf-8")
         self.crc, self.size, self.compressed = 0, 0, 0
-        self.compressor = deflater() if deflate else None
+        self.compressor = deflater() if deflate and packed is None else None
+        if packed is not None:
+            self.crc, self.size, self.compressed = packed.crc, packed.size, packed.compressed
 
     def write(self, data) -> int:
         data = memoryview(data).cast("B")
@@ -126,6 +178,22 @@ class ZipWriter:
         self.fh.write(self._local_header(member))
         self._open = member
         return member
+
+    def add_packed(self, name: str, packed: Packed) -> None:
+        """Write member ``name`` whose bytes :func:`pack` made ready (its local header complete
+        at once: nothing to compress, no header to go back to)."""
+        if self._open is not None or self._closed:
+            raise ValueError("a zip member is being written, or the archive is closed")
+        offset = self.fh.tell()
+        if offset >= LIMIT:
+            raise ValueError(f"{name}: the archive passed 4 GiB, which needs ZIP64")
+        member = _Member(self, name, packed.deflate, offset, packed)
+        if member.size >= LIMIT or member.compressed >= LIMIT:
+            raise ValueError(f"{name}: a member of 4 GiB or more needs ZIP64")
+        self.fh.write(self._local_header(member))
+        for part in packed.parts:
+            self.fh.write(part)
+        self.entries.append(member)
 
     def _flags(self, member: _Member) -> int:
         return 0x800 if not member.encoded.isascii() else 0      # bit 11: the name is UTF-8

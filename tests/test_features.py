@@ -239,6 +239,32 @@ def test_compiled_renumbering_of_rows_is_its_definition(case):
     assert (through != expected).nnz == 0
 
 
+@_hashed
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 300), max_size=500), st.integers(0, 60), st.booleans())
+def test_compiled_column_counts_are_bincounts(columns, extra, wide):
+    """speedups.column_counts (no int64 copy of int32 indices) and features.column_counts with its
+    fallback (COUNT_SLICE entries at a time) against np.bincount, int32 and int64 indices; an
+    index outside the columns is an error, never a write out of bounds."""
+    from spamkit import features
+    indices = np.array(columns, dtype=np.int64 if wide else np.int32)
+    n_cols = (max(columns) + 1 if columns else 0) + extra
+    expected = np.bincount(indices, minlength=n_cols)
+    assert np.frombuffer(speedups().column_counts(indices, n_cols), dtype=np.int64).tolist() == expected.tolist()
+    assert features.column_counts(indices, n_cols).tolist() == expected.tolist()
+    old = features.COUNT_SLICE
+    features.COUNT_SLICE = 7
+    try:
+        assert features.column_counts(indices.astype(np.int16), n_cols).tolist() == expected.tolist()   # fallback
+    finally:
+        features.COUNT_SLICE = old
+    if columns:
+        with pytest.raises(ValueError):
+            speedups().column_counts(indices, max(columns))
+        with pytest.raises(ValueError):
+            speedups().column_counts(np.array([-1], dtype=indices.dtype), 5)
+
+
 def test_compiled_renumbering_refuses_what_it_cannot_do():
     """A negative new column, a column outside new_col, a row with a column twice, wrong types:
     errors, never a write out of bounds."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -164,6 +165,30 @@ def test_a_term_without_utf8_is_refused_as_before():
         term_keys(["a", "\ud800"])
 
 
+@given(st.lists(st.text(max_size=12), max_size=60), st.sampled_from([1, 3, 16384]))
+@settings(max_examples=100, deadline=None)
+def test_lines_made_ready_are_the_text_member_save_would_write(lines, at_a_time):
+    """prepare_lines (a few lines at a time: never the whole text) against its definition, the
+    UTF-8 of the lines joined by line feeds and its SHA-256; None for a line break or a lone
+    surrogate in an entry, which saving refuses."""
+    import zlib
+    from spamkit import persist
+    old = persist.LINES_AT_A_TIME
+    persist.LINES_AT_A_TIME = at_a_time
+    try:
+        ready = persist.prepare_lines(lines)
+    finally:
+        persist.LINES_AT_A_TIME = old
+    if any(("\n" in t or "\r" in t or any(0xD800 <= ord(c) <= 0xDFFF for c in t)) for t in lines):
+        assert ready is None
+        return
+    data = "\n".join(lines).encode("utf-8")
+    inflate = zlib.decompressobj(-15)
+    got = b"".join(inflate.decompress(part) for part in ready.packed.parts) + inflate.flush()
+    assert got == data and ready.packed.size == len(data) and ready.packed.crc == zlib.crc32(data)
+    assert ready.sha256 == hashlib.sha256(data).hexdigest() and ready.count == len(lines)
+
+
 def test_the_term_index_keys_are_term_hash_and_stored_uncompressed(tmp_path):
     from spamkit.lean import term_hash
     from spamkit.persist import term_hash_index
@@ -189,8 +214,10 @@ def test_the_term_index_made_during_fit_is_the_one_save_would_make(tmp_path, mon
     before = threading.active_count()
     f.fit([p.read_bytes() for p in MESSAGES], y=[p.parent.name for p in MESSAGES])
     assert threading.active_count() == before                       # no thread outlives fit
-    terms, index, size = f._term_index
-    assert terms is f.vectorizer.terms_ and size == len(terms)
+    ready = f._term_index
+    terms, index, size = ready.terms, ready.index, ready.size
+    assert terms is f.vectorizer.terms_ and size == len(terms) and ready.serves(f.vectorizer.terms_)
+    assert ready.member is not None and ready.member.count == size
     expected = persist.term_hash_index(list(terms))
     assert np.array_equal(index[0], expected[0]) and np.array_equal(index[1], expected[1])
     made = []
@@ -229,6 +256,7 @@ def test_filter_files_are_deflated_by_isal_and_read_back_by_zipfile(tmp_path, tr
     real = ziparchive.deflater
     monkeypatch.setattr(ziparchive, "deflater", lambda *a: made.append(real(*a)) or made[-1])
     raw = [p.read_bytes() for p in MESSAGES[:20]]
+    assert trained._term_index.member is not None                  # terms.txt made ready while it was fitted
     contents = {}
     for how in ("isal", "zipfile"):
         if how == "zipfile":
@@ -250,16 +278,25 @@ def test_filter_files_are_deflated_by_isal_and_read_back_by_zipfile(tmp_path, tr
 
 
 @given(st.lists(st.tuples(st.text(alphabet="abcé/._", min_size=1, max_size=20), st.binary(max_size=3000),
-                          st.booleans()), max_size=8, unique_by=lambda m: m[0]))
+                          st.booleans()), max_size=8, unique_by=lambda m: m[0]),
+       st.lists(st.booleans(), min_size=8, max_size=8))
 @settings(max_examples=100, deadline=None)
-def test_a_zip_written_member_by_member_is_what_zipfile_reads(members):
-    from spamkit.ziparchive import ZipWriter
+def test_a_zip_written_member_by_member_is_what_zipfile_reads(members, packed):
+    """Members written through ZipWriter.member in pieces, or made ready by pack() and added
+    whole (add_packed), deflated or stored: zipfile reads the names, bytes and methods back."""
+    from spamkit.ziparchive import ZipWriter, pack
     buffer = io.BytesIO()
     with ZipWriter(buffer) as z:
-        for name, data, deflate in members:
+        for (name, data, deflate), ready in zip(members, packed):
+            pieces = [data[start:start + 700] for start in range(0, len(data), 700)]   # as np.save writes
+            if ready:
+                digest = hashlib.sha256()
+                z.add_packed(name, pack(pieces, deflate, digest))
+                assert digest.digest() == hashlib.sha256(data).digest()
+                continue
             with z.member(name, deflate) as out:
-                for start in range(0, len(data), 700):           # in pieces, as np.save writes
-                    out.write(data[start:start + 700])
+                for piece in pieces:
+                    out.write(piece)
     with zipfile.ZipFile(buffer) as r:
         assert r.testzip() is None
         assert [(i.filename, r.read(i), i.compress_type == zipfile.ZIP_DEFLATED) for i in r.infolist()] == members
