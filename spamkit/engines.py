@@ -26,7 +26,7 @@ from collections import deque
 from functools import partial
 
 from .corpus.base import LabelledMessage
-from .corpus.tree import complete_spools, read_where
+from .corpus.tree import Unread, complete_spools, read_where
 from .errors import CorpusError, WorkerError
 from .message import defect_families, parse_message
 from .numbering import IndexedChunk, new_numbering, number_terms
@@ -80,9 +80,20 @@ def _on_the_wire(shared: frozenset = frozenset()):
             where = item.where
             if where is not None and where[0] in shared:
                 return where[1:], item.kind
-            return item.raw, item.kind
+            raw = item.raw
+            return (raw.read() if isinstance(raw, Unread) else raw), item.kind     # (listed: read now)
         return item
     return wire
+
+
+def _size(item) -> int:
+    """The bytes of raw mail an item stands for (a chunk's share of :data:`CHUNK_BYTES`): its
+    ``raw``, or where it lies when it was listed, not read (:meth:`spamkit.corpus.Corpus.located`)."""
+    raw = item if isinstance(item, (bytes, bytearray)) else getattr(item, "raw", None)
+    if isinstance(raw, Unread):
+        where = getattr(item, "where", None)
+        return where[3] if where is not None else 0
+    return len(raw) if isinstance(raw, (bytes, bytearray)) else 0
 
 
 def _tokens_of(items) -> tuple[list, list]:
@@ -243,6 +254,9 @@ class ProcessEngine:
     name = "processes"
     #: the corpus is read here and the messages travel to the workers
     reads_files = False
+    #: but for the ones the workers read where they lie (``Corpus.located``: members of an
+    #: archive whose spool the workers inherit), which are listed here, not read
+    reads_located = True
 
     def __init__(self, jobs: int | None = None, chunk: int = CHUNK, chunk_bytes: int = CHUNK_BYTES):
         self.jobs = default_jobs() if not jobs else int(jobs)
@@ -304,8 +318,7 @@ class ProcessEngine:
             chunk, size = [], 0
             for item in source:
                 chunk.append(item)
-                raw = item if isinstance(item, (bytes, bytearray)) else getattr(item, "raw", None)
-                size += len(raw) if isinstance(raw, (bytes, bytearray)) else 0
+                size += _size(item)
                 if len(chunk) >= self.chunk or size >= self.chunk_bytes:
                     break
             if chunk:

@@ -875,3 +875,35 @@ def test_an_archive_decompressed_by_a_child_process_leaves_none_behind(tmp_path,
     spool.finish()
     assert spool._ready == whole._ready
     spool.close()
+
+
+def test_located_lists_members_a_forked_process_reads_and_reads_the_rest(tmp_path):
+    """Corpus.located: a member of an archive whose spool is complete comes as an Unread with
+    where it lies (its bytes the same when read), every other message as usual -- a folder's
+    files, an mbox -- and nothing changes outside the block."""
+    from spamkit.corpus import Unread
+    from spamkit.corpus.tree import read_where
+    sample = Path(__file__).resolve().parents[1] / "corpora" / "sample"
+    archive = tmp_path / "sample.tar.gz"
+    with tarfile.open(archive, "w:gz", format=tarfile.USTAR_FORMAT) as tf:
+        tf.add(sample, arcname="sample")
+    with Corpus(archive) as corpus:
+        plain = list(corpus)
+        with corpus.located() as located:
+            listed = list(corpus)
+        after = list(corpus)
+        assert [read_where(m.where[1:]) for m in listed] == [m.raw for m in plain]
+        assert [m.raw.read() for m in listed] == [m.raw for m in plain]
+    assert located and len(listed) == len(plain) == 240
+    assert all(isinstance(m.raw, Unread) and m.where is not None for m in listed)
+    assert [(m.id, m.label) for m in listed] == [(m.id, m.label) for m in plain]
+    assert not any(isinstance(m.raw, Unread) for m in after)
+    with Corpus(sample) as folder, folder.located() as located:           # files of a folder: read here
+        read = list(folder)
+    assert located and not any(isinstance(m.raw, Unread) for m in read) and [m.raw for m in read] == [m.raw for m in plain]
+    box = tmp_path / "box.mbox"
+    box.write_bytes(b"From a@b Mon Jan  1 00:00:00 2024\nSubject: x\n\nhello\n")
+    with Corpus(box, label="ham") as mbox:
+        as_usual = [m.raw for m in mbox]
+        with mbox.located() as located:
+            assert not located and [m.raw for m in mbox] == as_usual == [b"Subject: x\n\nhello\n"]

@@ -292,19 +292,68 @@ def test_archive_members_reach_forked_workers_by_where_they_are_not_through_a_pi
     # forked while its spool was open (they read it there); with workers from a forkserver (a
     # thread was running when they started) as its bytes. The filter is the same either way, and
     # the same as one process makes. In a subprocess: pytest-timeout's thread rules out fork here.
+    seen = _on_a_sample_archive(_WHERE_SCRIPT, tmp_path, thread)
+    assert seen["located"] and seen["again"] and seen["closed"] and seen["sent"] == seen["n"] == 240
+    assert seen["by_where"] == (0 if thread else 240)
+
+
+_LOCATED_SCRIPT = """
+import json, sys, threading
+from spamkit.corpus import Corpus, tree
+from spamkit.engines import ProcessEngine
+from spamkit.jobs.train import train_filter
+from spamkit.pipeline import BEST, build_filter
+archive, out, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
+reads, real = [], tree.ArchiveTree._member
+def counting(self, rel, handle, *a):
+    reads.append(rel)
+    return real(self, rel, handle, *a)
+tree.ArchiveTree._member = counting
+stop = threading.Event()
+other = threading.Thread(target=stop.wait) if thread else None
+if other is not None:
+    other.start()                            # a second thread: workers from a forkserver
+with Corpus(archive) as corpus:
+    list(corpus)                             # (the spool complete, as when the command opens it)
+    before = len(reads)
+    with corpus.located() as located:
+        dated = [m.date for m in corpus]
+    with ProcessEngine(jobs=2, chunk=4) as engine:
+        f = build_filter(**BEST)
+        report = train_filter(f, [corpus], engine=engine)
+stop.set()
+f.save(out)
+print(json.dumps({"listed": before, "read": len(reads) - before, "located": located, "n": report.n_train,
+                  "dated": sum(d is not None for d in dated)}))
+"""
+
+
+@pytest.mark.parametrize("thread", [False, True])
+def test_training_on_workers_lists_archive_members_and_the_workers_read_them(tmp_path, thread):
+    # spamkit train with worker processes: the members of an archive the forked workers inherited
+    # are listed here, not read (Corpus.located), and read by the workers where they lie; with
+    # workers from a forkserver (a thread was running) they are read here and travel. The filter
+    # is the one a single process makes either way.
+    seen = _on_a_sample_archive(_LOCATED_SCRIPT, tmp_path, thread)
+    assert seen["located"] and seen["listed"] == seen["n"] == 240
+    assert seen["read"] == (240 if thread else 0)                   # forked workers read every member
+    assert seen["dated"] == 0                                       # listed: no date from the content
+
+
+def _on_a_sample_archive(script: str, tmp_path, thread: bool) -> dict:
+    """Run ``script`` (ARCHIVE OUT thread|-) in a fresh interpreter -- pytest-timeout's thread rules
+    out fork here -- on the sample corpus as a .tar.gz of plain members (read by offset); its filter
+    OUT must be the one a single process makes. Returns what the script printed last (JSON)."""
     import subprocess
     import sys
     import tarfile
     archive = tmp_path / "sample.tar.gz"
-    with tarfile.open(archive, "w:gz", format=tarfile.USTAR_FORMAT) as tf:   # plain members, read by offset
+    with tarfile.open(archive, "w:gz", format=tarfile.USTAR_FORMAT) as tf:
         tf.add(SAMPLE, arcname="sample")
-    out = tmp_path / "remote.spamkit"
-    done = subprocess.run([sys.executable, "-c", _WHERE_SCRIPT, str(archive), str(out), "thread" if thread else "-"],
+    out = tmp_path / "workers.spamkit"
+    done = subprocess.run([sys.executable, "-c", script, str(archive), str(out), "thread" if thread else "-"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["located"] and seen["again"] and seen["closed"] and seen["sent"] == seen["n"] == 240
-    assert seen["by_where"] == (0 if thread else 240)
     with Corpus(archive) as corpus:
         build_filter(**BEST).fit(list(corpus)).save(tmp_path / "local.spamkit")
     same = {}
@@ -312,6 +361,7 @@ def test_archive_members_reach_forked_workers_by_where_they_are_not_through_a_pi
         with zipfile.ZipFile(path) as z:
             same[path] = {name: z.read(name) for name in z.namelist() if name != "manifest.json"}
     assert same[out] == same[tmp_path / "local.spamkit"]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_a_message_read_again_elsewhere_must_come_back_whole(tmp_path):

@@ -46,7 +46,8 @@ from .folders import is_spamassassin, iter_folders, iter_spamassassin
 from .mailboxes import is_maildir, is_mh, iter_files, iter_maildir, iter_mbox, iter_mh, looks_like_mbox
 from .tabular import iter_csv, iter_tsv, sniff_table
 from .trec import find_trec_index, iter_trec
-from .tree import ArchiveTree, DirTree, ListingTree, Tree, Unread, archive_kind, open_tree, tree_address
+from .tree import (ArchiveTree, DirTree, ListingTree, LocatedTree, Tree, Unread, WrappedTree, archive_kind, open_tree,
+                   tree_address)
 
 __all__ = ["Corpus", "LabelledMessage", "ReadStats", "FORMATS", "LABELLED_FORMATS",
            "MAILBOX_FORMATS", "PATH_FORMATS", "Unread", "KINDS", "detect_format", "iter_corpora", "sniff_date",
@@ -230,11 +231,27 @@ class Corpus:
         ``msg.raw.span``) name it in the tree at :attr:`address`. A message's date is None
         (it comes from the content).
         """
-        if self.format not in PATH_FORMATS or isinstance(self.tree, ListingTree):
+        with self._wrapped(ListingTree, PATH_FORMATS) as listed:
+            yield listed
+
+    @contextmanager
+    def located(self):
+        """Within the block, iterating yields a message that a process forked from this one reads
+        where it lies (a member of an archive whose spool is complete: ``msg.where``) with an
+        :class:`Unread` as its ``raw``, not read here; any other message as usual
+        (:class:`~spamkit.corpus.tree.LocatedTree`). Such a message's date is None (it comes from
+        the content), and the corpus's byte count leaves it out. Yields whether that is possible:
+        for the formats of one file per message (:data:`PATH_FORMATS` but mbox)."""
+        with self._wrapped(LocatedTree, tuple(f for f in PATH_FORMATS if f != "mbox")) as located:
+            yield located
+
+    @contextmanager
+    def _wrapped(self, kind, formats):
+        if self.format not in formats or isinstance(self.tree, WrappedTree):
             yield False
             return
         real = self.tree
-        self.tree = ListingTree(real)
+        self.tree = kind(real)
         try:
             yield True
         finally:
@@ -243,7 +260,7 @@ class Corpus:
     @property
     def address(self) -> tuple[str, str]:
         """Where another process can open this corpus's tree (:func:`~spamkit.corpus.tree.reopen_tree`)."""
-        tree = self.tree.inner if isinstance(self.tree, ListingTree) else self.tree
+        tree = self.tree.inner if isinstance(self.tree, WrappedTree) else self.tree
         return tree_address(tree)
 
     def close(self) -> None:

@@ -896,17 +896,15 @@ class Unread(bytes):
         return (bytes, (b"",))
 
 
-class ListingTree(Tree):
-    """A tree whose :meth:`read` returns :class:`Unread` placeholders; everything else is the real tree's."""
+class WrappedTree(Tree):
+    """A tree that is another tree (``inner``) but for what a subclass changes."""
 
     def __init__(self, tree: Tree):
         self.inner = tree
         self.container = tree.container
 
     def read(self, rel: str) -> bytes:
-        if self.inner.kind_of(rel) != "file":
-            raise CorpusError(f"{self.inner.display(rel)}: no such file")
-        return Unread(self.inner, rel)
+        return self.inner.read(rel)
 
     def entries(self, rel: str = ""):
         return self.inner.entries(rel)
@@ -928,6 +926,28 @@ class ListingTree(Tree):
 
     def close(self) -> None:
         self.inner.close()
+
+
+class ListingTree(WrappedTree):
+    """A tree whose :meth:`read` returns :class:`Unread` placeholders; everything else is the real tree's."""
+
+    def read(self, rel: str) -> bytes:
+        if self.inner.kind_of(rel) != "file":
+            raise CorpusError(f"{self.inner.display(rel)}: no such file")
+        return Unread(self.inner, rel)
+
+
+class LocatedTree(WrappedTree):
+    """A tree whose :meth:`read` returns an :class:`Unread` placeholder for a file that a process
+    forked from this one reads where it lies (:meth:`Tree.where` is not None: a member of an
+    archive whose whole spool is here), and the file's bytes for any other -- read, or counted
+    as unreadable, as without it. ``spamkit train`` with worker processes reads the corpus so:
+    the workers read the messages, this process only lists them."""
+
+    def read(self, rel: str) -> bytes:
+        if self.inner.where(rel) is not None:
+            return Unread(self.inner, rel)
+        return self.inner.read(rel)
 
 
 #: separates an archive from a folder or file inside it: ``20news-bydate.tar.gz!20news-bydate-train``
