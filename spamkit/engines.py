@@ -26,7 +26,7 @@ from collections import deque
 from functools import partial
 
 from .corpus.base import LabelledMessage
-from .corpus.tree import Unread, complete_spools, read_where
+from .corpus.tree import Unread, open_spools, read_where
 from .errors import CorpusError, WorkerError
 from .message import defect_families, parse_message
 from .numbering import IndexedChunk, new_numbering, number_terms
@@ -71,7 +71,7 @@ def _on_the_wire(shared: frozenset = frozenset()):
     """``wire(item)``: what a worker needs of an item to tokenize it. A LabelledMessage travels as
     its bytes and kind (pickling the whole record cost the driver and each worker three times as
     much) or, when it is a member of an archive whose spool the workers inherited (``shared``:
-    :func:`spamkit.corpus.tree.complete_spools` when they were forked), as where to read it:
+    :func:`spamkit.corpus.tree.open_spools` when they were forked), as where to read it:
     ``((fd, offset, size), kind)``, so that its bytes do not go through a pipe (in turns on
     trec07p-dev + Enron1-6, ``--jobs 2``: 6.11 -> 5.67 s, the CPU of all processes 9.44 -> 8.88 s,
     medians of four)."""
@@ -290,8 +290,16 @@ class ProcessEngine:
         context = start_context(preload=(__name__,))
         pool = worker_pool(self.jobs, context, _start_worker, initargs)
         # forked workers (all of them at the first task, after this) inherit the open spools
-        pool.wire = _on_the_wire(complete_spools() if context.get_start_method() == "fork" else frozenset())
+        pool.wire = _on_the_wire(open_spools() if context.get_start_method() == "fork" else frozenset())
         return pool
+
+    def start_workers(self, analyzer) -> None:
+        """Start the workers that will tokenize with ``analyzer`` now (all of them, forked from this
+        process as it is: :func:`spamkit.processes.worker_pool`), instead of with the first chunk.
+        ``spamkit train`` starts them before it opens the corpora and imports NumPy, so that
+        they hold the spools of the archives decompressing meanwhile and have no NumPy."""
+        pool = self._pool(analyzer)
+        pool.submit(os.getpid)                       # a task: the pool starts its workers with it
 
     def _pool(self, analyzer):
         key = _analyzer_key(analyzer)

@@ -704,13 +704,17 @@ def test_archives_decompressed_ahead_read_the_same_and_leave_nothing_behind(tmp_
     monkeypatch.setattr(module, "Spool", lambda *a: spools.append(real_spool(*a)) or spools[-1])
     before = threading.active_count()
     with module.decompressing_ahead([first, second, plain, tmp_path / "missing.tar.gz", enron]):
-        assert len(spools) == 2                         # the compressed ones, each once
+        assert len(spools) == 3                         # each archive once, the plain .tar only opened
+        assert {s.serial for s in spools} <= module.open_spools()
         with Corpus(first) as c:
             assert [(m.id, m.label, m.raw) for m in c] == expected[first]
             assert c.tree._spool is spools[0]           # the one started ahead
+        with Corpus(plain) as c:
+            assert [(m.id, m.label, m.raw) for m in c] == expected[plain]
+            assert c.tree._spool is spools[2]
     assert threading.active_count() == before
     assert spools[1].file.closed                        # never opened: stopped and closed
-    assert module._AHEAD == {}
+    assert module._AHEAD == {} and module.open_spools().isdisjoint({s.serial for s in spools})
     with module.decompressing_ahead([second]):
         with Corpus(second) as c:
             assert [(m.id, m.label, m.raw) for m in c] == expected[second]

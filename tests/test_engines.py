@@ -441,3 +441,63 @@ def test_workers_begin_before_numpy_is_imported_and_the_filter_is_the_same(tmp_p
         with zipfile.ZipFile(path) as z:
             same[path] = {name: z.read(name) for name in z.namelist() if name != "manifest.json"}
     assert same[out] == same[tmp_path / "local.spamkit"]
+
+
+_TRAIN_SCRIPT = """
+import json, os, sys, threading
+from spamkit import engines
+from spamkit.corpus import tree
+archive, out, log = sys.argv[1], sys.argv[2], sys.argv[3]
+real_start, real_wire, real_open = engines._start_worker, engines._on_the_wire, tree.ArchiveTree.__init__
+events, sent = [], []
+def start(*args):                            # in each worker, as it starts
+    with open(log, "a") as fh:
+        fh.write(json.dumps({"numpy": "numpy" in sys.modules}) + "\\n")
+    real_start(*args)
+engines._start_worker = start
+def wire(shared=frozenset()):
+    events.append(("workers", sorted(shared)))
+    inner = real_wire(shared)
+    return lambda item: sent.append(isinstance(inner(item)[0], tuple)) or inner(item)
+engines._on_the_wire = wire
+def opening(self, path):
+    events.append(("open", threading.active_count()))
+    real_open(self, path)
+tree.ArchiveTree.__init__ = opening
+from spamkit.launch import main
+try:
+    main(["train", archive, "-o", out, "--jobs", "2"])
+except SystemExit as stop:
+    assert not stop.code, stop.code
+print(json.dumps({"events": events, "by_where": sum(sent), "sent": len(sent)}))
+"""
+
+
+def test_train_starts_its_workers_before_it_opens_the_archive_and_imports_numpy(tmp_path):
+    """``spamkit train --jobs 2``: the workers are forked first (no NumPy in them), holding the spool
+    of the archive that decompresses meanwhile; the archive is opened while NumPy is imported in
+    the background (a second thread then); every message reaches a worker by where it lies; the
+    filter is the one ``--jobs 1`` writes."""
+    import subprocess
+    import sys
+    import tarfile
+    archive = tmp_path / "sample.tar.gz"
+    with tarfile.open(archive, "w:gz", format=tarfile.USTAR_FORMAT) as tf:
+        tf.add(SAMPLE, arcname="sample")
+    log = tmp_path / "workers.log"
+    done = subprocess.run([sys.executable, "-c", _TRAIN_SCRIPT, str(archive), str(tmp_path / "two.spamkit"), str(log)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    kinds = [kind for kind, _ in seen["events"]]
+    assert kinds[:2] == ["workers", "open"] and len(seen["events"][0][1]) == 1    # the archive's spool, shared
+    assert seen["events"][1][1] >= 2                                  # opened beside the importing thread
+    assert [json.loads(line) for line in log.read_text().splitlines()] == [{"numpy": False}] * 2
+    assert seen["by_where"] == seen["sent"] >= 240
+    one = CliRunner().invoke(cli, ["train", str(archive), "-o", str(tmp_path / "one.spamkit"), "--jobs", "1"])
+    assert one.exit_code == 0, one.output
+    same = {}
+    for name in ("one", "two"):
+        with zipfile.ZipFile(tmp_path / f"{name}.spamkit") as z:
+            same[name] = {member: z.read(member) for member in z.namelist() if member != "manifest.json"}
+    assert same["one"] == same["two"]

@@ -13,7 +13,7 @@ from ..labels import HAM_NAME, SPAM_NAME
 from ..report import render_condensed, render_engine_run, render_train, render_tuning, to_json
 from . import cli
 from .params import (CostsParam, OutputPath, archives_ahead, costs_or_none, corpus_options, engine_from_options, engine_options,
-                     fisher_params, model_options, reading_corpora, running)
+                     fisher_params, importing_ahead, model_options, reading_corpora, running)
 from .progress import Progress, verbosity_options
 
 
@@ -140,15 +140,23 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
            "standardize": standardize}
     chosen = engine_from_options(engine, scheduler, partition_size, ship, jobs)
     with contextlib.ExitStack() as stack:
-        corpora = stack.enter_context(reading_corpora(corpus, ham, spam, extra, fmt, classes))
-        if hasattr(chosen, "count_ahead"):
-            stack.callback(chosen.close)
-            if test_fraction is None and hashing is None and select != "ig":
-                # the workers parse and tokenize the first messages while this process imports
-                # what it needs (the filter is the same: ProcessEngine.count_ahead)
-                from ..text import analyzer_for
-                chosen.count_ahead(analyzer_for(tokens, stem, language, stop_words, ngrams, char_ngrams,
-                                                digit_prefixes), corpora)
+        ahead = None
+        with contextlib.ExitStack() as background:
+            if hasattr(chosen, "count_ahead"):
+                stack.callback(chosen.close)
+                if test_fraction is None and hashing is None and select != "ig":
+                    # the workers start now, from this process without NumPy, holding the spools
+                    # of the archives that decompress meanwhile; NumPy and SciPy are imported in
+                    # the background while the corpora are opened (the archives waited for); the
+                    # workers parse and tokenize the first messages while this process imports
+                    # the rest (the filter is the same: ProcessEngine.count_ahead)
+                    from ..text import analyzer_for
+                    ahead = analyzer_for(tokens, stem, language, stop_words, ngrams, char_ngrams, digit_prefixes)
+                    chosen.start_workers(ahead)
+                    background.enter_context(importing_ahead())
+            corpora = stack.enter_context(reading_corpora(corpus, ham, spam, extra, fmt, classes))
+            if ahead is not None:
+                chosen.count_ahead(ahead, corpora)
         from ..config import build_filter, stack_for_rate
         from ..jobs.train import held_out_costs, train_filter
         spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,

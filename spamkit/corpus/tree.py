@@ -394,6 +394,16 @@ _PREAD_HELD = _compiled("pread_held")
 _SPOOL_SERIALS = itertools.count(1)
 #: the serials of the open spools that hold their whole archive
 _COMPLETE_SPOOLS: set = set()
+#: the serials of the open spools
+_OPEN_SPOOLS: set = set()
+
+
+def open_spools() -> frozenset:
+    """The serials of the spools open now: a process forked now holds their file descriptors, so
+    it can read a member there once :meth:`ArchiveTree.where` gives its location (which it does
+    once the whole archive is there). ``spamkit train`` forks its workers before it opens the
+    corpora, while their archives decompress (:func:`decompressing_ahead`)."""
+    return frozenset(_OPEN_SPOOLS)
 
 
 def complete_spools() -> frozenset:
@@ -453,9 +463,11 @@ class Spool:
         self._child = self._progress = None                 # the decompressing child process and its pipe
         if opener is None:
             self.file = open(path, "rb")
+            _OPEN_SPOOLS.add(self.serial)
             self._ready, self._done = os.fstat(self.file.fileno()).st_size, True
             return
         self.file = tempfile.TemporaryFile(prefix="spamkit-")
+        _OPEN_SPOOLS.add(self.serial)
         self._ready, self._done = 0, False
         if DECOMPRESS_IN_CHILD and _may_fork() and self._start_child(opener, path):
             return
@@ -624,6 +636,7 @@ class Spool:
 
     def close(self) -> None:
         _COMPLETE_SPOOLS.discard(self.serial)
+        _OPEN_SPOOLS.discard(self.serial)
         self._stop = True
         if self._thread is not None:
             self._thread.join()
@@ -662,7 +675,9 @@ def _claim_ahead(path) -> Spool | None:
 @contextmanager
 def decompressing_ahead(paths):
     """Within the block, the compressed tar archives among ``paths`` are already being
-    decompressed, all at once, when :class:`ArchiveTree` opens them one after another.
+    decompressed, all at once, when :class:`ArchiveTree` opens them one after another (and a
+    plain ``.tar`` is already open: a worker process forked meanwhile holds its spool too,
+    :func:`open_spools`).
 
     Opening an archive indexes its members while a thread decompresses it (:class:`Spool`);
     one archive at a time, the decompression of the next waited for the indexing of this one.
@@ -682,7 +697,7 @@ def decompressing_ahead(paths):
         except OSError:
             kind = None
         key = _ahead_key(path)
-        if _OPENERS.get(kind) is None or key is None:
+        if kind not in _OPENERS or key is None:       # (a plain .tar: opened only, its spool the file)
             continue
         with _AHEAD_LOCK:
             if key in _AHEAD:
@@ -728,7 +743,7 @@ class ArchiveTree(Tree):
                 self._zip = None
                 self._tar = None
                 opener = _OPENERS[kind]
-                fh = self._spool = (_claim_ahead(self.path) if opener is not None else None) or Spool(self.path, opener)
+                fh = self._spool = _claim_ahead(self.path) or Spool(self.path, opener)
                 index = plain_tar_index(fh)
                 fh.finish()                             # the whole archive decompressed, or why not
                 if index is not None:                   # every member a plain one: read by offset
