@@ -469,7 +469,8 @@ try:
     main(["train", archive, "-o", out, "--jobs", "2"])
 except SystemExit as stop:
     assert not stop.code, stop.code
-print(json.dumps({"events": events, "by_where": sum(sent), "sent": len(sent)}))
+extras = sorted(m for m in ("numpy.f2py", "numpy.testing", "numpy.polynomial", "unittest") if m in sys.modules)
+print(json.dumps({"events": events, "by_where": sum(sent), "sent": len(sent), "extras": extras}))
 """
 
 
@@ -494,6 +495,7 @@ def test_train_starts_its_workers_before_it_opens_the_archive_and_imports_numpy(
     assert seen["events"][1][1] >= 2                                  # opened beside the importing thread
     assert [json.loads(line) for line in log.read_text().splitlines()] == [{"numpy": False}] * 2
     assert seen["by_where"] == seen["sent"] >= 240
+    assert seen["extras"] == []                       # NumPy's unused submodules never loaded
     one = CliRunner().invoke(cli, ["train", str(archive), "-o", str(tmp_path / "one.spamkit"), "--jobs", "1"])
     assert one.exit_code == 0, one.output
     same = {}
@@ -501,3 +503,31 @@ def test_train_starts_its_workers_before_it_opens_the_archive_and_imports_numpy(
         with zipfile.ZipFile(tmp_path / f"{name}.spamkit") as z:
             same[name] = {member: z.read(member) for member in z.namelist() if member != "manifest.json"}
     assert same["one"] == same["two"]
+
+
+_LEAN_IMPORT_SCRIPT = """
+import json, sys
+import numpy
+before_all, before_dir = list(numpy.__all__), dir(numpy)
+from spamkit.cli.params import import_without_numpy_extras
+sparse = import_without_numpy_extras("scipy.sparse")
+again = import_without_numpy_extras("scipy.sparse")           # loaded already: a plain import
+loaded = sorted(m for m in ("numpy.f2py", "numpy.testing", "numpy.polynomial", "unittest") if m in sys.modules)
+total = float(sparse.csr_matrix(numpy.eye(3)).sum())
+import numpy.polynomial                                       # still there when asked for
+print(json.dumps({"loaded": loaded, "same": numpy.__all__ == before_all and dir(numpy) == before_dir,
+                  "total": total, "again": again is sparse, "asked": hasattr(numpy, "polynomial")}))
+"""
+
+
+def test_scipy_is_imported_without_numpys_unused_submodules():
+    """SciPy's array-API layer looks every public NumPy name up, which loads NumPy's test, f2py and
+    masked-array submodules; import_without_numpy_extras hides their names for that import only:
+    they stay unloaded, SciPy works, NumPy's public names are put back, and NumPy still loads one
+    when asked. In a fresh interpreter (this one loaded them long ago)."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _LEAN_IMPORT_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"loaded": [], "same": True, "total": 3.0, "again": True, "asked": True}
