@@ -254,12 +254,26 @@ def test_fast_header_path_keeps_the_limits():
 
 @pytest.mark.slow
 def test_fast_header_path_equals_the_line_loop_on_every_corpus_message(monkeypatch):
+    """On every raw message of the shared corpora: the header blocks read by the fast path equal
+    the line loop's, and every parameter list read (speedups.mime_parameters where it applies)
+    equals the Python definition's, mime._parameters."""
     import glob
-    from spamkit import message
+    from spamkit import message, mime
     from spamkit.corpus import Corpus
     from spamkit.mime import _parse_part_lines
     from conftest import corpora_root, shared_corpus
     checked, differ = [0, 0], []
+    real_parameters, values, params_differ = mime.parameters, [0], []
+
+    def both_parameters(value):
+        got = real_parameters(value)
+        values[0] += 1
+        expected = mime._parameters(value) if ";" in value else {}
+        if got != expected or list(got) != list(expected):
+            params_differ.append(value[:200])
+        return got
+
+    monkeypatch.setattr(mime, "parameters", both_parameters)
 
     def both(raw, start, end, default_type="text/plain", envelope=False):
         fast = parse_part(raw, start, end, default_type, envelope)
@@ -278,6 +292,7 @@ def test_fast_header_path_equals_the_line_loop_on_every_corpus_message(monkeypat
             for msg in corpus:
                 message.parse_message(msg.raw, msg.kind)
     assert differ == [] and checked[0] > 14_000 and checked[1] > 0.99 * checked[0]
+    assert params_differ == [] and values[0] > 20_000
 
 
 @settings(max_examples=300, deadline=None)
@@ -292,6 +307,38 @@ def test_remembered_parameters_are_the_computed_ones_and_each_call_gets_its_own(
     assert first == expected
     first["intruder"] = "changed"                                   # a caller's change stays its own
     assert parameters(value) == expected
+
+
+_PARAMETER_PIECES = st.sampled_from(["text/plain", ";", " ", "\t", "\x1c", "\n", "=", '"', '\\', "charset", "CharSet",
+                                     "*", "0", "'", "<", ">", "utf-8", "name", "boundary", "a;b", "x", "\xe9", "\udce9"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_PARAMETER_PIECES, max_size=40), st.sampled_from([64, 2, 1]))
+def test_compiled_parameters_are_their_definition(pieces, max_params):
+    """speedups.mime_parameters against mime._parameters (quoted strings closed, unclosed and
+    ending in a lone backslash, escapes, angle brackets, white space str.strip() removes, repeated
+    names, the limit on segments): the same dict, or None where the value is not ASCII or names
+    an RFC 2231 section, which the Python definition then decodes."""
+    from spamkit import mime
+    from spamkit.mime import _speedups
+    if _speedups is None:
+        pytest.skip("spamkit.speedups is not built")
+    from unittest import mock
+    value = "".join(pieces)
+    got = _speedups.mime_parameters(value, max_params)
+    with mock.patch.object(mime, "MAX_PARAMS", max_params):
+        expected = mime._parameters(value)
+    if not value.isascii() or any("*" in name for name in _segment_names(value, max_params)):
+        assert got is None or got == expected
+        return
+    assert got == expected and list(got) == list(expected)
+
+
+def _segment_names(value: str, max_params: int) -> list:
+    from spamkit import mime
+    first = value.find(";")
+    return [] if first < 0 else [seg.partition("=")[0] for seg in mime._segments(value, first + 1)][:max_params]
 
 
 @settings(max_examples=1000, deadline=None)
