@@ -41,16 +41,19 @@ CHUNK = 256
 #: turns (`spamkit train --jobs 2`): trec07p-dev + Enron1-6 5.33-5.65 s (medians of 4) at 256 KB
 #: against 5.80 s with chunks of 64 messages; trec07p-dev alone 2.11-2.32 s at 256 KB, 1.87-2.43
 #: at 512 KB, 1.94-2.07 at 1 MB; peak memory for trec07p-dev + Enron1 (10,172 messages) 145,
-#: 147 and 150 MB: 512 KB keeps the goal of 150 MB with room.
+#: 147 and 150 MB: 512 KB keeps the goal of 150 MB with room. Measured again in session 26 (trec07p-dev,
+#: the driver listing the messages: median of 12 pairwise differences against 512 KB): 1 MB +75 ms,
+#: 256 KB +70 ms.
 CHUNK_BYTES = 512 * 1024
 #: numbers training runs, so that a worker knows when to start numbering terms again
 _SESSIONS = itertools.count()
 #: what :meth:`ProcessEngine.count_ahead` gives the workers before ``spamkit train`` turns to its
 #: own imports (NumPy, SciPy and the models: 0.2-0.3 s, during which nothing takes results): at
 #: most this many messages or bytes of raw mail. At two workers' pace on TREC mail (about 240 µs
-#: a message each), 2,048 messages are work for 0.25 s; in turns on trec07p-dev, a window of 4 MB
-#: (500 messages) left the workers idle: 1.70 s against 1.52 s with 16 MB, and 64 MB gained
-#: nothing more. What waits meanwhile is the workers' results, 4-5 MB for 2,048 TREC messages.
+#: a message each), 2,048 messages are work for 0.25 s. In turns on trec07p-dev (session 26, the
+#: median of 12 pairwise differences against this window): 4,096 messages or 32 MB +30 ms (2 of
+#: 12 pairs faster), 1,024 or 8 MB -20 ms (7 of 12): no better beyond noise. What waits
+#: meanwhile is the workers' results, 4-5 MB for 2,048 TREC messages.
 AHEAD_MESSAGES = 2048
 AHEAD_BYTES = 16 * 1024 * 1024
 
