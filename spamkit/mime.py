@@ -71,22 +71,22 @@ class Part:
 
     __slots__ = ("headers", "start", "end", "defects", "default_type", "_ctype", "_params", "_first")
 
-    def __init__(self, headers, start, end, defects, default_type="text/plain"):
+    def __init__(self, headers, start, end, defects, default_type="text/plain", first=None):
         self.headers = headers
         self.start, self.end = start, end
         self.defects = defects
         self.default_type = default_type
         self._ctype = None
         self._params = None
-        self._first = None
+        self._first = first                       # {lower-case name: first value}, or made by get()
 
     def get(self, name: str, default=None):
         """The first value of field ``name`` (case-insensitive), as the stdlib's ``Message.get``.
 
-        The first value of each name is indexed once, at the first call: a message's own header
-        block holds 20-40 fields and is asked for five or six (the parser's share of
-        ``str.lower`` calls: 441,130 over trec07p-dev's 5,000 messages when each call scanned
-        the fields)."""
+        The first value of each name is indexed once, at the first call (or by the C header
+        reader, ``speedups.header_block``, as it reads the block): a message's own header block
+        holds 20-40 fields and is asked for five or six (the parser's share of ``str.lower``
+        calls: 441,130 over trec07p-dev's 5,000 messages when each call scanned the fields)."""
         first = self._first
         if first is None:
             first = self._first = {}
@@ -164,7 +164,7 @@ def _well_formed_block(raw: bytes, start: int, end: int, default_type: str) -> P
     """
     if _speedups is not None:
         got = _speedups.header_block(raw, start, end, MAX_FIELD_CHARS, MAX_FIELDS)
-        return None if got is None else Part(got[0], got[1], end, [], default_type)
+        return None if got is None else Part(got[0], got[1], end, [], default_type, got[2])
     return _well_formed_block_python(raw, start, end, default_type)
 
 

@@ -971,7 +971,7 @@ fail:
     return NULL;
 }
 
-/* header_block(raw, start, end, max_chars, max_fields) -> (fields, body) or None: the header block
+/* header_block(raw, start, end, max_chars, max_fields) -> (fields, body, first) or None: the header block
    at raw[start:end] when it is well formed, what spamkit.mime._well_formed_block reads with two
    regular expressions (its definition, which tests/test_mime.py compares with this): field lines
    (a name of printable ASCII but ":", maybe empty, then ":" and the rest of the line), each with
@@ -979,7 +979,9 @@ fail:
    all within max_chars + 2 bytes of start; else None, as for more than max_fields fields.
    fields: [(name, value)], str decoded from ASCII with surrogateescape; a line's content ends
    before its "\n" and one "\r" right before it; the value loses the blanks after the colon, and
-   each continuation line is appended whole after one space. body: where the body starts. */
+   each continuation line is appended whole after one space. body: where the body starts. first:
+   {name in lower case: its first value}, what spamkit.mime.Part.get looks fields up in (made
+   here, where the names are at hand: in Python it was 3% of parsing TREC mail). */
 static int field_name_byte(unsigned char c)
 {
     return c >= 0x21 && c <= 0x7e && c != ':';
@@ -1039,11 +1041,11 @@ static PyObject *header_block(PyObject *self, PyObject *args)
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
-    /* second pass: the fields */
-    PyObject *fields = PyList_New(n_fields);
+    /* second pass: the fields, and the first value of each name in lower case */
+    PyObject *fields = PyList_New(n_fields), *first = PyDict_New();
     char *joined = NULL;
     Py_ssize_t joined_size = 0;
-    if (fields == NULL)
+    if (fields == NULL || first == NULL)
         goto fail;
     pos = start;
     for (Py_ssize_t k = 0; k < n_fields; k++) {
@@ -1098,18 +1100,31 @@ static PyObject *header_block(PyObject *self, PyObject *args)
             goto fail;
         }
         PyObject *pair = PyTuple_Pack(2, name, value);
+        /* the name's bytes are printable ASCII (field_name_byte): str.lower() is ASCII's */
+        PyObject *key = PyUnicode_New(PyUnicode_GET_LENGTH(name), 127);
+        if (key != NULL) {
+            const Py_UCS1 *src = PyUnicode_1BYTE_DATA(name);
+            Py_UCS1 *dst = PyUnicode_1BYTE_DATA(key);
+            for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(name); i++)
+                dst[i] = (src[i] >= 'A' && src[i] <= 'Z') ? (Py_UCS1)(src[i] + 32) : src[i];
+        }
+        PyObject *kept = key != NULL ? PyDict_SetDefault(first, key, value) : NULL;    /* borrowed */
+        Py_XDECREF(key);
         Py_DECREF(name);
         Py_DECREF(value);
-        if (pair == NULL)
+        if (pair == NULL || kept == NULL) {
+            Py_XDECREF(pair);
             goto fail;
+        }
         PyList_SET_ITEM(fields, k, pair);
     }
     PyMem_Free(joined);
     PyBuffer_Release(&view);
-    return Py_BuildValue("(Nn)", fields, body);
+    return Py_BuildValue("(NnN)", fields, body, first);
 fail:
     PyMem_Free(joined);
     Py_XDECREF(fields);
+    Py_XDECREF(first);
     PyBuffer_Release(&view);
     return NULL;
 }
@@ -3965,7 +3980,7 @@ static PyMethodDef methods[] = {
      "header_pairs(fields, decode, defects) -> list of (name, value)\n\n"
      "The top header block as spamkit.message.parse_message keeps it: lower-case names, decoded values."},
     {"header_block", header_block, METH_VARARGS,
-     "header_block(raw, start, end, max_chars, max_fields) -> (fields, body) or None\n\n"
+     "header_block(raw, start, end, max_chars, max_fields) -> (fields, body, first) or None\n\n"
      "A well-formed header block's fields and where its body starts (spamkit.mime._well_formed_block)."},
     {"find_urls", find_urls, METH_VARARGS,
      "find_urls(text) -> list of str\n\n"
