@@ -343,6 +343,26 @@ def test_compiled_column_growth_is_its_definition(known, terms):
         speedups.grow_columns({"big": 2 ** 31}, ["big"])
 
 
+@_hashed
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.text(max_size=4), st.integers(-3, 3)), max_size=30), max_size=6))
+def test_compiled_numbering_of_columns_is_its_definition(batches):
+    """speedups.Numbering.columns against its definition, a dict's setdefault(term, len) over
+    batches of terms (repeats within and across batches; str and other hashables, which take the
+    path one at a time); the terms in the order of their numbers; unhashable terms refused."""
+    from array import array
+    from spamkit import speedups
+    table, expected = speedups.Numbering(), {}
+    for terms in batches:
+        want = array("i", [expected.setdefault(t, len(expected)) for t in terms])
+        assert table.columns(terms) == want.tobytes()
+    assert table.terms() == list(expected) and len(table) == len(expected)
+    with pytest.raises(TypeError):
+        table.columns([["unhashable"]])
+    with pytest.raises(TypeError):
+        table.columns(("a", "b"))
+
+
 def test_errors():
     with pytest.raises(ConfigError, match="unknown representation"):
         Vectorizer("bm25")
@@ -426,6 +446,20 @@ def test_numbered_chunks_give_the_matrix_and_vocabulary_of_the_token_lists():
         assert Z.indices[Z.indptr[4]:Z.indptr[5]].tolist() == [4, 1, 3]       # e, a, d: first appearance
         Z.sort_indices()
         assert (X != Z).nnz == 0 and np.array_equal(X.indptr, Z.indptr)
+    # the vocabulary given back as a list instead of filling the dict (fit_transform's way: the
+    # columns numbered in the compiled table where it was built): the same terms and matrix
+    for pure in ("0", "1"):
+        os.environ["SPAMKIT_PURE_PYTHON"] = pure
+        try:
+            untouched, terms = defaultdict(), []
+            untouched.default_factory = untouched.__len__
+            W = count_matrix(chunks, untouched, grow=True, sort=False, terms_out=terms)
+        finally:
+            del os.environ["SPAMKIT_PURE_PYTHON"]
+        assert (terms, list(untouched)) == ((list(plain), []) if pure == "0" else ([], list(plain)))
+        assert W.shape == X.shape and W.indices[W.indptr[4]:W.indptr[5]].tolist() == [4, 1, 3]
+        W.sort_indices()
+        assert (X != W).nnz == 0
     mixed = defaultdict()
     mixed.default_factory = mixed.__len__
     with pytest.raises(ConfigError):
