@@ -133,7 +133,7 @@ def sort_order(terms: list) -> np.ndarray:
 
 def sorted_with_order(terms: list) -> tuple[np.ndarray, list]:
     """``(sort_order(terms), the terms in that order)``, the second made with the first by the
-    compiled sort (``spamkit.speedups.sorted_terms``) where it can.
+    compiled sort (``spamkit.speedups.sort_terms(terms, True)``) where it can.
 
     >>> order, in_order = sorted_with_order(["b", "a", "ab"])
     >>> order.tolist(), in_order
@@ -142,7 +142,7 @@ def sorted_with_order(terms: list) -> tuple[np.ndarray, list]:
     from .compiled import speedups
     module = speedups()
     if module is not None and isinstance(terms, list):
-        got = module.sorted_terms(terms)
+        got = module.sort_terms(terms, True)
         if got is not None:                            # None: a term with no UTF-8 form
             return np.frombuffer(got[0], dtype=np.int64), got[1]
     order = sort_order(terms)

@@ -2920,39 +2920,20 @@ static PyObject *term_order_bytes(const Term *items, Py_ssize_t n)
     return out;
 }
 
-/* sort_terms(terms) -> bytes of int64 or None: the positions of the list's str items in the
-   order sorted() puts them (Python compares str by code point; equal items keep their
-   order), i.e. sorted(range(len(terms)), key=terms.__getitem__). None when an item is not a
-   str or has no UTF-8 form (a lone surrogate): the caller sorts in Python then. Vocabularies
-   of a few hundred thousand terms sort about four times faster than with the key function. */
+/* sort_terms(terms, with_terms=False) -> bytes of int64 or None: the positions of the list's str
+   items in the order sorted() puts them (Python compares str by code point; equal items keep
+   their order), i.e. sorted(range(len(terms)), key=terms.__getitem__). None when an item is not
+   a str or has no UTF-8 form (a lone surrogate): the caller sorts in Python then. Vocabularies
+   of a few hundred thousand terms sort about four times faster than with the key function.
+   with_terms: (positions, the terms in that order) -- [terms[i] for i in order], the definition
+   (tests/test_features.py) -- the list made here from the sorted array in one pass: taking the
+   terms by their positions in Python, one str at a time in sorted order, was a third of
+   renumbering trec07p-dev's 178,480 terms. */
 static PyObject *sort_terms(PyObject *self, PyObject *args)
 {
     PyObject *terms;
-    int none;
-    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &terms))
-        return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(terms);
-    Term *items = sorted_term_array(terms, n, &none);
-    if (items == NULL) {
-        if (none)
-            Py_RETURN_NONE;
-        return NULL;
-    }
-    PyObject *out = term_order_bytes(items, n);
-    PyMem_Free(items);
-    return out;
-}
-
-/* sorted_terms(terms) -> (bytes of int64, list) or None: sort_terms(terms) and the terms in that
-   order, i.e. [terms[i] for i in order], which is the definition (tests/test_features.py). The
-   list is made here from the sorted array, in one pass: taking the terms by their positions in
-   Python, one str at a time in sorted order, was a third of renumbering trec07p-dev's 178,480
-   terms. None as for sort_terms. */
-static PyObject *sorted_terms(PyObject *self, PyObject *args)
-{
-    PyObject *terms;
-    int none;
-    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &terms))
+    int none, with_terms = 0;
+    if (!PyArg_ParseTuple(args, "O!|p", &PyList_Type, &terms, &with_terms))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(terms);
     Term *items = sorted_term_array(terms, n, &none);
@@ -2962,7 +2943,11 @@ static PyObject *sorted_terms(PyObject *self, PyObject *args)
         return NULL;
     }
     PyObject *order = term_order_bytes(items, n);
-    PyObject *list = order != NULL ? PyList_New(n) : NULL;
+    if (!with_terms || order == NULL) {
+        PyMem_Free(items);
+        return order;
+    }
+    PyObject *list = PyList_New(n);
     if (list != NULL) {
         /* the list was not changed since sorted_term_array checked it: nothing ran since */
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -2973,7 +2958,7 @@ static PyObject *sorted_terms(PyObject *self, PyObject *args)
     }
     PyMem_Free(items);
     if (list == NULL) {
-        Py_XDECREF(order);
+        Py_DECREF(order);
         return NULL;
     }
     PyObject *out = PyTuple_Pack(2, order, list);
@@ -4012,8 +3997,6 @@ static PyMethodDef methods[] = {
     {"term_keys", term_keys, METH_VARARGS,
      "term_keys(terms) -> bytes of uint64 (little-endian), or None\n\n"
      "BLAKE2b with an 8-byte digest of each term's UTF-8 bytes (spamkit.lean.term_hash), in C."},
-    {"sorted_terms", sorted_terms, METH_VARARGS,
-     "sorted_terms(terms) -> (bytes of int64, list) or None: sort_terms(terms) and the terms in that order."},
     {"mime_parameters", mime_parameters, METH_VARARGS,
      "mime_parameters(value, max_params) -> dict or None\n\n"
      "spamkit.mime._parameters(value) for an ASCII value without RFC 2231 names; None otherwise."},
@@ -4021,15 +4004,10 @@ static PyMethodDef methods[] = {
      "column_counts(indices, n_cols) -> bytes of int64\n\n"
      "np.bincount(indices, minlength=n_cols), without an int64 copy of int32 indices."},
     {"renumber_rows", renumber_rows, METH_VARARGS,
-     "renumber_rows(indptr, indices, data, new_col): columns renumbered through new_col, each row sorted, in place."},
-    {"sorted_terms", sorted_terms, METH_VARARGS,
-     "sorted_terms(terms) -> (bytes of int64, list), or None\n\n"
-     "sort_terms(terms) and the terms in that order: [terms[i] for i in order]."},
-    {"renumber_rows", renumber_rows, METH_VARARGS,
      "renumber_rows(indptr, indices, data, new_col) -> None\n\n"
      "In place: indices[:] = new_col[indices], then each CSR row sorted by column, data moved with it."},
     {"sort_terms", sort_terms, METH_VARARGS,
-     "sort_terms(terms) -> bytes of int64, or None\n\n"
+     "sort_terms(terms, with_terms=False) -> bytes of int64 (with_terms: and the terms in that order), or None\n\n"
      "The positions of a list of str in sorted order (stable), as sorted(range(len(terms)), key=terms.__getitem__)."},
     {"known_columns", known_columns, METH_VARARGS,
      "known_columns(index, tokens, out) -> None\n\n"

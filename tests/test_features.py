@@ -181,17 +181,17 @@ def test_the_compiled_sort_orders_prefixes_and_nul_bytes_as_python():
 @settings(max_examples=200, deadline=None)
 @given(_LONG_TERMS)
 def test_the_compiled_sort_gives_the_terms_in_order_too(terms):
-    """speedups.sorted_terms: the order sort_terms gives and the terms taken in it (the same
+    """speedups.sort_terms(terms, True): the order sort_terms gives and the terms taken in it (the same
     objects), against their definitions; features.sorted_with_order the same with or without it."""
     from spamkit import speedups
     from spamkit.features import sorted_with_order
     expected = sorted(range(len(terms)), key=terms.__getitem__)
-    order, in_order = speedups.sorted_terms(terms)
+    order, in_order = speedups.sort_terms(terms, True)
     assert np.frombuffer(order, dtype=np.int64).tolist() == expected
     assert in_order == [terms[j] for j in expected] and all(a is terms[j] for a, j in zip(in_order, expected))
     got_order, got_terms = sorted_with_order(terms)
     assert got_order.tolist() == expected and got_terms == sorted(terms)
-    assert speedups.sorted_terms(terms + ["\ud800"]) is None            # no UTF-8 form: Python sorts
+    assert speedups.sort_terms(terms + ["\ud800"], True) is None        # no UTF-8 form: Python sorts
     fallback_order, fallback_terms = sorted_with_order(terms + ["\ud800"])
     assert fallback_terms == sorted(terms + ["\ud800"]) and fallback_order.tolist()[-1] == len(terms)
 
