@@ -148,3 +148,26 @@ def test_a_pool_found_broken_at_submit_also_fails_the_job_clearly():
     engine = ProcessEngine(jobs=2, chunk=1)
     with pytest.raises(WorkerError, match="worker process died"):
         list(engine.ordered(BreaksOnThirdSubmit(), len, [[1], [2], [3], [4], [5]]))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe capacities are Linux's (fcntl F_SETPIPE_SZ)")
+def test_the_results_pipe_of_a_pool_holds_a_megabyte():
+    """A worker's chunk of numbered terms (0.5-1 MB) goes into the results' pipe in one or two
+    writes, not one 64 KiB piece per wake-up of the driver (fcntl(2): F_GETPIPE_SZ is 1032)."""
+    import fcntl
+    import multiprocessing
+
+    from spamkit.processes import RESULT_PIPE_BYTES, UpFrontPool, widen_pipe
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    assert fcntl.fcntl(reader.fileno(), 1032) == 65536            # Linux's default capacity
+    assert widen_pipe(reader) and fcntl.fcntl(writer.fileno(), 1032) == RESULT_PIPE_BYTES == 1 << 20
+    one, other = multiprocessing.Pipe(duplex=True)                # a socket pair: not a pipe
+    assert not widen_pipe(one)
+    for end in (reader, writer, one, other):
+        end.close()
+    pool = UpFrontPool(1, mp_context=start_context())
+    try:
+        assert fcntl.fcntl(pool._result_queue._reader.fileno(), 1032) == RESULT_PIPE_BYTES
+        assert pool.submit(sum, [1, 2]).result() == 3
+    finally:
+        pool.shutdown()
