@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from html import unescape
+from html import unescape as _stdlib_unescape
 
 from .compiled import speedups as _compiled
 
@@ -92,8 +92,46 @@ def _tag_attrs(attr_text: str) -> tuple[list[str], str | None]:
     return urls, attrs.get("alt")
 
 
+#: a decimal character reference of more than 7 digits, leading zeros aside (10^7 > 0x10FFFF)
+_LONG_DECIMAL_REFERENCE = re.compile(r"&#0*([1-9][0-9]{7,})")
+
+
+def unescape(text: str) -> str:
+    """``html.unescape(text)``, but for a decimal reference too long for ``int()`` (CPython
+    refuses more than 4,300 digits, sys.get_int_max_str_digits, and ``html.unescape`` then
+    raises ValueError -- one hostile HTML part stopped a whole training run): any number of
+    8 digits or more is beyond U+10FFFF and becomes U+FFFD, as ``html.unescape`` makes of
+    shorter ones (and the HTML standard of any; "numeric character reference end state").
+
+    >>> unescape("&#65;&#" + "9" * 5000 + ";&#" + "0" * 5000 + "66;")
+    'A\ufffdB'
+    """
+    if "&#" in text:
+        text = _LONG_DECIMAL_REFERENCE.sub("&#99999999", text)
+        if "&#00" in text:                                # zeros no longer than a number's limit
+            text = re.sub(r"&#0+(?=[0-9])", "&#", text)
+    return _stdlib_unescape(text)
+
+
+def _compiled_unescape():
+    """``html.unescape`` in C (``spamkit.speedups.html_unescape``), handed the standard library's
+    own tables, or ``html.unescape`` itself where the extension or those (private) tables are
+    missing. tests/test_htmltext.py compares the two on generated text and on every HTML part
+    of the shared corpora; the Python one was 4-5% of a worker's parsing of TREC mail."""
+    import html
+    from html import entities
+    charrefs, codepoints = getattr(html, "_invalid_charrefs", None), getattr(html, "_invalid_codepoints", None)
+    if speedups is None or not isinstance(charrefs, dict) or not isinstance(codepoints, set):
+        return unescape
+    speedups.set_html_entities(entities.html5, charrefs, codepoints)
+    return speedups.html_unescape
+
+
+#: html.unescape as the compiled scanner calls it
+_unescape = _compiled_unescape()
+
 #: _tag_attrs in C (``spamkit.speedups.tag_attrs``; tests/test_htmltext.py compares the two)
-_compiled_tag_attrs = (partial(speedups.tag_attrs, _URL_ATTRS, unescape, MAX_ATTRIBUTES) if speedups is not None
+_compiled_tag_attrs = (partial(speedups.tag_attrs, _URL_ATTRS, _unescape, MAX_ATTRIBUTES) if speedups is not None
                        else _tag_attrs)
 
 
@@ -116,7 +154,7 @@ def html_to_text(html: str) -> tuple[str, list[str], list[str]]:
     (['http://x.example/p?q=1&r=2'], ['p', 'b', 'a', 'style'])
     """
     if speedups is not None:
-        return speedups.html_to_text(html, _BLOCK, _INVISIBLE, _RAW_TEXT, _compiled_tag_attrs, unescape, MAX_TAGS)
+        return speedups.html_to_text(html, _BLOCK, _INVISIBLE, _RAW_TEXT, _compiled_tag_attrs, _unescape, MAX_TAGS)
     return _html_to_text_python(html)
 
 

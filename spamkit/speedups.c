@@ -10,8 +10,9 @@
  * else "<" is text), the same 4,096-piece cap on a tag's attribute run, the same raw-text
  * handling of <script> and <style>, the same flushing and character-reference decoding of
  * visible text. What needs Python's own rules stays in Python and is called from here:
- * str.lower() of a non-ASCII tag name, the attribute parser (_tag_attrs), html.unescape,
- * and the case-insensitive search for a raw-text end tag. White space is Python's
+ * str.lower() of a non-ASCII tag name, the attribute parser (_tag_attrs), the reference
+ * decoder it is given (html_unescape, 12., below) and the case-insensitive search for a
+ * raw-text end tag. White space is Python's
  * (Py_UNICODE_ISSPACE, which is what the regular expressions' \s and str.rstrip() use).
  *
  * tests/test_htmltext.py runs both implementations on every HTML part of the shared
@@ -96,6 +97,252 @@ static int ranges_add(Ranges *r, Py_ssize_t a, Py_ssize_t b)
     r->end[r->len] = b;
     r->len++;
     return 0;
+}
+
+/* 12. html_unescape(): html.unescape in C. The standard library's definition (Lib/html/__init__.py,
+ * CPython 3.11-3.13): every match of &(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)
+ * replaced by _replace_charref -- a numeric reference by _invalid_charrefs[n], else U+FFFD for a
+ * surrogate or beyond U+10FFFF, else "" for one of _invalid_codepoints, else chr(n); a named
+ * one by html5[name], else by the longest prefix of at least two characters that html5 holds
+ * (its value, then the rest), else left as it is. The tables are the standard library's own,
+ * handed over once by set_html_entities (spamkit.htmltext); tests/test_htmltext.py compares
+ * the two on generated text and on every HTML part of the shared corpora. The regular
+ * expression and a Python call per reference were 4-5% of a worker's parsing. */
+static PyObject *entity_names;          /* html.entities.html5 */
+static PyObject *invalid_charrefs;      /* html._invalid_charrefs: int -> str */
+static PyObject *invalid_codepoints;    /* html._invalid_codepoints: a set of int */
+static Py_ssize_t longest_legacy_name;  /* the longest name in html5 without its ";" */
+
+typedef struct {
+    Py_UCS4 *buf;
+    Py_ssize_t len, cap;
+} Chars;
+
+static int chars_reserve(Chars *c, Py_ssize_t more)
+{
+    if (c->len + more <= c->cap)
+        return 0;
+    Py_ssize_t cap = c->cap ? c->cap : 64;
+    while (cap < c->len + more)
+        cap *= 2;
+    Py_UCS4 *buf = PyMem_Realloc(c->buf, (size_t)cap * sizeof(Py_UCS4));
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    c->buf = buf;
+    c->cap = cap;
+    return 0;
+}
+
+static int chars_put_range(Chars *c, int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
+{
+    if (chars_reserve(c, b - a) < 0)
+        return -1;
+    for (Py_ssize_t i = a; i < b; i++)
+        c->buf[c->len++] = PyUnicode_READ(kind, data, i);
+    return 0;
+}
+
+static int chars_put_str(Chars *c, PyObject *s)
+{
+    return chars_put_range(c, PyUnicode_KIND(s), PyUnicode_DATA(s), 0, PyUnicode_GET_LENGTH(s));
+}
+
+static int is_ascii_digit(Py_UCS4 c) { return c >= '0' && c <= '9'; }
+
+static int hex_value(Py_UCS4 c)
+{
+    if (c >= '0' && c <= '9') return (int)(c - '0');
+    if (c >= 'a' && c <= 'f') return (int)(c - 'a' + 10);
+    if (c >= 'A' && c <= 'F') return (int)(c - 'A' + 10);
+    return -1;
+}
+
+static int charref_name_char(Py_UCS4 c)
+{
+    return !(c == '\t' || c == '\n' || c == '\f' || c == ' ' || c == '<' || c == '&' || c == '#' || c == ';');
+}
+
+/* what _replace_charref gives for the number n (saturated above 0x10FFFF) */
+static int put_numeric(Chars *c, long n)
+{
+    PyObject *key = PyLong_FromLong(n);
+    if (key == NULL)
+        return -1;
+    PyObject *fixed = PyDict_GetItemWithError(invalid_charrefs, key);       /* borrowed */
+    if (fixed != NULL) {
+        Py_DECREF(key);
+        return PyUnicode_Check(fixed) ? chars_put_str(c, fixed) : (PyErr_SetString(PyExc_TypeError,
+                                       "html_unescape: an invalid charref's replacement is not a str"), -1);
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return -1;
+    }
+    if ((n >= 0xD800 && n <= 0xDFFF) || n > 0x10FFFF) {
+        Py_DECREF(key);
+        if (chars_reserve(c, 1) < 0) return -1;
+        c->buf[c->len++] = 0xFFFD;
+        return 0;
+    }
+    int dropped = PySet_Contains(invalid_codepoints, key);
+    Py_DECREF(key);
+    if (dropped < 0)
+        return -1;
+    if (dropped)
+        return 0;
+    if (chars_reserve(c, 1) < 0) return -1;
+    c->buf[c->len++] = (Py_UCS4)n;
+    return 0;
+}
+
+/* the value of html5[text[a:b]] (borrowed), NULL when there is none (an exception set on an error) */
+static PyObject *entity_value(PyObject *text, Py_ssize_t a, Py_ssize_t b)
+{
+    PyObject *name = PyUnicode_Substring(text, a, b);
+    if (name == NULL)
+        return NULL;
+    PyObject *value = PyDict_GetItemWithError(entity_names, name);
+    Py_DECREF(name);
+    if (value != NULL && !PyUnicode_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "html_unescape: an entity's value is not a str");
+        return NULL;
+    }
+    return value;
+}
+
+/* html.unescape(text); text itself (a new reference) when it holds no "&" */
+static PyObject *unescape_text(PyObject *text)
+{
+    if (entity_names == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "html_unescape: call set_html_entities first");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t amp = PyUnicode_FindChar(text, '&', 0, n, 1);
+    if (amp == -2)
+        return NULL;
+    if (amp < 0) {
+        Py_INCREF(text);
+        return text;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Chars out = {0};
+    Py_ssize_t done = 0;                              /* text[:done] is in out */
+    while (amp >= 0) {
+        Py_ssize_t i = amp + 1, end = -1;             /* the reference is text[amp:end] */
+        if (i < n && PyUnicode_READ(kind, data, i) == '#') {
+            Py_ssize_t j = i + 1;
+            long num = 0;
+            if (j < n && is_ascii_digit(PyUnicode_READ(kind, data, j))) {
+                for (; j < n && is_ascii_digit(PyUnicode_READ(kind, data, j)); j++)
+                    if (num <= 0x10FFFF)
+                        num = num * 10 + (long)(PyUnicode_READ(kind, data, j) - '0');
+                end = j;
+            } else if (j + 1 < n && (PyUnicode_READ(kind, data, j) == 'x' || PyUnicode_READ(kind, data, j) == 'X')
+                       && hex_value(PyUnicode_READ(kind, data, j + 1)) >= 0) {
+                for (j = j + 1; j < n && hex_value(PyUnicode_READ(kind, data, j)) >= 0; j++)
+                    if (num <= 0x10FFFF)
+                        num = num * 16 + hex_value(PyUnicode_READ(kind, data, j));
+                end = j;
+            }
+            if (end >= 0) {
+                if (end < n && PyUnicode_READ(kind, data, end) == ';')
+                    end++;
+                if (chars_put_range(&out, kind, data, done, amp) < 0 || put_numeric(&out, num) < 0)
+                    goto fail;
+                done = end;
+            }
+        } else {
+            Py_ssize_t j = i;
+            while (j < n && j - i < 32 && charref_name_char(PyUnicode_READ(kind, data, j)))
+                j++;
+            if (j > i) {
+                end = j < n && PyUnicode_READ(kind, data, j) == ';' ? j + 1 : j;
+                PyObject *value = entity_value(text, i, end);
+                Py_ssize_t rest = end;                /* text[rest:end] follows the value */
+                if (value == NULL && !PyErr_Occurred()) {
+                    /* the longest prefix name, of 2 characters or more: s[:x] for x from len(s) - 1
+                       down; only a name without ";" can be one (";" ends s), none longer than
+                       longest_legacy_name */
+                    Py_ssize_t x = end - i - 1;
+                    if (x > longest_legacy_name)
+                        x = longest_legacy_name;
+                    for (; x >= 2; x--) {
+                        value = entity_value(text, i, i + x);
+                        if (value != NULL || PyErr_Occurred())
+                            break;
+                    }
+                    rest = i + x;
+                }
+                if (PyErr_Occurred())
+                    goto fail;
+                if (value != NULL) {
+                    if (chars_put_range(&out, kind, data, done, amp) < 0 || chars_put_str(&out, value) < 0
+                            || chars_put_range(&out, kind, data, rest, end) < 0)
+                        goto fail;
+                    done = end;
+                }
+                /* no name: "&" + s, the text as it is (copied with what follows) */
+            }
+        }
+        /* the search goes on after the match, or after the "&" that started none */
+        Py_ssize_t from = end >= 0 ? end : amp + 1;
+        amp = from < n ? PyUnicode_FindChar(text, '&', from, n, 1) : -1;
+        if (amp == -2)
+            goto fail;
+    }
+    if (done == 0) {
+        PyMem_Free(out.buf);
+        Py_INCREF(text);
+        return text;
+    }
+    if (chars_put_range(&out, kind, data, done, n) < 0)
+        goto fail;
+    PyObject *result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.buf, out.len);
+    PyMem_Free(out.buf);
+    return result;
+fail:
+    PyMem_Free(out.buf);
+    return NULL;
+}
+
+static PyObject *html_unescape(PyObject *self, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "html_unescape: text must be a str");
+        return NULL;
+    }
+    return unescape_text(text);
+}
+
+static PyObject *set_html_entities(PyObject *self, PyObject *args)
+{
+    PyObject *names, *charrefs, *codepoints;
+    if (!PyArg_ParseTuple(args, "O!O!O!:set_html_entities", &PyDict_Type, &names, &PyDict_Type, &charrefs,
+                          &PySet_Type, &codepoints))
+        return NULL;
+    Py_ssize_t pos = 0, longest = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(names, &pos, &key, &value)) {
+        if (!PyUnicode_Check(key) || !PyUnicode_Check(value)) {
+            PyErr_SetString(PyExc_TypeError, "set_html_entities: names and values must be str");
+            return NULL;
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(key);
+        if (len && PyUnicode_READ_CHAR(key, len - 1) != ';' && len > longest)
+            longest = len;
+    }
+    Py_INCREF(names);
+    Py_INCREF(charrefs);
+    Py_INCREF(codepoints);
+    Py_XSETREF(entity_names, names);
+    Py_XSETREF(invalid_charrefs, charrefs);
+    Py_XSETREF(invalid_codepoints, codepoints);
+    longest_legacy_name = longest;
+    Py_RETURN_NONE;
 }
 
 typedef struct {
@@ -3969,6 +4216,12 @@ static PyMethodDef methods[] = {
     {"context_ratios", context_ratios, METH_VARARGS,
      "context_ratios(texts, order, bits, max_bytes, table, texts0, texts1, symbols0, symbols1, beta, out, "
      "lengths) -> None\n\nPer text, the blended context models' log-likelihood ratio and its number of symbols."},
+    {"html_unescape", html_unescape, METH_O,
+     "html_unescape(text) -> str\n\nhtml.unescape(text), with the tables set_html_entities was given."},
+    {"set_html_entities", set_html_entities, METH_VARARGS,
+     "set_html_entities(html5, invalid_charrefs, invalid_codepoints) -> None\n\n"
+     "The standard library's tables for html_unescape (html.entities.html5, html._invalid_charrefs, "
+     "html._invalid_codepoints)."},
     {"html_to_text", html_to_text, METH_VARARGS,
      "html_to_text(html, block, invisible, raw_text, tag_attrs, unescape, max_tags) -> (text, urls, tags)\n\n"
      "The C scanner behind spamkit.htmltext.html_to_text; see that function."},

@@ -57,5 +57,8 @@ CRASHERS = [
     ("huge-header", HEAD + b"X-Junk: " + b"a" * 2_000_000 + b"\n\nbody\n"),
     ("folded-forever", HEAD + b"X-Fold: a\n" + b" b\n" * 100_000 + b"\nbody\n"),
     ("binary", bytes(range(256)) * 40),
+    # html.unescape raised ValueError on a decimal reference past int()'s 4,300 digits
+    ("reference-5000-digits", HEAD + b"Content-Type: text/html\n\n<p title='&#" + b"7" * 5000 + b"'>x &#"
+                              + b"9" * 5000 + b"; y &#" + b"0" * 5000 + b"65;</p>\n"),
     ("empty", b""),
 ]

@@ -72,6 +72,16 @@ def test_html_joins_across_inline_tags_and_keeps_link_attributes():
         "Hello", "bold", "foobar", "yesviagra", "click", "Viagra", "div1", "div2", "cellcell2", "unk"]
 
 
+def test_a_decimal_reference_too_long_for_int_separates_words_as_bogolexer_does():
+    # int() refuses more than 4,300 digits (ValueError stopped the tokenizer); any number of
+    # more than three digits, leading zeros aside, is not printable ASCII: a separator
+    raw = (b"Content-Type: text/html\n\n<p>alpha&#" + b"9" * 5000 + b";beta &#00086;iagra &#" + b"0" * 5000
+           + b"86;iagra</p>\n")
+    assert bogofilter_tokens(raw)[3:] == ["alpha", "beta", "Viagra", "Viagra"]
+    ref = subprocess.run([bogolexer(), "-p", "-C"], input=raw, capture_output=True, check=True).stdout.split()
+    assert [token_text(t) for t in ref][3:] == ["alpha", "beta", "Viagra", "Viagra"]
+
+
 def test_mime_parts_application_parts_and_the_envelope_line():
     raw = (b"From alice@example.com  Mon Apr  9 21:04:03 2007\n"
            b"Content-Type: multipart/mixed; boundary=\"XX\"\n\n"

@@ -223,7 +223,10 @@ def _html(text: bytes, out: list) -> None:
 
 
 def _entity(m) -> bytes:
-    value = int(m.group(1), 16) if m.group(1) else int(m.group(2))
+    # a decimal number of more than 3 digits (leading zeros aside) is not printable ASCII; int()
+    # would refuse one of more than 4,300 digits (sys.get_int_max_str_digits): ValueError
+    decimal = (m.group(2) or b"").lstrip(b"0")
+    value = int(m.group(1), 16) if m.group(1) else int(decimal or b"0") if len(decimal) <= 3 else 1000
     return bytes([value]) if 32 < value < 127 else b" "
 
 
