@@ -112,6 +112,8 @@ def read_wordlist(source) -> Wordlist:
             if m is None:
                 raise CorpusError(f"{name}, line {number}: not a word-list record (TOKEN SPAM HAM [DATE]): "
                                   f"{line[:60]!r}")
+            if max(len(m.group(2)), len(m.group(3))) > 18:    # past int64 (and int()'s 4,300 digits)
+                raise CorpusError(f"{name}, line {number}: a count of more than 18 digits: {line[:60]!r}")
             raw_token, s, h = m.group(1), int(m.group(2)), int(m.group(3))
             if raw_token.startswith(b"."):
                 if raw_token == b".MSG_COUNT":

@@ -69,6 +69,8 @@ def test_robinsons_token_probability_and_the_cut_offs_by_hand():
     (b".MSG_COUNT 1 1\nviagra 5 0\n", "counts do not add up"),
     (b".MSG_COUNT 0 3\nviagra 0 1\n", "counts do not add up"),
     (b".MSG_COUNT 1 1\n", "holds no token"),
+    (b".MSG_COUNT 1 1\nviagra " + b"9" * 5000 + b" 0\n", "line 2: a count of more than 18 digits"),
+    (b".MSG_COUNT 1 " + b"1" * 19 + b"\nviagra 1 1\n", "line 1: a count of more than 18 digits"),
 ])
 def test_a_damaged_dump_is_refused_with_the_reason(text, problem):
     with pytest.raises(CorpusError, match=problem):
