@@ -396,7 +396,7 @@ def test_digit_prefixes_name_the_kind_of_long_numbers():
 
 
 @settings(max_examples=300, deadline=None)
-@given(fields=st.lists(st.tuples(st.sampled_from(["subject", "from", "received", "x-ünï", "to"]),
+@given(fields=st.lists(st.tuples(st.sampled_from(["subject", "from", "received", "x-ünï", "to", "x-日本", "x-\U0001f600"]),
                                  st.text(alphabet=st.sampled_from(list("ab Zé€$1,.-'’\n") + ["ſ", "İ", "ß", "日", "本"]),
                                          max_size=60)), max_size=6),
        max_len=st.sampled_from([3, 40]), lowercase=st.booleans(), container=st.sampled_from([list, tuple]))
