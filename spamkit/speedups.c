@@ -978,43 +978,80 @@ static PyObject *literal_and(const char *lit, PyObject *s, Py_ssize_t a, Py_ssiz
 }
 
 /* A cache of the word tokens made lately, so that a word met again is the same str object:
-   no new string to allocate, its hash already computed for the dicts that count and look it
-   up, and the identity test that dicts try first then succeeds. Direct-mapped by an FNV-1a hash
-   of the characters; a slot holds a strong reference until another word takes it. Words longer
-   than TOKEN_CACHE_MAX_LEN rarely repeat and are made fresh. Equal strings are
-   interchangeable, so what callers see is the same. */
-#define TOKEN_CACHE_SIZE 16384
-#define TOKEN_CACHE_MAX_LEN 24
+   no new string to allocate, its hash already computed for the dicts and tables that count
+   and look it up, and the identity test that those try first then succeeds. Direct-mapped by
+   an FNV-1a hash of the characters (a field word's prefix, "subject:", first); a slot holds
+   a strong reference until another word takes it. Tokens longer than TOKEN_CACHE_MAX_LEN
+   rarely repeat and are made fresh. Equal strings are interchangeable, so what callers see
+   is the same. (Field words were always made fresh: a third of a TREC message's tokens,
+   each a new string hashed by the worker's numbering.) */
+#define TOKEN_CACHE_SIZE 32768
+#define TOKEN_CACHE_MAX_LEN 40
 static PyObject *token_cache[TOKEN_CACHE_SIZE];
 
-static PyObject *cached_substring(PyObject *text, int kind, const void *data, Py_ssize_t start, Py_ssize_t len)
+/* the FNV-1a state after the characters text[start:start + len], from h */
+static uint32_t fnv_chars(uint32_t h, int kind, const void *data, Py_ssize_t start, Py_ssize_t len)
 {
-    if (len > TOKEN_CACHE_MAX_LEN)
-        return PyUnicode_Substring(text, start, start + len);
-    uint32_t h = 2166136261u;
-    for (Py_ssize_t k = 0; k < len; k++) {
-        h ^= (uint32_t)PyUnicode_READ(kind, data, start + k);
-        h *= 16777619u;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *d = (const Py_UCS1 *)data + start;
+        for (Py_ssize_t k = 0; k < len; k++)
+            h = (h ^ d[k]) * 16777619u;
+    } else {
+        for (Py_ssize_t k = 0; k < len; k++)
+            h = (h ^ (uint32_t)PyUnicode_READ(kind, data, start + k)) * 16777619u;
     }
-    PyObject **slot = &token_cache[h & (TOKEN_CACHE_SIZE - 1)];
-    PyObject *cached = *slot;
-    if (cached != NULL && PyUnicode_GET_LENGTH(cached) == len) {
-        int ckind = PyUnicode_KIND(cached);
-        const void *cdata = PyUnicode_DATA(cached);
-        int same = 1;
-        if (ckind == kind) {
-            same = memcmp(cdata, (const char *)data + start * kind, (size_t)(len * kind)) == 0;
-        } else {
-            for (Py_ssize_t k = 0; k < len && same; k++)
-                same = PyUnicode_READ(ckind, cdata, k) == PyUnicode_READ(kind, data, start + k);
-        }
-        if (same) {
+    return h;
+}
+
+/* do the characters of a at offset equal text[start:start + len]? */
+static int same_chars(PyObject *a, Py_ssize_t offset, int kind, const void *data, Py_ssize_t start, Py_ssize_t len)
+{
+    int akind = PyUnicode_KIND(a);
+    const void *adata = PyUnicode_DATA(a);
+    if (akind == kind)
+        return memcmp((const char *)adata + offset * akind, (const char *)data + start * kind, (size_t)(len * kind)) == 0;
+    for (Py_ssize_t k = 0; k < len; k++)
+        if (PyUnicode_READ(akind, adata, offset + k) != PyUnicode_READ(kind, data, start + k))
+            return 0;
+    return 1;
+}
+
+/* prefix + text[start:start + len] as a str (prefix NULL: none; pmax: its largest character),
+   the cached one when it is there. h0: the FNV-1a state after the prefix (2166136261 without). */
+static PyObject *cached_token(PyObject *prefix, Py_UCS4 pmax, uint32_t h0, PyObject *text, int kind,
+                              const void *data, Py_ssize_t start, Py_ssize_t len)
+{
+    Py_ssize_t plen = prefix ? PyUnicode_GET_LENGTH(prefix) : 0;
+    PyObject **slot = NULL;
+    if (plen + len <= TOKEN_CACHE_MAX_LEN) {
+        slot = &token_cache[fnv_chars(h0, kind, data, start, len) & (TOKEN_CACHE_SIZE - 1)];
+        PyObject *cached = *slot;
+        if (cached != NULL && PyUnicode_GET_LENGTH(cached) == plen + len
+                && (!plen || same_chars(cached, 0, PyUnicode_KIND(prefix), PyUnicode_DATA(prefix), 0, plen))
+                && same_chars(cached, plen, kind, data, start, len)) {
             Py_INCREF(cached);
             return cached;
         }
     }
-    PyObject *token = PyUnicode_Substring(text, start, start + len);
-    if (token != NULL) {
+    PyObject *token;
+    if (!plen) {
+        token = PyUnicode_Substring(text, start, start + len);
+    } else {
+        Py_UCS4 m = exact_max(kind, data, start, start + len);
+        token = PyUnicode_New(plen + len, m > pmax ? m : pmax);
+        if (token) {
+            /* written character by character: PyUnicode_CopyCharacters checks the wrong
+               characters when it copies a Latin-1 range into an ASCII string (CPython 3.11) */
+            int okind = PyUnicode_KIND(token), pkind = PyUnicode_KIND(prefix);
+            void *odata = PyUnicode_DATA(token);
+            const void *pdata = PyUnicode_DATA(prefix);
+            for (Py_ssize_t k = 0; k < plen; k++)
+                PyUnicode_WRITE(okind, odata, k, PyUnicode_READ(pkind, pdata, k));
+            for (Py_ssize_t k = 0; k < len; k++)
+                PyUnicode_WRITE(okind, odata, plen + k, PyUnicode_READ(kind, data, start + k));
+        }
+    }
+    if (token != NULL && slot != NULL) {
         Py_INCREF(token);
         Py_XSETREF(*slot, token);
     }
@@ -1029,9 +1066,11 @@ static int words_into(PyObject *out, PyObject *text, Py_ssize_t max_len, PyObjec
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
     Py_ssize_t plen = 0;
     Py_UCS4 pmax = 0;
+    uint32_t h0 = 2166136261u;
     if (prefix != Py_None) {
         plen = PyUnicode_GET_LENGTH(prefix);
         pmax = exact_max(PyUnicode_KIND(prefix), PyUnicode_DATA(prefix), 0, plen);
+        h0 = fnv_chars(h0, PyUnicode_KIND(prefix), PyUnicode_DATA(prefix), 0, plen);
     }
     while (i < n) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
@@ -1065,22 +1104,8 @@ static int words_into(PyObject *out, PyObject *text, Py_ssize_t max_len, PyObjec
                 continue;
             token = long_token;
             Py_INCREF(token);
-        } else if (prefix == Py_None) {
-            token = cached_substring(text, kind, data, start, len);
         } else {
-            Py_UCS4 m = exact_max(kind, data, start, i);
-            token = PyUnicode_New(plen + len, m > pmax ? m : pmax);
-            if (token) {
-                /* written character by character: PyUnicode_CopyCharacters checks the wrong
-                   characters when it copies a Latin-1 range into an ASCII string (CPython 3.11) */
-                int okind = PyUnicode_KIND(token), pkind = PyUnicode_KIND(prefix);
-                void *odata = PyUnicode_DATA(token);
-                const void *pdata = PyUnicode_DATA(prefix);
-                for (Py_ssize_t k = 0; k < plen; k++)
-                    PyUnicode_WRITE(okind, odata, k, PyUnicode_READ(pkind, pdata, k));
-                for (Py_ssize_t k = 0; k < len; k++)
-                    PyUnicode_WRITE(okind, odata, plen + k, PyUnicode_READ(kind, data, start + k));
-            }
+            token = cached_token(prefix == Py_None ? NULL : prefix, pmax, h0, text, kind, data, start, len);
         }
         if (!token || PyList_Append(out, token) < 0) {
             Py_XDECREF(token);

@@ -299,7 +299,7 @@ def test_compiled_words_equal_the_word_pattern(text, max_len):
 
 
 def test_compiled_words_reuse_recent_words_and_stay_equal_to_the_pattern():
-    # the scanner hands back the str object of a word it made lately (a cache of 16,384 slots):
+    # the scanner hands back the str object of a word it made lately (a cache of 32,768 slots):
     # in texts of every width (ASCII, Latin-1, two- and four-byte), over many more words than
     # slots, what it returns stays what the pattern finds, and a word met again is one object
     from spamkit.text.tokenize import speedups
@@ -316,6 +316,16 @@ def test_compiled_words_reuse_recent_words_and_stay_equal_to_the_pattern():
     assert again == ["cached", "word", "cached"] and again[0] is again[2]
     wide = speedups.words("\u4e2d cached", 40, None, "meta:long-token")      # the same word in a wider text
     assert wide[-1] == "cached" and type(wide[-1]) is str and wide[-1].isascii()
+    # field words ("subject:" + word) are cached too, the prefix part of what a slot is matched by
+    for prefix in ("subject:", "x-\u00fc:", "x-\u65e5:", "x-\U0001f600:"):
+        for start in range(0, 6_000, 500):
+            text = " ".join(vocabulary[start:start + 500])
+            assert speedups.words(text, 40, prefix, "meta:long-token") == [prefix + w for w in _regex_words(text, 40)
+                                                                           if not w.startswith("meta:")]
+        twice = speedups.words("cached word cached", 40, prefix, "meta:long-token")
+        assert twice == [prefix + "cached", prefix + "word", prefix + "cached"] and twice[0] is twice[2]
+    assert speedups.words("cached", 40, "to:", "m") == ["to:cached"] and speedups.words("cached", 40, None, "m") == ["cached"]
+    assert speedups.words("ached", 40, "to:c", "m") == ["to:cached"] and speedups.words("to:cached", 40, None, "m") == ["to", "cached"]
 
 
 @pytest.mark.slow
