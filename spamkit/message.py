@@ -75,6 +75,22 @@ _CHARSET_ALIASES = {
     "x-user-defined": "cp1252", "default": "cp1252", "iso-2022-jp": "iso2022_jp_ext",
 }
 
+#: codecs (by their registry names) that read every ASCII byte as that one character, whatever
+#: comes before it -- no shift states (ISO-2022 and UTF-7 read ASCII bytes as escapes and
+#: base64, and are not here): ASCII data decodes under them as ASCII, which CPython does
+#: several times faster than through a code page's table (tests/test_message.py checks each)
+_ASCII_SUPERSETS = frozenset({
+    "ascii", "utf-8", "iso8859-1", "cp1250", "cp1251", "cp1252", "cp1253", "cp1254", "cp1255", "cp1256",
+    "cp1257", "cp1258", "cp874", "iso8859-2", "iso8859-3", "iso8859-4", "iso8859-5", "iso8859-6", "iso8859-7",
+    "iso8859-8", "iso8859-9", "iso8859-10", "iso8859-11", "iso8859-13", "iso8859-14", "iso8859-15",
+    "iso8859-16", "koi8-r", "koi8-u", "gb2312", "gbk", "gb18030", "big5", "big5hkscs", "euc_jp", "euc_kr",
+    "cp949", "cp950", "cp932", "shift_jis", "tis-620", "mac-roman", "cp437", "cp850", "cp866"})
+
+#: charset label -> codec name (or None), as _codec finds it; cleared when it grows past
+#: _CODEC_MEMO_SIZE (labels come from the mail: a hostile stream must not grow it for ever)
+_codec_memo: dict = {}
+_CODEC_MEMO_SIZE = 1024
+
 #: EUC-KR's Hangul filler, which starts an 8-byte composed syllable
 _HANGUL_FILLER = b"\xa4\xd4"
 
@@ -163,6 +179,18 @@ class Message:
 
 def _codec(charset: str):
     """The text codec for a charset label, or ``None`` when there is none."""
+    try:
+        return _codec_memo[charset]
+    except KeyError:
+        pass
+    if len(_codec_memo) >= _CODEC_MEMO_SIZE:
+        _codec_memo.clear()
+    name = _codec_memo[charset] = _find_codec(charset)
+    return name
+
+
+def _find_codec(charset: str):
+    """:func:`_codec`'s lookup."""
     label = charset.strip().strip('"\'').lower()
     label = _CHARSET_ALIASES.get(label, label)
     try:
@@ -195,6 +223,8 @@ def decode_bytes(data: bytes, charset: str | None, defects: list[str]) -> str:
         if name is None:
             defects.append(f"charset-unknown:{charset.strip()[:40].lower()}")
         else:
+            if name in _ASCII_SUPERSETS and data.isascii():
+                return data.decode("ascii")
             if name == "cp949" and _HANGUL_FILLER in data:
                 # EUC-KR writes a syllable outside KS X 1001 as the filler 0xA4D4 and three jamo
                 # (KS X 1001 annex 3); CP949 has a code for every syllable and reads those as
@@ -299,7 +329,9 @@ def payload_size(raw: bytes, part: Part, max_part_bytes: int) -> int:
     The size of an attachment is all that is kept of it; decoding it was 5% of parsing."""
     if (part.get("content-transfer-encoding") or "").strip().lower() != "base64":
         return len(payload_bytes(raw, part, [], max_part_bytes))
-    n = len(raw[part.start:min(part.end, part.start + max_part_bytes)].translate(None, _NOT_BASE64))
+    stop = min(part.end, part.start + max_part_bytes)
+    n = (_speedups.base64_chars(raw, part.start, stop) if _speedups is not None
+         else len(raw[part.start:stop].translate(None, _NOT_BASE64)))
     if n % 4 == 1:
         n -= 1
     return 3 * (n // 4) + max(0, n % 4 - 1)

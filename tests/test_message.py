@@ -235,3 +235,26 @@ def test_lenient_base64_skips_exactly_the_bytes_outside_the_alphabet(text):
     expected = clean[:-1] if len(clean) % 4 == 1 else clean
     assert _lenient_b64(text, defects) == binascii.a2b_base64(expected + b"=" * (-len(expected) % 4))
     assert ("base64-invalid" in defects) == (len(clean) % 4 == 1)
+
+
+def test_ascii_supersets_read_ascii_bytes_as_ascii():
+    """decode_bytes decodes ASCII data as ASCII under the codecs of _ASCII_SUPERSETS: each is a
+    registry name, and reads every ASCII byte as itself whatever comes before it. ISO-2022-JP
+    would read the same bytes as the first 128 characters too, but "ESC $ B" shifts it into
+    JIS X 0208 (RFC 1468): it is not a superset, and decodes as itself."""
+    import codecs
+
+    from spamkit.message import _ASCII_SUPERSETS
+    rng = random.Random(5)
+    samples = [bytes(range(128)), b"\x1b$B$3$s\x1b(B", b"+AGE-", b"~{<:~}"] + \
+              [bytes(rng.randrange(128) for _ in range(rng.randrange(1, 60))) for _ in range(300)]
+    for name in _ASCII_SUPERSETS:
+        assert codecs.lookup(name).name == name
+        for data in samples:
+            assert data.decode(name) == data.decode("ascii"), (name, data)
+            assert decode_bytes(data, name, []) == data.decode("ascii")
+    jis = b"\x1b$B$3$s\x1b(B"                       # "こん" in ISO-2022-JP
+    assert decode_bytes(jis, "iso-2022-jp", []) == "こん" != jis.decode("ascii")
+    assert decode_bytes(b"+AGE-", "utf-7", []) == "a"
+    d = []
+    assert decode_bytes("caf\u00e9".encode("cp1252"), "windows-1252", d) == "caf\u00e9" and d == []

@@ -375,3 +375,16 @@ def test_attachment_size_without_decoding_is_the_decoded_length(body, encoding, 
     raw = head + body
     part = parse_part(raw, 0, len(raw))
     assert payload_size(raw, part, max_part_bytes) == len(payload_bytes(raw, part, [], max_part_bytes))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.binary(max_size=300), st.integers(-320, 320), st.integers(-320, 320))
+def test_compiled_base64_count_is_the_translate_definition(data, start, stop):
+    """speedups.base64_chars(data, start, stop) counts what len(data[start:stop].translate(None,
+    _NOT_BASE64)) keeps, slice bounds clipped as Python clips them."""
+    from spamkit.message import _NOT_BASE64, _speedups
+    if _speedups is None:
+        return
+    assert _speedups.base64_chars(data, start, stop) == len(data[start:stop].translate(None, _NOT_BASE64))
+    assert _speedups.base64_chars(bytearray(data), start, stop) == len(data[start:stop].translate(None, _NOT_BASE64))
+    assert _speedups.base64_chars(bytes(range(256)) * 2, 0, 512) == 2 * 64
