@@ -2639,18 +2639,30 @@ static int buffer_put(Buffer *b, const void *item, Py_ssize_t size)
 /* how many tokens ahead Numbering.number asks for a slot */
 #define NUMBERING_AHEAD 8
 
+/* A slot holds its term itself, so that finding a token already numbered reads one slot (and,
+   for a token that is not the very str object numbered, the term's characters), not the
+   slot and then the table of terms by number: the table is larger than the caches, and the
+   second read was a second wait for memory. 32 bits of the hash tell most terms apart first;
+   the whole hash, kept by number, places a term again when the table grows. */
 typedef struct {
-    Py_hash_t hash;
+    uint32_t tag;                       /* 32 bits of the term's hash (hash_tag) */
     int32_t id1;                        /* the term's number + 1; 0: a free slot */
     uint32_t seen;                      /* the last document the term was in (0: none yet) */
     int32_t rank;                       /* its rank among that document's distinct terms */
+    PyObject *key;                      /* the term (borrowed: keys holds the reference) */
 } NumberSlot;
+
+static uint32_t hash_tag(Py_hash_t hash)
+{
+    return (uint32_t)(((uint64_t)(Py_uhash_t)hash * 0x9E3779B97F4A7C15ull) >> 32);
+}
 
 typedef struct {
     PyObject_HEAD
     NumberSlot *slots;
     size_t mask;                        /* capacity - 1, a power of two */
     PyObject **keys;                    /* by number: the term */
+    Py_hash_t *hashes;                  /* by number: its hash */
     Py_ssize_t count, cap;
     uint32_t doc;
     int busy;
@@ -2662,6 +2674,7 @@ static void numbering_dealloc(Numbering *self)
         Py_DECREF(self->keys[i]);
     PyMem_Free(self->slots);
     PyMem_Free(self->keys);
+    PyMem_Free(self->hashes);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -2714,7 +2727,7 @@ static int numbering_grow_table(Numbering *self)
         NumberSlot slot = self->slots[i];
         if (slot.id1 == 0)
             continue;
-        size_t j = (size_t)slot.hash & (cap - 1);
+        size_t j = (size_t)self->hashes[slot.id1 - 1] & (cap - 1);
         while (slots[j].id1 != 0)
             j = (j + 1) & (cap - 1);
         slots[j] = slot;
@@ -2733,13 +2746,14 @@ static Py_ssize_t numbering_find_or_add(Numbering *self, PyObject *token, PyObje
     if (hash == -1)
         return -1;
     size_t i = (size_t)hash & self->mask;
+    uint32_t tag = hash_tag(hash);
     for (;;) {
         NumberSlot *slot = &self->slots[i];
         if (slot->id1 == 0)
             break;
-        if (slot->hash == hash) {
+        if (slot->tag == tag) {
             /* no call comes back into number() (busy), so the table stays as it is */
-            int equal = same_key(self->keys[slot->id1 - 1], token);
+            int equal = same_key(slot->key, token);
             if (equal < 0)
                 return -1;
             if (equal)
@@ -2766,6 +2780,12 @@ static Py_ssize_t numbering_find_or_add(Numbering *self, PyObject *token, PyObje
             return -1;
         }
         self->keys = keys;
+        Py_hash_t *hashes = PyMem_Realloc(self->hashes, (size_t)cap * sizeof(Py_hash_t));
+        if (hashes == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->hashes = hashes;
         self->cap = cap;
     }
     if (new_terms != NULL && PyList_Append(new_terms, token) < 0)
@@ -2773,8 +2793,10 @@ static Py_ssize_t numbering_find_or_add(Numbering *self, PyObject *token, PyObje
     Py_ssize_t id = self->count++;
     Py_INCREF(token);
     self->keys[id] = token;
+    self->hashes[id] = hash;
     NumberSlot *slot = &self->slots[i];
-    slot->hash = hash;
+    slot->tag = tag;
+    slot->key = token;
     slot->id1 = (int32_t)(id + 1);
     slot->seen = 0;
     slot->rank = 0;
