@@ -1279,6 +1279,35 @@ static PyObject *collapsed_ascii(PyObject *value)
     return out;
 }
 
+/* The str of the ASCII text buf[:len], the same object as the last time that text was asked for
+   while it still holds its slot (field names: two dozen a message, nearly all of them met
+   before), so that its hash is taken once and the lookups by name (get, the mail tokens'
+   "header:" names) find it by identity. Direct-mapped by an FNV-1a hash; texts longer than
+   FIELD_CACHE_MAX_LEN are made fresh. */
+#define FIELD_CACHE_SIZE 1024
+#define FIELD_CACHE_MAX_LEN 40
+static PyObject *field_cache[FIELD_CACHE_SIZE];
+
+static PyObject *cached_ascii(const char *buf, Py_ssize_t len)
+{
+    if (len > FIELD_CACHE_MAX_LEN)
+        return PyUnicode_FromStringAndSize(buf, len);
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t k = 0; k < len; k++)
+        h = (h ^ (unsigned char)buf[k]) * 16777619u;
+    PyObject **slot = &field_cache[h & (FIELD_CACHE_SIZE - 1)];
+    if (*slot != NULL && PyUnicode_GET_LENGTH(*slot) == len && memcmp(PyUnicode_1BYTE_DATA(*slot), buf, (size_t)len) == 0) {
+        Py_INCREF(*slot);
+        return *slot;
+    }
+    PyObject *text = PyUnicode_FromStringAndSize(buf, len);
+    if (text != NULL) {
+        Py_INCREF(text);
+        Py_XSETREF(*slot, text);
+    }
+    return text;
+}
+
 static PyObject *header_pairs(PyObject *self, PyObject *args)
 {
     PyObject *fields, *decode, *defects;
@@ -1307,7 +1336,7 @@ static PyObject *header_pairs(PyObject *self, PyObject *args)
                 Py_DECREF(pair);
                 goto fail;
             }
-            low = PyUnicode_FromStringAndSize(buf, b - a);
+            low = cached_ascii(buf, b - a);
             if (buf != small)
                 PyMem_Free(buf);
         } else {

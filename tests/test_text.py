@@ -517,3 +517,35 @@ def test_url_host_tokens_equal_url_hosts(urls):
     got = []
     speedups.url_host_tokens(list(urls), url_hosts, got)
     assert got == expected
+
+
+def test_field_name_tokens_are_one_str_per_name_and_the_memo_is_bounded(monkeypatch):
+    """The mail tokens' "header:" + name come from a memo (one str per name, its hash taken once),
+    cleared when it reaches its bound: names come from the mail, a stream of new ones must not
+    grow it for ever. The tokens are what the concatenation gives either way."""
+    import spamkit.text as text_module
+    from spamkit.message import parse_message
+    monkeypatch.setattr(text_module, "_HEADER_NAME_TOKENS", {})
+    monkeypatch.setattr(text_module, "_HEADER_NAME_TOKENS_SIZE", 5)
+    a = Analyzer.mail()
+    for i in range(20):
+        raw = b"".join(b"X-F%d-%d: v\n" % (i, j) for j in range(3)) + b"Subject: s\n\nbody words\n"
+        msg = parse_message(raw, "rfc822")
+        names = [t for t in a(msg) if t.startswith("header:")]
+        assert names == ["header:" + name for name, _ in msg.headers]
+        assert len(text_module._HEADER_NAME_TOKENS) <= 5
+    again = [t for t in a(parse_message(b"Subject: s\n\nx\n", "rfc822")) if t.startswith("header:")]
+    assert again == ["header:subject"] and again[0] is text_module._HEADER_NAME_TOKENS["subject"]
+
+
+def test_compiled_field_names_are_shared_objects_with_their_definition():
+    """speedups.header_pairs hands back one str per lower-case field name met lately (a cache),
+    and names longer than the cache holds fresh: equal to name.strip().lower() either way."""
+    from spamkit.message import _speedups, decode_header_value
+    if _speedups is None:
+        pytest.skip("spamkit.speedups was not built")
+    long_name = "X-" + "Long" * 20
+    fields = [(" Received", "a"), ("RECEIVED", "b"), (long_name, "c"), (long_name.upper(), "d"), ("x-ünï", "e")]
+    pairs = _speedups.header_pairs(fields, decode_header_value, [])
+    assert pairs == [(n.strip().lower(), v) for n, v in fields]
+    assert pairs[0][0] is pairs[1][0]

@@ -456,7 +456,8 @@ class Analyzer:
         if self.digit_prefixes:
             digit_prefixes(doc.body, tokens)
         if self.header_names:
-            tokens.extend("header:" + name for name, _ in doc.headers)
+            known = _HEADER_NAME_TOKENS
+            tokens.extend([known.get(name) or _header_name_token(name) for name, _ in doc.headers])
         if self.received_ips:
             received_ip_tokens(doc.get_all("received"), tokens)
         if self.meta:
@@ -469,6 +470,19 @@ class Analyzer:
             for family in sorted(defect_families(doc)):
                 tokens.append("meta:defect:" + family)
         return tokens
+
+
+#: "header:" + a field name, one str per name (its hash taken once: the numbering looks every
+#: token up), for the mail tokens' field names; bounded, for the names come from the mail
+_HEADER_NAME_TOKENS: dict = {}
+_HEADER_NAME_TOKENS_SIZE = 4096
+
+
+def _header_name_token(name: str) -> str:
+    if len(_HEADER_NAME_TOKENS) >= _HEADER_NAME_TOKENS_SIZE:
+        _HEADER_NAME_TOKENS.clear()
+    token = _HEADER_NAME_TOKENS[name] = "header:" + name
+    return token
 
 
 def analyzer_for(tokens: str = "words", stem: str = "none", language: str = "english", stop_words: str = "none",
