@@ -3899,17 +3899,36 @@ static PyObject *nb_sums(PyObject *self, PyObject *args)
         const int32_t *c32 = indices.buf;
         const long long *c64 = indices.buf;
         double *o = out.buf;
+        /* each column's weight once, where the rows hold many entries per column (a fold of
+           training messages: the same numbers, two logarithms per column instead of per entry) */
+        double *weight = nnz >= n_cols / 4 && n_cols > 0 ? PyMem_Malloc((size_t)n_cols * sizeof(double)) : NULL;
+        unsigned char *known = weight != NULL ? PyMem_Calloc((size_t)n_cols, 1) : NULL;
+        if (known == NULL) {
+            PyMem_Free(weight);
+            weight = NULL;
+        }
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n_rows; i++) {
             double z = 0.0;
             for (long long k = ptr[i]; k < ptr[i + 1]; k++) {
                 long long j = narrow ? (long long)c32[k] : c64[k];
-                double w = (log(sc[j] + a) - den1) - (log(hc[j] + a) - den0);
+                double w;
+                if (weight != NULL && known[j]) {
+                    w = weight[j];
+                } else {
+                    w = (log(sc[j] + a) - den1) - (log(hc[j] + a) - den0);
+                    if (weight != NULL) {
+                        weight[j] = w;
+                        known[j] = 1;
+                    }
+                }
                 z += w * val[k];
             }
             o[i] = z;
         }
         Py_END_ALLOW_THREADS
+        PyMem_Free(weight);
+        PyMem_Free(known);
     }
     release_views(&indptr, &indices, &data, &ham, &spam, &out, NULL);
     if (bad) {

@@ -308,6 +308,15 @@ def test_compiled_component_scores_equal_the_numpy_definitions(monkeypatch):
         np.testing.assert_allclose(compiled, numpy_scores, rtol=1e-12, atol=1e-12)
         # the length column counts each row's tokens, explicit zeros left out
         assert compiled[:, -1].tolist() == [float(np.count_nonzero(Q[i].data)) for i in range(Q.shape[0])]
+    # rows of few tokens: alone, each column's logarithms are taken per entry; in a batch that
+    # holds many entries per column, once per column (the folds of a training run): the same bits
+    dense = np.zeros((60, X.shape[1]))
+    for i in range(60):
+        dense[i, rng.choice(X.shape[1], size=int(rng.integers(0, 6)), replace=False)] = rng.integers(1, 4)
+    sparse_rows = sp.csr_matrix(dense)
+    assert all(sparse_rows[i].nnz < X.shape[1] / 4 for i in range(60)) and sparse_rows.nnz >= X.shape[1] / 4
+    batch = model.component_log_odds(sparse_rows)
+    assert np.array_equal(batch, np.vstack([model.component_log_odds(sparse_rows[i]) for i in range(60)]))
     with pytest.raises(ValueError, match="do not fit"):
         stack.speedups.nb_sums(np.array([0, 1]), np.array([0], dtype=np.int32), np.array([1.0, 2.0]), np.zeros(2),
                                np.zeros(2), 1.0, 0.0, 0.0, np.zeros(1))
