@@ -98,12 +98,52 @@ def main(argv=None) -> int:
         raw = sys.stdin.buffer.read()
         run = _lean_pipe if plain_pipe(args) else _run_command_line
         return guard(raw, lambda message: run(args, message), "spamkit filter")
-    from .cli import main as cli_main
+    with archives_early(args):
+        from .cli import main as cli_main
 
-    try:
-        return cli_main(args)
-    finally:
-        _quick_exit()
+        try:
+            return cli_main(args)
+        finally:
+            _quick_exit()
+
+
+#: the commands whose compressed corpus archives decompress ahead (``spamkit.cli.params.archives_ahead``)
+ARCHIVE_COMMANDS = ("train", "evaluate")
+
+
+def archive_arguments(args: list[str]) -> list[str]:
+    """The arguments of ``train`` or ``evaluate`` that name existing files: what may be corpus
+    archives (an option's value among them, which opening then tells apart by its content);
+    none for other commands, or with ``--help``.
+
+    >>> archive_arguments(["info", __file__]), archive_arguments(["train", "--help", __file__])
+    ([], [])
+    >>> archive_arguments(["--traceback", "train", "-o", "no-such-file", __file__]) == [__file__]
+    True
+    """
+    rest = list(args)
+    while rest and rest[0] in GROUP_FLAGS:
+        rest.pop(0)
+    if not rest or rest[0] not in ARCHIVE_COMMANDS or {"-h", "--help"} & set(rest):
+        return []
+    return [a for a in rest[1:] if not a.startswith("-") and os.path.isfile(a)]
+
+
+def archives_early(args: list[str]):
+    """For ``train`` and ``evaluate``, start decompressing the compressed tar archives among the
+    arguments now, before the command line (click, the commands' modules: 40-50 ms) is imported;
+    :func:`spamkit.corpus.tree.decompressing_ahead` is what ``archives_ahead`` uses later, which
+    finds them started. Opening a ``.tar.gz`` waits for its decompression (its messages are
+    listed in the archive's order, the index first), and the worker processes wait for the
+    listing: trec07p-dev's first messages reached them at 0.19-0.25 s of a 1.0-1.3 s run.
+    Nothing else changes: an argument that is no archive is left alone, a damaged one is
+    reported when the command opens it, and one the command never opens is closed here."""
+    paths = archive_arguments(args)
+    if not paths:
+        import contextlib
+        return contextlib.nullcontext()
+    from .corpus.tree import decompressing_ahead
+    return decompressing_ahead(paths)
 
 
 #: the variables by which the BLAS libraries NumPy and SciPy may load read their thread count

@@ -531,3 +531,48 @@ def test_scipy_is_imported_without_numpys_unused_submodules():
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen == {"loaded": [], "same": True, "total": 3.0, "again": True, "asked": True}
+
+
+_EARLY_SCRIPT = """
+import json, sys
+from spamkit.corpus import tree
+seen = []
+real = tree.Spool.__init__
+def spool(self, path, opener=None):
+    seen.append({"compressed": opener is not None, "click": "click" in sys.modules, "cli": "spamkit.cli" in sys.modules})
+    real(self, path, opener)
+tree.Spool.__init__ = spool
+from spamkit.launch import main
+try:
+    status = main(sys.argv[1:])
+except SystemExit as stop:
+    status = stop.code
+print(json.dumps({"status": status, "spools": seen}))
+"""
+
+
+def test_train_starts_decompressing_its_archives_before_it_imports_the_command_line(tmp_path):
+    """``spamkit train ARCHIVE.tar.gz``: the archive starts decompressing before click and the
+    command line are imported (spamkit.launch.archives_early), once (the command's own
+    archives_ahead finds it started), and the filter is the one written without it."""
+    import subprocess
+    import sys
+    import tarfile
+    archive = tmp_path / "sample.tar.gz"
+    with tarfile.open(archive, "w:gz", format=tarfile.USTAR_FORMAT) as tf:
+        tf.add(SAMPLE, arcname="sample")
+    done = subprocess.run([sys.executable, "-c", _EARLY_SCRIPT, "train", str(archive), "-o", str(tmp_path / "early.spamkit"),
+                           "--jobs", "1"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"status": 0, "spools": [{"compressed": True, "click": False, "cli": False}]}
+    late = CliRunner().invoke(cli, ["train", str(archive), "-o", str(tmp_path / "late.spamkit"), "--jobs", "1"])
+    assert late.exit_code == 0, late.output
+    same = {}
+    for name in ("early", "late"):
+        with zipfile.ZipFile(tmp_path / f"{name}.spamkit") as z:
+            same[name] = {member: z.read(member) for member in z.namelist() if member != "manifest.json"}
+    assert same["early"] == same["late"]
+    from spamkit.launch import archive_arguments
+    assert archive_arguments(["evaluate", "m.spamkit", str(archive)]) == [str(archive)]
+    assert archive_arguments(["online", str(archive)]) == [] == archive_arguments(["train", str(archive), "-h"])
