@@ -49,13 +49,16 @@ CHUNK_BYTES = 512 * 1024
 _SESSIONS = itertools.count()
 #: what :meth:`ProcessEngine.count_ahead` gives the workers before ``spamkit train`` turns to its
 #: own imports (NumPy, SciPy and the models: 0.2-0.3 s, during which nothing takes results): at
-#: most this many messages or bytes of raw mail. At two workers' pace on TREC mail (about 240 µs
-#: a message each), 2,048 messages are work for 0.25 s. In turns on trec07p-dev (session 26, the
+#: most this many messages or bytes of raw mail. At two workers' pace on TREC mail (about 200 µs
+#: a message each), 4,096 messages are work for 0.4 s. In turns on trec07p-dev (session 26, the
 #: median of 12 pairwise differences against this window): 4,096 messages or 32 MB +30 ms (2 of
-#: 12 pairs faster), 1,024 or 8 MB -20 ms (7 of 12): no better beyond noise. What waits
-#: meanwhile is the workers' results, 4-5 MB for 2,048 TREC messages.
-AHEAD_MESSAGES = 2048
-AHEAD_BYTES = 16 * 1024 * 1024
+#: 12 pairs faster), 1,024 or 8 MB -20 ms (7 of 12): no better beyond noise. In session 27 the
+#: workers were a fifth faster and ran dry before the driver took results: 4,096 messages or 32
+#: MB against 2,048 or 16 MB, trec07p-dev -33 ms (7 of 12 pairs faster), trec07p-dev + Enron1
+#: -117 ms (6 of 8), peak +0.7 MB; 8,192 or 64 MB against 4,096, +34 ms (5 of 12). What waits
+#: meanwhile is the workers' results, 8-10 MB for 4,096 TREC messages.
+AHEAD_MESSAGES = 4096
+AHEAD_BYTES = 32 * 1024 * 1024
 
 _ANALYZER = None
 _VECTORIZER = None
