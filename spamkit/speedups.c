@@ -1083,41 +1083,50 @@ static PyObject *cached_token(PyObject *prefix, Py_UCS4 pmax, uint32_t h0, PyObj
     return token;
 }
 
-/* appends the words of text to the list out (see words()); -1 on an error */
-static int words_into(PyObject *out, PyObject *text, Py_ssize_t max_len, PyObject *prefix, PyObject *long_token)
+/* str.isalnum() of each Latin-1 character (filled when the module loads) */
+static unsigned char latin1_alnum[256];
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+/* is_alnum, by the Latin-1 table in a one-byte string */
+static ALWAYS_INLINE int alnum_in(int kind, Py_UCS4 c)
 {
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
-    Py_ssize_t plen = 0;
-    Py_UCS4 pmax = 0;
-    uint32_t h0 = 2166136261u;
-    if (prefix != Py_None) {
-        plen = PyUnicode_GET_LENGTH(prefix);
-        pmax = exact_max(PyUnicode_KIND(prefix), PyUnicode_DATA(prefix), 0, plen);
-        h0 = fnv_chars(h0, PyUnicode_KIND(prefix), PyUnicode_DATA(prefix), 0, plen);
-    }
+    return kind == PyUnicode_1BYTE_KIND ? latin1_alnum[c] : is_alnum(c);
+}
+
+/* words_into's scan for one string width: called with a constant kind, so that each width gets
+   a loop of its own, reading characters without asking the width each time (a one-byte string,
+   most mail text, by table lookups alone) */
+static ALWAYS_INLINE int words_scan(PyObject *out, PyObject *text, int kind, const void *data, Py_ssize_t n,
+                                    Py_ssize_t max_len, PyObject *prefix, Py_UCS4 pmax, uint32_t h0,
+                                    PyObject *long_token)
+{
+    Py_ssize_t i = 0;
     while (i < n) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         Py_ssize_t start = i;
-        if (is_alnum(c)) {
+        if (alnum_in(kind, c)) {
             i++;
-        } else if (is_currency(c) && i + 1 < n && is_alnum(PyUnicode_READ(kind, data, i + 1))) {
+        } else if (is_currency(c) && i + 1 < n && alnum_in(kind, PyUnicode_READ(kind, data, i + 1))) {
             i += 2;
         } else {
             i++;
             continue;
         }
-        while (i < n && is_alnum(PyUnicode_READ(kind, data, i)))
+        while (i < n && alnum_in(kind, PyUnicode_READ(kind, data, i)))
             i++;
         while (i + 1 < n) {                           /* joined runs */
             Py_UCS4 j = PyUnicode_READ(kind, data, i), next = PyUnicode_READ(kind, data, i + 1);
-            if (!is_alnum(next))
+            if (!alnum_in(kind, next))
                 break;
             if (!(is_joiner(j) || (j == ',' && is_decimal(PyUnicode_READ(kind, data, i - 1)) && is_decimal(next))))
                 break;
             i += 2;
-            while (i < n && is_alnum(PyUnicode_READ(kind, data, i)))
+            while (i < n && alnum_in(kind, PyUnicode_READ(kind, data, i)))
                 i++;
         }
         Py_ssize_t len = i - start;
@@ -1125,12 +1134,12 @@ static int words_into(PyObject *out, PyObject *text, Py_ssize_t max_len, PyObjec
             continue;
         PyObject *token;
         if (len > max_len) {
-            if (prefix != Py_None)                    /* markers are not field tokens */
+            if (prefix != NULL)                       /* markers are not field tokens */
                 continue;
             token = long_token;
             Py_INCREF(token);
         } else {
-            token = cached_token(prefix == Py_None ? NULL : prefix, pmax, h0, text, kind, data, start, len);
+            token = cached_token(prefix, pmax, h0, text, kind, data, start, len);
         }
         if (!token || PyList_Append(out, token) < 0) {
             Py_XDECREF(token);
@@ -1139,6 +1148,30 @@ static int words_into(PyObject *out, PyObject *text, Py_ssize_t max_len, PyObjec
         Py_DECREF(token);
     }
     return 0;
+}
+
+/* appends the words of text to the list out (see words()); -1 on an error */
+static int words_into(PyObject *out, PyObject *text, Py_ssize_t max_len, PyObject *prefix, PyObject *long_token)
+{
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_UCS4 pmax = 0;
+    uint32_t h0 = 2166136261u;
+    PyObject *pre = prefix == Py_None ? NULL : prefix;
+    if (pre != NULL) {
+        Py_ssize_t plen = PyUnicode_GET_LENGTH(pre);
+        pmax = exact_max(PyUnicode_KIND(pre), PyUnicode_DATA(pre), 0, plen);
+        h0 = fnv_chars(h0, PyUnicode_KIND(pre), PyUnicode_DATA(pre), 0, plen);
+    }
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        return words_scan(out, text, PyUnicode_1BYTE_KIND, data, n, max_len, pre, pmax, h0, long_token);
+    case PyUnicode_2BYTE_KIND:
+        return words_scan(out, text, PyUnicode_2BYTE_KIND, data, n, max_len, pre, pmax, h0, long_token);
+    default:
+        return words_scan(out, text, PyUnicode_4BYTE_KIND, data, n, max_len, pre, pmax, h0, long_token);
+    }
 }
 
 static PyObject *words(PyObject *self, PyObject *args)
@@ -4516,6 +4549,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit_speedups(void)
 {
+    for (int c = 0; c < 256; c++)
+        latin1_alnum[c] = (unsigned char)Py_UNICODE_ISALNUM((Py_UCS4)c);
     if (PyType_Ready(&NumberingType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
