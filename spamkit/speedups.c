@@ -322,6 +322,23 @@ static PyObject *html_unescape(PyObject *self, PyObject *text)
    Python clips them) are in base64's alphabet, A-Z a-z 0-9 + / -- what
    len(data[start:stop].translate(None, <every other byte>)) counts (spamkit.message.payload_size,
    the size of a base64 attachment), without copying the slice twice. */
+/* the count of base64_chars: written so that GCC turns it into vector instructions (at -O3,
+   asked for this function alone), 16-32 bytes a step: attachments are most of a message's bytes */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("O3")))
+#endif
+static Py_ssize_t count_base64(const unsigned char *d, Py_ssize_t start, Py_ssize_t stop)
+{
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = start; i < stop; i++) {
+        unsigned char c = d[i];
+        unsigned char letter = (unsigned char)((c | 32) - 'a') < 26;
+        unsigned char digit = (unsigned char)(c - '0') < 10;
+        count += letter | digit | (c == '+') | (c == '/');
+    }
+    return count;
+}
+
 static PyObject *base64_chars(PyObject *self, PyObject *args)
 {
     Py_buffer view;
@@ -333,12 +350,7 @@ static PyObject *base64_chars(PyObject *self, PyObject *args)
     if (stop < 0) stop = stop + n < 0 ? 0 : stop + n;
     if (start > n) start = n;
     if (stop > n) stop = n;
-    const unsigned char *d = view.buf;
-    Py_ssize_t count = 0;
-    for (Py_ssize_t i = start; i < stop; i++) {
-        unsigned char c = d[i];
-        count += (c >= 'A' && c <= 'Z') | (c >= 'a' && c <= 'z') | (c >= '0' && c <= '9') | (c == '+') | (c == '/');
-    }
+    Py_ssize_t count = stop > start ? count_base64(view.buf, start, stop) : 0;
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(count);
 }
