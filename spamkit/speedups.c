@@ -632,6 +632,35 @@ static int self_closing(State *s, Py_ssize_t a, Py_ssize_t b)
     return b > a && CH(s, b - 1) == '/';
 }
 
+/* The str of the ASCII text buf[:len], the same object as the last time that text was asked for
+   while it still holds its slot (field names: two dozen a message, nearly all of them met
+   before; HTML attribute names), so that its hash is taken once and the lookups by name (get,
+   the mail tokens' "header:" names, the wanted attributes) find it by identity. Direct-mapped by an FNV-1a hash; texts longer than
+   FIELD_CACHE_MAX_LEN are made fresh. */
+#define FIELD_CACHE_SIZE 1024
+#define FIELD_CACHE_MAX_LEN 40
+static PyObject *field_cache[FIELD_CACHE_SIZE];
+
+static PyObject *cached_ascii(const char *buf, Py_ssize_t len)
+{
+    if (len > FIELD_CACHE_MAX_LEN)
+        return PyUnicode_FromStringAndSize(buf, len);
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t k = 0; k < len; k++)
+        h = (h ^ (unsigned char)buf[k]) * 16777619u;
+    PyObject **slot = &field_cache[h & (FIELD_CACHE_SIZE - 1)];
+    if (*slot != NULL && PyUnicode_GET_LENGTH(*slot) == len && memcmp(PyUnicode_1BYTE_DATA(*slot), buf, (size_t)len) == 0) {
+        Py_INCREF(*slot);
+        return *slot;
+    }
+    PyObject *text = PyUnicode_FromStringAndSize(buf, len);
+    if (text != NULL) {
+        Py_INCREF(text);
+        Py_XSETREF(*slot, text);
+    }
+    return text;
+}
+
 /* tag_attrs(url_attrs, unescape, text) -> (urls, alt): spamkit.htmltext._tag_attrs in C, for
    html_to_text's start tags. The attributes are what the regular expression
    ([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))? finds, one after the other, at most
@@ -723,7 +752,7 @@ static PyObject *tag_attrs(PyObject *self, PyObject *args)
                 Py_UCS4 c = AT(i);
                 buf[i - start] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
             }
-            name = PyUnicode_FromStringAndSize(buf, name_end - start);
+            name = cached_ascii(buf, name_end - start);
             if (buf != small)
                 PyMem_Free(buf);
         } else {
@@ -733,6 +762,16 @@ static PyObject *tag_attrs(PyObject *self, PyObject *args)
         }
         if (name == NULL)
             goto done;
+        /* only a URL attribute's or alt's value is ever looked at: the others are passed over
+           without their values being cut out and decoded (a style or class attribute's) */
+        int wanted = PySet_Contains(url_attrs, name);
+        if (wanted == 0)
+            wanted = PyUnicode_CompareWithASCIIString(name, "alt") == 0;
+        if (wanted <= 0) {
+            Py_DECREF(name);
+            if (wanted < 0) goto done;
+            continue;
+        }
         int known = PyDict_Contains(attrs, name);
         if (known != 0) {
             Py_DECREF(name);
@@ -1322,35 +1361,6 @@ static PyObject *collapsed_ascii(PyObject *value)
     PyObject *out = PyUnicode_FromStringAndSize(buf, k);
     PyMem_Free(buf);
     return out;
-}
-
-/* The str of the ASCII text buf[:len], the same object as the last time that text was asked for
-   while it still holds its slot (field names: two dozen a message, nearly all of them met
-   before), so that its hash is taken once and the lookups by name (get, the mail tokens'
-   "header:" names) find it by identity. Direct-mapped by an FNV-1a hash; texts longer than
-   FIELD_CACHE_MAX_LEN are made fresh. */
-#define FIELD_CACHE_SIZE 1024
-#define FIELD_CACHE_MAX_LEN 40
-static PyObject *field_cache[FIELD_CACHE_SIZE];
-
-static PyObject *cached_ascii(const char *buf, Py_ssize_t len)
-{
-    if (len > FIELD_CACHE_MAX_LEN)
-        return PyUnicode_FromStringAndSize(buf, len);
-    uint32_t h = 2166136261u;
-    for (Py_ssize_t k = 0; k < len; k++)
-        h = (h ^ (unsigned char)buf[k]) * 16777619u;
-    PyObject **slot = &field_cache[h & (FIELD_CACHE_SIZE - 1)];
-    if (*slot != NULL && PyUnicode_GET_LENGTH(*slot) == len && memcmp(PyUnicode_1BYTE_DATA(*slot), buf, (size_t)len) == 0) {
-        Py_INCREF(*slot);
-        return *slot;
-    }
-    PyObject *text = PyUnicode_FromStringAndSize(buf, len);
-    if (text != NULL) {
-        Py_INCREF(text);
-        Py_XSETREF(*slot, text);
-    }
-    return text;
 }
 
 static PyObject *header_pairs(PyObject *self, PyObject *args)
