@@ -637,7 +637,7 @@ static int self_closing(State *s, Py_ssize_t a, Py_ssize_t b)
    before; HTML attribute names), so that its hash is taken once and the lookups by name (get,
    the mail tokens' "header:" names, the wanted attributes) find it by identity. Direct-mapped by an FNV-1a hash; texts longer than
    FIELD_CACHE_MAX_LEN are made fresh. */
-#define FIELD_CACHE_SIZE 1024
+#define FIELD_CACHE_SIZE 2048
 #define FIELD_CACHE_MAX_LEN 40
 static PyObject *field_cache[FIELD_CACHE_SIZE];
 
@@ -1521,7 +1521,8 @@ static PyObject *header_block(PyObject *self, PyObject *args)
             v++;
         if (v > stop)
             v = stop;
-        PyObject *name = PyUnicode_DecodeASCII((const char *)b + pos, colon - pos, "surrogateescape");
+        /* the name's bytes are printable ASCII (field_name_byte): the same str as last time */
+        PyObject *name = cached_ascii((const char *)b + pos, colon - pos);
         if (name == NULL)
             goto fail;
         pos = nl + 1;
@@ -1563,13 +1564,22 @@ static PyObject *header_block(PyObject *self, PyObject *args)
             goto fail;
         }
         PyObject *pair = PyTuple_Pack(2, name, value);
-        /* the name's bytes are printable ASCII (field_name_byte): str.lower() is ASCII's */
-        PyObject *key = PyUnicode_New(PyUnicode_GET_LENGTH(name), 127);
-        if (key != NULL) {
-            const Py_UCS1 *src = PyUnicode_1BYTE_DATA(name);
-            Py_UCS1 *dst = PyUnicode_1BYTE_DATA(key);
-            for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(name); i++)
-                dst[i] = (src[i] >= 'A' && src[i] <= 'Z') ? (Py_UCS1)(src[i] + 32) : src[i];
+        /* the name's bytes are printable ASCII (field_name_byte): str.lower() is ASCII's, and the
+           lower-case name a shared str too (its hash kept for this dict and every lookup) */
+        PyObject *key;
+        {
+            Py_ssize_t len = PyUnicode_GET_LENGTH(name);
+            char small[64], *low = len <= 64 ? small : PyMem_Malloc((size_t)len);
+            if (low == NULL) {
+                key = PyErr_NoMemory();
+            } else {
+                const Py_UCS1 *src = PyUnicode_1BYTE_DATA(name);
+                for (Py_ssize_t i = 0; i < len; i++)
+                    low[i] = (char)((src[i] >= 'A' && src[i] <= 'Z') ? src[i] + 32 : src[i]);
+                key = cached_ascii(low, len);
+                if (low != small)
+                    PyMem_Free(low);
+            }
         }
         PyObject *kept = key != NULL ? PyDict_SetDefault(first, key, value) : NULL;    /* borrowed */
         Py_XDECREF(key);
