@@ -88,8 +88,9 @@ ALLOWED = {
     "client": {"passthrough"},
     # pipe mode's never-lose-a-message guard (standard library only)
     "passthrough": set(),
-    # the console script: guards pipe mode before importing the command line
-    "launch": {"passthrough", "cli", "lean", "mailfilter"},
+    # the console script: guards pipe mode before importing the command line, and starts the
+    # archives of train and evaluate decompressing before it (corpus.tree.decompressing_ahead)
+    "launch": {"passthrough", "cli", "lean", "mailfilter", "corpus"},
     # the Dask engine: the pipeline's stages run on workers; the pipeline never imports it
     "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "spamfilter",
                     "selection"},
