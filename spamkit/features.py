@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from . import errors
 from .errors import ConfigError
 from .names import REPRESENTATIONS, SELECTIONS
-from .numbering import IndexedChunk
+from .numbering import IndexedChunk, new_numbering, number_terms
 
 
 
@@ -303,9 +303,10 @@ def count_matrix(docs, index: dict, grow: bool, sort: bool = True, terms_out: li
     if grow and getattr(index, "default_factory", None) != index.__len__:
         raise ValueError("a growing index must be a defaultdict whose factory is its __len__")
     vocab = None                  # IndexedChunk with terms_out: the compiled numbering of the terms
+    here = False                  # chunks numbered by numbered_here: their numbers are the columns
 
     def n_columns() -> int:
-        return len(vocab) if vocab is not None else len(index)
+        return len(terms_out) if here else len(vocab) if vocab is not None else len(index)
 
     def append(block: sp.csr_matrix) -> None:
         """Append a block's rows (no duplicates; indices sorted unless the caller said sort=False)."""
@@ -336,10 +337,9 @@ def count_matrix(docs, index: dict, grow: bool, sort: bool = True, terms_out: li
         if len(chunk_ptr) > 1:
             append(chunk_block())
 
-    def add_indexed(chunk: IndexedChunk) -> None:
+    def worker_columns(chunk: IndexedChunk):
+        """The columns of a worker's chunk: its new terms looked up (or added), its numbers mapped."""
         nonlocal vocab
-        if not grow:
-            raise ConfigError("numbered chunks are for learning a vocabulary (grow=True)")
         mapping = tables.setdefault(chunk.source, array("i"))     # the worker's numbers -> columns
         if vocab is None and terms_out is not None and grow_columns is not None and not index:
             from .compiled import speedups
@@ -351,7 +351,22 @@ def count_matrix(docs, index: dict, grow: bool, sort: bool = True, terms_out: li
             mapping.frombytes(grow_columns(index, chunk.new_terms))
         else:
             mapping.extend(map(lookup, chunk.new_terms))
-        columns = np.frombuffer(mapping, dtype=np.int32)[chunk.ids] if len(chunk.ids) else chunk.ids
+        return np.frombuffer(mapping, dtype=np.int32)[chunk.ids] if len(chunk.ids) else chunk.ids
+
+    def add_indexed(chunk: IndexedChunk) -> None:
+        nonlocal here
+        if not grow:
+            raise ConfigError("numbered chunks are for learning a vocabulary (grow=True)")
+        if chunk.source is NUMBERED_HERE and terms_out is not None and (here or (not tables and not index)):
+            # one numbering of every document, in corpus order (numbered_here): its numbers are
+            # the columns and its new terms the vocabulary's next ones, without a second table
+            here = True
+            terms_out.extend(chunk.new_terms)
+            columns = chunk.ids
+        elif here:
+            raise ConfigError("chunks numbered here and by workers cannot be mixed")
+        else:
+            columns = worker_columns(chunk)
         if not sort:
             # the rows as they come: one entry per term and row, columns in the chunk's order
             base = out_indptr[-1]
@@ -414,6 +429,50 @@ def count_matrix(docs, index: dict, grow: bool, sort: bool = True, terms_out: li
                           np.frombuffer(out_indices, dtype=np.int32) if len(out_indices) else np.zeros(0, np.int32),
                           indptr),
                          shape=(n_docs, n_columns()))
+
+
+#: token lists numbered at a time by :func:`numbered_here`
+NUMBER_BATCH = 256
+
+
+def numbered_here(docs, batch: int = NUMBER_BATCH):
+    """``docs`` (token lists) as :class:`IndexedChunk` objects of up to ``batch`` documents, their
+    terms numbered in this process by the compiled table (``speedups.Numbering``), as a worker
+    process numbers its chunks: what :func:`count_matrix` makes of them is the same matrix, with
+    the same columns in the same order, as of the token lists themselves, without a Python
+    lookup per token and a sort of every chunk's duplicates (training in one process,
+    ``--jobs 1``: the counting loop was a fifth of a run). The documents as they are where the
+    extension was not built, or when the first one is not a list of tokens (the count then says
+    what is wrong with it)."""
+    docs = iter(docs)
+    first = next(docs, None)
+    if first is None:
+        return
+    numbers = new_numbering()
+    if isinstance(numbers, dict) or not isinstance(first, list):
+        yield first
+        yield from docs
+        return
+    chunk = [first]
+    for tokens in docs:
+        if len(chunk) >= batch:
+            yield _numbered(numbers, chunk)
+            chunk = []
+        if isinstance(tokens, (str, IndexedChunk)):
+            raise ConfigError("a document must be a list of tokens, got a str; tokenize it first"
+                              if isinstance(tokens, str) else "numbered chunks and token lists cannot be mixed")
+        chunk.append(tokens if type(tokens) is list else list(tokens))
+    yield _numbered(numbers, chunk)
+
+
+#: the source of the chunks numbered_here makes: one numbering of every document, in order
+NUMBERED_HERE = "numbered here"
+
+
+def _numbered(numbers, chunk: list) -> IndexedChunk:
+    new_terms, ids, counts, sizes = number_terms(numbers, chunk)
+    return IndexedChunk(NUMBERED_HERE, new_terms, np.frombuffer(ids, dtype=np.intc), np.frombuffer(counts, dtype=np.intc),
+                        np.frombuffer(sizes, dtype=np.int64))
 
 
 def one_row(tokens: list, index: dict):
@@ -566,7 +625,8 @@ class Vectorizer:
             index: defaultdict[str, int] = defaultdict()
             index.default_factory = index.__len__
             terms: list = []                           # numbered chunks: the vocabulary, in column order
-            counts = count_matrix(docs, index, grow=True, sort=False, terms_out=terms)  # _limit sorts the rows
+            # numbered by the compiled table, a chunk at a time (the same matrix: numbered_here)
+            counts = count_matrix(numbered_here(docs), index, grow=True, sort=False, terms_out=terms)  # _limit sorts the rows
             index.default_factory = None               # from here on, a plain mapping
             counts = self._limit(counts, terms if terms else index, y)
         self.n_docs_ = counts.shape[0]

@@ -466,6 +466,40 @@ def test_numbered_chunks_give_the_matrix_and_vocabulary_of_the_token_lists():
         count_matrix([docs[0], chunks[0]], mixed, grow=True)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "d", "é", "\u65e5", "x" * 30, "a b"]), max_size=12)
+                | st.tuples(st.sampled_from(["a", "b", "z"]), st.sampled_from(["a", "q"])).map(list), max_size=40),
+       st.integers(1, 7))
+def test_token_lists_numbered_here_give_their_own_matrix_and_vocabulary(docs, batch):
+    """Training in one process numbers its token lists in chunks with the compiled table
+    (features.numbered_here), as a worker process does: the vocabulary, in its order, and the
+    matrix of the token lists themselves, whatever the chunk size (and tuples are token lists too)."""
+    from collections import defaultdict
+    from spamkit.features import count_matrix, numbered_here
+    plain = defaultdict()
+    plain.default_factory = plain.__len__
+    X = count_matrix(docs, plain, grow=True)
+    if not docs:
+        assert list(numbered_here(docs, batch)) == []
+        return
+    untouched, terms = defaultdict(), []
+    untouched.default_factory = untouched.__len__
+    given_docs = [tuple(d) if i % 3 == 2 else d for i, d in enumerate(docs)]
+    Y = count_matrix(numbered_here(given_docs, batch), untouched, grow=True, sort=False, terms_out=terms)
+    assert (terms or list(untouched)) == list(plain)
+    Y.sort_indices()
+    assert Y.shape == X.shape and (X != Y).nnz == 0
+    with pytest.raises(ConfigError, match="tokenize it first"):
+        list(numbered_here([["a"], "a str"], batch))
+    from spamkit.numbering import IndexedChunk
+    worker = IndexedChunk("worker", ["a"], np.array([0], dtype=np.intc), np.array([1], dtype=np.intc),
+                          np.array([1], dtype=np.int64))
+    mixed, terms = defaultdict(), []
+    mixed.default_factory = mixed.__len__
+    with pytest.raises(ConfigError, match="cannot be mixed"):
+        count_matrix([*numbered_here([["a"]], batch), worker], mixed, grow=True, terms_out=terms)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 12), st.integers(1, 15), st.floats(0.0, 1.0), st.integers(0, 2 ** 31 - 1))
 def test_columns_per_row_counts_the_marked_non_zeros_of_each_row(n_rows, n_cols, density, seed):
