@@ -47,6 +47,11 @@
  * 11. grow_columns(): the columns of the terms a worker numbered first, looked up (or added) in
  * the driver's growing vocabulary, against the Python definition in tests/test_features.py.
  *
+ * 12. html_unescape(): html.unescape with the standard library's own tables, and
+ * base64_chars(): how many bytes of a slice are in base64's alphabet (spamkit.message's
+ * attachment sizes), each against its Python definition (tests/test_htmltext.py,
+ * tests/test_mime.py).
+ *
  * 10. term_keys(): BLAKE2b-64 of each term of a vocabulary (RFC 7693), the keys of a filter file's
  * hash index, against hashlib in tests/test_persist.py.
  *
