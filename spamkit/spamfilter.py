@@ -24,9 +24,10 @@ from .corpus import LabelledMessage, require_classes
 from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
 from . import errors
 from .errors import ConfigError, CorpusError, ModelFormatError
-from .features import Vectorizer, columns_per_row
+from .features import Vectorizer, columns_per_row, numbered_here
 from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, defect_families, parse_message
+from .numbering import IndexedChunk
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
 from .models.context import ByteContextModel
 from .persist import TermIndexJob, load_filter, save_filter
@@ -240,6 +241,17 @@ class SpamFilter:
                 for chunk, families in count(labelled()):
                     self.count_fallbacks(families)
                     distinct.extend(chunk.sizes.tolist())
+                    yield chunk
+                return
+            if self.vectorizer.hashing is None and self.vectorizer.select != "ig":
+                # numbered here a chunk at a time (features.numbered_here: what fit_transform
+                # would do with the lists), each message's distinct tokens the numbering's count
+                # of them instead of a set of its tokens (15 µs a TREC message)
+                for chunk in numbered_here(self.tokenized(labelled(), tokenize)):
+                    if isinstance(chunk, IndexedChunk):
+                        distinct.extend(chunk.sizes.tolist())
+                    else:                                   # no compiled table: the lists as they are
+                        distinct.append(len(set(chunk)))
                     yield chunk
                 return
             for tokens in self.tokenized(labelled(), tokenize):
