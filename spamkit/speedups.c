@@ -1629,17 +1629,10 @@ static int same_letter(Py_UCS4 c, char lower)
     return c == (Py_UCS4)lower || c == (Py_UCS4)(lower - 32) || (lower == 's' && c == 0x17F);
 }
 
-static PyObject *find_urls(PyObject *self, PyObject *args)
+/* find_urls's scan for one string width (a constant kind, inlined: each width its own loop,
+   the characters read without asking the width each time); -1 on an error */
+static ALWAYS_INLINE int urls_scan(PyObject *out, PyObject *text, int kind, const void *data, Py_ssize_t n)
 {
-    PyObject *text;
-    if (!PyArg_ParseTuple(args, "U:find_urls", &text))
-        return NULL;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    PyObject *out = PyList_New(0);
-    if (out == NULL)
-        return NULL;
     Py_ssize_t i = 0;
     while (i + 4 < n) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
@@ -1666,14 +1659,34 @@ static PyObject *find_urls(PyObject *self, PyObject *args)
             PyObject *url = PyUnicode_Substring(text, i, end);
             if (url == NULL || PyList_Append(out, url) < 0) {
                 Py_XDECREF(url);
-                Py_DECREF(out);
-                return NULL;
+                return -1;
             }
             Py_DECREF(url);
             i = end;
             continue;
         }
         i++;
+    }
+    return 0;
+}
+
+static PyObject *find_urls(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U:find_urls", &text))
+        return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    int rc = kind == PyUnicode_1BYTE_KIND ? urls_scan(out, text, PyUnicode_1BYTE_KIND, data, n)
+             : kind == PyUnicode_2BYTE_KIND ? urls_scan(out, text, PyUnicode_2BYTE_KIND, data, n)
+             : urls_scan(out, text, PyUnicode_4BYTE_KIND, data, n);
+    if (rc < 0) {
+        Py_DECREF(out);
+        return NULL;
     }
     return out;
 }
