@@ -154,6 +154,20 @@ def unclosed_html(rng, raw):
     return (b"Content-Type: text/html\n\n" + unit * rng.choice((1000, 20_000, 80_000)) + raw)
 
 
+def character_references(rng, raw):
+    """An HTML part of character references of every shape: decimal ones of up to 6,000 digits
+    (past int()'s 4,300: html.unescape raised there), hexadecimal, named with and without ";",
+    names that only start like one, stray "&", in text and in attribute values."""
+    pieces = []
+    for _ in range(rng.randint(1, 400)):
+        pieces.append(rng.choice((
+            b"&#" + b"0" * rng.randint(0, 3) + str(rng.randint(0, 10 ** rng.randint(1, 9))).encode(),
+            b"&#" + b"9" * rng.choice((4301, 5000, 6000)), b"&#x" + b"f" * rng.randint(1, 5000),
+            b"&amp", b"&amp;", b"&notit;", b"&frac34x", b"&" + b"z" * rng.randint(1, 40), b"&", b";", b"#",
+            b" text ", b"<a href='http://x.example/?a=1&amp;b=2&#", b"'>", b"<img alt=\"&lt;&#8364", b"\">")))
+    return b"Content-Type: text/html; charset=utf-8\n\n<p>" + b"".join(pieces) + b"</p>\n" + raw
+
+
 def folded_headers(rng, raw):
     return b"X-Fold: a\n" + b" b\n" * rng.choice((1000, 50_000)) + raw
 
@@ -170,7 +184,8 @@ def splice(rng, raw, other):
 
 
 MUTATIONS = [flip_bytes, truncate, duplicate_headers, huge_header, bad_boundary, bogus_charset, nul_bytes,
-             deep_nesting, many_parts, many_parameters, unclosed_html, folded_headers, broken_encoding]
+             deep_nesting, many_parts, many_parameters, unclosed_html, folded_headers, broken_encoding,
+             character_references]
 
 
 def mutate(rng, raw: bytes, others: list) -> tuple[bytes, list[str]]:
