@@ -24,10 +24,9 @@ from .corpus import LabelledMessage, require_classes
 from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
 from . import errors
 from .errors import ConfigError, CorpusError, ModelFormatError
-from .features import Vectorizer, columns_per_row, numbered_here
+from .features import IndexedChunk, Vectorizer, columns_per_row, numbered_here
 from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, defect_families, parse_message
-from .numbering import IndexedChunk
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
 from .models.context import ByteContextModel
 from .persist import TermIndexJob, load_filter, save_filter
