@@ -94,6 +94,8 @@ def _tag_attrs(attr_text: str) -> tuple[list[str], str | None]:
 
 #: a decimal character reference of more than 7 digits, leading zeros aside (10^7 > 0x10FFFF)
 _LONG_DECIMAL_REFERENCE = re.compile(r"&#0*([1-9][0-9]{7,})")
+#: the leading zeros of a decimal reference (all but the digit before the number)
+_LEADING_ZEROS = re.compile(r"&#0+(?=[0-9])")
 
 
 def unescape(text: str) -> str:
@@ -109,7 +111,7 @@ def unescape(text: str) -> str:
     if "&#" in text:
         text = _LONG_DECIMAL_REFERENCE.sub("&#99999999", text)
         if "&#00" in text:                                # zeros no longer than a number's limit
-            text = re.sub(r"&#0+(?=[0-9])", "&#", text)
+            text = _LEADING_ZEROS.sub("&#", text)
     return _stdlib_unescape(text)
 
 

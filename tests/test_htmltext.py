@@ -169,9 +169,11 @@ def test_a_reference_too_long_for_int_is_u_fffd_not_an_error():
     limit on int() from a string); one such HTML part stopped parse_message, and with it a
     training run. Any number of 8 digits or more is past U+10FFFF: U+FFFD, as for shorter ones."""
     import html
+    import sys
     long_ref = "&#" + "9" * 5000 + ";"
-    with pytest.raises(ValueError):
-        html.unescape(long_ref)
+    if hasattr(sys, "get_int_max_str_digits"):       # CPython 3.10.7 and later limit int()
+        with pytest.raises(ValueError):
+            html.unescape(long_ref)
     assert htmltext.unescape("a" + long_ref + "b&#" + "0" * 5000 + "65;") == "a\ufffdbA"
     assert htmltext.unescape("&#12345678;&#x110000;&#1114111;") == html.unescape("&#12345678;&#x110000;&#1114111;")
     from spamkit.message import parse_message
