@@ -101,13 +101,19 @@ def ensure_destination(path, kind: str) -> Path:
 def remove_stale(folder: Path, pattern: str, pid_of) -> None:
     """Delete what a killed run left (``pid_of(name)`` reads the run's pid from the name): tagged
     copies, never renamed over a message, so the message itself is intact; aside names of
-    messages (a hard link each, or a folder of them), second names of files that stay in place."""
+    messages (a hard link each, or a folder of them), second names of files that stay in place.
+
+    A name of this process's own pid is stale too: a run cleans up before it writes anything, so
+    such a name was left by an earlier process that had the same pid (pids come round again;
+    Linux's ``pid_max`` is often 32768), and keeping it made this run's own copy of that message,
+    created exclusively, fail."""
+    own = os.getpid()
     for stale in folder.glob(pattern):
         try:
             pid = pid_of(stale.name)
         except ValueError:
             continue
-        if pid_alive(pid):
+        if pid != own and pid_alive(pid):
             continue
         if stale.is_dir() and not stale.is_symlink():
             for name in stale.iterdir():
