@@ -1,8 +1,15 @@
 """The one compiled part of spamkit, optional: without a C compiler the package installs
 and runs on its pure-Python equivalents (same results, slower; see docs/design.md). No fused multiply-add
-(``-ffp-contract=off``): the compiled sums round as their NumPy definitions do, step by step."""
+(``-ffp-contract=off``): the compiled sums round as their NumPy definitions do, step by step.
+Long loops over a whole training matrix run in parts on POSIX threads (``-pthread``), the same
+bits as one loop."""
+
+import os
 
 from setuptools import Extension, setup
 
+#: POSIX threads for the loops that run in parts (speedups.c, run_parts)
+THREADS = ["-pthread"] if os.name == "posix" else []
+
 setup(ext_modules=[Extension("spamkit.speedups", ["spamkit/speedups.c"], optional=True,
-                             extra_compile_args=["-O2", "-ffp-contract=off"])])
+                             extra_compile_args=["-O2", "-ffp-contract=off", *THREADS], extra_link_args=THREADS)])

@@ -183,6 +183,17 @@ def term_keys(terms: list[str]) -> np.ndarray:
     return keys
 
 
+def key_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of uint64 keys: by the compiled radix sort where it
+    was built (``spamkit.speedups.key_order``: 3-4 ms for a vocabulary's 178,480 keys, NumPy's
+    stable sort 12), else NumPy's."""
+    from .compiled import speedups
+    module = speedups()
+    if module is not None:
+        return np.frombuffer(module.key_order(np.ascontiguousarray(keys, dtype=np.uint64)), dtype=np.int64)
+    return np.argsort(keys, kind="stable")
+
+
 def term_hash_index(terms: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
     """The vocabulary's hash index for pipe mode (:func:`spamkit.lean.term_hash`): the terms'
     64-bit keys sorted, and the column of each; None if two terms share a key.
@@ -192,7 +203,7 @@ def term_hash_index(terms: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
     (True, [0, 1])
     """
     keys = term_keys(terms)
-    order = np.argsort(keys, kind="stable")
+    order = key_order(keys)
     keys = keys[order]
     if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
         return None

@@ -156,6 +156,22 @@ def test_the_compiled_term_keys_are_blake2b(terms):
     assert term_keys(terms).tolist() == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 2 ** 64 - 1) | st.sampled_from([0, 1, 2 ** 11, 2 ** 33, 2 ** 64 - 1]), max_size=300),
+       st.integers(0, 60))
+def test_the_compiled_key_order_is_a_stable_argsort(keys, shift):
+    """speedups.key_order (an LSD radix sort, 11 bits a pass, passes of one digit skipped) against
+    np.argsort(kind="stable"): duplicates keep their order; keys that differ only above or
+    below some bit (a shift) leave some passes with one digit."""
+    from spamkit.compiled import speedups
+    from spamkit.persist import key_order
+    arr = np.array([(k << shift) & (2 ** 64 - 1) for k in keys], dtype=np.uint64)
+    expected = np.argsort(arr, kind="stable").tolist()
+    if speedups() is not None or os.environ.get("CI", "").lower() == "true":
+        assert np.frombuffer(speedups().key_order(arr), dtype=np.int64).tolist() == expected
+    assert key_order(arr).tolist() == expected
+
+
 def test_a_term_without_utf8_is_refused_as_before():
     from spamkit.compiled import speedups
     from spamkit.persist import term_keys

@@ -270,16 +270,19 @@ def test_length_aware_must_be_a_bool():
 
 
 def test_scoring_in_blocks_of_rows_changes_nothing(monkeypatch):
-    # rows are scored SCORE_ROWS at a time (memory); each row's scores depend on it alone, so the
-    # blocks give the very same numbers as one pass, in fit (the combiner's training scores) and after
+    # rows are scored SCORE_ROWS (compiled: COMPILED_SCORE_ROWS) at a time (memory); each row's
+    # scores depend on it alone, so the blocks give the very same numbers as one pass, in fit (the
+    # combiner's training scores) and after
     from spamkit.models import stack as module
     X, y = _data(4, n=150)
     one_pass = FisherNBStack(folds=3, logistic=0.1, squash="slog").fit(X, y)
     monkeypatch.setattr(module, "SCORE_ROWS", 7)
+    monkeypatch.setattr(module, "COMPILED_SCORE_ROWS", 7)
     blocked = FisherNBStack(folds=3, logistic=0.1, squash="slog").fit(X, y)
     assert np.array_equal(one_pass.coef_, blocked.coef_) and one_pass.intercept_ == blocked.intercept_
     assert np.array_equal(one_pass.predict_log_proba(X), blocked.predict_log_proba(X))
     monkeypatch.setattr(module, "SCORE_ROWS", 10 ** 6)
+    monkeypatch.setattr(module, "COMPILED_SCORE_ROWS", 10 ** 6)
     assert np.array_equal(one_pass.predict_log_proba(X), blocked.predict_log_proba(X))
 
 

@@ -48,8 +48,13 @@ BEST_STACK = {"logistic": DEFAULT_RATE, "squash": "slog", "length_aware": True}
 LENGTH_CENTRE = 4.0
 #: ℓ's range before the combiner has been fitted (no message is outside it: ℓ >= -LENGTH_CENTRE)
 LENGTH_UNFITTED = (-LENGTH_CENTRE, 64.0)
-#: rows scored at a time (bounds the memory of scoring a large matrix; see component_scores)
+#: rows scored at a time by the NumPy definitions (bounds the memory of scoring a large matrix;
+#: see component_scores)
 SCORE_ROWS = 512
+#: rows scored at a time by the compiled sums (speedups.fisher_sums, nb_sums), which hold
+#: nothing as long as the block's non-zeros: a fold of a training set at once, which they cut
+#: into parts for the machine's cores (a block of 512 TREC messages was too small to cut)
+COMPILED_SCORE_ROWS = 16384
 
 
 def fold_of_rows(codes: np.ndarray, n_folds: int) -> np.ndarray:
@@ -184,12 +189,14 @@ class FisherNBStack(CountingModel):
         """(Fisher, NB[, logistic]) log-odds of each row of X under the given counts, shape (n, 2
         or 3), and with ``length_aware`` one more column, each row's number of distinct tokens
         (non-zero columns: what :meth:`combined_log_odds` makes ℓ of). Rows are scored
-        :data:`SCORE_ROWS` at a time: each row's scores depend on that row alone, and Fisher's
-        clue selection holds several arrays as long as the block's non-zeros (23 MB for 1,000
-        TREC messages at once)."""
-        if X.shape[0] > SCORE_ROWS:
-            return np.vstack([self.component_scores(class_count, feature_count, X[i:i + SCORE_ROWS], totals, logistic)
-                              for i in range(0, X.shape[0], SCORE_ROWS)])
+        :data:`SCORE_ROWS` at a time (:data:`COMPILED_SCORE_ROWS` by the compiled sums): each
+        row's scores depend on that row alone, and the NumPy definition of Fisher's clue
+        selection holds several arrays as long as the block's non-zeros (23 MB for 1,000 TREC
+        messages at once)."""
+        block = COMPILED_SCORE_ROWS if speedups is not None and feature_count.dtype == np.float64 else SCORE_ROWS
+        if X.shape[0] > block:
+            return np.vstack([self.component_scores(class_count, feature_count, X[i:i + block], totals, logistic)
+                              for i in range(0, X.shape[0], block)])
         X = presence(X)                      # (a presence matrix already: checked, not copied)
         out = np.empty((X.shape[0], (2 if logistic is None else 3) + bool(self.length_aware)))
         # Fisher's log-odds from its clue sums: what RobinsonFisher.decision_function computes,
