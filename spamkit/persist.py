@@ -118,11 +118,32 @@ class _HashingWriter:
         return self.out.write(data) if self.out is not None else len(data)
 
 
-def _npy_sha256(array: np.ndarray) -> str:
-    """The SHA-256 of ``np.save(array)``'s bytes, made 16 MB at a time and never held whole."""
-    hashing = _HashingWriter()
-    np.save(hashing, array, allow_pickle=False)
-    return hashing.digest.hexdigest()
+#: arrays of a filter smaller than this are packed (np.save's bytes hashed and deflated) on
+#: :data:`SAVE_THREADS` threads while the file is written, each held packed until its turn;
+#: larger ones stream into the file as np.save writes them, never held whole (a context model's
+#: table is 128 MB)
+PACK_AHEAD_BYTES = 16 << 20
+#: the threads that pack arrays ahead (SHA-256, ISA-L's deflate and CRC-32 let go of the GIL)
+SAVE_THREADS = 2
+
+
+class _Pieces:
+    """A writable stream that keeps what it is given (np.save's header and data)."""
+
+    def __init__(self):
+        self.parts: list = []
+
+    def write(self, data) -> int:
+        self.parts.append(bytes(data))
+        return len(data)
+
+
+def _pack_array(array: np.ndarray, deflate: bool):
+    """``(Packed, SHA-256 hex)`` of ``np.save(array)``'s bytes: the member and its checksum."""
+    pieces = _Pieces()
+    np.save(pieces, array, allow_pickle=False)
+    digest = hashlib.sha256()
+    return pack(pieces.parts, deflate=deflate, digest=digest), digest.hexdigest()
 
 
 def _stale_temporaries(folder: Path, name: str) -> None:
@@ -330,7 +351,8 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
         array_members[member] = array
         if not compress:
             stored.add(member)
-        arrays_meta[name] = {"file": member, "sha256": _npy_sha256(array), "dtype": str(array.dtype),
+        # (the checksum is made as the member is written: the manifest comes last)
+        arrays_meta[name] = {"file": member, "sha256": None, "dtype": str(array.dtype),
                              "shape": list(array.shape)}
 
     def add_lines(name, lines, prepared: PreparedLines | None = None):
@@ -378,17 +400,21 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
         "extra": extra or {},
     }
 
+    def manifest_json() -> bytes:
+        return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+
     def write(fh):
         # deflate's fastest level: a third of level 6's time for 12% more bytes on a vocabulary
         # (saving was a fifth of training on trec07p-dev); `spamkit learn` saves after every run.
         # ISA-L deflates where the file fits a zip without ZIP64 (spamkit.ziparchive), zipfile
-        # (zlib) beyond
-        manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
-        sizes = [len(manifest_bytes), *(a.nbytes + 4096 for a in array_members.values()),
+        # (zlib) beyond. The manifest's size before the checksums are known: each is 64 hex digits
+        for meta in arrays_meta.values():
+            meta["sha256"] = "0" * 64
+        sizes = [len(manifest_json()), *(a.nbytes + 4096 for a in array_members.values()),
                  *(d.packed.size if isinstance(d, PreparedLines) else len(d) for d in members.values())]
         if fits(sizes):
             with ZipWriter(fh) as z:
-                write_members(z.member, z.add_packed, manifest_bytes)
+                write_members(z.member, z.add_packed)
         else:
             with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
                 def opened(name, deflate=True):
@@ -399,27 +425,41 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
                         inflate = zlib.decompressobj(-15) if packed.deflate else None
                         for part in packed.parts:
                             out.write(inflate.decompress(part) if inflate is not None else part)
-                write_members(opened, inflated, manifest_bytes)
+                write_members(opened, inflated, pack_ahead=False)
 
-    def write_members(member, add_packed, manifest_bytes):
-        # the manifest first; arrays go into the zip as np.save writes them (16 MB at a time,
-        # as their checksums were made): never a second copy of an array in memory (a context
-        # model's table is 128 MB); what is written is checked against the checksum
-        with member("manifest.json") as out:
-            out.write(manifest_bytes)
+    def write_members(member, add_packed, pack_ahead: bool = True):
+        # the arrays first, each checksummed as it is written, in their order: the small ones
+        # packed ahead on threads of their own, the large ones streamed as np.save writes them
+        # (16 MB at a time: never a second copy in memory); then the texts; the manifest last,
+        # with the checksums (readers find members by name). A file past 4 GiB (zipfile, which
+        # deflates by itself) streams every array
+        from concurrent.futures import ThreadPoolExecutor
         by_member = {meta["file"]: meta for meta in arrays_meta.values()}
-        for name, array in array_members.items():
-            with member(name, name not in stored) as out:
-                hashing = _HashingWriter(out)
-                np.save(hashing, array, allow_pickle=False)
-            if hashing.digest.hexdigest() != by_member[name]["sha256"]:      # pragma: no cover - np.save
-                raise ModelFormatError(f"array {name} changed while it was saved")
+        with ThreadPoolExecutor(SAVE_THREADS, thread_name_prefix="spamkit-save") as pool:
+            ahead = {name: pool.submit(_pack_array, array, name not in stored)
+                     for name, array in array_members.items() if pack_ahead and array.nbytes < PACK_AHEAD_BYTES}
+            try:
+                for name, array in array_members.items():
+                    if name in ahead:
+                        packed, digest = ahead[name].result()
+                        add_packed(name, packed)
+                    else:
+                        with member(name, name not in stored) as out:
+                            hashing = _HashingWriter(out)
+                            np.save(hashing, array, allow_pickle=False)
+                        digest = hashing.digest.hexdigest()
+                    by_member[name]["sha256"] = digest
+            finally:
+                for future in ahead.values():
+                    future.cancel()
         for name, data in members.items():
             if isinstance(data, PreparedLines):
                 add_packed(name, data.packed)
                 continue
             with member(name, name not in stored) as out:
                 out.write(data)
+        with member("manifest.json") as out:
+            out.write(manifest_json())
 
     atomic_write(Path(path), write)
 
