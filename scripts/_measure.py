@@ -7,11 +7,14 @@ import subprocess
 import time
 
 
-def run_child(cmd, stdin=None, ok=(0, 1, 2)) -> tuple[float, float]:
+def run_child(cmd, stdin=None, ok=(0, 1, 2), cpus=None) -> tuple[float, float]:
     """(seconds, peak resident memory in MB) of one child process, from wait4's own rusage (the
-    child's peak, or that of its largest descendant: the worker processes it waited for)."""
+    child's peak, or that of its largest descendant: the worker processes it waited for).
+    ``cpus``: the set of CPUs the child may run on (``os.sched_setaffinity``), e.g. one CPU for
+    a one-core measurement that no helper thread can escape."""
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pin)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
     code = os.waitstatus_to_exitcode(status)
