@@ -146,7 +146,11 @@ def sniff_date(raw: bytes) -> _dt.date | None:
     datetime.date(2007, 4, 8)
     >>> sniff_date(b"no headers here") is None
     True
+    >>> sniff_date(b"") is None          # a message listed, not read
+    True
     """
+    if not raw:                                  # (a message listed, not read: an empty Unread)
+        return None
     match = _date_field(raw, _header_end(raw, 65536))               # the header block, searched
     if not match:
         return None
