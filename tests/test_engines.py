@@ -574,3 +574,24 @@ def test_train_starts_decompressing_its_archives_before_it_imports_the_command_l
     from spamkit.launch import archive_arguments
     assert archive_arguments(["evaluate", "m.spamkit", str(archive)]) == [str(archive)]
     assert archive_arguments(["online", str(archive)]) == [] == archive_arguments(["train", str(archive), "-h"])
+
+
+def test_scoring_in_this_process_a_block_of_rows_at_a_time_changes_nothing(monkeypatch):
+    """``spamkit evaluate --jobs 1`` makes the feature rows ROWS_AT_A_TIME messages at a time
+    (holding all token lists grew with the corpus: 191 MB for trec07p-dev); the stacked blocks
+    are the matrix of one transform, so every score, familiarity and row is the same."""
+    from spamkit.jobs import evaluate as module
+    f = build_filter(**BEST)
+    with Corpus(SAMPLE) as corpus:
+        f.fit(corpus)
+    results = {}
+    for rows in (7, 10 ** 6):
+        monkeypatch.setattr(module, "ROWS_AT_A_TIME", rows)
+        with Corpus(SAMPLE) as corpus:
+            labels, ids, log_proba, rows_of, familiarity = module.score_locally(f, [corpus])
+        results[rows] = (labels, ids, log_proba, familiarity, rows_of(range(len(ids))))
+    blocked, whole = results[7], results[10 ** 6]
+    assert len(blocked[0]) > 7 * 3                      # several blocks, and a last one part full
+    assert blocked[:2] == whole[:2]
+    assert np.array_equal(blocked[2], whole[2]) and np.array_equal(blocked[3], whole[3])
+    assert (blocked[4] != whole[4]).nnz == 0 and np.array_equal(blocked[4].indices, whole[4].indices)
