@@ -458,33 +458,38 @@ class ProcessEngine:
             pending.append(future)
         return ahead.session, pending
 
-    def rows(self, spam_filter, items):
-        """The feature matrix of ``items`` under a trained filter and each one's number of
-        distinct tokens, rows made in the workers (the same matrix as
+    def row_blocks(self, spam_filter, items, at_least: int = 512):
+        """Blocks of the feature rows of ``items`` under a trained filter with each message's
+        number of distinct tokens, ``(csr_matrix, distinct)``, in order, each of at least
+        ``at_least`` messages but the last; the rows are made in the workers (the same rows as
         ``spam_filter.vectorizer.transform`` of the tokens: the representation is row by row).
         Parse fallbacks are counted on ``spam_filter.parse_fallbacks``."""
         import numpy as np
         import scipy.sparse as sp
         pool = self._new_pool(spam_filter.analyzer, spam_filter.vectorizer)
         try:
-            blocks, distinct = [], []
+            blocks, distinct, held = [], [], 0
             for (data, indices, indptr, shape), sizes, families in self.ordered(pool, _rows_chunk, items, pool.wire):
                 blocks.append(sp.csr_matrix((data, indices, indptr), shape=shape))
                 distinct.append(sizes)
+                held += shape[0]
                 spam_filter.count_fallbacks(families)
+                if held >= at_least:
+                    yield sp.vstack(blocks, format="csr"), np.concatenate(distinct)
+                    blocks, distinct, held = [], [], 0
+            if blocks:
+                yield sp.vstack(blocks, format="csr"), np.concatenate(distinct)
         finally:
             _stop(pool)
-        if not blocks:
-            return spam_filter.vectorizer.transform([]), np.zeros(0)
-        return sp.vstack(blocks, format="csr"), np.concatenate(distinct)
 
     def fit(self, spam_filter, messages, progress=None):
         return spam_filter.fit(messages, progress=progress, tokenize=self.tokenizer(spam_filter.analyzer),
                                count=self.counter(spam_filter.analyzer))
 
     def score(self, spam_filter, corpora, progress=None):
-        from .jobs.evaluate import score_locally
-        return score_locally(spam_filter, corpora, progress, rows=lambda items: self.rows(spam_filter, items))
+        from .jobs.evaluate import ROWS_AT_A_TIME, score_locally
+        return score_locally(spam_filter, corpora, progress,
+                             rows=lambda items: self.row_blocks(spam_filter, items, ROWS_AT_A_TIME))
 
     def cross_validated_log_odds(self, spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None,
                                  return_folds: bool = False, status=None):

@@ -577,9 +577,10 @@ def test_train_starts_decompressing_its_archives_before_it_imports_the_command_l
 
 
 def test_scoring_in_this_process_a_block_of_rows_at_a_time_changes_nothing(monkeypatch):
-    """``spamkit evaluate --jobs 1`` makes the feature rows ROWS_AT_A_TIME messages at a time
-    (holding all token lists grew with the corpus: 191 MB for trec07p-dev); the stacked blocks
-    are the matrix of one transform, so every score, familiarity and row is the same."""
+    """``spamkit evaluate`` scores ROWS_AT_A_TIME messages at a time and keeps only the scores
+    (holding every token list, then the matrix, grew with the corpus: 191 MB for trec07p-dev in
+    one process); a message's scores depend on it alone, so blocks of 7 give every score and
+    familiarity of one block, and the rows read again for the report are the messages' rows."""
     from spamkit.jobs import evaluate as module
     f = build_filter(**BEST)
     with Corpus(SAMPLE) as corpus:
@@ -595,3 +596,18 @@ def test_scoring_in_this_process_a_block_of_rows_at_a_time_changes_nothing(monke
     assert blocked[:2] == whole[:2]
     assert np.array_equal(blocked[2], whole[2]) and np.array_equal(blocked[3], whole[3])
     assert (blocked[4] != whole[4]).nnz == 0 and np.array_equal(blocked[4].indices, whole[4].indices)
+    with Corpus(SAMPLE) as corpus:
+        direct = f.vectorizer.transform([f.tokens(m) for m in corpus])
+    assert (blocked[4] != direct).nnz == 0
+    some = [5, 0, len(ids) - 1]
+    with Corpus(SAMPLE) as corpus:
+        _, _, _, rows_of, _ = module.score_locally(f, [corpus])
+        assert (rows_of(some) != direct[some]).nnz == 0
+    engine = ProcessEngine(2)
+    try:
+        with Corpus(SAMPLE) as corpus:
+            by_workers = engine.score(f, [corpus])
+    finally:
+        engine.close()
+    assert by_workers[:2] == whole[:2]
+    assert np.array_equal(by_workers[2], whole[2]) and np.array_equal(by_workers[4], whole[3])

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..corpus import Corpus, iter_corpora
+from ..corpus.tree import Unread
+from ..message import parse_message
 from ..errors import ConfigError, CorpusError
 from ..labels import HAM_NAME, SPAM_NAME
 from ..metrics import binary_report, multiclass_report, one_vs_rest
@@ -68,44 +70,36 @@ def evaluate_predictions(y_true, proba, classes, log_proba=None, positive: str |
     return report
 
 
-#: messages tokenized and made feature rows at a time when scoring in this process (rows_here)
+#: messages scored at a time (score_locally): their feature rows are made and scored together
 ROWS_AT_A_TIME = 512
 
 
-def rows_here(spam_filter: SpamFilter, items, tokenize=None):
-    """``(feature matrix, each message's number of distinct tokens)`` of ``items``
-    (:meth:`SpamFilter.tokenized`), made :data:`ROWS_AT_A_TIME` messages at a time: the token
-    lists of one block are held, never all of them (evaluating trec07p-dev in one process held
-    191 MB, with Enron1-2 too 267 MB, growing with the corpus). A row depends on its message
-    alone, so the blocks stacked are the matrix of one transform (a test compares)."""
-    import scipy.sparse as sp
-
-    blocks, counts, block = [], [], []
-
-    def flush():
-        blocks.append(spam_filter.vectorizer.transform(block))
-        counts.append(np.asarray(distinct_tokens(block)))
-        block.clear()
-
+def row_blocks(spam_filter: SpamFilter, items, tokenize=None):
+    """``(feature rows, each message's number of distinct tokens)`` of ``items``
+    (:meth:`SpamFilter.tokenized`), :data:`ROWS_AT_A_TIME` messages a block."""
+    block: list = []
     for tokens in spam_filter.tokenized(items, tokenize):
         block.append(tokens)
         if len(block) >= ROWS_AT_A_TIME:
-            flush()
-    if block or not blocks:
-        flush()
-    X = blocks[0] if len(blocks) == 1 else sp.vstack(blocks, format="csr")
-    return X, np.concatenate(counts)
+            yield spam_filter.vectorizer.transform(block), np.asarray(distinct_tokens(block))
+            block = []
+    if block:
+        yield spam_filter.vectorizer.transform(block), np.asarray(distinct_tokens(block))
 
 
 def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, tokenize=None, rows=None):
     """Labels, sources, the model's log-probabilities of every message, ``rows_of(indices)`` and
     each message's familiarity (:meth:`SpamFilter.familiarity`).
 
-    ``rows_of`` gives the feature rows of some of the messages (for explanations). The Dask
-    engine's ``score`` (:class:`spamkit.distributed.DaskEngine`) returns the same.
-    ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`); ``rows(items)``:
-    where their feature matrix and distinct-token counts are made
-    (:meth:`spamkit.engines.ProcessEngine.rows`).
+    Messages are scored a block of rows at a time (:func:`row_blocks`, or ``rows(items)``, which
+    yields such blocks: :meth:`spamkit.engines.ProcessEngine.row_blocks`); only their scores
+    are kept, so memory does not grow with the corpus but by a few numbers a message (holding
+    every token list and then the whole matrix, evaluating trec07p-dev in one process peaked at
+    191 MB, with Enron1-2 at 267 MB). A message's scores depend on it alone (a test compares
+    blocks of 7 rows with one block). ``rows_of(indices)`` gives the feature rows of a few
+    messages (the report's explanations), read, parsed and tokenized again, as the Dask
+    engine's ``score`` (:class:`spamkit.distributed.DaskEngine`), which returns the same.
+    ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
     """
     labels, ids = [], []
     texts = [] if spam_filter.context is not None else None
@@ -122,10 +116,30 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
                 progress(msg)
             yield msg
 
-    X, distinct = rows(labelled()) if rows is not None else rows_here(spam_filter, labelled(), tokenize)
-    side = spam_filter.side_scores(texts) if texts is not None else None
-    return (labels, ids, spam_filter.model_log_proba(X, side), lambda indices: X[list(indices)],
-            spam_filter.familiarity_of(distinct, X))
+    log_proba, familiarity, done = [], [], 0
+    for X, distinct in (rows(labelled()) if rows is not None else row_blocks(spam_filter, labelled(), tokenize)):
+        n = X.shape[0]
+        side = None
+        if texts is not None:                       # the block's messages' bytes, then let go
+            side = spam_filter.side_scores(texts[done:done + n])
+            texts[done:done + n] = [None] * n
+        log_proba.append(spam_filter.model_log_proba(X, side))
+        familiarity.append(spam_filter.familiarity_of(distinct, X))
+        done += n
+
+    def rows_of(indices):
+        """Feature rows of a few messages, read again (for the report's explanations)."""
+        wanted, raws = set(indices), {}
+        for pos, msg in enumerate(iter_corpora(corpora)):
+            if pos in wanted:
+                raws[pos] = (msg.raw.read() if isinstance(msg.raw, Unread) else bytes(msg.raw), msg.kind)
+                if len(raws) == len(wanted):
+                    break
+        return spam_filter.vectorizer.transform([spam_filter.analyzer(parse_message(*raws[i])) for i in indices])
+
+    n_classes = len(spam_filter.classes_)
+    return (labels, ids, np.vstack(log_proba) if log_proba else np.zeros((0, n_classes)), rows_of,
+            np.concatenate(familiarity) if familiarity else np.zeros(0))
 
 
 def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False,
