@@ -372,3 +372,19 @@ def test_a_batch_learned_in_threads_is_learned_as_one(monkeypatch):
     with pytest.raises(ConfigError, match="never learned"):
         model.unlearn(batch, labels)
     assert np.array_equal(model.slots_, before)
+
+
+def test_evaluating_in_blocks_of_messages_gives_the_side_scores_of_one_block(monkeypatch):
+    """evaluate scores ROWS_AT_A_TIME messages at a time, the context model's side scores of
+    each block from that block's bytes: the same scores as one block of every message."""
+    from spamkit.corpus import Corpus
+    from spamkit.jobs import evaluate as module
+    with Corpus(SAMPLE) as corpus:
+        f = build_filter(model="fisher-nb", tokens="mail", context=SMALL).fit(corpus)
+    got = {}
+    for rows in (7, 10 ** 6):
+        monkeypatch.setattr(module, "ROWS_AT_A_TIME", rows)
+        with Corpus(SAMPLE) as corpus:
+            got[rows] = module.score_locally(f, [corpus])
+    assert len(got[7][0]) > 7 * 3
+    assert np.array_equal(got[7][2], got[10 ** 6][2]) and np.array_equal(got[7][4], got[10 ** 6][4])
