@@ -16,7 +16,6 @@ largest peak). Medians printed, with the ratios; no threshold is asserted.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter  # noqa: E402  (standard library only)
 from _measure import compile_package, run_child  # noqa: E402
-from bench_train import ONE_CPU, SHARED, bogofilter_train, write_messages  # noqa: E402
+from bench_train import ONE_CPU, SHARED, bogofilter_train, print_medians, write_messages  # noqa: E402
 
 DEFAULT = [SHARED / "trec07p-dev" / "trec07p-dev.tar.gz"]
 
@@ -56,16 +55,7 @@ def bench(corpora, jobs: int, rounds: int, exe) -> None:
             if exe:
                 runs.setdefault("bogofilter -B", []).append(bogofilter_classify(exe, spam + ham, tmp / "wordlist"))
     print(f"{' + '.join(p.name for p in corpora)}: {n} messages classified, {rounds} rounds in turns (medians)")
-    print(f"{'':<36} {'seconds':>8} {'msg/s':>7} {'peak MB':>8}")
-    rows = {name: (statistics.median(s for s, _ in v), statistics.median(p for _, p in v)) for name, v in runs.items()}
-    for name, (seconds, peak) in rows.items():
-        print(f"{name:<36} {seconds:>8.2f} {n / seconds:>7.0f} {peak:>8.0f}")
-    if exe:
-        b_s, b_p = rows["bogofilter -B"]
-        for name, (seconds, peak) in rows.items():
-            if name.startswith("spamkit"):
-                print(f"ratio {name} / bogofilter: speed {b_s / seconds:.2f}, memory {peak / b_p:.1f}x")
-    print()
+    print_medians(runs, n, "bogofilter -B" if exe else None)
 
 
 def main():

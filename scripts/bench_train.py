@@ -87,12 +87,19 @@ def bench(corpora, jobs: int, rounds: int, exe) -> None:
             if exe:
                 runs.setdefault("bogofilter -s/-n -B", []).append(bogofilter_train(exe, spam, ham, tmp / f"wl-{r}"))
     print(f"{' + '.join(p.name for p in corpora)}: {n} messages, {rounds} rounds in turns (medians)")
-    print(f"{'':<32} {'seconds':>8} {'msg/s':>7} {'peak MB':>8}")
+    print_medians(runs, n, "bogofilter -s/-n -B" if exe else None)
+
+
+def print_medians(runs: dict, n: int, reference: str | None) -> None:
+    """Each configuration's median seconds, messages/s and peak MB of ``runs`` (name -> list of
+    (seconds, peak MB)), then each spamkit row's ratios to the ``reference`` row."""
+    width = max(map(len, runs)) + 2
+    print(f"{'':<{width}} {'seconds':>8} {'msg/s':>7} {'peak MB':>8}")
     rows = {name: (statistics.median(s for s, _ in v), statistics.median(p for _, p in v)) for name, v in runs.items()}
     for name, (seconds, peak) in rows.items():
-        print(f"{name:<32} {seconds:>8.2f} {n / seconds:>7.0f} {peak:>8.0f}")
-    if exe:
-        b_s, b_p = rows["bogofilter -s/-n -B"]
+        print(f"{name:<{width}} {seconds:>8.2f} {n / seconds:>7.0f} {peak:>8.0f}")
+    if reference is not None:
+        b_s, b_p = rows[reference]
         for name, (seconds, peak) in rows.items():
             if name.startswith("spamkit"):
                 print(f"ratio {name} / bogofilter: speed {b_s / seconds:.2f}, memory {peak / b_p:.1f}x")

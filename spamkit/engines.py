@@ -458,7 +458,7 @@ class ProcessEngine:
             pending.append(future)
         return ahead.session, pending
 
-    def row_blocks(self, spam_filter, items, at_least: int = 512):
+    def row_blocks(self, spam_filter, items, at_least: int):
         """Blocks of the feature rows of ``items`` under a trained filter with each message's
         number of distinct tokens, ``(csr_matrix, distinct)``, in order, each of at least
         ``at_least`` messages but the last; the rows are made in the workers (the same rows as

@@ -351,8 +351,9 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
         array_members[member] = array
         if not compress:
             stored.add(member)
-        # (the checksum is made as the member is written: the manifest comes last)
-        arrays_meta[name] = {"file": member, "sha256": None, "dtype": str(array.dtype),
+        # the checksum is made as the member is written (the manifest comes last); until then
+        # 64 zeros, a checksum's length, so the manifest's size is known beforehand
+        arrays_meta[name] = {"file": member, "sha256": "0" * 64, "dtype": str(array.dtype),
                              "shape": list(array.shape)}
 
     def add_lines(name, lines, prepared: PreparedLines | None = None):
@@ -407,9 +408,7 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
         # deflate's fastest level: a third of level 6's time for 12% more bytes on a vocabulary
         # (saving was a fifth of training on trec07p-dev); `spamkit learn` saves after every run.
         # ISA-L deflates where the file fits a zip without ZIP64 (spamkit.ziparchive), zipfile
-        # (zlib) beyond. The manifest's size before the checksums are known: each is 64 hex digits
-        for meta in arrays_meta.values():
-            meta["sha256"] = "0" * 64
+        # (zlib) beyond
         sizes = [len(manifest_json()), *(a.nbytes + 4096 for a in array_members.values()),
                  *(d.packed.size if isinstance(d, PreparedLines) else len(d) for d in members.values())]
         if fits(sizes):

@@ -3527,37 +3527,32 @@ static int term_before(const Term *x, const Term *y, Py_ssize_t depth)
     return term_order_from(x, y, depth) < 0;
 }
 
+/* Moves a[root] down the heap a[0 .. end-1] (ordered by term_before) to where it belongs. */
+static void sift_down_terms(Term *a, Py_ssize_t root, Py_ssize_t end, Py_ssize_t depth)
+{
+    for (;;) {
+        Py_ssize_t child = 2 * root + 1;
+        if (child >= end)
+            return;
+        if (child + 1 < end && term_before(&a[child], &a[child + 1], depth))
+            child++;
+        if (!term_before(&a[root], &a[child], depth))
+            return;
+        Term t = a[root]; a[root] = a[child]; a[child] = t;
+        root = child;
+    }
+}
+
 /* Heapsort by term_before: what sort_terms_by_head falls back to when its partitions keep
    coming out lopsided (introsort, Musser 1997), so that no order of the terms makes the sort
    quadratic. */
 static void heap_sort_terms(Term *a, Py_ssize_t n, Py_ssize_t depth)
 {
-    for (Py_ssize_t start = n / 2; start-- > 0;) {
-        for (Py_ssize_t root = start;;) {
-            Py_ssize_t child = 2 * root + 1;
-            if (child >= n)
-                break;
-            if (child + 1 < n && term_before(&a[child], &a[child + 1], depth))
-                child++;
-            if (!term_before(&a[root], &a[child], depth))
-                break;
-            Term t = a[root]; a[root] = a[child]; a[child] = t;
-            root = child;
-        }
-    }
+    for (Py_ssize_t start = n / 2; start-- > 0;)
+        sift_down_terms(a, start, n, depth);
     for (Py_ssize_t end = n - 1; end > 0; end--) {
         Term t = a[0]; a[0] = a[end]; a[end] = t;
-        for (Py_ssize_t root = 0;;) {
-            Py_ssize_t child = 2 * root + 1;
-            if (child >= end)
-                break;
-            if (child + 1 < end && term_before(&a[child], &a[child + 1], depth))
-                child++;
-            if (!term_before(&a[root], &a[child], depth))
-                break;
-            Term u = a[root]; a[root] = a[child]; a[child] = u;
-            root = child;
-        }
+        sift_down_terms(a, 0, end, depth);
     }
 }
 
