@@ -641,7 +641,7 @@ def lean_filter(path, trusted: bool = False) -> LeanFilter | None:
         manifest = check_manifest(z, path)
         if not _accepts(manifest):
             return None
-        sizes = expected_sizes(manifest, path)
+        sizes = expected_sizes(manifest, path, z)
         d = manifest["model"]["n_features"]
         described = manifest["arrays"]
         indexed = all(name in described and described[name]["dtype"] == dtype and described[name]["shape"] == [d]

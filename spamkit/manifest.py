@@ -252,30 +252,83 @@ def text_members(manifest: dict) -> dict:
     return texts
 
 
-def expected_sizes(manifest: dict, path: Path) -> dict[str, int]:
-    """Largest uncompressed size of each member that the manifest's own shapes and counts allow."""
-    sizes = {}
-    for name, meta in manifest["arrays"].items():
+#: memory a line of a text member takes once read, beyond its bytes: a ``str`` (49 bytes for
+#: an ASCII one, 73-80 for others, CPython 3.11) and its slot in the list, rounded
+LINE_OBJECT_BYTES = 64
+
+
+def member_limits(manifest: dict) -> dict[str, int]:
+    """Largest uncompressed size of each member that the manifest's own shapes and counts allow:
+    an array's items times its item size (and its ``.npy`` header), a text member's lines at
+    :data:`MAX_LINE_BYTES` each and their line feeds."""
+    limits = {}
+    for meta in manifest["arrays"].values():
         n = 1
         for dim in meta["shape"]:
             n *= dim
-        sizes[meta["file"]] = n * dtype_of(meta["dtype"])[1] + _NPY_HEADER_MAX
+        limits[meta["file"]] = n * dtype_of(meta["dtype"])[1] + _NPY_HEADER_MAX
     for meta in text_members(manifest).values():
-        sizes[meta["file"]] = max(meta["count"], 1) * (MAX_LINE_BYTES + 1)
+        limits[meta["file"]] = max(meta["count"], 1) * (MAX_LINE_BYTES + 1)
+    return limits
+
+
+def data_bytes(manifest: dict, limits: dict[str, int], sizes: dict[str, int]) -> int:
+    """What loading a filter file holds in memory, in bytes: each member's size as stored (``sizes``:
+    the zip directory's, which the reader never reads past, or the bytes a writer is about to
+    store), at most its limit, and :data:`LINE_OBJECT_BYTES` for each line of a text member.
+
+    Bounding what is there, not what the counts would allow at the longest line: 859,280
+    terms may take 3.5 GB at 4,096 bytes each, but trec06p's took 8.6 MB as written.
+
+    >>> m = {"arrays": {"a": {"file": "a.npy", "dtype": "float64", "shape": [2, 3]}},
+    ...      "model": {"texts": {}}, "terms": {"file": "terms.txt", "count": 3}}
+    >>> limits = member_limits(m)
+    >>> data_bytes(m, limits, {"a.npy": 176, "terms.txt": 11}), data_bytes(m, limits, {"a.npy": 10**9})
+    (379, 4336)
+    """
+    total = sum(min(limit, sizes.get(name, 0)) for name, limit in limits.items())
+    return total + sum(meta["count"] * LINE_OBJECT_BYTES for meta in text_members(manifest).values())
+
+
+def over_budget(total: int) -> str | None:
+    """Why ``total`` bytes of data (:func:`data_bytes`) are too many for a filter file, or None."""
     cap = max_filter_bytes()
-    total = sum(sizes.values())
-    if total > cap:
-        format_error(path, f"the manifest describes {total} bytes of data, more than the {cap} a filter file may hold "
-                    "(MAX_FILTER_BYTES; set SPAMKIT_MAX_FILTER_BYTES to allow a bigger filter you trust)")
-    return sizes
+    if total <= cap:
+        return None
+    return (f"{total} bytes of data once loaded, more than the {cap} a filter file may hold "
+            "(MAX_FILTER_BYTES; set SPAMKIT_MAX_FILTER_BYTES to allow a bigger filter you trust)")
+
+
+def expected_sizes(manifest: dict, path: Path, z: zipfile.ZipFile) -> dict[str, int]:
+    """Largest uncompressed size of each member (:func:`member_limits`), after checking the file
+    as stored against the cap (:func:`data_bytes`, :func:`over_budget`): before a byte of any
+    member is decompressed."""
+    limits = member_limits(manifest)
+    declared = {}
+    for name in limits:
+        try:
+            declared[name] = z.getinfo(name).file_size
+        except KeyError:
+            declared[name] = 0                      # member_chunks reports it missing
+    for array, meta in manifest["arrays"].items():  # an array's data is all there: its shape is no promise
+        need = limits[meta["file"]] - _NPY_HEADER_MAX
+        if meta["file"] in z.NameToInfo and declared[meta["file"]] < need:
+            format_error(path, f"array {array} has a shape of {need} bytes, more than the {declared[meta['file']]} "
+                         "its member holds; the file is damaged")
+    problem = over_budget(data_bytes(manifest, limits, declared))
+    if problem is not None:
+        format_error(path, f"the file holds {problem}")
+    return limits
 
 
 def read_lines(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = None) -> list[str]:
+    """A text member's lines: as many as the manifest's ``count`` (checked before the text is
+    split, so that a member of line feeds never becomes more strings than were paid for)."""
     try:
         text = read_member(z, path, meta, limit).decode("utf-8")
     except UnicodeDecodeError:
         format_error(path, f"{meta['file']} is not UTF-8 text")
-    lines = text.split("\n") if text else []
-    if len(lines) != meta["count"]:
-        raise ModelFormatError(f"{path}: {meta['file']} has {len(lines)} lines, the manifest says {meta['count']}")
-    return lines
+    found = text.count("\n") + 1 if text else 0
+    if found != meta["count"]:
+        raise ModelFormatError(f"{path}: {meta['file']} has {found} lines, the manifest says {meta['count']}")
+    return text.split("\n") if text else []

@@ -62,8 +62,9 @@ import numpy as np
 from . import __version__
 from .durable import fsync_dir, glob_escape
 from .errors import ConfigError, ModelFormatError, OutputError
-from .manifest import (FORMAT, FORMAT_VERSION, check_manifest, expected_sizes, format_error, member_chunks,  # noqa: F401
-                       open_zip, read_lines, read_manifest, read_member)  # (read_manifest: re-exported with the loader)
+from .manifest import (FORMAT, FORMAT_VERSION, MAX_LINE_BYTES, check_manifest, data_bytes,  # noqa: F401
+                       expected_sizes, format_error, member_chunks, member_limits, open_zip, over_budget,
+                       read_lines, read_manifest, read_member)  # (read_manifest: re-exported with the loader)
 from .features import Vectorizer
 from .lean import term_hash  # noqa: F401  (the definition term_hash_index computes; its doctest compares)
 from .models import (BernoulliNB, ComplementNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic,
@@ -246,6 +247,20 @@ class PreparedLines:
         self.sha256, self.count, self.packed = sha256, count, packed
 
 
+def overlong_entry(lines) -> int:
+    """Bytes (UTF-8) of the longest entry of ``lines`` that is over :data:`MAX_LINE_BYTES`, the
+    longest line a filter file's reader accepts, or 0 when none is. Only entries of more than a
+    quarter of that many characters are encoded: a character takes at most 4 bytes.
+
+    >>> overlong_entry(["ab", "é" * 3]), overlong_entry(["x" * 5000, "é" * 2100]), overlong_entry([])
+    (0, 5000, 0)
+    """
+    if max(map(len, lines), default=0) * 4 <= MAX_LINE_BYTES:
+        return 0
+    return max((size for line in lines if len(line) * 4 > MAX_LINE_BYTES
+                for size in (len(line.encode("utf-8", "surrogatepass")),) if size > MAX_LINE_BYTES), default=0)
+
+
 def prepare_lines(lines: list) -> PreparedLines | None:
     """The text member of ``lines`` (joined by line feeds, UTF-8) made ready, :data:`LINES_AT_A_TIME`
     lines at a time so that the text is never held whole (a vocabulary's is 3.5 MB, its deflated
@@ -257,8 +272,8 @@ def prepare_lines(lines: list) -> PreparedLines | None:
         for start in range(0, len(lines), LINES_AT_A_TIME):
             part = lines[start:start + LINES_AT_A_TIME]
             text = "\n".join(part)
-            if text.count("\n") != len(part) - 1 or "\r" in text:
-                raise ValueError("a line break in an entry")
+            if text.count("\n") != len(part) - 1 or "\r" in text or overlong_entry(part):
+                raise ValueError("a line break in an entry, or an entry too long")
             yield (b"\n" if start else b"") + text.encode("utf-8")
 
     try:
@@ -364,6 +379,9 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
         text = "\n".join(lines)
         if text.count("\n") != max(len(lines) - 1, 0) or "\r" in text:
             raise ModelFormatError(f"an entry of {name} contains a line break; cannot store it")
+        if overlong_entry(lines):
+            raise ModelFormatError(f"an entry of {name} takes {overlong_entry(lines)} bytes, more than the "
+                                   f"{MAX_LINE_BYTES} a filter file's line may hold; cannot store it")
         data = text.encode("utf-8")
         members[member] = data
         return {"file": member, "sha256": hashlib.sha256(data).hexdigest(), "count": len(lines)}
@@ -403,6 +421,14 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
 
     def manifest_json() -> bytes:
         return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+    # what could not be read back is not written: the loader's budget, on the bytes as stored
+    limits = member_limits(manifest)
+    stored_sizes = {name: limits[name] for name in array_members}
+    stored_sizes.update({name: d.packed.size if isinstance(d, PreparedLines) else len(d) for name, d in members.items()})
+    problem = over_budget(data_bytes(manifest, limits, stored_sizes))
+    if problem is not None:
+        raise ModelFormatError(f"{path}: cannot save a filter of {problem}")
 
     def write(fh):
         # deflate's fastest level: a third of level 6's time for 12% more bytes on a vocabulary
@@ -497,7 +523,7 @@ def load_filter(path, trusted: bool = False):
     path = Path(path)
     with open_zip(path) as z:
         manifest = check_manifest(z, path)
-        sizes = expected_sizes(manifest, path)
+        sizes = expected_sizes(manifest, path, z)
         try:
             arrays = {}
             for name, meta in manifest["arrays"].items():
@@ -553,6 +579,9 @@ def read_array(z: zipfile.ZipFile, path: Path, meta: dict, limit: int) -> np.nda
         format_error(path, f"member {meta['file']} is not a NumPy array ({exc})")
     if dtype.hasobject:
         format_error(path, f"member {meta['file']} holds Python objects; a filter file holds numbers and text only")
+    if list(shape) != meta["shape"] or str(dtype) != meta["dtype"]:      # before its room is made
+        format_error(path, f"member {meta['file']} is an array of shape {list(shape)} and type {dtype}; the manifest "
+                     f"says {meta['shape']} and {meta['dtype']}")
     array = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
     target = array.reshape(-1, order="A").view(np.uint8) if array.size else np.empty(0, np.uint8)
     at = len(head) - stream.tell()

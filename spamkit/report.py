@@ -228,7 +228,9 @@ def render_info(manifest: dict, path: str) -> str:
 def render_import(imported: dict, output: str) -> str:
     """What ``spamkit import-wordlist`` prints after saving a filter."""
     p = imported["parameters"]
-    return (f"imported {imported['tokens']} tokens from {imported['from']}\n"
+    skipped = imported.get("skipped", 0)
+    return (f"imported {imported['tokens']} tokens from {imported['from']}"
+            + (f" ({skipped} left out: longer than a filter file's line, 4,096 bytes)" if skipped else "") + "\n"
             f"bogofilter parameters: robs {p['robs']:g}, robx {p['robx']:g}, min_dev {p['min_dev']:g}; "
             f"ham below {p['ham_cutoff']:g}, spam from {p['spam_cutoff']:g}, unsure between\n"
             f"filter written to {output}")

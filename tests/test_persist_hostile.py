@@ -242,11 +242,12 @@ def test_an_array_member_must_hold_exactly_what_its_header_says(tmp_path):
     from spamkit.errors import ModelFormatError
     from spamkit.persist import read_array
 
-    def member(data: bytes, name="arrays/a.npy"):
+    def member(data: bytes, name="arrays/a.npy", shape=(10,), dtype="float64"):
         path = tmp_path / f"{hashlib.sha256(data).hexdigest()[:8]}.zip"
         with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
             z.writestr(name, data)
-        return zipfile.ZipFile(path), path, {"file": name, "sha256": hashlib.sha256(data).hexdigest()}
+        return zipfile.ZipFile(path), path, {"file": name, "sha256": hashlib.sha256(data).hexdigest(),
+                                             "shape": list(shape), "dtype": dtype}
 
     def npy(array) -> bytes:
         buf = io.BytesIO()
@@ -254,10 +255,10 @@ def test_an_array_member_must_hold_exactly_what_its_header_says(tmp_path):
         return buf.getvalue()
 
     big = np.arange(3 * 700_000, dtype=np.uint32).reshape(-1, 3)      # several pieces of 1 MB
-    z, path, meta = member(npy(big))
+    z, path, meta = member(npy(big), shape=big.shape, dtype="uint32")
     assert np.array_equal(read_array(z, path, meta, 1 << 30), big)
     fortran = np.asfortranarray(np.arange(12.0).reshape(3, 4))
-    z, path, meta = member(npy(fortran))
+    z, path, meta = member(npy(fortran), shape=fortran.shape)
     assert np.array_equal(read_array(z, path, meta, 1 << 30), fortran)
     whole = npy(np.arange(10.0))
     for data, problem in ((whole[:-8], "less data"), (whole + b"\0" * 8, "more data"),
@@ -265,6 +266,15 @@ def test_an_array_member_must_hold_exactly_what_its_header_says(tmp_path):
                           (b"not an array at all", "not a NumPy array")):
         z, path, meta = member(data)
         with pytest.raises(ModelFormatError, match=problem):
+            read_array(z, path, meta, 1 << 30)
+    # a header whose shape or type is not the manifest's is refused before room is made for it
+    # (80 TB in the header, 80 bytes in the member and the manifest: np.empty is never asked for 80 TB)
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False, "shape": (10**13,)})
+    for data, shape, dtype in ((head.getvalue() + bytes(80), (10,), "float64"), (whole, (10**13,), "float64"),
+                               (whole, (10,), "int64"), (whole, (2, 5), "float64")):
+        z, path, meta = member(data, shape=shape, dtype=dtype)
+        with pytest.raises(ModelFormatError, match="the manifest says"):
             read_array(z, path, meta, 1 << 30)
     z, path, meta = member(whole)
     with pytest.raises(ModelFormatError, match="fails its checksum"):
