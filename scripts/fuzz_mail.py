@@ -19,9 +19,18 @@ The mutations are the ones the issue "Hostile inputs" lists, applied one to thre
 at a time: byte flips, truncation, duplicated headers, huge headers, bad or
 missing boundaries, bogus and RFC 2231 charsets, NUL bytes, deep nesting,
 1,000-part multiparts, long parameter lists, unclosed HTML, folded headers,
-broken base64/quoted-printable, and splices of two messages.
+broken base64/quoted-printable, 8-bit bytes in header values and in attachments' types and
+file names, and splices of two messages.
 
     python scripts/fuzz_mail.py --count 100000 [--seed 1] [--corpora ../shared/corpora]
+
+``--routes`` saves the filter and scores every mutant by both of pipe mode's routes, each
+reading the file: :mod:`spamkit.lean` (the standard library only, what ``spamkit filter
+MODEL -`` runs) and :class:`~spamkit.spamfilter.SpamFilter` (the full route, with its guard
+reset before each message, as one message a process sees it). They must give the same
+verdict and P(spam) to 1e-9; each disagreement is counted and saved. ``--only header_bytes``
+draws from the named mutations alone (8-bit bytes in header values: the red team's
+finding).
 
 Deterministic for a given seed and corpus. The run's summary is printed at the end;
 ``--json FILE`` writes it as JSON too.
@@ -179,13 +188,64 @@ def broken_encoding(rng, raw):
     return b"Content-Transfer-Encoding: " + cte + b"\n" + head + junk + body
 
 
+#: 8-bit bytes as they come in headers: Latin-1 and Windows-1252 letters, UTF-8 sequences (whole,
+#: cut short, overlong), bytes a decoder never accepts, and C1 controls
+_EIGHT_BIT = (b"\xff", b"\xfe", b"\xe9", b"\xc3\xa9", b"\xc3", b"\xe2\x82", b"\xe2\x82\xac", b"\xc0\xaf", b"\x80",
+              b"\x9d", b"\xf0\x9f\x98", b"\xf0\x9f\x98\x80", b"\xed\xa0\x80", b"\xa0", b"\xbf\xbd")
+
+
+def header_bytes(rng, raw):
+    """8-bit bytes in header values, where RFC 5322 allows none: in a random field, or in the
+    fields whose values become tokens without a decoder (the content type, a file name, a
+    boundary, a charset), first line or continuation (the red team's 4.5% of mutants)."""
+    head, body = _split(raw)
+    lines = head.splitlines(keepends=True)
+    if not lines:
+        return raw
+    for _ in range(rng.randint(1, 4)):
+        choice = rng.randrange(6)
+        junk = b"".join(rng.choice(_EIGHT_BIT) for _ in range(rng.randint(1, 3)))
+        if choice == 0:                                   # a random field, anywhere in its value
+            i = rng.randrange(len(lines))
+            line = lines[i]
+            at = rng.randrange(line.find(b":") + 1 if b":" in line else 0, max(len(line.rstrip(b"\r\n")), 1))
+            lines[i] = line[:at] + junk + line[at:]
+        elif choice == 1:
+            lines.insert(rng.randrange(len(lines) + 1), b"Content-Type: " + junk + b"text/html\n")
+        elif choice == 2:
+            lines.insert(rng.randrange(len(lines) + 1), b"Content-Type: application/" + junk + b"x; name=\"a"
+                         + junk + b".e" + junk + b"\"\n")
+        elif choice == 3:
+            lines.insert(rng.randrange(len(lines) + 1), b"Content-Disposition: attachment; filename=r" + junk
+                         + b"." + junk + b"zip\n")
+        elif choice == 4:                                 # a field's name
+            i = rng.randrange(len(lines))
+            lines[i] = junk + lines[i]
+        else:                                             # a continuation line
+            i = rng.randrange(len(lines))
+            lines.insert(i + 1, b" " + junk + b" folded " + junk + b"\n")
+    return b"".join(lines) + body
+
+
+def attachment_bytes(rng, raw):
+    """A multipart message whose parts have 8-bit bytes in their types and file names."""
+    junk = b"".join(rng.choice(_EIGHT_BIT) for _ in range(rng.randint(1, 3)))
+    _, body = _split(raw)
+    parts = (b"--b\nContent-Type: text/plain\n\n" + body[:2000] + b"\n"
+             b"--b\nContent-Type: " + rng.choice((b"image/gif", b"application/" + junk, junk + b"/pdf"))
+             + b"; name=\"" + junk + b".p" + junk + b"\"\nContent-Disposition: attachment; filename=\"x" + junk
+             + b"." + rng.choice((b"exe", junk, b"zi" + junk)) + b"\"\nContent-Transfer-Encoding: base64\n\nR0lGODlh\n"
+             b"--b--\n")
+    return b"From: a@example.org\nSubject: hi\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b\"\n\n" + parts
+
+
 def splice(rng, raw, other):
     return raw[:rng.randrange(len(raw) + 1)] + other[rng.randrange(len(other) + 1):]
 
 
 MUTATIONS = [flip_bytes, truncate, duplicate_headers, huge_header, bad_boundary, bogus_charset, nul_bytes,
              deep_nesting, many_parts, many_parameters, unclosed_html, folded_headers, broken_encoding,
-             character_references]
+             character_references, header_bytes, attachment_bytes]
 
 
 def mutate(rng, raw: bytes, others: list) -> tuple[bytes, list[str]]:
@@ -212,18 +272,43 @@ def main(argv=None) -> int:
     ap.add_argument("--train", type=int, default=2000, help="messages the filter is trained on first")
     ap.add_argument("--crashers", type=Path, default=Path("fuzz-crashers"))
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--routes", action="store_true",
+                    help="save the filter, then score every mutant by both of pipe mode's routes (spamkit.lean "
+                         "and SpamFilter, each from the file) and count where they disagree")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated mutation names to draw from (default: all)")
     args = ap.parse_args(argv)
+    if args.only:
+        chosen = set(args.only.split(","))
+        unknown = chosen - {fn.__name__ for fn in MUTATIONS}
+        if unknown:
+            sys.exit(f"fuzz_mail: no mutation {', '.join(sorted(unknown))}")
+        MUTATIONS[:] = [fn for fn in MUTATIONS if fn.__name__ in chosen]
 
     messages = load_messages(args.corpora)
     rng = random.Random(args.seed)
     training = rng.sample(messages, min(args.train, len(messages)))
     spam_filter = build_filter(**BEST)                  # the default filter of spamkit train
     spam_filter.fit([raw for _, raw in training], y=[label for label, _ in training])
+    lean = None
+    if args.routes:                                     # both routes read the file, as pipe mode does
+        import tempfile
+
+        from spamkit.lean import lean_filter
+        from spamkit.spamfilter import SpamFilter
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "fuzz.spamkit"
+            spam_filter.save(path)
+            spam_filter, lean = SpamFilter.load(path), lean_filter(path)
+        if lean is None:
+            sys.exit("fuzz_mail: the lean route does not score the default filter")
     baseline_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{len(messages)} messages; filter trained on {len(training)}; fuzzing {args.count} mutants "
           f"(seed {args.seed}); resident memory so far {baseline_mb:.0f} MB", flush=True)
 
     errors: Counter = Counter()
+    disagreements = routes_compared = 0
+    disagreeing: list = []
     slow: list = []
     over_1s = 0
     by_mutation: Counter = Counter()
@@ -235,16 +320,33 @@ def main(argv=None) -> int:
         n_bytes += len(mutant)
         largest = max(largest, len(mutant))
         t0 = time.perf_counter()
-        try:
-            verdict, p = spam_filter.verdict(mutant)
-            if verdict not in ("spam", "ham", "unsure") or not 0.0 <= p <= 1.0:
-                raise AssertionError(f"verdict {verdict!r} with P(spam) {p!r}")
-        except Exception as exc:                       # noqa: BLE001 - counting them is the point
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
-            key = f"{type(exc).__name__} at {Path(frame.filename).name}:{frame.lineno}"
-            errors[key] += 1
-            args.crashers.mkdir(parents=True, exist_ok=True)
-            (args.crashers / f"crash-{i}-{'+'.join(names)}.eml").write_bytes(mutant)
+        full = None
+        for route, scorer in (("full", spam_filter), ("lean", lean)):
+            if scorer is None:
+                continue
+            try:
+                if route == "full" and spam_filter.guard is not None:
+                    spam_filter.guard.reset()             # pipe mode: one message a process, no stream
+                verdict, p = scorer.verdict(mutant)
+                if verdict not in ("spam", "ham", "unsure") or not 0.0 <= p <= 1.0:
+                    raise AssertionError(f"verdict {verdict!r} with P(spam) {p!r}")
+            except Exception as exc:                   # noqa: BLE001 - counting them is the point
+                frame = traceback.extract_tb(exc.__traceback__)[-1]
+                key = f"{route} route: {type(exc).__name__} at {Path(frame.filename).name}:{frame.lineno}"
+                errors[key] += 1
+                args.crashers.mkdir(parents=True, exist_ok=True)
+                (args.crashers / f"crash-{route}-{i}-{'+'.join(names)}.eml").write_bytes(mutant)
+                break
+            if route == "full":
+                full = (verdict, p)
+            elif verdict != full[0] or abs(p - full[1]) > 1e-9:
+                disagreements += 1
+                args.crashers.mkdir(parents=True, exist_ok=True)
+                (args.crashers / f"disagree-{i}-{'+'.join(names)}.eml").write_bytes(mutant)
+                if len(disagreeing) < 10:
+                    disagreeing.append({"mutant": i, "mutations": names, "full": full, "lean": [verdict, p]})
+        if args.routes:
+            routes_compared += full is not None
         dt = time.perf_counter() - t0
         over_1s += dt > 1.0
         if len(slow) < 5 or dt > slow[-1][0]:
@@ -253,8 +355,9 @@ def main(argv=None) -> int:
         by_mutation.update(names)
         if (i + 1) % 10_000 == 0:
             rate = (i + 1) / (time.perf_counter() - started)
-            print(f"  {i + 1:>7d} mutants, {sum(errors.values())} exceptions, slowest {slow[0][0]:.3f} s, "
-                  f"{rate:.0f}/s", flush=True)
+            print(f"  {i + 1:>7d} mutants, {sum(errors.values())} exceptions, "
+                  + (f"{disagreements} disagreements, " if args.routes else "")
+                  + f"slowest {slow[0][0]:.3f} s, {rate:.0f}/s", flush=True)
     seconds = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     summary = {
@@ -268,13 +371,16 @@ def main(argv=None) -> int:
         "mutants_per_second": round(args.count / seconds, 1), "mb_per_second": round(n_bytes / seconds / 1e6, 2),
         "mutations_applied": dict(by_mutation.most_common()),
     }
+    if args.routes:
+        summary.update({"routes_compared": routes_compared, "disagreements": disagreements,
+                        "first_disagreements": disagreeing})
     args.crashers.mkdir(parents=True, exist_ok=True)
     for rank, (dt, i, names, size, mutant) in enumerate(slow, 1):   # to time again, or profile
         (args.crashers / f"slowest-{rank}-mutant-{i}.eml").write_bytes(mutant)
     print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
-    return 1 if errors else 0
+    return 1 if errors or disagreements else 0
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ def plain_pipe(args: list[str]) -> bool:
 def _lean_pipe(args: list[str], raw: bytes) -> tuple[int, bytes]:
     """``spamkit filter MODEL -`` on ``raw`` through :mod:`spamkit.lean`, or the command line
     when the filter needs the full path."""
-    from .lean import lean_filter
+    from .lean import lean_failed, lean_filter
     from .mailfilter.tags import model_id_of, tag
     from .passthrough import VERDICT_STATUS
 
@@ -85,7 +85,21 @@ def _lean_pipe(args: list[str], raw: bytes) -> tuple[int, bytes]:
     lean = lean_filter(model)
     if lean is None:
         return _run_command_line(args, raw)
-    verdict, p = lean.verdict(raw)
+    try:
+        verdict, p = lean.verdict(raw)
+    except Exception as exc:                             # noqa: BLE001 -- the full route answers instead
+        # the lean route is a second implementation: a failure of its own must not let a message
+        # through untagged that the full route scores (signals and exits still go to the guard)
+        lean_failed(exc)
+        previous = os.environ.get("SPAMKIT_LEAN")
+        os.environ["SPAMKIT_LEAN"] = "0"
+        try:
+            return _run_command_line(args, raw)
+        finally:
+            if previous is None:
+                os.environ.pop("SPAMKIT_LEAN", None)
+            else:
+                os.environ["SPAMKIT_LEAN"] = previous
     status = 0 if "--exit-zero" in args else VERDICT_STATUS[verdict]
     return status, tag(raw, verdict, p, model_id_of(model), lean.spam_threshold())
 

@@ -357,3 +357,81 @@ def test_the_lean_modules_constants_are_the_models():
     assert lean.LOG_ODDS_LIMIT == base.LOG_ODDS_LIMIT
     assert lean.LOGISTIC_LIMIT == logistic.SCORE_LIMIT
     assert lean.LENGTH_CENTRE == stack.LENGTH_CENTRE
+
+
+# ---------------------------------------------------------------- the routes agree on hostile mail
+
+#: the red team's message: one 8-bit byte before a content type (the lean route raised hashing
+#: the token attach:type:\udcff...; the message went through pipe mode untagged)
+EIGHT_BIT = b"From: a@example.org\nSubject: cheap meds\nContent-Type: \xfftext/html\n\nBuy cheap viagra now\n"
+
+
+def test_an_eight_bit_header_byte_is_scored_by_both_routes_alike(mail, tmp_path):
+    path = tmp_path / "best.spamkit"
+    _trained(mail, **BEST).save(path)
+    lean = subprocess.run(PIPE + [str(path), "-"], input=EIGHT_BIT, capture_output=True, env=ENV, timeout=120)
+    full = subprocess.run(PIPE + [str(path), "-"], input=EIGHT_BIT, capture_output=True,
+                          env={**ENV, "SPAMKIT_LEAN": "0"}, timeout=120)
+    assert lean.returncode in VERDICT_STATUSES, lean.stderr
+    assert lean.stdout.startswith(b"X-Spam-Status: ") and split_tags(lean.stdout)[1] == EIGHT_BIT
+    assert (lean.returncode, lean.stdout, lean.stderr) == (full.returncode, full.stdout, b"")
+    # every token has a UTF-8 form: the byte is read as UTF-8, U+FFFD where it is not
+    tokens = SpamFilter.load(path).tokens(EIGHT_BIT)
+    assert "attach:type:\ufffdtext/html" in tokens
+    assert all(t.encode("utf-8") for t in tokens)
+
+
+def test_training_on_mail_with_eight_bit_header_bytes_saves_a_filter_that_loads(mail, tmp_path):
+    """The same token stopped training with a traceback (the vocabulary's hash index, then
+    terms.txt, are UTF-8)."""
+    from spamkit.corpus.base import LabelledMessage
+    extra = [LabelledMessage(id=f"x{b}", label="spam", raw=EIGHT_BIT.replace(b"\xff", bytes([b])), source=f"x{b}")
+             for b in (0xff, 0x80, 0xc3, 0xed)]
+    f = build_filter(**BEST).fit(mail["train"][:300] + extra)
+    path = tmp_path / "f.spamkit"
+    f.save(path)
+    assert any(t.startswith("attach:type:\ufffd") for t in SpamFilter.load(path).vectorizer.terms_)
+    _agree(SpamFilter.load(path), path, mail["trec"][:50])
+
+
+def test_a_failure_of_the_lean_route_is_scored_by_the_full_route(mail, tmp_path, monkeypatch, capsys):
+    """Whatever the lean route raises on a message, the full route scores it before pipe mode
+    would pass it through untagged (a fault put into the lean route here: the real one is fixed)."""
+    from spamkit import launch, lean
+    path = tmp_path / "best.spamkit"
+    _trained(mail, **BEST).save(path)
+    raw = mail["trec"][3].raw
+
+    def broken(self, message):
+        raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
+
+    monkeypatch.setattr(lean.LeanFilter, "verdict", broken)
+    monkeypatch.delenv("SPAMKIT_LEAN", raising=False)
+    for args in (["filter", str(path), "-"], ["filter", "--cost", "fp=100,fn=10,unsure=2", str(path), "-"]):
+        expected = subprocess.run([sys.executable, "-m", "spamkit", *args], input=raw, capture_output=True,
+                                  env={**ENV, "SPAMKIT_LEAN": "0"}, timeout=120)
+        status, out = (launch._lean_pipe(args, raw) if launch.plain_pipe(args)
+                       else launch._run_command_line(args, raw))
+        assert (status, out) == (expected.returncode, expected.stdout), args
+        assert b"X-Spam-Status: " in out.split(b"\n\n")[0] and split_tags(out)[1] == raw
+        assert "the lean route failed (UnicodeEncodeError" in capsys.readouterr().err
+    assert os.environ.get("SPAMKIT_LEAN") is None
+
+
+@pytest.mark.parametrize("only, count", [("header_bytes,attachment_bytes", 2000), (None, 500)])
+def test_both_routes_agree_on_mutants(tmp_path, only, count):
+    """scripts/fuzz_mail.py --routes: mutants of real mail (8-bit bytes in header values and
+    attachments, and every other mutation) through both routes from one saved filter: no
+    exception, no disagreement. The issue's run of 100,000 is in docs/testing.md."""
+    shared_corpus("trec07p-dev/trec07p-dev.tar.gz")
+    shared_corpus("csdmc2010/csdmc2010.tar.gz")
+    report = tmp_path / "fuzz.json"
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "fuzz_mail.py"), "--routes", "--count", str(count),
+                          "--seed", "42", "--train", "800", "--crashers", str(tmp_path / "crashers"),
+                          "--json", str(report), *(["--only", only] if only else [])],
+                         capture_output=True, text=True, env=ENV, timeout=900)
+    import json
+    summary = json.loads(report.read_text())
+    assert out.returncode == 0 and summary["exceptions"] == 0 and summary["disagreements"] == 0, \
+        (summary["exceptions_by_place"], summary["first_disagreements"], out.stderr[-2000:])
+    assert summary["routes_compared"] == count

@@ -61,8 +61,16 @@ def _pipe(model, cost, spam_rate=None, exit_zero: bool = False) -> int:
     scikit-learn, which is most of the start-up; the rest load in full.
     """
     def work(raw: bytes) -> tuple[int, bytes]:
-        spam_filter = _load_lean(model, cost, spam_rate) or _load(model, cost, spam_rate)
-        verdict, p = spam_filter.verdict(raw)
+        from ..lean import lean_failed
+        spam_filter = _load_lean(model, cost, spam_rate)
+        try:
+            verdict, p = spam_filter.verdict(raw) if spam_filter is not None else (None, None)
+        except Exception as exc:                     # noqa: BLE001 -- the full route answers instead
+            lean_failed(exc)
+            spam_filter = None
+        if spam_filter is None:
+            spam_filter = _load(model, cost, spam_rate)
+            verdict, p = spam_filter.verdict(raw)
         return (0 if exit_zero else VERDICT_STATUS[verdict],
                 tag(raw, verdict, p, model_id_of(model), spam_filter.spam_threshold()))
 

@@ -469,7 +469,42 @@ class Analyzer:
                     tokens.append("attach:ext:" + att.filename.rsplit(".", 1)[1].lower()[:10])
             for family in sorted(defect_families(doc)):
                 tokens.append("meta:defect:" + family)
+        return encodable(tokens)
+
+
+def encodable(tokens: list) -> list:
+    """``tokens``, each with a UTF-8 form: a lone surrogate (an 8-bit byte of a header that the
+    MIME reader keeps as one, in a content type or a file name that no decoder saw) becomes the
+    byte it stood for, read as UTF-8, U+FFFD where that is not UTF-8. Filter files store terms,
+    and pipe mode hashes them, as UTF-8: a token without that form failed both (one byte in a
+    ``Content-Type:`` let the message through pipe mode untagged, and stopped training).
+    The check costs one join of the tokens; nearly every message passes it unchanged.
+
+    >>> encodable(["attach:type:\\udcfftext/html", "ok", "caf\\udcc3\\udca9"])
+    ['attach:type:\\ufffdtext/html', 'ok', 'café']
+    """
+    joined = "".join(tokens)
+    if joined.isascii():
         return tokens
+    try:
+        joined.encode("utf-8")
+        return tokens
+    except UnicodeEncodeError:
+        pass
+    return [token if token.isascii() else _mend(token) for token in tokens]
+
+
+def _mend(token: str) -> str:
+    try:
+        token.encode("utf-8")
+        return token
+    except UnicodeEncodeError:
+        pass
+    try:
+        data = token.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:                       # a surrogate no byte stands for
+        data = token.encode("utf-8", "surrogatepass")
+    return data.decode("utf-8", "replace")
 
 
 #: "header:" + a field name, one str per name (its hash taken once: the numbering looks every
