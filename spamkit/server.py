@@ -892,7 +892,7 @@ def answer_batch(items: list) -> list:
         for i, row, known in zip(members, proba, familiarity):
             raw = items[i][1]
             try:
-                verdict, p = spam_filter.verdict_from(row, known)
+                verdict, p = spam_filter.verdict_from(row, known, alone=True)
                 replies[i] = frame(VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id,
                                                                 getattr(spam_filter, "points_threshold", 0.5)))
             except Exception as exc:              # noqa: BLE001 -- a mail filter must pass mail on

@@ -179,7 +179,7 @@ def score_jobs(path: str, raws: list, explains: list) -> list:
         threshold = spam_filter.spam_threshold()
     out = []
     for raw, row, known, explain in zip(raws, proba, familiarity, explains):
-        verdict, p = spam_filter.verdict_from(row, known)
+        verdict, p = spam_filter.verdict_from(row, known, alone=True)
         result = {"verdict": verdict, "p": p, "threshold": threshold, "model_id": spam_filter.model_id}
         if explain:
             try:

@@ -598,17 +598,27 @@ class SpamFilter:
                 low = mid
         return high
 
-    def verdict(self, raw: bytes) -> tuple[str, float]:
-        """``(verdict, P(spam))`` of one raw message for a mail filter: verdict is "spam",
-        "ham" or "unsure" (the decision layer's "unsure" row), any other class counting as ham."""
+    def verdict(self, raw: bytes, alone: bool = True) -> tuple[str, float]:
+        """``(verdict, P(spam))`` of one raw message: verdict is "spam", "ham" or "unsure" (the
+        decision layer's "unsure" row), any other class counting as ham. Judged ``alone`` (pipe
+        mode, the servers): the familiarity guard's floor applies, its stream does not; a filter
+        run over a mailbox passes ``alone=False`` (see :meth:`verdict_from`)."""
         proba, familiarity = self.score([raw])
-        return self.verdict_from(proba[0], familiarity[0])
+        return self.verdict_from(proba[0], familiarity[0], alone=alone)
 
-    def verdict_from(self, proba_row, familiarity: float) -> tuple[str, float]:
+    def stream_verdict(self, raw: bytes) -> tuple[str, float]:
+        """:meth:`verdict` of the next message of a stream (a filter run over a user's mailboxes):
+        the familiarity guard's window sees it."""
+        return self.verdict(raw, alone=False)
+
+    def verdict_from(self, proba_row, familiarity: float, alone: bool = False) -> tuple[str, float]:
         """:meth:`verdict` from one message's row of :meth:`score` (its class probabilities and
         familiarity), scored here or elsewhere: a filter run scores messages in batches in worker
         processes and decides here, in mailbox order, so that the familiarity guard sees the
         stream as one process would. A message scores the same alone and in a batch.
+        ``alone``: the message is judged by itself, outside the guard's stream
+        (:meth:`FamiliarityGuard.unfamiliar`): what a server does for each request, so that no
+        client's mail changes another's verdicts.
 
         :meth:`decide` for one row, in plain Python (the same arithmetic and the same decision,
         ``tests/test_decision.py``; NumPy on one row cost a filter run ~85 us a message)."""
@@ -622,7 +632,7 @@ class SpamFilter:
         else:
             decision = self.costs.decide_row(row)
             if self.guard is not None and UNSURE_NAME in self.costs.decisions:
-                decision = self.guard.apply_one(decision, familiarity)
+                decision = self.guard.apply_one(decision, familiarity, alone)
         return Verdict.of(decision).label, row[s]
 
     # ------------------------------------------------------------------ files

@@ -184,11 +184,13 @@ def test_the_guard_sees_a_filter_run_alike_on_one_and_on_two_processes(tmp_path)
        st.integers(1, 12), st.integers(1, 12))
 def test_the_guard_one_message_at_a_time_is_the_guard_on_arrays(values, window, min_window):
     """A filter run asks the guard message by message (:meth:`FamiliarityGuard.observe_one`, a
-    sorted window); against the definition with np.median over the last ``window`` values."""
+    sorted window); against the definition with np.median over the last ``window`` values at or
+    above the floor (a value below it is judged by the floor and kept out of the window)."""
     window, min_window = max(window, min_window), min(window, min_window)
     g = FamiliarityGuard(floor=0.3, window_floor=0.7, window=window, min_window=min_window)
     for i, value in enumerate(values):
-        recent = values[max(0, i + 1 - window):i + 1]
+        kept = [v for v in values[:i + 1] if v >= 0.3]
+        recent = kept[max(0, len(kept) - window):]
         expected = value < 0.3 or (len(recent) >= min_window and float(np.median(recent)) < 0.7)
         assert g.observe_one(value) == expected, (i, recent)
     assert g.counts["messages"] == len(values)

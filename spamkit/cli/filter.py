@@ -210,11 +210,11 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
             on_message = listing if (dry_run or verbosity() > 0) and not as_json else None
             if imap:
                 from ..mailfilter.imap import ImapFilter
-                runner = ImapFilter(spam_filter.verdict, tag=do_tag, move=move, dry_run=dry_run, force=force,
+                runner = ImapFilter(spam_filter.stream_verdict, tag=do_tag, move=move, dry_run=dry_run, force=force,
                                     progress=progress.step, on_message=on_message)
             else:
                 from ..engines import default_jobs
-                runner = MailFilter(spam_filter.verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
+                runner = MailFilter(spam_filter.stream_verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
                                     force=force, wait=wait, progress=progress.step, on_message=on_message,
                                     threshold=spam_filter.spam_threshold(), jobs=jobs or default_jobs(),
                                     score=spam_filter.score, decide=spam_filter.verdict_from, sync=sync)

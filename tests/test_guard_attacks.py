@@ -1,0 +1,126 @@
+"""The familiarity guard under attack: no client changes another's verdict, and cheap mail
+cannot turn spam into "unsure".
+
+The red team's finding (issue "Tried as an attacker..."): ``spamkit serve`` kept one window
+of recent familiarities per worker, shared by every client; after 20 CHECKs of random tokens
+from one spamc client, a spam that scored 9.4/5.0 scored ``No, score=4.9 ... SPAMKIT_UNSURE``
+for every client. Now a server judges each message alone (the floor, as pipe mode does), and
+the stream of a mailbox run keeps messages below the floor out of its window. Each test runs
+the real server, the real spamc and spamkit-pipe, or the real command line.
+"""
+
+from __future__ import annotations
+
+import json
+import mailbox
+import random
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from spamkit.cli import cli
+from spamkit.spamfilter import SpamFilter
+
+from conftest import SAMPLE, start_server, stop_server
+
+#: how many messages of random tokens come before the spam (the red team sent 20)
+BURST = 30
+
+
+def random_tokens(i: int) -> bytes:
+    """A message of 200 random words: nothing a filter has seen, the cheapest mail to send."""
+    rng = random.Random(i)
+    words = b" ".join(bytes(rng.choice(b"bcdfghjklmnpqrstvwxz") for _ in range(7)) for _ in range(200))
+    return b"From: m%d@example.org\nTo: you@example.net\nSubject: %s\n\n%s\n" % (i, words[:40], words)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("attack") / "m.spamkit"
+    assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(path)]).exit_code == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def spam(model) -> bytes:
+    """A spam the filter calls spam, familiar enough that only a stream could make it unsure."""
+    f = SpamFilter.load(model)
+    for path in sorted((SAMPLE / "spam").iterdir()):
+        raw = path.read_bytes()
+        verdict, _ = f.verdict(raw)
+        _, familiarity = f.score([raw])
+        if verdict == "spam" and familiarity[0] > f.guard.window_floor:
+            return raw
+    raise AssertionError("no spam of the sample corpus is called spam")
+
+
+def test_the_guard_keeps_a_burst_below_the_floor_out_of_its_window(model, spam):
+    """The unit: familiarities of random-token messages are far below the floor; the window
+    they would have dragged down stays where the real mail put it."""
+    f = SpamFilter.load(model)
+    _, familiarity = f.score([random_tokens(i) for i in range(BURST)])
+    assert max(familiarity) < f.guard.floor
+    proba, known = f.score([spam])
+    f.guard.reset()
+    verdicts = [f.verdict_from(row, k, alone=False)[0] for row, k in zip(*f.score([random_tokens(i)
+                                                                                 for i in range(BURST)]))]
+    assert f.verdict_from(proba[0], known[0], alone=False)[0] == "spam"
+    assert f.guard.counts["unfamiliar"] == BURST and f.guard.counts["drift"] == 0 and "spam" not in verdicts
+
+
+def test_a_spamc_clients_burst_changes_no_verdict_of_another_client(model, spam):
+    from test_spamd import Server
+    server = Server(model, "--workers", "1")            # one worker: every request sees the same process
+    try:
+        before = server.spamc("-c", data=spam, user="alice")
+        for i in range(BURST):
+            server.spamc("-c", data=random_tokens(i), user="mallory")
+        after = [server.spamc("-c", data=spam, user=user) for user in ("alice", "mallory", None)]
+        symbols = server.spamc("-y", data=spam, user="alice")
+    finally:
+        server.stop()
+    assert before.returncode == 1, before.stdout                   # spamc -c: 1 when spam
+    for check in after:
+        assert (check.returncode, check.stdout) == (before.returncode, before.stdout)
+    assert "SPAMKIT_SPAM" in symbols.stdout.decode()
+    # and the server's verdict is pipe mode's, where no stream exists
+    pipe = subprocess.run([sys.executable, "-m", "spamkit", "filter", str(model), "-"], input=spam,
+                          capture_output=True, timeout=120)
+    assert pipe.returncode == 0 and pipe.stdout.startswith(b"X-Spam-Status: Yes")
+
+
+def test_a_spamkit_pipe_clients_burst_changes_no_verdict(model, spam, tmp_path):
+    sock = tmp_path / "s.sock"
+    proc = start_server(model, sock, "--workers", "1")
+
+    def client(raw):
+        return subprocess.run([sys.executable, "-m", "spamkit.client", "--socket", str(sock)], input=raw,
+                              capture_output=True, timeout=120)
+    try:
+        before = client(spam)
+        for i in range(BURST):
+            client(random_tokens(i))
+        after = client(spam)
+    finally:
+        stop_server(proc)
+    assert before.returncode == 0 and before.stdout.startswith(b"X-Spam-Status: Yes")
+    assert (after.returncode, after.stdout) == (before.returncode, before.stdout)
+
+
+def test_a_burst_in_a_mailbox_does_not_make_the_spam_after_it_unsure(model, spam, tmp_path):
+    """A mailbox run keeps its stream (mail unlike the training mail, as a whole, is a drift),
+    but a burst of random-token mail ahead of a spam moves nothing: the spam is spam."""
+    box = mailbox.MH(tmp_path / "inbox", create=True)
+    for i in range(BURST):
+        box.add(random_tokens(i))
+    box.add(spam)                                          # MH numbers: the spam comes last
+    out = CliRunner().invoke(cli, ["filter", str(model), str(tmp_path / "inbox"), "--dry-run", "--jobs", "1"])
+    assert out.exit_code == 0, out.output
+    lines = [line.split("\t") for line in out.output.splitlines() if "\t" in line]
+    assert len(lines) == BURST + 1
+    assert lines[-1][0].endswith(f"/{BURST + 1}") and lines[-1][1] == "spam", lines[-1]
+    summary = json.loads(CliRunner().invoke(cli, ["filter", str(model), str(tmp_path / "inbox"), "--dry-run",
+                                                  "--json"]).output)
+    assert summary["guarded"]["unfamiliar"] == BURST and summary["guarded"]["drift"] == 0
