@@ -7,8 +7,10 @@ Shared by the filter files (:mod:`spamkit.persist`) and the mailbox writer
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -136,18 +138,65 @@ def write_file(path: Path, data: bytes, like=None) -> int:
     return fd
 
 
-def read_file(path) -> bytes:
+#: largest message a mailbox run reads (Maildir, MH): what the IMAP filter and ``spamkit serve``
+#: take (``MAX_SIZE``, ``--max-size``); a larger one is counted and left where it is
+MAX_MESSAGE_FILE = 16 << 20
+#: how a file inside a mailbox is opened: never through a symbolic link (a link to a file
+#: outside the mailbox would have its contents read, or be created or truncated by a root
+#: process), and never waiting (a FIFO opens at once, and is then refused as not a regular file)
+SAFE_OPEN = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+class NotAMessageFile(OSError):
+    """A mailbox entry that is not read: a symbolic link, a FIFO, a device or a folder, or a
+    file over the size limit. Its message says which, and that the entry is left where it is."""
+
+
+def open_regular(path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+    """``os.open(path, flags | SAFE_OPEN)`` of a regular file: a symbolic link, a FIFO, a device
+    or a folder raises :class:`NotAMessageFile` (the descriptor closed); the file's descriptor
+    is put back into blocking mode."""
+    try:
+        fd = os.open(path, flags | SAFE_OPEN, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotAMessageFile(errno.ELOOP, "a symbolic link: not followed, left where it is", str(path)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode)
+                    else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device")
+            raise NotAMessageFile(errno.EINVAL, f"{kind}, not a regular file: left where it is", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_file(path, limit: int | None = None) -> bytes:
     """The bytes of a message file: ``os.read`` on a descriptor, one read for the whole of a
-    regular file (8.7 µs a 4 KB message where ``Path.read_bytes``, which sets up a file object, takes 14.9)."""
-    fd = os.open(path, os.O_RDONLY)
+    regular file (8.7 µs a 4 KB message where ``Path.read_bytes``, which sets up a file object, takes 14.9).
+    Opened by :func:`open_regular` (no link followed, no FIFO waited on); a file over ``limit``
+    bytes is not read (:class:`NotAMessageFile`: a 2 GB sparse file took 4.2 GB of memory)."""
+    fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size
+        if limit is not None and size > limit:
+            raise NotAMessageFile(errno.EFBIG, f"a message of {size} bytes, over the limit of {limit}: "
+                                  "left where it is", str(path))
         data = os.read(fd, size + 1)
         if len(data) == size:                     # all of it (a short read: it shrank, or a 2 GB read cap)
             return data
         parts = [data]                            # or it grew since fstat: read on to the end
+        total = len(data)
         while part := os.read(fd, 65536):
             parts.append(part)
+            total += len(part)
+            if limit is not None and total > limit:
+                raise NotAMessageFile(errno.EFBIG, f"a message growing past the limit of {limit} bytes: "
+                                      "left where it is", str(path))
         return b"".join(parts)
     finally:
         os.close(fd)

@@ -64,7 +64,8 @@ ALLOWED = {
     # (corpus: a corpus record travels to a worker as its bytes and kind)
     "engines": {"corpus", "errors", "features", "jobs", "message", "numbering", "processes", "spamfilter"},
     # bogofilter word lists in and out: counts -> a filter (spamkit.wordlist)
-    "wordlist": {"decision", "errors", "features", "labels", "models", "spamfilter", "text"},
+    # (manifest: the longest line a filter file holds, which a token must fit)
+    "wordlist": {"decision", "errors", "features", "labels", "manifest", "models", "spamfilter", "text"},
     # the one-import facade for scripts: re-exports spamfilter, config and jobs
     "pipeline": {"spamfilter", "config", "jobs", "decision", "models"},
     # (bytekeys: the online protocol with a context model, which reads each message's bytes)

@@ -478,7 +478,19 @@ def test_malformed_and_huge_messages_are_filtered_not_dropped(kind, model, tmp_p
     box.flush()
     originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
     assert len(originals) == len(odd) and len(originals[3]) > 50_000_000
-    result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag", "--move-spam-to", str(junk)])
+    if kind != "mbox":
+        # a message file over --max-size (16 MiB) is not read: left where it is, untouched, and listed
+        result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag", "--move-spam-to", str(junk),
+                                          "--json"])
+        assert result.exit_code == 1, result.output
+        failed = json.loads(result.output[result.output.index("{"):])["failed"]
+        assert len(failed) == 1 and "over the limit of 16777216: left where it is" in failed[0]["error"], failed
+        check_exactly_once(kind, [inbox, junk], originals)
+        tagged = [m for b in (inbox, junk) for m in stored(kind, b) if m.startswith(b"X-Spam-Status: ")]
+        assert len(tagged) == len(odd) - 1
+        assert [m for m in stored(kind, inbox) if not m.startswith(b"X-Spam-Status: ")] == [originals[3]]
+    result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--tag", "--move-spam-to", str(junk),
+                                      "--max-size", "64M"])
     assert result.exit_code == 0, result.output
     check_exactly_once(kind, [inbox, junk], originals)
     assert all(m.startswith(b"X-Spam-Status: ") for b in (inbox, junk) for m in stored(kind, b))

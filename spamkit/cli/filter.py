@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from ..corpus import iter_corpora
+from ..durable import MAX_MESSAGE_FILE
 from ..mailfilter import MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import VERDICT_STATUS, guard
 from ..report import to_json
@@ -150,10 +151,13 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
               help="Maildir/MH: make each group of 64 changes durable with one syncfs of the file system (Linux 5.8+, "
                    "ext4/XFS/Btrfs/tmpfs; elsewhere as 'files'), or with an fsync per changed file and folder ('files': writes back nothing "
                    "else, for a disk busy with other writers).")
+@click.option("--max-size", type=SizeParam(), default=str(MAX_MESSAGE_FILE >> 20) + "M", show_default=True,
+              help="Maildir, MH and IMAP: a larger message is left where it is, untouched, and listed as not "
+                   "filtered (a 2 GB file is not read into memory).")
 @jobs_option
 def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost, dry_run, force, wait,
                    summary_file, recover, exit_zero, password_command, ca_file, insecure, watch, spam_rate, as_json,
-                   sync, jobs):
+                   sync, max_size, jobs):
     """Filter mailboxes (mbox, Maildir, MH, or a folder on an IMAP server) with a trained filter: tag and/or move spam.
 
     \b
@@ -211,13 +215,15 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
             if imap:
                 from ..mailfilter.imap import ImapFilter
                 runner = ImapFilter(spam_filter.stream_verdict, tag=do_tag, move=move, dry_run=dry_run, force=force,
+                                    max_size=max_size,
                                     progress=progress.step, on_message=on_message)
             else:
                 from ..engines import default_jobs
                 runner = MailFilter(spam_filter.stream_verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
                                     force=force, wait=wait, progress=progress.step, on_message=on_message,
                                     threshold=spam_filter.spam_threshold(), jobs=jobs or default_jobs(),
-                                    score=spam_filter.score, decide=spam_filter.verdict_from, sync=sync)
+                                    score=spam_filter.score, decide=spam_filter.verdict_from, sync=sync,
+                                    max_size=max_size)
 
             def stop(signum, frame):
                 runner.stop_requested = True      # finish the current message (IMAP: batch), then stop cleanly

@@ -54,7 +54,7 @@ from collections import deque
 from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
 
-from ..durable import read_file, unlink_quietly
+from ..durable import MAX_MESSAGE_FILE, read_file, unlink_quietly
 from ..processes import start_context, worker_pool
 from .tags import recorded_verdict, tag
 
@@ -149,7 +149,7 @@ def _judge_chunk(entries, writer: WriteAhead | None = None) -> list:
             raw = entry
         else:
             try:
-                raw = read_file(entry)
+                raw = read_file(entry, MAX_MESSAGE_FILE)
             except OSError:
                 continue                         # the run reads it again and reports what it finds
         mark = fingerprint(raw)

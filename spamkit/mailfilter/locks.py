@@ -10,7 +10,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..durable import flock_within
+from ..durable import NotAMessageFile, flock_within, open_regular
 from .failures import FilterError, describe
 
 @contextmanager
@@ -29,7 +29,11 @@ def spamkit_lock(lock_path: Path, wait: float):
                           f"(waited {wait:g} s); try again when it has finished")
     while True:
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            # never through a link (a root run would create or lock a file elsewhere), never a FIFO
+            fd = open_regular(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except NotAMessageFile as exc:
+            raise FilterError(f"{lock_path}: {exc.strerror.split(':')[0]}; spamkit's lock file must be a regular "
+                              "file (remove it)") from None
         except OSError as exc:
             raise FilterError(describe(exc, str(lock_path))) from None
         try:
@@ -70,9 +74,18 @@ _PRIVATE = ".spamkit-"
 
 def _write_pid(path: Path, flags: int) -> None:
     """Create ``path`` (``os.open`` flags) holding this process's pid."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | flags, 0o644)
     try:
         os.write(fd, f"{os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def _read_pid(dotlock: Path) -> bytes:
+    """The first word of a dot-lock (a pid): a regular file, not through a link, 64 bytes at most."""
+    fd = open_regular(dotlock)
+    try:
+        return os.read(fd, 64).split()[0]
     finally:
         os.close(fd)
 
@@ -135,7 +148,7 @@ def mbox_locks(path: Path, wait: float):
             if _take_dotlock(dotlock):
                 break
             try:
-                owner = int(dotlock.read_text().split()[0])
+                owner = int(_read_pid(dotlock))
             except (OSError, ValueError, IndexError):
                 owner = None
             try:
@@ -156,7 +169,12 @@ def mbox_locks(path: Path, wait: float):
         except OSError as exc:
             raise FilterError(describe(exc, str(dotlock))) from None
     try:
-        with open(path, "rb") as fh:
+        try:
+            fd = open_regular(path, os.O_RDONLY) if not os.path.islink(path) else open_regular(os.path.realpath(path))
+        except OSError as exc:
+            raise FilterError(describe(exc, str(path)) if not isinstance(exc, NotAMessageFile)
+                              else f"{path}: {exc.strerror.split(':')[0]}, not an mbox") from None
+        with os.fdopen(fd, "rb") as fh:
             try:
                 fcntl.lockf(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
             except OSError:

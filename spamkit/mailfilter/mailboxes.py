@@ -123,6 +123,15 @@ def remove_stale(folder: Path, pattern: str, pid_of) -> None:
             stale.unlink(missing_ok=True)
 
 
+def no_link(path: Path) -> Path:
+    """``path``, a folder inside a mailbox, if it is not a symbolic link (a Maildir's ``new/``
+    pointing elsewhere would have a run read, write and rename files outside the mailbox)."""
+    if os.path.islink(path):
+        raise FilterError(f"{path}: a symbolic link inside the mailbox; spamkit does not follow it "
+                          "(nothing was changed)")
+    return path
+
+
 class FolderMailbox:
     """A mailbox of one message per file, as the run loop sees it.
 
@@ -199,20 +208,20 @@ class Maildir(FolderMailbox):
     _asides: Path | None = None                       # this run's folder of aside names, once made
 
     def clean_up(self) -> None:
-        tmp = self.path / "tmp"
+        tmp = no_link(self.path / "tmp")
         if tmp.is_dir():                              # new versions, and folders of aside names
             remove_stale(tmp, "*.spamkit-*", lambda name: int(name.rsplit("-", 1)[-1]))
 
     def messages(self):
         for sub in ("new", "cur"):
-            folder = self.path / sub
+            folder = no_link(self.path / sub)
             for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
                 if not name.startswith("."):
                     yield folder / name
 
     def temporary_for(self, file) -> str:
         if not self._tmp_ready:
-            (self.path / "tmp").mkdir(exist_ok=True)
+            no_link(self.path / "tmp").mkdir(exist_ok=True)
             self._tmp_ready = True
         base = os.path.basename(file).split(":", 1)[0]
         return f"{self.path}/tmp/{base}.spamkit-{os.getpid()}"
@@ -235,7 +244,7 @@ class Maildir(FolderMailbox):
             self._asides = None
 
     def move(self, file: Path, dest: Path) -> Path:
-        target = dest / file.parent.name / file.name
+        target = no_link(dest / file.parent.name) / file.name
         if target.exists():
             raise FilterError(f"{target} already exists; not overwriting a message")
         os.rename(file, target)

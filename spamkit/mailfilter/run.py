@@ -14,7 +14,7 @@ from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..durable import filesystem_sync, fsync_dir, read_file, take_mode, unlink_quietly
+from ..durable import MAX_MESSAGE_FILE, NotAMessageFile, filesystem_sync, fsync_dir, read_file, take_mode, unlink_quietly
 from ..errors import ConfigError
 from .failures import FilterError, describe
 from .locks import mbox_locks, spamkit_lock
@@ -418,7 +418,8 @@ class MailFilter:
 
     def __init__(self, classify, model_id: str, tag: bool = False, move: dict | None = None,
                  dry_run: bool = False, force: bool = False, wait: float = 30.0, progress=None, on_message=None,
-                 threshold: float = 0.5, jobs: int = 1, score=None, decide=None, sync: str = "filesystem"):
+                 threshold: float = 0.5, jobs: int = 1, score=None, decide=None, sync: str = "filesystem",
+                 max_size: int = MAX_MESSAGE_FILE):
         self.classify = classify
         if (score is None) != (decide is None):
             raise ConfigError("score and decide go together (the two halves of classify)")
@@ -440,6 +441,7 @@ class MailFilter:
         self.progress = progress
         self.on_message = on_message
         self.threshold = threshold
+        self.max_size = max_size                      # larger Maildir/MH messages are left where they are
         self.stop_requested = False
         self._left_unfiltered = False
         self.summary = FilterSummary(dry_run=dry_run)
@@ -489,8 +491,11 @@ class MailFilter:
         bytes?) of one Maildir/MH file; None if the file is gone (a mail client moved it
         meanwhile), cannot be read, or cannot be classified (the last two are counted as failures)."""
         try:
-            raw = read_file(file)
+            raw = read_file(file, self.max_size)
         except FileNotFoundError:
+            return None
+        except NotAMessageFile as exc:
+            self._fail(file, exc.strerror)
             return None
         except OSError as exc:
             self._fail(file, describe(exc, "cannot read the message"))
