@@ -5,16 +5,18 @@ These hold one class each; the class comes from the command line
 They are read through :class:`~spamkit.corpus.tree.Tree`, so they work inside
 archives too. Writing to mailboxes (filtering) is not done here.
 
-mbox follows the "From " separator convention of RFC 4155: a message starts
-at a line beginning with ``From `` at the start of the file or after a blank
-line. The line itself is the envelope, not part of the message, and is not
-kept. ``>From `` quoting is left as stored (mboxo and mboxrd differ on it and
-a classifier does not care).
+mbox follows the "From " separator convention of RFC 4155 as mail clients read it
+(:mod:`spamkit.corpus.mboxsplit`, shared with the mail filter): a message starts at an
+envelope line (``From sender date``) at the start of the file or after a blank line, or
+where a right ``Content-Length:`` says its body ends; ``From the desk of ...`` in a body is
+body text. The envelope line is not part of the message, and is not kept. ``>From `` quoting
+is left as stored (mboxo and mboxrd differ on it and a classifier does not care).
 """
 
 from __future__ import annotations
 
 from .base import LabelledMessage, ReadStats, read_or_skip, sniff_date
+from .mboxsplit import split_mbox
 from .tree import ListingTree, Tree, Unread, is_hidden, join, natural_key
 
 
@@ -54,51 +56,32 @@ def iter_mbox(tree: Tree, rel: str, label: str | None, stats: ReadStats):
     """
     display = tree.display(rel)
     listing = isinstance(tree, ListingTree)
-    lines: list[bytes] = []
+    offset = 0                            # bytes of the file before the current chunk
     ordinal = 0
-    prev_blank = True
-    preamble = False
-    offset = start = 0                    # bytes read so far; where the current message starts
+    preamble = None                       # text before the first "From " line, until it is known to be one
 
-    def flush():
+    def message(lines, start, size):
         nonlocal ordinal
-        if listing:
-            raw = Unread(tree.inner, rel, (start, start + sum(map(len, lines))))
-        else:
-            raw = b"".join(lines)
+        raw = Unread(tree.inner, rel, (start, start + size)) if listing else b"".join(lines)
         ordinal += 1                      # 1-based: the n-th message of the file
         msg = _message(tree, rel, f"{rel}#{ordinal}", raw, label, f"{display}#{ordinal}")
         stats.add(msg)
         return msg
 
-    started = False
-    for line in tree.open_text_lines(rel):
-        offset += len(line)
-        if line.startswith(b"From ") and prev_blank:
-            if started:
-                # The blank line before "From " separates messages; it is not content.
-                if lines and lines[-1] in (b"\n", b"\r\n"):
-                    lines.pop()
-                yield flush()
-            elif lines:
-                preamble = True
-            lines = []
-            start = offset                # the message begins after its From line
-            started = True
-            prev_blank = False
+    for envelope, lines, separator in split_mbox(tree.open_text_lines(rel)):
+        size = sum(map(len, lines))
+        start = offset + (len(envelope) if envelope is not None else 0)
+        offset = start + size + len(separator)
+        if envelope is None:
+            preamble = (lines, start, size)
             continue
-        lines.append(line)
-        prev_blank = line in (b"\n", b"\r\n")
-    if preamble:
-        # Text before the first "From " line: not a message by the format, but never dropped silently.
-        stats.skip("text before the first 'From ' line")
-    if started:
-        if lines and lines[-1] in (b"\n", b"\r\n"):
-            lines.pop()
-        yield flush()
-    elif lines:
-        # A file without any separator: one message, read as such.
-        yield flush()
+        if preamble is not None:
+            # Text before the first "From " line: not a message by the format, but never dropped silently.
+            stats.skip("text before the first 'From ' line")
+            preamble = None
+        yield message(lines, start, size)
+    if preamble is not None:
+        yield message(*preamble)          # a file without any "From " line: one message, read as such
 
 
 def _one_per_file(tree: Tree, paths, label: str | None, stats: ReadStats):

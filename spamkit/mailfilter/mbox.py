@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..corpus.mboxsplit import split_mbox
 from ..durable import fsync_dir, glob_escape, write_durable
 from .failures import FilterError
 
@@ -39,27 +40,12 @@ class MboxChunk:
 
 
 def iter_mbox_chunks(path: Path):
-    """The chunks of an mbox (RFC 4155: ``From `` at the start of the file or after a blank line)."""
-    envelope = None
-    lines: list[bytes] = []
-    prev_blank = True
+    """The chunks of an mbox, split as mail clients split it (:func:`spamkit.corpus.mboxsplit.split_mbox`:
+    a message's right ``Content-Length:``, else an envelope-shaped ``From `` line after a blank
+    line), so that a body line starting with ``From `` never cuts a message in two."""
     with open(path, "rb") as fh:
-        for line in fh:
-            if line.startswith(b"From ") and prev_blank:
-                separator = b""
-                if envelope is not None and lines and lines[-1] in (b"\n", b"\r\n"):
-                    separator = lines.pop()
-                if envelope is not None or lines:
-                    yield MboxChunk(envelope, b"".join(lines), separator)
-                envelope, lines, prev_blank = line, [], False
-                continue
-            lines.append(line)
-            prev_blank = line in (b"\n", b"\r\n")
-    if envelope is not None or lines:
-        separator = b""
-        if envelope is not None and lines and lines[-1] in (b"\n", b"\r\n"):
-            separator = lines.pop()
-        yield MboxChunk(envelope, b"".join(lines), separator)
+        for envelope, lines, separator in split_mbox(fh):
+            yield MboxChunk(envelope, b"".join(lines), separator)
 
 
 def journal_path(path: Path) -> Path:
