@@ -43,8 +43,8 @@ import sys
 from pathlib import Path
 
 from .errors import ConfigError, ModelFormatError
-from .manifest import (check_manifest, dtype_of, expected_sizes, format_error, member_chunks, open_zip, read_lines,
-                       read_member)
+from .manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
+                       member_chunks, open_zip, read_lines, read_member, value_problem)
 from .message import parse_message
 
 #: the model types scored here (file names, as :func:`spamkit.persist.model_type_of` writes them)
@@ -585,6 +585,25 @@ def _interp(x: float, xs: list, ps: list) -> float:
     return float(p0) if x1 == x0 else float(p0 + (x - x0) * (p1 - p0) / (x1 - x0))
 
 
+#: the dtypes of the arrays of numbers this module reads (``_TYPECODES``), as a manifest names them
+_DTYPES = ("float64", "int64", "uint64")
+
+
+def _check_values(values: array.array, path: Path, name: str, dtype: str) -> None:
+    """:func:`spamkit.manifest.value_problem` for an array read here: the sum first (finite when
+    every value is, unless it overflows: then each value is looked at), the sign bits next."""
+    kind = dtype[0] if dtype[0] in "fiu" else "f"
+    total = float(sum(values))
+    all_finite = math.isfinite(total) or all(map(math.isfinite, values)) if kind == "f" else True
+    counts = is_count_array(name)
+    smallest = (-1.0 if _any_negative(values) else 0.0) if counts and kind == "f" else (
+        min(values, default=0) if counts else None)
+    problem = value_problem(name, kind, all_finite, smallest, total if counts else None,
+                            list(values) if name in RANGE_ARRAYS else None)
+    if problem is not None:
+        format_error(path, f"array {name} {problem}")
+
+
 #: the arrays of the file this module reads (the rest serve learning and explaining)
 _ARRAYS = ("model.class_count_", "model.feature_count_", "model.combiner_", "model.logistic_coef_",
            "model.logistic_intercept_", "model.length_range_")
@@ -653,12 +672,22 @@ def lean_filter(path, trusted: bool = False) -> LeanFilter | None:
         described = manifest["arrays"]
         indexed = all(name in described and described[name]["dtype"] == dtype and described[name]["shape"] == [d]
                       for name, dtype in _INDEX.items())
-        wanted = _ARRAYS + (tuple(_INDEX) if indexed else ()) + tuple(_CONTEXT)
+        # every array of numbers is read and its values checked by the rule the full route applies
+        # (spamkit.manifest.value_problem), those this module does not use among them: both routes
+        # accept the same files; the vocabulary's hash keys only when indexed (they are not values)
+        wanted = [name for name, meta in described.items()
+                  if name not in _INDEX or indexed] if all(meta["dtype"] in _DTYPES or name in _CONTEXT_TABLE
+                                                          for name, meta in described.items()) else None
+        if wanted is None:
+            return None                                  # an array of another type: the full route reads it
         readers = {"filter.context_table": _npy_uint32, "filter.context_packed": _npy_bytes}
         try:
             arrays = {name: (readers[name](z, path, name, meta, sizes[meta["file"]]) if name in readers
                              else _npy_values(read_member(z, path, meta, sizes[meta["file"]]), path, name, meta))
-                      for name, meta in described.items() if name in wanted or name in readers}
+                      for name, meta in described.items() if name in wanted}
+            for name, values in arrays.items():
+                if name not in _INDEX and name not in readers:
+                    _check_values(values, path, name, described[name]["dtype"])
             terms = None
             if not indexed:
                 terms = read_lines(z, path, manifest["terms"], sizes[manifest["terms"]["file"]])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -236,11 +237,63 @@ def _check_structure(manifest: dict, path: Path) -> None:
          "'analyzer' or 'vectorizer' is not a table")
     for key in ("training", "extra"):
         need(isinstance(manifest.get(key, {}), dict), f"'{key}' is not a table")
+    _check_context(manifest.get("extra", {}).get("context", None), need)
     threshold = manifest.get("extra", {}).get("threshold")
     if threshold:
         p = threshold.get("p_spam") if isinstance(threshold, dict) else None
         need(isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0,
              f"the threshold {p!r} is not a probability")
+
+
+#: what a context model's description may say (spamkit.models.context.ByteContextModel.check_params)
+CONTEXT_ORDERS, CONTEXT_BITS = range(0, 17), range(8, 31)
+
+
+def _check_context(spec, need) -> None:
+    """A context model's description, as both routes read it: whole numbers in range, a finite
+    positive beta; one check, before any table is made (the lean route and the full one once
+    disagreed on what they accepted)."""
+    if spec is None:
+        return
+    ok = isinstance(spec, dict) and all(_is_count(spec.get(k)) for k in ("order", "bits", "max_bytes"))
+    ok = ok and spec["order"] in CONTEXT_ORDERS and spec["bits"] in CONTEXT_BITS and spec["max_bytes"] >= 1
+    beta = spec.get("beta") if isinstance(spec, dict) else None
+    ok = ok and isinstance(beta, (int, float)) and not isinstance(beta, bool) and 0 < beta < float("inf")
+    need(ok, f"the context model is described as {str(spec)[:200]}: order 0-16, bits 8-30, max_bytes >= 1 "
+         "and a positive beta are needed")
+
+
+def is_count_array(name: str) -> bool:
+    """Whether array ``name`` of a filter file holds counts (never negative, a finite sum)."""
+    return name.endswith(("count_", ".df", ".n_docs", "_count")) or name in ("model.X_data", "model.X_shape")
+
+
+#: arrays whose two values are a range, the smaller first
+RANGE_ARRAYS = ("model.length_range_",)
+
+
+def value_problem(name: str, kind: str, all_finite: bool, smallest, total, pair=None) -> str | None:
+    """What is wrong with the values of array ``name`` (dtype kind ``kind``), or None: the rule
+    both routes apply, each computing ``all_finite`` (every value a finite number), ``smallest``
+    and ``total`` (their sum) with its own tools (NumPy; ``array`` and ``math``).
+
+    >>> value_problem("model.feature_count_", "f", True, -1.0, 3.0)
+    'holds negative counts'
+    >>> value_problem("model.feature_count_", "f", True, 0.0, float("inf"))
+    'holds counts whose sum is not a finite number'
+    >>> value_problem("model.combiner_", "f", True, -5.0, -1.0) is None
+    True
+    """
+    if kind == "f" and not all_finite:
+        return "holds values that are not finite numbers"
+    if is_count_array(name):
+        if smallest is not None and smallest < 0:
+            return "holds negative counts"
+        if total is not None and not math.isfinite(total):
+            return "holds counts whose sum is not a finite number"
+    if name in RANGE_ARRAYS and pair is not None and not (len(pair) == 2 and pair[0] <= pair[1]):
+        return "is not two numbers, the smaller first"
+    return None
 
 
 def text_members(manifest: dict) -> dict:
@@ -287,7 +340,21 @@ def data_bytes(manifest: dict, limits: dict[str, int], sizes: dict[str, int]) ->
     (379, 4336)
     """
     total = sum(min(limit, sizes.get(name, 0)) for name, limit in limits.items())
-    return total + sum(meta["count"] * LINE_OBJECT_BYTES for meta in text_members(manifest).values())
+    return (total + sum(meta["count"] * LINE_OBJECT_BYTES for meta in text_members(manifest).values())
+            + made_bytes(manifest))
+
+
+def made_bytes(manifest: dict) -> int:
+    """Memory a loaded filter makes that its members do not hold: a context model's table of
+    2**bits slots of two 4-byte counts, unpacked whole by the full route (a file of 5.3 MB that
+    declared ``bits: 30`` took ``classify`` to 8.3 GB). The bits are checked by
+    :func:`check_manifest` (:func:`_check_context`) before this is asked.
+
+    >>> made_bytes({"extra": {"context": {"bits": 24}}}), made_bytes({"extra": {}})
+    (134217728, 0)
+    """
+    context = manifest.get("extra", {}).get("context")
+    return 8 << context["bits"] if isinstance(context, dict) else 0
 
 
 def over_budget(total: int) -> str | None:
@@ -317,7 +384,9 @@ def expected_sizes(manifest: dict, path: Path, z: zipfile.ZipFile) -> dict[str, 
                          "its member holds; the file is damaged")
     problem = over_budget(data_bytes(manifest, limits, declared))
     if problem is not None:
-        format_error(path, f"the file holds {problem}")
+        table = made_bytes(manifest)
+        format_error(path, f"the file holds {problem}" + (f"; its context table alone takes {table} bytes"
+                                                          if table else ""))
     return limits
 
 

@@ -62,9 +62,9 @@ import numpy as np
 from . import __version__
 from .durable import fsync_dir, glob_escape
 from .errors import ConfigError, ModelFormatError, OutputError
-from .manifest import (FORMAT, FORMAT_VERSION, MAX_LINE_BYTES, check_manifest, data_bytes,  # noqa: F401
-                       expected_sizes, format_error, member_chunks, member_limits, open_zip, over_budget,
-                       read_lines, read_manifest, read_member)  # (read_manifest: re-exported with the loader)
+from .manifest import (FORMAT, FORMAT_VERSION, MAX_LINE_BYTES, RANGE_ARRAYS, check_manifest,  # noqa: F401
+                       data_bytes, expected_sizes, format_error, is_count_array, member_chunks, member_limits,
+                       open_zip, over_budget, read_lines, read_manifest, read_member, value_problem)  # (read_manifest: re-exported with the loader)
 from .features import Vectorizer
 from .lean import term_hash  # noqa: F401  (the definition term_hash_index computes; its doctest compares)
 from .models import (BernoulliNB, ComplementNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic,
@@ -501,11 +501,15 @@ def _check_arrays(arrays: dict, manifest: dict, path: Path) -> None:
     n_classes = len(manifest["model"]["classes"])
     n_features = manifest["model"]["n_features"]
     for name, array in arrays.items():
-        if array.dtype.kind == "f" and not np.isfinite(array).all():
-            format_error(path, f"array {name} holds values that are not finite numbers")
-        counts = name.endswith(("count_", ".df", ".n_docs")) or name in ("model.X_data", "model.X_shape")
-        if counts and array.dtype.kind in "fi" and array.size and array.min() < 0:
-            format_error(path, f"array {name} holds negative counts")
+        if array.dtype.kind not in "fiu":
+            continue
+        counts = is_count_array(name)
+        problem = value_problem(name, array.dtype.kind, array.dtype.kind != "f" or bool(np.isfinite(array).all()),
+                                array.min() if counts and array.size else None,
+                                float(array.sum(dtype=np.float64)) if counts else None,
+                                array.tolist() if name in RANGE_ARRAYS else None)
+        if problem is not None:
+            format_error(path, f"array {name} {problem}")
     for name, shape in (("model.class_count_", (n_classes,)), ("model.feature_count_", (n_classes, n_features)),
                         ("vectorizer.df", (n_features,)), ("vectorizer.idf", (n_features,)),
                         ("vectorizer.n_docs", (1,))):

@@ -279,3 +279,61 @@ def test_an_array_member_must_hold_exactly_what_its_header_says(tmp_path):
     z, path, meta = member(whole)
     with pytest.raises(ModelFormatError, match="fails its checksum"):
         read_array(z, path, {**meta, "sha256": "0" * 64}, 1 << 30)
+
+
+# ----------------------------------------------------------------- tables a file declares, one rule for both routes
+
+@pytest.fixture(scope="module")
+def context_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("context") / "ctx.spamkit"
+    result = CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(path), "--context-model", "--context-bits", "16"])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_a_context_table_declared_past_the_budget_is_refused_before_it_is_made(context_file, tmp_path):
+    """5.3 MB on disk declaring ``bits: 30`` took classify to 8.3 GB: the table it declares
+    (8 bytes a slot, 2**30 slots) counts against the budget before anything is made."""
+    manifest, data = members(context_file)
+    manifest["extra"]["context"]["bits"] = 30
+    bad = write(tmp_path / "bits30.spamkit", manifest, data)
+    refused(bad, f"its context table alone takes {8 << 30} bytes", pipe=True)
+    for bits in (31, "24", -1, True):
+        manifest["extra"]["context"]["bits"] = bits
+        refused(write(tmp_path / f"bits{bits}.spamkit", manifest, data), "the context model is described as",
+                pipe=True)
+
+
+def _both_routes_refuse(path: Path, problem: str) -> None:
+    from spamkit.errors import ModelFormatError
+    from spamkit.lean import lean_filter
+    from spamkit.persist import load_filter
+    for load in (lean_filter, load_filter):
+        with pytest.raises(ModelFormatError, match=problem):
+            load(path)
+
+
+@pytest.mark.parametrize("name, values, problem", [
+    ("model.feature_count_", "overflow", "holds counts whose sum is not a finite number"),
+    ("vectorizer.df", "negative", "holds negative counts"),
+    ("model.length_range_", [5.0, 1.0], "is not two numbers, the smaller first"),
+    ("model.logistic_coef_", "nan", "holds values that are not finite numbers"),
+])
+def test_both_routes_apply_one_rule_to_the_values(good, tmp_path, name, values, problem):
+    """A file the lean route (pipe mode) scores must be a file the full route loads, and the
+    other way round: counts whose sum overflows (each finite), a negative document frequency
+    (an array the lean route used not to read), a length range the wrong way round."""
+    manifest, data = members(good)
+    meta = manifest["arrays"][name]
+    import io
+    array = np.load(io.BytesIO(data[meta["file"]]))
+    if values == "overflow":
+        array[...] = 1e308
+    elif values == "negative":
+        array[0] = -1
+    elif values == "nan":
+        array[0] = np.nan
+    else:
+        array[...] = values
+    data[meta["file"]] = npy(array)
+    _both_routes_refuse(write(tmp_path / "bad.spamkit", manifest, data), problem)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 import subprocess
+import sys
 import tarfile
 
 import numpy as np
@@ -177,3 +178,15 @@ def test_an_imported_word_list_scores_new_mail_as_bogofilter_does(tmp_path):
     folder.mkdir()
     back = [float(line.split()[-1]) for line in _bulk(exe, again, ["-TT"], [r for _, r in test[:200]], folder)]
     assert back == pytest.approx(theirs[:200].tolist(), abs=1e-12)
+
+
+def test_counts_that_add_up_past_int64_are_refused_with_the_reason(tmp_path):
+    """A token listed over and over with 18-digit counts: the sums passed int64 and the import
+    ended in an OverflowError traceback."""
+    dump = tmp_path / "big-counts.txt"
+    dump.write_bytes(b".MSG_COUNT 999999999999999999 999999999999999999\n"
+                     + b"tok 999999999999999999 1\n" * 20 + b"other 1 1\n")
+    result = subprocess.run([sys.executable, "-m", "spamkit", "import-wordlist", str(dump), "-o",
+                             str(tmp_path / "w.spamkit")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "counts do not add up" in result.stderr and not (tmp_path / "w.spamkit").exists()
