@@ -33,15 +33,19 @@ Built to hold under abuse (issue "Hostile inputs"):
   its worker is killed and replaced.
 * **Bounded memory.** A request longer than ``max_size`` is read and discarded in small
   pieces and refused (status 4) with the reason; the bytes of all requests being held at
-  once are limited by ``memory_budget`` (a connection waits for room, and is refused
-  when none frees up within the timeout). Parsing itself is bounded
-  (:mod:`spamkit.message`).
+  once are limited by ``memory_budget``, taken as they arrive (never as a request declares
+  them: connections that announce 16 MiB and send nothing hold nothing) beyond each
+  connection's first :data:`FREE_BYTES` (so a full budget never holds up a small request);
+  a connection with no room waits, unread, and is refused when none frees up within the
+  timeout. Parsing itself is bounded (:mod:`spamkit.message`).
 * **The socket.** Created with mode 0600 unless ``socket_mode`` says otherwise; only a
   stale socket of a process that is gone is ever removed from the path (a regular file
   there is refused).
 * **Connections.** At most ``max_clients`` are served at once (default
-  :data:`MAX_CLIENTS`); one more is refused at once with "server busy" (status 4) and the
-  client keeps its message.
+  :data:`MAX_CLIENTS`); when all are taken, a new connection takes the slot of the one that
+  has sent nothing for longest, if that is over :data:`IDLE_EVICT` seconds and it is still
+  sending its request (idle sockets cannot starve clients that send); otherwise it is
+  refused at once with "server busy" (status 4) and the client keeps its message.
 * **Who may connect.** A TCP listener answers only clients whose address is in its
   :class:`AllowList` (``--allowed-ips``; by default the loopback networks, as spamd's
   ``--allowed-ips`` defaults to 127.0.0.1 and ::1); any other connection is closed at once,
@@ -72,6 +76,10 @@ from .passthrough import EXIT_ERROR, EXIT_REFUSED, VERDICT_STATUS
 
 #: largest message classified (bytes); a bigger one is refused and the client passes it on
 MAX_MESSAGE = 16 << 20
+#: bytes each connection may have read before it takes from the memory budget
+FREE_BYTES = 64 << 10
+#: seconds a connection must have sent nothing before a new one may take its slot when all are taken
+IDLE_EVICT = 1.0
 #: bytes of requests held at once, all connections together
 MEMORY_BUDGET = 64 << 20
 #: seconds a client has to send its request, and the server to classify it
@@ -254,8 +262,8 @@ def run_inline(job, args, fallback):
 # ----------------------------------------------------------------------------- the event loop
 
 class Budget:
-    """Bytes of requests held at once, all connections together (taken before a request's body
-    is read, given back when its connection closes)."""
+    """Bytes of requests held at once, all connections together (taken as they arrive, given back
+    as the protocol drops them and when their connection closes)."""
 
     def __init__(self, limit: int):
         self.limit, self.used = limit, 0
@@ -276,15 +284,6 @@ class Reply:
 
     def __init__(self, data: bytes):
         self.data = data
-
-
-class NeedBudget:
-    """A protocol's step: ``n`` bytes of the memory budget before reading on; if none frees up
-    before the connection's deadline, answer ``refusal``."""
-    __slots__ = ("n", "refusal")
-
-    def __init__(self, n: int, refusal: bytes):
-        self.n, self.refusal = n, refusal
 
 
 class Work:
@@ -341,10 +340,13 @@ CLOSE = object()
 class Connection:
     """One client: what it sent so far (``buf``; ``eof`` once it closed its side), the protocol's
     own state (``ctx``), the budget it holds, its deadline, and what is left to write."""
-    __slots__ = ("sock", "protocol", "buf", "eof", "ctx", "held", "deadline", "state", "out", "work", "events")
+    __slots__ = ("sock", "protocol", "buf", "eof", "ctx", "held", "deadline", "state", "out", "work", "events",
+                 "last", "free")
 
     def __init__(self, sock, protocol, deadline: float):
         self.sock, self.protocol, self.deadline = sock, protocol, deadline
+        self.last = time.monotonic()             # when it last sent a byte (or connected)
+        self.free = 0                            # bytes read within its allowance (ServeLoop.free_bytes)
         self.buf = bytearray()
         self.eof = False
         self.ctx: dict = {}
@@ -440,9 +442,11 @@ class ServeLoop:
     #: seconds between checks of the deadlines (they are seconds long; this is their resolution)
     TICK = 0.1
 
-    def __init__(self, workers: Workers, *, max_size: int, memory_budget: int, timeout: float, max_clients: int):
+    def __init__(self, workers: Workers, *, max_size: int, memory_budget: int, timeout: float, max_clients: int,
+                 free_bytes: int = FREE_BYTES):
         self.workers = workers
         self.max_size, self.timeout, self.max_clients = max_size, timeout, max_clients
+        self.free_bytes = free_bytes
         self.budget = Budget(max(memory_budget, max_size))
         self.selector = selectors.DefaultSelector()
         self.listeners: list = []
@@ -455,6 +459,7 @@ class ServeLoop:
         self.allowed: dict = {}                  # TCP listening socket -> its AllowList
         self.refused: collections.OrderedDict = collections.OrderedDict()   # address -> when last logged
         self._accept_failed_said = -1e9
+        self.evicted = 0                         # idle connections closed to let new ones in
         self.stopped = False
         for worker in workers.idle:
             self.selector.register(worker.conn, selectors.EVENT_READ, ("worker", worker))
@@ -542,13 +547,29 @@ class ServeLoop:
                 continue
             sock.setblocking(False)
             conn = Connection(sock, protocol, time.monotonic() + self.timeout)
-            busy = len(self.connections) >= self.max_clients
+            busy = len(self.connections) >= self.max_clients and not self._evict_idlest(conn.last)
             self.connections.add(conn)
             if busy:
                 self._answer(conn, protocol.busy())
                 continue
             self._watch(conn, selectors.EVENT_READ)
             self._read(conn)                      # the request often arrives with the connection
+
+    def _evict_idlest(self, now: float) -> bool:
+        """Make room for a new connection when every slot is taken: close the connection that has
+        sent nothing for longest, if it is still sending its request and has been quiet for at
+        least :data:`IDLE_EVICT` seconds (260 idle sockets made every spamc call pass its message
+        through untagged; a client that connects and waits now gives way to one that sends). A
+        request being classified or answered is never closed. True if one was closed."""
+        idlest = None
+        for conn in self.connections:
+            if conn.state in ("reading", "budget") and (idlest is None or conn.last < idlest.last):
+                idlest = conn
+        if idlest is None or now - idlest.last < IDLE_EVICT:
+            return False
+        self.evicted += 1
+        self._close(idlest)                        # its client still holds its message
+        return True
 
     def _refuse(self, sock, host: str, allowed: AllowList) -> None:
         """Close a connection from an address the listener does not allow, unread (as spamd
@@ -564,34 +585,49 @@ class ServeLoop:
                 self.refused.popitem(last=False)
 
     def _read(self, conn: Connection) -> None:
+        # memory is taken from the budget as bytes arrive, not as a request declares them: four
+        # connections that announced 16 MiB each and sent nothing held the whole budget, and every
+        # real client waited out its deadline. The first free_bytes of each connection (a request
+        # line, most whole messages) are not counted: a full budget never keeps a small request
+        # waiting (at most max_clients * free_bytes more: 16 MiB by default)
+        free = self.free_bytes - conn.free
+        room = self.budget.limit - self.budget.used + free
+        if room <= 0:
+            return self._wait_for_budget(conn)
         try:
-            chunk = conn.sock.recv(1 << 18)
+            chunk = conn.sock.recv(min(1 << 18, room))
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
             return self._close(conn)
         if chunk:
             conn.buf += chunk
+            first = min(len(chunk), free)        # a connection's first bytes are its own allowance
+            conn.free += first
+            self.budget.take(len(chunk) - first)
+            conn.held += len(chunk) - first
+            conn.last = time.monotonic()
         else:
             conn.eof = True
         self._step(conn)
+
+    def _wait_for_budget(self, conn: Connection) -> None:
+        """No room in the budget: stop reading ``conn`` (the kernel holds its bytes) until another
+        connection gives some back, or its deadline passes (then the protocol's refusal)."""
+        conn.state = "budget"
+        self._watch(conn, 0)
+        self.budget_waiting.append(conn)
 
     def _step(self, conn: Connection) -> None:
         """Ask the protocol what the bytes so far call for, and do it."""
         while True:
             step = conn.protocol.step(conn)
+            if not isinstance(step, Work) and conn.held > len(conn.buf):
+                self._give_back(conn, conn.held - len(conn.buf))     # parsed or dropped: room for others
             if step is None:
                 if conn.eof:                      # it will send nothing more: the request cannot be completed
                     self._close(conn)
                 return
-            if isinstance(step, NeedBudget):
-                if not self.budget.take(step.n):
-                    conn.state, conn.ctx["refusal"], conn.ctx["need"] = "budget", step.refusal, step.n
-                    self._watch(conn, 0)              # not read meanwhile: the kernel holds its bytes
-                    self.budget_waiting.append(conn)
-                    return
-                conn.held += step.n
-                continue
             if step is CLOSE:
                 return self._close(conn)
             if isinstance(step, Reply):
@@ -664,9 +700,12 @@ class ServeLoop:
         conn.sock.close()
         conn.state = "closed"
         if conn.held:
-            self.budget.give(conn.held)
-            conn.held = 0
-            self._budget_freed()
+            self._give_back(conn, conn.held)
+
+    def _give_back(self, conn: Connection, n: int) -> None:
+        self.budget.give(n)
+        conn.held -= n
+        self._budget_freed()
 
     @staticmethod
     def _first(waiting: collections.deque, state: str):
@@ -677,14 +716,11 @@ class ServeLoop:
         return waiting[0] if waiting else None
 
     def _budget_freed(self) -> None:
-        while (conn := self._first(self.budget_waiting, "budget")) is not None:
-            if not self.budget.take(conn.ctx["need"]):
-                return
+        while self.budget.used < self.budget.limit and (conn := self._first(self.budget_waiting, "budget")) is not None:
             self.budget_waiting.popleft()
-            conn.held += conn.ctx["need"]
             conn.state = "reading"
             self._watch(conn, selectors.EVENT_READ)
-            self._step(conn)                     # the bytes that came meanwhile are still to be read
+            self._read(conn)                     # the bytes that came meanwhile are still to be read
 
     # -- work
 
@@ -699,7 +735,7 @@ class ServeLoop:
                 continue
             conns = [conn]
             if work.batch is not None and not conn.ctx.get("alone"):
-                conns += self._batch_mates(work.batch, conn.held)
+                conns += self._batch_mates(work.batch, conn.held + conn.free)
             worker = self.workers.idle.pop()
             try:
                 if len(conns) == 1:
@@ -720,7 +756,7 @@ class ServeLoop:
         """The queued connections to hand out with one of ``batch`` (of ``first_size`` bytes) just
         taken off the queue: as many as make the waiting requests' share of one idle worker (none
         when every waiting request has an idle worker of its own), up to :data:`MAX_BATCH` in all
-        and :data:`MAX_BATCH_BYTES` of requests (the budget each holds), each of the same
+        and :data:`MAX_BATCH_BYTES` of requests (the bytes each was read with), each of the same
         ``batch`` and next in the queue."""
         waiting = sum(1 for c in self.queued if c.state == "queued")
         share = min(MAX_BATCH, -(-(waiting + 1) // len(self.workers.idle)))
@@ -728,9 +764,10 @@ class ServeLoop:
         size = first_size
         while len(mates) + 1 < share:
             nxt = self._first(self.queued, "queued")
-            if nxt is None or nxt.work.batch is not batch or nxt.ctx.get("alone") or size + nxt.held > MAX_BATCH_BYTES:
+            if (nxt is None or nxt.work.batch is not batch or nxt.ctx.get("alone")
+                    or size + nxt.held + nxt.free > MAX_BATCH_BYTES):
                 break
-            size += nxt.held
+            size += nxt.held + nxt.free
             mates.append(self.queued.popleft())
         return mates
 
@@ -795,7 +832,7 @@ class ServeLoop:
             if now <= conn.deadline:
                 continue
             if conn.state == "budget":
-                self._answer(conn, conn.ctx["refusal"])
+                self._answer(conn, conn.protocol.too_many_bytes())
             elif conn.state == "queued":
                 text = f"every worker was busy for {self.timeout:g} s"
                 log(text)
@@ -912,6 +949,10 @@ class SpamkitProtocol:
     def busy() -> bytes:
         return frame(EXIT_REFUSED, b"server busy: too many clients at once; try again")
 
+    @staticmethod
+    def too_many_bytes() -> bytes:
+        return frame(EXIT_REFUSED, b"server busy: too many bytes in flight; try again")
+
     def step(self, conn: Connection):
         ctx, buf = conn.ctx, conn.buf
         if "length" not in ctx:
@@ -923,8 +964,6 @@ class SpamkitProtocol:
             if length > self.max_size:
                 ctx["refuse"], ctx["dropped"] = (f"message of {length} bytes is over the server's limit of "
                                                  f"{self.max_size} (spamkit serve --max-size)").encode(), 0
-            else:
-                return NeedBudget(length, frame(EXIT_REFUSED, b"server busy: too many bytes in flight; try again"))
         length = ctx["length"]
         if "refuse" in ctx:                       # read and drop it all, then refuse: the client keeps it
             ctx["dropped"] += len(buf)

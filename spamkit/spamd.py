@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 from .mailfilter.tags import add_spamassassin_fields, points, rule_names, spamassassin_fields, REQUIRED_POINTS
 from .message import header_end
-from .server import CLOSE, NeedBudget, Reply, Work, log, worker_state
+from .server import CLOSE, Reply, Work, log, worker_state
 
 #: spamd's exit codes (sysexits.h) used in answers
 EX_OK, EX_USAGE, EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL, EX_PROTOCOL, EX_NOPERM = (
@@ -352,6 +352,10 @@ class SpamdProtocol:
     def busy() -> bytes:
         return error(EX_TEMPFAIL, "server busy: too many clients at once; try again")
 
+    @staticmethod
+    def too_many_bytes() -> bytes:
+        return error(EX_TEMPFAIL, "server busy: too many bytes in flight; try again")
+
     def step(self, conn):
         try:
             return self._step(conn)
@@ -379,8 +383,6 @@ class SpamdProtocol:
                 return Reply(answer(EX_OK, "PONG", version="1.5"))
             length = ctx["length"] = content_length(request)
             ctx["got"], ctx["dropping"] = 0, False
-            held = self.max_size if length is None else min(length, self.max_size)
-            return NeedBudget(held, error(EX_TEMPFAIL, "server busy: too many bytes in flight; try again"))
         length = ctx["length"]
         if not ctx["dropping"]:
             if length is not None and length <= self.max_size and len(buf) >= length:

@@ -60,6 +60,10 @@ class LineProtocol:
     def busy() -> bytes:
         return b"busy"
 
+    @staticmethod
+    def too_many_bytes() -> bytes:
+        return b"no room"
+
     def step(self, conn):
         ctx = conn.ctx
         if "size" not in ctx:
@@ -75,11 +79,10 @@ class LineProtocol:
                     worker.process.join()
             if command == b"stats":
                 states = sorted(c.state for c in self.loop.connections if c is not conn)
-                return srv.Reply(json.dumps({"budget": self.loop.budget.used, "states": states,
+                return srv.Reply(json.dumps({"budget": self.loop.budget.used - conn.held, "states": states,
                                              "workers": sorted(w.process.pid for w in self.loop.workers.all),
                                              "batches": {str(k): v for k, v in self.loop.batches.items()}}
                                             ).encode())
-            return srv.NeedBudget(int(size), b"no room")
         if len(conn.buf) < ctx["size"]:
             return None
         batch = batch_job if ctx["command"] in (b"becho", b"bdie", b"bfail") else None

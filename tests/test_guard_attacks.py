@@ -124,3 +124,55 @@ def test_a_burst_in_a_mailbox_does_not_make_the_spam_after_it_unsure(model, spam
     summary = json.loads(CliRunner().invoke(cli, ["filter", str(model), str(tmp_path / "inbox"), "--dry-run",
                                                   "--json"]).output)
     assert summary["guarded"]["unfamiliar"] == BURST and summary["guarded"]["drift"] == 0
+
+
+# ----------------------------------------------------------------------------- servers under hostile peers
+
+def test_connections_that_declare_16_mib_and_send_nothing_hold_no_memory(model, spam):
+    """Four spamd requests announcing 16 MiB each reserved the whole 64 MiB budget, and real
+    spamc calls waited 29-30 s and came back untagged: memory is now taken as bytes arrive."""
+    import socket
+    import time
+    from test_spamd import Server
+    server = Server(model, "--workers", "1")
+    hogs = []
+    try:
+        for _ in range(4):
+            s = socket.create_connection(("127.0.0.1", server.port))
+            s.sendall(b"CHECK SPAMC/1.5\r\nContent-length: 16777216\r\n\r\n")
+            hogs.append(s)
+        time.sleep(0.3)
+        started = time.monotonic()
+        check = server.spamc("-c", data=spam)
+        took = time.monotonic() - started
+        tagged = server.spamc(data=spam)
+    finally:
+        for s in hogs:
+            s.close()
+        server.stop()
+    assert check.returncode == 1 and check.stdout.decode().endswith("/5.0\n"), check.stdout   # scored: spam
+    assert took < 1.0, took
+    assert b"\nX-Spam-Status: Yes" in tagged.stdout.split(b"\n\n")[0]
+
+
+def test_idle_sockets_filling_every_slot_give_way_to_a_real_client(model, spam):
+    """260 idle connections made every spamc call pass its message through untagged at once (256
+    slots): a client that sends its request now takes the slot of one quiet for over a second."""
+    import socket
+    import time
+    from test_spamd import Server
+    server = Server(model, "--workers", "1")
+    idle = []
+    try:
+        for _ in range(260):
+            idle.append(socket.create_connection(("127.0.0.1", server.port)))
+        time.sleep(1.5)
+        started = time.monotonic()
+        tagged = server.spamc(data=spam)
+        took = time.monotonic() - started
+    finally:
+        for s in idle:
+            s.close()
+        server.stop()
+    assert tagged.returncode == 0 and b"\nX-Spam-Status: Yes" in tagged.stdout.split(b"\n\n")[0], tagged.stdout[:400]
+    assert took < 1.0, took

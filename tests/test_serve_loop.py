@@ -131,7 +131,7 @@ def test_a_request_waiting_for_a_busy_worker_past_its_timeout_gets_the_fallback(
 
 
 def test_the_memory_budget_makes_requests_wait_their_turn_or_be_refused(serve):
-    path, proc = serve(workers=1, memory_budget=1000, max_size=1000, timeout=2.0)
+    path, proc = serve(workers=1, memory_budget=1000, max_size=1000, timeout=2.0, free_bytes=0)
     # two requests of 600 bytes cannot be held at once: the second waits for the first to end
     results = in_threads([lambda: ask(path, "echo", b"a" * 600),
                           lambda: (time.sleep(0.1), ask(path, "echo", b"b" * 600))[1]])
@@ -162,6 +162,35 @@ def test_over_max_clients_is_answered_busy_at_once_and_idle_ones_are_cut_off(ser
     assert ask(path, "echo", b"x") == b"ok:echo:x"
 
 
+def test_a_new_client_takes_the_slot_of_one_idle_for_over_a_second(serve):
+    """Every slot taken by connections that send nothing: once they have been quiet for a
+    second (server.IDLE_EVICT), a client that sends its request is served in the slot of the
+    quietest, which is hung up on; a request being worked on is never the one closed."""
+    path, proc = serve(workers=1, max_clients=3, timeout=20.0)
+    working = threading.Thread(target=ask, args=(path, "sleep", b"2"))
+    working.start()
+    time.sleep(0.2)
+    idle = []
+    for _ in range(2):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        idle.append(s)
+    time.sleep(1.3)
+    started = time.monotonic()
+    assert ask(path, "echo", b"x") == b"ok:echo:x"
+    assert time.monotonic() - started < 1.0
+    closed = 0
+    for s in idle:
+        s.settimeout(0.5)
+        try:
+            closed += s.recv(10) == b""
+        except socket.timeout:
+            pass
+        s.close()
+    assert closed == 1                                       # the quietest one only
+    working.join(30)
+
+
 def test_a_client_that_does_not_read_its_answer_holds_nothing_but_itself(serve):
     path, proc = serve(workers=1, timeout=3.0)
     with socket.socket(socket.AF_UNIX) as lazy:
@@ -179,20 +208,23 @@ def test_the_loop_does_not_spin_while_connections_wait(serve):
     """Connections in every waiting state (sent nothing, half a request, holding the budget,
     waiting for the budget, queued behind the busy worker) cost the loop no CPU between its
     deadline checks."""
-    path, proc = serve(workers=1, memory_budget=100, max_size=100, timeout=20.0)
+    path, proc = serve(workers=1, memory_budget=100, max_size=100, timeout=20.0, free_bytes=16)
     busy = threading.Thread(target=ask, args=(path, "sleep", b"3"))
     busy.start()
     time.sleep(0.3)
     held = []
-    for data in (b"", b"echo 5\nab", b"echo 90\n", b"echo 50\n", b"echo 0\n"):
+    # nothing; half a request; a whole one (queued behind the busy worker); one that sends more
+    # than the budget has room for (it holds what is left, and waits for more room)
+    for data in (b"", b"echo 5\nab", b"echo 0\n", b"echo 500\n" + b"x" * 200):
         s = socket.socket(socket.AF_UNIX)
         s.connect(path)
         s.sendall(data)
-        if data.endswith(b" 0\n") or data.endswith(b" 50\n"):
+        if data.endswith(b" 0\n"):
             s.shutdown(socket.SHUT_WR)         # as spamc does: its end of the stream is readable from now on
         held.append(s)
-    assert eventually(lambda: stats(path)["states"] == ["budget", "queued", "reading", "reading", "reading",
-                                                        "working"])
+        time.sleep(0.1)
+    assert eventually(lambda: stats(path)["states"] == ["budget", "queued", "reading", "reading", "working"])
+    assert stats(path)["budget"] == 100
     before = cpu_seconds(proc.pid)
     time.sleep(1.0)
     assert cpu_seconds(proc.pid) - before < 0.3                 # a busy loop would take about 1 s
