@@ -78,9 +78,11 @@ def _pipe(model, cost, spam_rate=None, exit_zero: bool = False) -> int:
     return guard(sys.stdin.buffer.read(), work, "spamkit filter", restore_signals=True)
 
 
-def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=False):
+def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=False, command_seconds=None):
     """Run an ImapFilter over IMAP folders, one connection each; a lost connection is an error
-    that names the folder and says that nothing was lost (with ``watch``: retried)."""
+    that names the folder and says that nothing was lost (with ``watch``: retried). Literals
+    over the runner's ``max_size`` are refused by the connection itself."""
+    max_size = runner.max_size
     import imaplib
 
     import imapclient
@@ -93,14 +95,17 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
     if watch:
         url = ImapURL.parse(addresses[0])
         secret = password(url, password_command)
-        connect(url, secret, insecure=insecure, ca_file=ca_file).logout()   # wrong settings stop here, at once
+        connect(url, secret, insecure=insecure, ca_file=ca_file, max_size=max_size,
+                command_seconds=command_seconds).logout()   # wrong settings stop here, at once
         click.echo(f"spamkit filter: watching {url} (Ctrl-C or SIGTERM stops)", err=True)
-        runner.watch(lambda: connect(url, secret, insecure=insecure, ca_file=ca_file), url,
+        runner.watch(lambda: connect(url, secret, insecure=insecure, ca_file=ca_file, max_size=max_size,
+                                     command_seconds=command_seconds), url,
                      log=lambda text: click.echo(f"spamkit filter: {text}", err=True))
         return runner.summary
     for address in addresses:
         url = ImapURL.parse(address)
-        client = connect(url, password(url, password_command), insecure=insecure, ca_file=ca_file)
+        client = connect(url, password(url, password_command), insecure=insecure, ca_file=ca_file,
+                         max_size=max_size, command_seconds=command_seconds)
         try:
             runner.run(client, url)
         except (OSError, imaplib.IMAP4.abort, imaplib.IMAP4.error, imapclient.exceptions.IMAPClientError) as exc:
@@ -151,13 +156,16 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
               help="Maildir/MH: make each group of 64 changes durable with one syncfs of the file system (Linux 5.8+, "
                    "ext4/XFS/Btrfs/tmpfs; elsewhere as 'files'), or with an fsync per changed file and folder ('files': writes back nothing "
                    "else, for a disk busy with other writers).")
+@click.option("--imap-timeout", type=click.FloatRange(min=1.0), default=120.0, show_default=True, metavar="SECONDS",
+              help="IMAP: seconds a command may take, the server's whole answer included (a server that answers "
+                   "a byte at a time is cut off).")
 @click.option("--max-size", type=SizeParam(), default=str(MAX_MESSAGE_FILE >> 20) + "M", show_default=True,
               help="Maildir, MH and IMAP: a larger message is left where it is, untouched, and listed as not "
                    "filtered (a 2 GB file is not read into memory).")
 @jobs_option
 def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost, dry_run, force, wait,
                    summary_file, recover, exit_zero, password_command, ca_file, insecure, watch, spam_rate, as_json,
-                   sync, max_size, jobs):
+                   sync, imap_timeout, max_size, jobs):
     """Filter mailboxes (mbox, Maildir, MH, or a folder on an IMAP server) with a trained filter: tag and/or move spam.
 
     \b
@@ -230,7 +238,7 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
 
             previous = signal.signal(signal.SIGINT, stop)
             previous_term = signal.signal(signal.SIGTERM, stop) if watch else None
-            summary = (_run_imap(runner, imap, password_command, ca_file, insecure, watch) if imap
+            summary = (_run_imap(runner, imap, password_command, ca_file, insecure, watch, imap_timeout) if imap
                        else runner.run(mailboxes))
         # the handlers stay until the summary is out: a Ctrl-C that comes after the last message
         # has nothing left to stop and must not cut the report short

@@ -32,6 +32,7 @@ The client library is ``imapclient`` (see the README's dependencies for why).
 
 from __future__ import annotations
 
+import imaplib
 import netrc
 import os
 import ssl
@@ -133,19 +134,28 @@ def password(url: ImapURL, password_command: str | None = None) -> str:
                       f"'machine {url.host} login {url.user} password ...' to ~/.netrc, or give --password-command")
 
 
-def connect(url: ImapURL, secret: str, insecure: bool = False, ca_file: str | None = None, timeout: float = 60.0):
-    """A logged-in ``IMAPClient``: TLS from the start (imaps) or STARTTLS (imap), verified."""
+def connect(url: ImapURL, secret: str, insecure: bool = False, ca_file: str | None = None, timeout: float = 60.0,
+            max_size: int = MAX_SIZE, command_seconds: float | None = None):
+    """A logged-in ``IMAPClient``: TLS from the start (imaps) or STARTTLS (imap), verified; a
+    :class:`~spamkit.mailfilter.imapguard.GuardedIMAPClient`, which refuses a literal over
+    ``max_size`` (and 64 KiB), bounds untagged responses and gives each command a deadline."""
     import imapclient
+
+    from .imapguard import COMMAND_SECONDS, GuardedIMAPClient
+    deadline = {"command_seconds": command_seconds or COMMAND_SECONDS}
     context = ssl.create_default_context(cafile=ca_file)
     if insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     where = f"{url.user}@{url.host}:{url.port}"
     try:
+        limit = max_size + (64 << 10)
         if url.secure:
-            client = imapclient.IMAPClient(url.host, port=url.port, ssl=True, ssl_context=context, timeout=timeout)
+            client = GuardedIMAPClient(url.host, port=url.port, ssl=True, ssl_context=context, timeout=timeout,
+                                       max_literal=limit, **deadline)
         else:
-            client = imapclient.IMAPClient(url.host, port=url.port, ssl=False, timeout=timeout)
+            client = GuardedIMAPClient(url.host, port=url.port, ssl=False, timeout=timeout, max_literal=limit,
+                                       **deadline)
             if not client.has_capability("STARTTLS"):
                 client.shutdown()
                 raise FilterError(f"{where}: the server offers no STARTTLS; spamkit does not send a password "
@@ -157,7 +167,7 @@ def connect(url: ImapURL, secret: str, insecure: bool = False, ca_file: str | No
                           "--ca-file for a private authority, or --insecure to skip the check") from None
     except imapclient.exceptions.LoginError:
         raise FilterError(f"{where}: login refused (wrong user or password)") from None
-    except (OSError, imapclient.exceptions.IMAPClientError) as exc:
+    except (OSError, imapclient.exceptions.IMAPClientError, imaplib.IMAP4.error) as exc:
         raise FilterError(f"{where}: cannot connect ({type(exc).__name__}: {exc})") from None
     return client
 
@@ -260,6 +270,11 @@ class ImapFilter:
         for uid in small:
             raw = bodies.get(uid, {}).get(b"BODY[]")
             if raw is None:                                   # expunged by someone else meanwhile
+                continue
+            if len(raw) > self.max_size:                      # RFC822.SIZE said less: the server is not trusted
+                self._failed(url, uid, f"message of {len(raw)} bytes (its RFC822.SIZE said "
+                                       f"{sizes[uid].get(b'RFC822.SIZE')}) is over the limit of {self.max_size}; "
+                                       "left where it is")
                 continue
             try:
                 verdict, p = self.classify(raw)
