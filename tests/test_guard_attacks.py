@@ -176,3 +176,43 @@ def test_idle_sockets_filling_every_slot_give_way_to_a_real_client(model, spam):
         server.stop()
     assert tagged.returncode == 0 and b"\nX-Spam-Status: Yes" in tagged.stdout.split(b"\n\n")[0], tagged.stdout[:400]
     assert took < 1.0, took
+
+
+def test_tell_for_ever_new_users_stops_at_the_quota(model, tmp_path):
+    """TELL with a fresh User: each time wrote a filter file a user without limit (82 MB in 4.3 s):
+    now at most --max-user-filters files, then TELL is refused and nothing more is written."""
+    from test_spamd import Server
+    users = tmp_path / "users"
+    users.mkdir()
+    server = Server(model, "--workers", "1", "--user-models", str(users), "--allow-tell", "--max-user-filters", "3")
+    try:
+        for i in range(6):
+            server.spamc("-L", "spam", data=random_tokens(i), user=f"user{i}")
+        checked = server.spamc("-c", data=random_tokens(99), user="user5")      # still answered, by the site filter
+    finally:
+        log = server.stop()
+    assert sorted(p.name for p in users.iterdir()) == ["user0.spamkit", "user1.spamkit", "user2.spamkit"]
+    assert "no room for a new user's filter" in log and "--max-user-filters 3" in log
+    assert checked.stdout.decode().endswith("/5.0\n")
+
+
+def test_the_filter_cache_is_bounded_in_bytes(model, tmp_path):
+    """Filters loaded by a worker are dropped, least recently used first, past the byte bound
+    (the one asked for stays): 70 users' filters took a worker to 2.4 GB."""
+    from spamkit.server import FilterCache, filter_memory
+    from spamkit.spamfilter import SpamFilter
+    paths = []
+    for i in range(6):
+        path = tmp_path / f"u{i}.spamkit"
+        path.write_bytes(model.read_bytes())
+        paths.append(path)
+    one = filter_memory(SpamFilter.load(model))
+    assert one > 100_000                                       # the arrays and the vocabulary are counted
+    cache = FilterCache(SpamFilter.load, max_bytes=int(2.5 * one))
+    for path in paths:
+        cache.get(path)
+    assert len(cache._filters) == 2 and list(cache._filters)[-1] == str(paths[-1])
+    tiny = FilterCache(SpamFilter.load, max_bytes=1)
+    for path in paths:
+        assert tiny.get(path) is not None
+    assert len(tiny._filters) == 1

@@ -449,9 +449,19 @@ def _learn_guarded(learn_messages, spam_filter, messages, forget, on_error, prog
               help="Seconds a client has to send its message, and the filter to classify it.")
 @click.option("--socket-mode", default="600", show_default=True, metavar="OCTAL",
               help="Permissions of the Unix sockets (600: only its owner may ask; 660 lets the group ask too).")
+@click.option("--filter-cache", type=SizeParam(), default="512M", show_default=True,
+              help="Memory each worker may keep filters loaded in (the site filter and users' filters, the least "
+                   "recently used dropped first).")
+@click.option("--max-user-filters", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="With --user-models and --allow-tell: filter files TELL may create for new users; more are "
+                   "refused.")
+@click.option("--user-models-quota", type=SizeParam(), default="2G", show_default=True,
+              help="With --user-models and --allow-tell: bytes the users' filter files may take together before "
+                   "TELL refuses to create another.")
 @spam_rate_option
 def serve_command(model, socket_path, spamd_address, spamd_socket, allowed_ips, user_models, allow_tell, cost,
-                  workers, max_size, memory_budget, max_clients, timeout, socket_mode, spam_rate):
+                  workers, max_size, memory_budget, max_clients, timeout, socket_mode, filter_cache,
+                  max_user_filters, user_models_quota, spam_rate):
     """Keep a filter loaded and answer spamkit-pipe, or spamc as SpamAssassin's spamd would.
 
     \b
@@ -502,11 +512,12 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, allowed_ips, 
             spam_filter.guard.reset()
         return spam_filter
 
-    cache = FilterCache(load)
+    cache = FilterCache(load, max_bytes=filter_cache)
     cache.get(model)                                  # a bad filter file stops here, with its reason
     workers = (os.cpu_count() or 1) if workers is None else workers
     pool = Workers(workers, {"cache": cache, "model": str(model), "user_models": user_models,
-                             "allow_tell": allow_tell, "load_for_learning": SpamFilter.load})
+                             "allow_tell": allow_tell, "load_for_learning": SpamFilter.load,
+                             "user_quota": (max_user_filters, user_models_quota)})
     loop = ServeLoop(pool, max_size=max_size, memory_budget=memory_budget, timeout=timeout, max_clients=max_clients)
     try:
         if socket_path:
