@@ -45,7 +45,9 @@ Built to hold under abuse (issue "Hostile inputs"):
   :data:`MAX_CLIENTS`); when all are taken, a new connection takes the slot of the one that
   has sent nothing for longest, if that is over :data:`IDLE_EVICT` seconds and it is still
   sending its request (idle sockets cannot starve clients that send); otherwise it is
-  refused at once with "server busy" (status 4) and the client keeps its message.
+  refused at once with "server busy" (status 4) and the client keeps its message. One TCP
+  address may hold at most a quarter of the slots (``max_per_host``): a host that keeps its
+  connections busy cannot take the others' turn.
 * **Who may connect.** A TCP listener answers only clients whose address is in its
   :class:`AllowList` (``--allowed-ips``; by default the loopback networks, as spamd's
   ``--allowed-ips`` defaults to 127.0.0.1 and ::1); any other connection is closed at once,
@@ -361,12 +363,13 @@ class Connection:
     """One client: what it sent so far (``buf``; ``eof`` once it closed its side), the protocol's
     own state (``ctx``), the budget it holds, its deadline, and what is left to write."""
     __slots__ = ("sock", "protocol", "buf", "eof", "ctx", "held", "deadline", "state", "out", "work", "events",
-                 "last", "free")
+                 "last", "free", "host")
 
     def __init__(self, sock, protocol, deadline: float):
         self.sock, self.protocol, self.deadline = sock, protocol, deadline
         self.last = time.monotonic()             # when it last sent a byte (or connected)
         self.free = 0                            # bytes read within its allowance (ServeLoop.free_bytes)
+        self.host = None                         # a TCP client's address (ServeLoop.max_per_host)
         self.buf = bytearray()
         self.eof = False
         self.ctx: dict = {}
@@ -463,10 +466,14 @@ class ServeLoop:
     TICK = 0.1
 
     def __init__(self, workers: Workers, *, max_size: int, memory_budget: int, timeout: float, max_clients: int,
-                 free_bytes: int = FREE_BYTES):
+                 free_bytes: int = FREE_BYTES, max_per_host: int | None = None):
         self.workers = workers
         self.max_size, self.timeout, self.max_clients = max_size, timeout, max_clients
         self.free_bytes = free_bytes
+        # one TCP address may hold a quarter of the slots: a host that keeps them busy (sending a
+        # byte a second, which no idle rule catches) leaves the rest to the others
+        self.max_per_host = max_per_host if max_per_host is not None else max(8, max_clients // 4)
+        self.per_host: dict = {}
         self.budget = Budget(max(memory_budget, max_size))
         self.selector = selectors.DefaultSelector()
         self.listeners: list = []
@@ -567,7 +574,13 @@ class ServeLoop:
                 continue
             sock.setblocking(False)
             conn = Connection(sock, protocol, time.monotonic() + self.timeout)
-            busy = len(self.connections) >= self.max_clients and not self._evict_idlest(conn.last)
+            host = peer[0] if allowed is not None else None      # a TCP client's address (Unix: none)
+            conn.host = host
+            crowded = (host is not None and self.per_host.get(host, 0) >= self.max_per_host
+                       and not self._evict_idlest(conn.last, host))
+            busy = crowded or (len(self.connections) >= self.max_clients and not self._evict_idlest(conn.last))
+            if host is not None:
+                self.per_host[host] = self.per_host.get(host, 0) + 1
             self.connections.add(conn)
             if busy:
                 self._answer(conn, protocol.busy())
@@ -575,15 +588,17 @@ class ServeLoop:
             self._watch(conn, selectors.EVENT_READ)
             self._read(conn)                      # the request often arrives with the connection
 
-    def _evict_idlest(self, now: float) -> bool:
+    def _evict_idlest(self, now: float, host: str | None = None) -> bool:
         """Make room for a new connection when every slot is taken: close the connection that has
         sent nothing for longest, if it is still sending its request and has been quiet for at
         least :data:`IDLE_EVICT` seconds (260 idle sockets made every spamc call pass its message
         through untagged; a client that connects and waits now gives way to one that sends). A
-        request being classified or answered is never closed. True if one was closed."""
+        request being classified or answered is never closed. True if one was closed. ``host``:
+        among that address's connections only (its share is full)."""
         idlest = None
         for conn in self.connections:
-            if conn.state in ("reading", "budget") and (idlest is None or conn.last < idlest.last):
+            if (conn.state in ("reading", "budget") and (host is None or conn.host == host)
+                    and (idlest is None or conn.last < idlest.last)):
                 idlest = conn
         if idlest is None or now - idlest.last < IDLE_EVICT:
             return False
@@ -716,6 +731,12 @@ class ServeLoop:
         if conn not in self.connections:
             return
         self.connections.discard(conn)
+        if conn.host is not None:
+            left = self.per_host.get(conn.host, 1) - 1
+            if left:
+                self.per_host[conn.host] = left
+            else:
+                self.per_host.pop(conn.host, None)
         self._watch(conn, 0)
         conn.sock.close()
         conn.state = "closed"

@@ -216,3 +216,54 @@ def test_the_filter_cache_is_bounded_in_bytes(model, tmp_path):
     for path in paths:
         assert tiny.get(path) is not None
     assert len(tiny._filters) == 1
+
+
+def test_one_address_cannot_take_every_slot(model, spam):
+    """Connections that keep sending a byte now and then are never idle; from one address they
+    may hold a quarter of the slots (64 of 256), and a client from another address is served."""
+    import socket
+    import threading
+    import time
+    from test_spamd import Server
+    server = Server(model, "--workers", "1")
+    held, stop = [], threading.Event()
+    try:
+        for _ in range(260):
+            s = socket.socket()
+            s.bind(("127.0.0.2", 0))                         # another loopback address than spamc's
+            s.connect(("127.0.0.1", server.port))
+            held.append(s)
+
+        def dribble():
+            while not stop.is_set():
+                for s in held:
+                    try:
+                        s.send(b"C")
+                    except OSError:
+                        pass
+                time.sleep(0.3)
+        thread = threading.Thread(target=dribble, daemon=True)
+        thread.start()
+        time.sleep(1.5)
+        started = time.monotonic()
+        tagged = server.spamc(data=spam)
+        took = time.monotonic() - started
+        told_busy = sum(1 for s in held if b"busy" in _waiting(s))
+    finally:
+        stop.set()
+        for s in held:
+            s.close()
+        server.stop()
+    assert b"\nX-Spam-Status: Yes" in tagged.stdout.split(b"\n\n")[0], tagged.stdout[:300]
+    assert took < 1.0, took
+    assert told_busy == 260 - 64, told_busy                 # the rest were told the server is busy
+
+
+def _waiting(s) -> bytes:
+    """What the server has sent on ``s`` so far (nothing, for a connection still being served)."""
+    import socket
+    s.setblocking(False)
+    try:
+        return s.recv(4096, socket.MSG_PEEK)
+    except OSError:
+        return b""
