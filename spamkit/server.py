@@ -129,7 +129,11 @@ class FilterCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def signature(path: str) -> tuple:
+    def signature(path) -> tuple:
+        """What tells a file's versions apart; for a tuple of paths (a site filter and what a user
+        taught over it), each one's."""
+        if isinstance(path, tuple):
+            return tuple(FilterCache.signature(p) for p in path)
         st = os.stat(path)
         return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
@@ -138,8 +142,8 @@ class FilterCache:
         self.generation.value += 1
 
     def get(self, path):
-        """The filter of ``path``, loaded or reloaded as needed."""
-        path = str(path)
+        """The filter of ``path`` (or of a tuple of paths ``load`` takes), loaded or reloaded as needed."""
+        path = path if isinstance(path, tuple) else str(path)
         signature = (self.signature(path), self.generation.value)
         with self._lock:
             entry = self._filters.get(path)
@@ -593,14 +597,19 @@ class ServeLoop:
         sent nothing for longest, if it is still sending its request and has been quiet for at
         least :data:`IDLE_EVICT` seconds (260 idle sockets made every spamc call pass its message
         through untagged; a client that connects and waits now gives way to one that sends). A
-        request being classified or answered is never closed. True if one was closed. ``host``:
+        connection already answered that is only being drained (told "busy" while it sent) goes
+        before any. A request being classified or its answer being written is never closed. True if one was closed. ``host``:
         among that address's connections only (its share is full)."""
         idlest = None
         for conn in self.connections:
-            if (conn.state in ("reading", "budget") and (host is None or conn.host == host)
-                    and (idlest is None or conn.last < idlest.last)):
+            if host is not None and conn.host != host:
+                continue
+            if conn.state == "draining":              # answered already (told "busy"): it goes first
                 idlest = conn
-        if idlest is None or now - idlest.last < IDLE_EVICT:
+                break
+            if conn.state in ("reading", "budget") and (idlest is None or conn.last < idlest.last):
+                idlest = conn
+        if idlest is None or idlest.state != "draining" and now - idlest.last < IDLE_EVICT:
             return False
         self.evicted += 1
         self._close(idlest)                        # its client still holds its message

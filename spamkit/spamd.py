@@ -152,15 +152,19 @@ def inflate(request: Request, body: bytes, max_size: int) -> bytes:
 
 # ----------------------------------------------------------------------------- the jobs (in workers)
 
-def user_filter(user: str | None) -> str:
-    """The filter file of a ``User:``: ``USER.spamkit`` in the per-user folder when it exists,
-    else the default filter."""
+def user_filter(user: str | None):
+    """The filter of a ``User:``: ``USER.spamkit`` in the per-user folder when it exists (a
+    filter of the user's own), else ``(MODEL, USER.taught)`` when the user taught messages over
+    the site filter (:mod:`spamkit.taught`), else the site filter MODEL."""
     state = worker_state()
     folder = state.get("user_models")
     if folder and user and _USER.match(user):
         path = os.path.join(folder, f"{user}.spamkit")
         if os.path.isfile(path):
             return path
+        taught = os.path.join(folder, f"{user}.taught")
+        if os.path.isfile(taught):
+            return (state["model"], taught)
     return state["model"]
 
 
@@ -193,8 +197,9 @@ def score_jobs(path: str, raws: list, explains: list) -> list:
 
 def tell_job(user: str | None, raw: bytes, label: str | None, learn: bool, forget: bool) -> dict:
     """Forget (``forget``) and/or learn (``learn``, as ``label``) one message in the user's filter
-    file, under its lock; a user without a file of their own gets one, started from the default
-    filter. Returns the answer's ``DidRemove``/``DidSet`` fields for what changed (nothing, for a
+    file, under its lock; a user without a filter file of their own has the message added to
+    their taught messages (``USER.taught``, :func:`_tell_taught`), and without ``User:`` (or
+    ``--user-models``) the site filter learns it. Returns the answer's ``DidRemove``/``DidSet`` fields for what changed (nothing, for a
     message already learned so, or never learned: spamc then says "already un/learned")."""
     from .corpus.base import LabelledMessage
     from .durable import filter_lock
@@ -207,12 +212,11 @@ def tell_job(user: str | None, raw: bytes, label: str | None, learn: bool, forge
         if not _USER.match(user):
             raise ProtocolError(EX_NOUSER, f"user name {user[:64]!r} cannot name a filter file")
         target = os.path.join(folder, f"{user}.spamkit")
+        if not os.path.isfile(target):                # what the user teaches goes over the site filter
+            return _tell_taught(os.path.join(folder, f"{user}.taught"), raw, label, learn, forget, state)
     done = {}
-    if target != state["model"] and not os.path.isfile(target):
-        _room_for_a_user(folder, state.get("user_quota"))
     with filter_lock(target):
-        source = target if os.path.isfile(target) else state["model"]
-        spam_filter = state["load_for_learning"](source)
+        spam_filter = state["load_for_learning"](target)
         if forget:
             known = spam_filter.learned.get(message_key(raw))
             if known is not None:
@@ -225,6 +229,39 @@ def tell_job(user: str | None, raw: bytes, label: str | None, learn: bool, forge
                 done["DidSet"] = "local"
         if done:
             spam_filter.save(target)
+    return done
+
+
+def _tell_taught(path: str, raw: bytes, label: str | None, learn: bool, forget: bool, state: dict) -> dict:
+    """:func:`tell_job` for a user's taught messages (:mod:`spamkit.taught`): the message added,
+    relabelled or removed, the newest :data:`~spamkit.taught.MAX_MESSAGES` kept; a new file only
+    within the folder's quota."""
+    from .durable import filter_lock
+    from .errors import ModelFormatError
+    from .message import message_key
+    from .taught import bounded, read_taught, write_taught
+    key = message_key(raw)
+    done = {}
+    if not os.path.isfile(path):
+        if not learn:
+            return done
+        _room_for_a_user(os.path.dirname(path), state.get("user_quota"))
+    with filter_lock(path):
+        try:
+            entries = read_taught(path)
+        except ModelFormatError as exc:
+            raise ProtocolError(EX_SOFTWARE, f"{exc}; not learned") from None
+        kept = [(old, body) for old, body in entries if message_key(body) != key]
+        previous = next((old for old, body in entries if message_key(body) == key), None)
+        if forget and previous is not None:
+            done["DidRemove"] = "local"
+        if learn and label is not None and (previous != label or forget):
+            kept.append((label, raw))
+            done["DidSet"] = "local"
+        elif learn and previous == label:
+            kept.append((previous, raw))              # already taught so: unchanged
+        if done:
+            write_taught(path, bounded(kept))
     return done
 
 
@@ -337,7 +374,7 @@ def _room_for_a_user(folder: str, quota) -> None:
     files = size = 0
     with os.scandir(folder) as entries:
         for entry in entries:
-            if entry.name.endswith(".spamkit") and entry.is_file(follow_symlinks=False):
+            if entry.name.endswith((".spamkit", ".taught")) and entry.is_file(follow_symlinks=False):
                 files += 1
                 size += entry.stat(follow_symlinks=False).st_size
     if files >= max_files or size >= max_bytes:

@@ -85,7 +85,9 @@ ALLOWED = {
     # the resident filter process (takes a classify function) and its standard-library-only client
     "server": {"mailfilter", "client", "passthrough"},
     # SpamAssassin's spamd protocol on the server's machinery; TELL learns through the jobs
-    "spamd": {"mailfilter", "message", "server", "corpus", "durable", "jobs"},
+    "spamd": {"mailfilter", "message", "server", "corpus", "durable", "errors", "jobs", "taught"},
+    # what a user taught over the site filter (spamkit serve --user-models): messages, not counts
+    "taught": {"durable", "errors"},
     "client": {"passthrough"},
     # pipe mode's never-lose-a-message guard (standard library only)
     "passthrough": set(),
@@ -96,7 +98,7 @@ ALLOWED = {
     "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "spamfilter",
                     "selection"},
     # the CLI parses --cost into the decision module's CostMatrix itself
-    "cli": {"config", "corpus", "decision", "distributed", "durable", "engines", "errors", "evaluation", "htmlreport", "jobs", "labels", "lean", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamd", "spamfilter", "text", "version", "wordlist"},
+    "cli": {"config", "corpus", "decision", "distributed", "durable", "engines", "errors", "evaluation", "htmlreport", "jobs", "labels", "lean", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamd", "spamfilter", "taught", "text", "version", "wordlist"},
     "__main__": {"launch"},
     "__init__": set(),
 }

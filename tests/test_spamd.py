@@ -492,3 +492,37 @@ def test_a_batch_of_requests_gets_the_answers_each_would_get_alone(model, tmp_pa
         srv.worker_state().clear()
     as_alice = [a for r, a in zip(requests, together) if r.headers.get("user") == "alice" and r.command == "CHECK"]
     assert len(as_alice) == 2 and as_alice != as_default
+
+
+def test_what_a_user_teaches_goes_over_the_site_filter_and_survives_its_retraining(model, tmp_path):
+    """A user's TELL is kept as the message (USER.taught, a few KB), learned over the site filter
+    for that user alone; forgetting removes it; a retrained site filter keeps it."""
+    site = tmp_path / "site.spamkit"
+    shutil.copy(model, site)
+    users = tmp_path / "users"
+    users.mkdir()
+    raw = sample("ham", 1)[0]
+
+    def p_spam(server, user):
+        out = server.spamc(data=raw, user=user).stdout
+        return float(out.split(b"X-Spam-Probability: ", 1)[1].split(b"\n", 1)[0])
+    server = Server(site, "--workers", "2", "--user-models", str(users), "--allow-tell")
+    try:
+        before = p_spam(server, "carol")
+        for _ in range(3):                                  # one message, taught once
+            server.spamc("-L", "spam", data=raw, user="carol")
+        taught = users / "carol.taught"
+        assert taught.stat().st_size < len(raw) + 100 and not (users / "carol.spamkit").exists()
+        after = p_spam(server, "carol")
+        assert after > before and p_spam(server, "dave") == before          # carol's alone
+        assert SpamFilter.load(site).learned == {}                           # the site filter untouched
+        # the site filter retrained (here: on more mail): carol's message is learned over the new one
+        CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "new.spamkit"), "--stop-words",
+                                 "english"])
+        os.replace(tmp_path / "new.spamkit", site)
+        new_before = p_spam(server, "dave")
+        assert new_before != before and p_spam(server, "carol") > new_before
+        assert server.spamc("-L", "forget", data=raw, user="carol").stdout.startswith(b"Message successfully")
+        assert p_spam(server, "carol") == new_before
+    finally:
+        server.stop()

@@ -35,6 +35,24 @@ def _load(model, cost, spam_rate=None):
     return spam_filter
 
 
+def _taught_filter(paths: tuple, cost, spam_rate, site_id: str):
+    """The site filter ``paths[0]`` with the messages a user taught (``paths[1]``,
+    :mod:`spamkit.taught`) learned on top, in the order taught; its id names both."""
+    from ..corpus.base import LabelledMessage
+    from ..jobs.learn import learn_messages
+    from ..taught import read_taught
+    site, taught = paths
+    spam_filter = _load(site, cost, spam_rate)
+    entries = read_taught(taught)
+    learn_messages(spam_filter, [LabelledMessage(f"taught:{i}", label, raw, f"{taught}#{i + 1}")
+                                 for i, (label, raw) in enumerate(entries)])
+    spam_filter.model_id = f"{site_id}+{os.path.basename(taught)}:{len(entries)}"
+    spam_filter.points_threshold = spam_filter.spam_threshold()
+    if spam_filter.guard is not None:
+        spam_filter.guard.reset()
+    return spam_filter
+
+
 def _load_lean(model, cost, spam_rate=None):
     """The filter as a :class:`spamkit.lean.LeanFilter` (the standard library only), or None
     when the file needs the full path."""
@@ -504,6 +522,8 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, allowed_ips, 
         raise click.BadParameter(f"{user_models}: no such folder", param_hint="--user-models")
 
     def load(path):
+        if isinstance(path, tuple):                    # the site filter and what a user taught over it
+            return _taught_filter(path, cost, spam_rate, model_id_of(path[0]))
         spam_filter = _load(path, cost, spam_rate)
         spam_filter.model_id = model_id_of(path)
         spam_filter.points_threshold = spam_filter.spam_threshold()   # spamd's 5.0 points, found once
