@@ -35,19 +35,28 @@ def _load(model, cost, spam_rate=None):
     return spam_filter
 
 
-def _taught_filter(paths: tuple, cost, spam_rate, site_id: str):
-    """The site filter ``paths[0]`` with the messages a user taught (``paths[1]``,
-    :mod:`spamkit.taught`) learned on top, in the order taught; its id names both."""
+def _taught_filter(site_filter, taught: str, site_id: str):
+    """The loaded site filter with the messages a user taught (``taught``, :mod:`spamkit.taught`)
+    learned on top, in the order taught; its id names both. The site filter itself is not
+    changed: the user's filter shares its vocabulary, analyzer and decision layer and has copies
+    of what learning changes (the model, a context model, the learned keys, the guard, seen
+    columns) -- a few MB where loading the whole file again took 55 MB and 0.4 s for a
+    trec06p-sized filter."""
+    import copy
+
     from ..corpus.base import LabelledMessage
     from ..jobs.learn import learn_messages
     from ..taught import read_taught
-    site, taught = paths
-    spam_filter = _load(site, cost, spam_rate)
+    spam_filter = copy.copy(site_filter)
+    spam_filter.model = copy.deepcopy(site_filter.model)
+    for name in ("context", "guard", "seen_columns"):
+        if getattr(site_filter, name, None) is not None:
+            setattr(spam_filter, name, copy.deepcopy(getattr(site_filter, name)))
+    spam_filter.learned = dict(site_filter.learned)
     entries = read_taught(taught)
     learn_messages(spam_filter, [LabelledMessage(f"taught:{i}", label, raw, f"{taught}#{i + 1}")
                                  for i, (label, raw) in enumerate(entries)])
     spam_filter.model_id = f"{site_id}+{os.path.basename(taught)}:{len(entries)}"
-    spam_filter.points_threshold = spam_filter.spam_threshold()
     if spam_filter.guard is not None:
         spam_filter.guard.reset()
     return spam_filter
@@ -523,7 +532,7 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, allowed_ips, 
 
     def load(path):
         if isinstance(path, tuple):                    # the site filter and what a user taught over it
-            return _taught_filter(path, cost, spam_rate, model_id_of(path[0]))
+            return _taught_filter(cache.get(path[0]), path[1], model_id_of(path[0]))
         spam_filter = _load(path, cost, spam_rate)
         spam_filter.model_id = model_id_of(path)
         spam_filter.points_threshold = spam_filter.spam_threshold()   # spamd's 5.0 points, found once
