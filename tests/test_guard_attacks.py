@@ -27,6 +27,10 @@ from conftest import SAMPLE, start_server, stop_server
 
 #: how many messages of random tokens come before the spam (the red team sent 20)
 BURST = 30
+#: seconds within which a real client is answered under attack: under a second here (docs/
+#: mail-filtering.md); the attacks made it wait out the server's 30 s timeout. The margin is for
+#: a loaded CI machine, not a goal: what is asserted is "not held until the attackers' deadline".
+PROMPT = 5.0
 
 
 def random_tokens(i: int) -> bytes:
@@ -151,7 +155,7 @@ def test_connections_that_declare_16_mib_and_send_nothing_hold_no_memory(model, 
             s.close()
         server.stop()
     assert check.returncode == 1 and check.stdout.decode().endswith("/5.0\n"), check.stdout   # scored: spam
-    assert took < 1.0, took
+    assert took < PROMPT, took
     assert b"\nX-Spam-Status: Yes" in tagged.stdout.split(b"\n\n")[0]
 
 
@@ -175,7 +179,7 @@ def test_idle_sockets_filling_every_slot_give_way_to_a_real_client(model, spam):
             s.close()
         server.stop()
     assert tagged.returncode == 0 and b"\nX-Spam-Status: Yes" in tagged.stdout.split(b"\n\n")[0], tagged.stdout[:400]
-    assert took < 1.0, took
+    assert took < PROMPT, took
 
 
 def test_tell_for_ever_new_users_stops_at_the_quota(model, tmp_path):
@@ -257,4 +261,4 @@ def test_one_address_cannot_take_every_slot(model, spam):
             s.close()
         server.stop()
     assert b"\nX-Spam-Status: Yes" in tagged.stdout.split(b"\n\n")[0], tagged.stdout[:300]
-    assert took < 1.0, took
+    assert took < PROMPT, took
