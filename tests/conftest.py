@@ -70,3 +70,22 @@ def stop_server(proc) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+# the command line in a child that prints its own peak resident memory on stderr: VmHWM of its
+# own address space (ru_maxrss would count the parent's peak too: it survives fork and exec)
+_PEAK_WRAPPER = ("import sys\nfrom spamkit.cli import cli\n"
+                 "try:\n    cli.main(args=sys.argv[1:], prog_name='spamkit')\nexcept SystemExit as e:\n    code = e.code\n"
+                 "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+                 "print(f'MAXRSS={hwm}', file=sys.stderr)\nsys.exit(code)\n")
+
+
+def run_with_peak(*args, env: dict | None = None, timeout: float = 300):
+    """``spamkit ARGS`` in a child process: ``(CompletedProcess (text), its peak memory in MB)``.
+    ``env``: the child's whole environment (default: this one, with the repository importable)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _PEAK_WRAPPER, *map(str, args)], capture_output=True, text=True,
+                         env=env if env is not None else {**os.environ, "PYTHONPATH": str(REPO)}, timeout=timeout)
+    peak = [line for line in out.stderr.splitlines() if line.startswith("MAXRSS=")]
+    return out, int(peak[0].split("=")[1]) / 1024 if peak else float("nan")

@@ -12,6 +12,7 @@ through the real command line, and the limits checked on both sides.
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -75,7 +76,7 @@ def test_a_member_of_line_feeds_is_refused_before_it_is_split(tmp_path):
     good = tmp_path / "good.spamkit"
     assert CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(good)]).exit_code == 0
     with zipfile.ZipFile(good) as z:
-        manifest = __import__("json").loads(z.read("manifest.json"))
+        manifest = json.loads(z.read("manifest.json"))
         data = {n: z.read(n) for n in z.namelist() if n != "manifest.json"}
     count = manifest["terms"]["count"]
     data["terms.txt"] = b"\n" * (count * 4000)

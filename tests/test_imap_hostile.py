@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,16 +19,10 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 
-from conftest import SAMPLE
+from conftest import SAMPLE, run_with_peak
 from hostile_imap import HostileImap
 
 REPO = Path(__file__).resolve().parents[1]
-WRAPPER = ("import sys\nfrom spamkit.cli import cli\n"
-           "try:\n    cli.main(args=sys.argv[1:], prog_name='spamkit')\nexcept SystemExit as e:\n    code = e.code\n"
-           "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
-           "print(f'MAXRSS={hwm}', file=sys.stderr)\nsys.exit(code)\n")
-
-
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("model") / "m.spamkit"
@@ -41,13 +34,11 @@ def run_against(model, tmp_path, mode: str, *options) -> tuple[subprocess.Comple
     server = HostileImap(tmp_path, mode)
     started = time.monotonic()
     try:
-        out = subprocess.run([sys.executable, "-c", WRAPPER, "filter", str(model), server.url(), "--tag",
-                              "--ca-file", str(server.cert), *options], capture_output=True, text=True, timeout=300,
-                             env={**os.environ, "PYTHONPATH": str(REPO), "SPAMKIT_IMAP_PASSWORD": "secret"})
+        out, peak_mb = run_with_peak("filter", model, server.url(), "--tag", "--ca-file", server.cert, *options,
+                                     env={**os.environ, "PYTHONPATH": str(REPO), "SPAMKIT_IMAP_PASSWORD": "secret"})
     finally:
         server.stop()
-    peak = [line for line in out.stderr.splitlines() if line.startswith("MAXRSS=")]
-    return out, time.monotonic() - started, int(peak[0].split("=")[1]) / 1024 if peak else float("nan")
+    return out, time.monotonic() - started, peak_mb
 
 
 def test_the_hostile_server_is_a_working_server_when_it_behaves(model, tmp_path):

@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import mailbox
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,17 +21,9 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 
-from conftest import SAMPLE
+from conftest import SAMPLE, run_with_peak
 
 REPO = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}
-# the command line in a child that prints its own peak memory (VmHWM) on stderr
-WRAPPER = ("import sys\nfrom spamkit.cli import cli\n"
-           "try:\n    cli.main(args=sys.argv[1:], prog_name='spamkit')\nexcept SystemExit as e:\n    code = e.code\n"
-           "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
-           "print(f'MAXRSS={hwm}', file=sys.stderr)\nsys.exit(code)\n")
-
-
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("model") / "m.spamkit"
@@ -41,11 +31,8 @@ def model(tmp_path_factory) -> Path:
     return path
 
 
-def spamkit(*args, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
-    out = subprocess.run([sys.executable, "-c", WRAPPER, *map(str, args)], capture_output=True, text=True, env=ENV,
-                         timeout=timeout)
-    peak = [line for line in out.stderr.splitlines() if line.startswith("MAXRSS=")]
-    return out, int(peak[0].split("=")[1]) / 1024 if peak else float("nan")
+def spamkit(*args, timeout: float = 120):
+    return run_with_peak(*args, timeout=timeout)
 
 
 def maildir(path: Path, n: int = 3) -> Path:

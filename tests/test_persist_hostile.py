@@ -20,23 +20,12 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 
-from conftest import SAMPLE
+from conftest import SAMPLE, run_with_peak
 
 REPO = Path(__file__).resolve().parents[1]
 MESSAGE = sorted((SAMPLE / "spam").iterdir())[0]
 #: the goal of the issue "Hostile inputs": no hostile filter file takes spamkit past this
 PEAK_MB = 300
-# runs the command line in this process and prints its peak resident memory on stderr: VmHWM of
-# its own address space (ru_maxrss would count the parent's peak too: it survives fork and exec)
-WRAPPER = ("import sys\n"
-           "from spamkit.cli import cli\n"
-           "try:\n    cli.main(args=sys.argv[1:], prog_name='spamkit')\n"
-           "except SystemExit as e:\n    code = e.code\n"
-           "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
-           "print(f'MAXRSS={hwm}', file=sys.stderr)\n"
-           "sys.exit(code)\n")
-
-
 @pytest.fixture(scope="module")
 def good(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("hostile") / "good.spamkit"
@@ -75,10 +64,7 @@ def largest_array(manifest) -> str:
 
 
 def run(*args) -> tuple[subprocess.CompletedProcess, float]:
-    out = subprocess.run([sys.executable, "-c", WRAPPER, *map(str, args)], capture_output=True, text=True,
-                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
-    peak = [line for line in out.stderr.splitlines() if line.startswith("MAXRSS=")]
-    return out, int(peak[0].split("=")[1]) / 1024 if peak else float("nan")
+    return run_with_peak(*args, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
 
 
 def refused(path: Path, problem: str, command: str = "classify", pipe: bool = False) -> None:
