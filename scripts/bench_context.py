@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
-"""The default filter and the accurate configuration (``spamkit train --context-model``) side by
-side, through the command line, on every raw-mail corpus: accuracy on a held-out part and what
-each command costs, with the ratios.
+"""The default filter and the accurate configurations (``spamkit train --context-model``, and with
+``--byte-grams``) side by side, through the command line, on every raw-mail corpus: accuracy on a
+held-out part and what each command costs, with the ratios to the default.
 
 For each corpus (trec07p-dev, CSDMC2010 and, with ``--enron``, Enron1-6 from their archives):
 
-* ``spamkit compare CORPUS --config best --config context=true`` (5-fold, the same folds):
+* ``spamkit compare CORPUS --config best --config context=true --config context=true,grams=true``
+  (5-fold, the same folds):
   the pooled out-of-fold (1-ROCA)%, and spam and ham recall at P(spam) 0.5;
-* ``spamkit train CORPUS`` with the default options and with ``--context-model``: training
+* ``spamkit train CORPUS`` with the default options, with ``--context-model`` and with
+  ``--context-model --byte-grams``: training
   messages/s and peak memory, and the filter file's size;
 * ``spamkit evaluate FILTER CORPUS`` (every message): messages/s and peak memory;
 * ``spamkit filter FILTER -`` (pipe mode, one message; both filters on the lean route, the
   context filter's with the compiled loops): milliseconds, median of ``--pipe`` runs, and the
   largest peak memory of those runs.
 
-Both configurations run in the same invocation, one after the other, each command started
-fresh, so the ratios (context / default) compare like with like on the machine's current
+The configurations run in the same invocation, one after the other, each command started
+fresh, so the ratios (to the default) compare like with like on the machine's current
 load. Run from a checkout with spamkit installed::
 
     python scripts/bench_context.py [--corpora ../shared/corpora] [--enron] [--jobs 2] [--pipe 7]
@@ -38,7 +40,9 @@ from _measure import compile_package, run_child  # noqa: E402
 
 CORPORA = {"trec": "trec07p-dev/trec07p-dev.tar.gz", "csdmc": "csdmc2010/csdmc2010.tar.gz",
            **{f"enron{i}": f"enron-spam/enron{i}.tar.gz" for i in range(1, 7)}}
-CONFIGS = {"default": [], "context": ["--context-model"]}
+CONFIGS = {"default": [], "context": ["--context-model"], "+grams": ["--context-model", "--byte-grams"]}
+#: the same configurations as ``spamkit compare --config`` settings
+COMPARED = ["best", "context=true", "context=true,grams=true"]
 
 
 def spamkit(*args) -> list:
@@ -47,8 +51,9 @@ def spamkit(*args) -> list:
 
 def cross_validated(corpus: Path, jobs: int) -> dict:
     """Per configuration: pooled out-of-fold (1-ROCA)%, spam and ham recall % at P(spam) 0.5."""
-    done = subprocess.run(spamkit("compare", corpus, "--config", "best", "--config", "context=true", "--json", "-q",
-                                  "--jobs", jobs), capture_output=True, check=True)
+    configs = [arg for config in COMPARED for arg in ("--config", config)]
+    done = subprocess.run(spamkit("compare", corpus, *configs, "--json", "-q", "--jobs", jobs),
+                          capture_output=True, check=True)
     out = {}
     for config, row in zip(CONFIGS, json.loads(done.stdout)["configs"]):
         out[config] = {"roca": 100 * (1 - row["auc"]), "spam_recall": 100 * row["spam_recall"],
@@ -117,12 +122,14 @@ def main():
                 print(f"{name:<8} {config:<8} {r['roca']:>9.4f} {r['spam_recall']:>6.2f} {r['ham_recall']:>6.2f} "
                       f"{r['train_per_s']:>8.0f} {r['train_mb']:>5.0f} {r['eval_per_s']:>7.0f} {r['eval_mb']:>5.0f} "
                       f"{r['file_mb']:>7.1f} {r['pipe_ms']:>7.0f} {r['pipe_mb']:>5.0f}")
-            d, c = result["default"], result["context"]
-            print(f"{name:<8} {'ratio':<8} {c['roca'] / max(d['roca'], 1e-9):>9.2f} {'':>6} {'':>6} "
-                  f"{c['train_per_s'] / d['train_per_s']:>8.2f} {c['train_mb'] / d['train_mb']:>5.1f} "
-                  f"{c['eval_per_s'] / d['eval_per_s']:>7.2f} {c['eval_mb'] / d['eval_mb']:>5.1f} "
-                  f"{c['file_mb'] / d['file_mb']:>7.1f} {c['pipe_ms'] / d['pipe_ms']:>7.1f} "
-                  f"{c['pipe_mb'] / d['pipe_mb']:>5.1f}", flush=True)
+            d = result["default"]
+            for config in list(CONFIGS)[1:]:
+                c = result[config]
+                print(f"{name:<8} {'÷ ' + config[:6]:<8} {c['roca'] / max(d['roca'], 1e-9):>9.2f} {'':>6} {'':>6} "
+                      f"{c['train_per_s'] / d['train_per_s']:>8.2f} {c['train_mb'] / d['train_mb']:>5.1f} "
+                      f"{c['eval_per_s'] / d['eval_per_s']:>7.2f} {c['eval_mb'] / d['eval_mb']:>5.1f} "
+                      f"{c['file_mb'] / d['file_mb']:>7.1f} {c['pipe_ms'] / d['pipe_ms']:>7.1f} "
+                      f"{c['pipe_mb'] / d['pipe_mb']:>5.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -135,3 +135,41 @@ def _slots(texts, order: int, bits: int, indptr: np.ndarray) -> np.ndarray:
                 h = (h * _STEP) ^ (symbols[at - k] + np.uint64(1))
             keys[:, k] = ((((h + np.uint64(k + 1) * _MIX) * _STEP) ^ np.uint64(k)) * _MIX >> shift).astype(np.int32)
     return keys
+
+
+#: Knuth's multiplicative constant (2**32 / golden ratio): spreads byte n-grams over a table's top bits
+_GRAM_MULTIPLIER = np.uint32(2654435761)
+
+
+def gram_slots(text, n_bytes: int = 3500, bits: int = 22) -> np.ndarray:
+    """The distinct table slots of the byte 4-grams of ``text[:n_bytes]``, sorted (int64).
+
+    The features of the TREC 2007 Waterloo filter (G. V. Cormack, "University of Waterloo
+    participation in the TREC 2007 spam track"; J. Goodman and W. Yih, "Online discriminative
+    spam filter training", CEAS 2006): every string of four consecutive bytes of the raw
+    message, headers included, present or not (binary), hashed into 2**bits slots. A 4-gram is
+    the 32-bit number of its bytes; its slot the top ``bits`` bits of that number times
+    :data:`_GRAM_MULTIPLIER` modulo 2**32 (a multiplicative hash; the paper does not say which
+    hash it used). A text shorter than 4 bytes has no 4-gram.
+
+    >>> gram_slots(b"abcdab", bits=8).size          # abcd, bcda, cdab
+    3
+    >>> gram_slots(b"abcabcabc", bits=8).size       # abca, bcab, cabc: each counted once
+    3
+    """
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogateescape")
+    if not isinstance(text, (bytes, bytearray, memoryview)):
+        raise ConfigError(f"a byte 4-gram model reads bytes or str, got {type(text).__name__}")
+    data = np.frombuffer(bytes(text[:n_bytes]), dtype=np.uint8).astype(np.uint32)
+    if data.size < 4:
+        return np.zeros(0, dtype=np.int64)
+    grams = (data[:-3] << 24) | (data[1:-2] << 16) | (data[2:-1] << 8) | data[3:]
+    with np.errstate(over="ignore"):
+        slots = (grams * _GRAM_MULTIPLIER) >> np.uint32(32 - bits)
+    return np.unique(slots).astype(np.int64)
+
+
+def gram_rows(texts, n_bytes: int = 3500, bits: int = 22) -> list:
+    """:func:`gram_slots` of each text: the rows a :class:`~spamkit.models.bytegrams.ByteGramLogistic` reads."""
+    return [gram_slots(text, n_bytes, bits) for text in texts]

@@ -15,12 +15,13 @@ from .features import Vectorizer
 from .models.registry import make_model
 from .names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_RATE, METRICS, MODEL_DEFAULTS, MODEL_NAMES, REPRESENTATIONS,
                     SELECTIONS, TOKENS, WEIGHTS, model_default)
+from .models.bytegrams import GRAM_BITS, GRAM_BYTES, GRAM_RATE, ByteGramLogistic
 from .models.stack import BEST_STACK
 from .spamfilter import SpamFilter
 from .text import analyzer_for, make_analyzer
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
 
-__all__ = ["MODELS", "TOKENS", "BEST", "CONTEXT", "KNN_BEST", "MODEL_DEFAULTS", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS",
+__all__ = ["MODELS", "TOKENS", "BEST", "CONTEXT", "GRAMS", "KNN_BEST", "MODEL_DEFAULTS", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS",
            "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS", "CONFIG_KEYS", "make_analyzer", "build_filter",
            "parse_config", "filter_from_config", "stack_for_rate", "model_default"]
 
@@ -46,6 +47,9 @@ STACK = BEST_STACK
 #: smallest worst regret over trec07p-dev, CSDMC2010, Enron1-6 and SMS online
 #: (``scripts/context_model.py --online``; docs/results.md, "A context model per class")
 CONTEXT = {"order": 6, "beta": 8.0, "bits": 24, "max_bytes": 3000}
+#: the byte 4-gram model (``spamkit train --byte-grams``; spamkit.models.bytegrams): the TREC 2007
+#: winner's rate and table, 3,500 bytes of each raw message
+GRAMS = {"n_bytes": GRAM_BYTES, "bits": GRAM_BITS, "rate": GRAM_RATE}
 
 
 def build_filter(model: str = "multinomial", alpha: float | None = None, representation: str | None = None,
@@ -56,7 +60,7 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
                  stack: dict | None = None, rate: float = DEFAULT_RATE, char_ngrams: int = 0,
                  tf_transform: bool | None = None, length_norm: bool | None = None,
                  weight_norm: bool | None = None, digit_prefixes: bool = False,
-                 context: dict | None = None) -> "SpamFilter":
+                 context: dict | None = None, grams: dict | None = None) -> "SpamFilter":
     """An untrained :class:`SpamFilter` from the options ``spamkit train`` offers.
 
     ``knn``: KNNClassifier parameters for ``model="knn"`` (k, weights, metric, tau, epsilon,
@@ -73,6 +77,9 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
     also a byte context model per class as the stack's side input (the accurate configuration:
     :class:`~spamkit.models.context.ByteContextModel`'s ``order``, ``beta``, ``bits`` and
     ``max_bytes``, the bytes of each message it reads; ``{}``: its defaults, :data:`CONTEXT`).
+    ``grams``: with ``model="fisher-nb"``, also the byte 4-gram logistic regression as a side
+    input (:class:`~spamkit.models.bytegrams.ByteGramLogistic`'s ``n_bytes``, ``bits``, ``rate``;
+    ``{}``: :data:`GRAMS`).
     ``build_filter(**BEST)`` is spamkit's best filter.
     """
     if model == "knn":
@@ -90,19 +97,28 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
     vectorizer = Vectorizer(representation or default_rep, min_df=min_df,
                             max_df=max_df, max_features=max_features, select=select, hashing=hashing)
     analyzer = analyzer_for(tokens, stem, language, stop_words, ngrams, char_ngrams, digit_prefixes)
-    if context is None:
+    if context is None and grams is None:
         return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate)
     if model != "fisher-nb":
-        raise ConfigError(f"a context model is a side input of the fisher-nb stack, not of {model!r}")
-    settings = {**CONTEXT, **context}
-    unknown = set(settings) - set(CONTEXT)
-    if unknown:
-        raise ConfigError(f"unknown context model setting(s) {sorted(unknown)}; use {', '.join(CONTEXT)}")
-    from .models.context import ByteContextModel
-    estimator.side_inputs = 1
-    return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate,
-                      context=ByteContextModel(**{k: settings[k] for k in ("order", "beta", "bits")}),
-                      context_bytes=settings["max_bytes"])
+        what = "a context model" if context is not None else "a byte 4-gram model"
+        raise ConfigError(f"{what} is a side input of the fisher-nb stack, not of {model!r}")
+    side = {}
+    if context is not None:
+        settings = {**CONTEXT, **context}
+        unknown = set(settings) - set(CONTEXT)
+        if unknown:
+            raise ConfigError(f"unknown context model setting(s) {sorted(unknown)}; use {', '.join(CONTEXT)}")
+        from .models.context import ByteContextModel
+        side.update(context=ByteContextModel(**{k: settings[k] for k in ("order", "beta", "bits")}),
+                    context_bytes=settings["max_bytes"])
+    if grams is not None:
+        settings = {**GRAMS, **grams}
+        unknown = set(settings) - set(GRAMS)
+        if unknown:
+            raise ConfigError(f"unknown 4-gram model setting(s) {sorted(unknown)}; use {', '.join(GRAMS)}")
+        side["grams"] = ByteGramLogistic(**settings)
+    estimator.side_inputs = len(side) - ("context_bytes" in side)
+    return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate, **side)
 
 
 def stack_for_rate(rate: float) -> dict:
@@ -117,7 +133,8 @@ CONFIG_KEYS = {"model": str, "tokens": str, "alpha": float, "representation": st
                "ngrams": int, "calibrate": str, "strength": float, "prior": float, "min_dev": float,
                "max_clues": int, "k": int, "weights": str, "metric": str, "p": float, "rate": float,
                "char_ngrams": int, "tf_transform": "bool", "length_norm": "bool", "weight_norm": "bool",
-               "digit_prefixes": "bool", "context": "bool", "context_bytes": int, "context_bits": int}
+               "digit_prefixes": "bool", "context": "bool", "context_bytes": int, "context_bits": int,
+               "grams": "bool", "grams_bytes": int}
 _FISHER_KEYS = ("strength", "prior", "min_dev", "max_clues")
 _KNN_KEYS = ("k", "weights", "metric", "p")
 
@@ -168,4 +185,10 @@ def filter_from_config(settings: dict) -> SpamFilter:
         raise ConfigError("context_bytes and context_bits set the context model: add context=true")
     if context:
         kwargs["context"] = {("max_bytes" if k == "bytes" else k): v for k, v in given.items()}
+    grams = kwargs.pop("grams", False)
+    grams_bytes = kwargs.pop("grams_bytes", None)
+    if grams_bytes is not None and not grams:
+        raise ConfigError("grams_bytes sets the byte 4-gram model: add grams=true")
+    if grams:
+        kwargs["grams"] = {"n_bytes": grams_bytes} if grams_bytes is not None else {}
     return build_filter(**kwargs)

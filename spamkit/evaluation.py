@@ -16,7 +16,7 @@ from scipy.special import expit
 
 import time
 
-from .bytekeys import context_keys
+from .bytekeys import context_keys, gram_rows
 from .decision import DEFAULT_BAND
 from .errors import ConfigError, CorpusError
 from .features import Vectorizer
@@ -26,6 +26,7 @@ from .metrics import learning_curve, roc_curve, three_way_rates, trec_measures
 from .models import FisherNBStack
 from .models.logistic import DEFAULT_RATE
 from .models.base import finite_log_odds
+from .models.bytegrams import ByteGramLogistic
 from .models.context import ByteContextModel
 from .models.registry import make_model
 from .names import ONLINE_MODELS, REGIMES
@@ -86,7 +87,7 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
                     seed: int = 0, order: str = "corpus", progress=None, fisher: dict | None = None,
                     regime: str = "all", margin: float = 2.0, stack: dict | None = None,
                     rate: float = DEFAULT_RATE, active: int | None = None, active_b: float = 1.0,
-                    tokenize=None, context: dict | None = None) -> OnlineResult:
+                    tokenize=None, context: dict | None = None, grams: dict | None = None) -> OnlineResult:
     """Classify each message in corpus order, then learn it (TREC spam-track protocol).
 
     ``tokenize(messages)``: parse and tokenize elsewhere, ahead of the learning, which stays
@@ -138,12 +139,28 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
         other columns on the scores messages got before they were learned. Measured on every
         corpus (docs/results.md, "A context model per class"): lower (1-ROCA)% everywhere but
         CSDMC2010 (TREC 0.0392 -> 0.0286, the Enron average 0.145 -> 0.080, SMS 0.37 -> 0.27).
+    grams : dict
+        With ``model="fisher-nb"``: the byte 4-gram logistic regression
+        (:class:`~spamkit.models.bytegrams.ByteGramLogistic`'s ``n_bytes``, ``bits``, ``rate``;
+        ``{}``: the defaults) as a side input of the combiner, after the context model's. With
+        ``model="grams"`` it is the filter alone (the TREC 2007 winner's method), and the
+        message's tokens are not read.
 
     Until a message of each class has been learned, every score is 0 (P(spam) = 1/2): a
     class never seen has prior 0, and its log-odds would be infinite.
     """
+    if model == "grams":
+        return _online_grams(messages, grams or {}, order, progress)
     learner = online_model(model, alpha=alpha, fisher=fisher, stack=stack, rate=rate)
-    context_model, max_bytes = None, None
+    context_model, max_bytes, grams_model = None, None, None
+    if grams is not None:
+        if model != "fisher-nb":
+            raise ConfigError(f"a byte 4-gram model is a side input of the fisher-nb stack, not of {model!r}")
+        try:
+            grams_model = ByteGramLogistic(**grams)
+        except TypeError as exc:
+            raise ConfigError(f"4-gram model: {exc}") from None
+        grams_model.check_params()
     if context is not None:
         if model != "fisher-nb":
             raise ConfigError(f"a context model is a side input of the fisher-nb stack, not of {model!r}")
@@ -155,12 +172,14 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
             raise ConfigError(f"context model: {exc}") from None
         context_model.check_params()
         context_keys([], context_model.order, context_model.bits, max_bytes)        # checks max_bytes
-        learner.set_params(side_inputs=1)
+    if context_model is not None or grams_model is not None:
+        learner.set_params(side_inputs=(context_model is not None) + (grams_model is not None))
     vectorizer = Vectorizer.hashed(hashing, "tf" if model == "multinomial" else "binary")
     settings = {"model": model, "alpha": alpha, "hashing": hashing, "order": order,
                 **({"fisher": learner.get_params()} if model in ("fisher", "fisher-nb") else {}),
                 **({"rate": rate} if model == "logistic" else {}),
                 **({"context": {**context_model.get_params(), "max_bytes": max_bytes}} if context_model else {}),
+                **({"grams": grams_model.get_params()} if grams_model else {}),
                 "analyzer": {k: v for k, v in analyzer.get_config().items() if k != "stop_word_list"}}
     if order == "date":
         listed = list(messages)
@@ -187,16 +206,38 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
         for tokens, _ in token_lists:
             msg = ahead.popleft()
             x = vectorizer.transform([tokens])
-            if context_model is None:
+            if context_model is None and grams_model is None:
                 yield msg.id, msg.label, x
             else:
-                yield msg.id, msg.label, x, context_keys([msg.raw], context_model.order, context_model.bits, max_bytes)
+                yield msg.id, msg.label, x, msg.raw
             if progress is not None:
                 progress(msg)
 
     return online_run(rows(), learner, delay=delay, feedback_fraction=feedback_fraction, seed=seed,
                       regime=regime, margin=margin, settings=settings, active=active, active_b=active_b,
-                      context=context_model)
+                      context=context_model, context_bytes=max_bytes or 3000, grams=grams_model)
+
+
+def _online_grams(messages, grams: dict, order: str, progress=None) -> OnlineResult:
+    """The TREC protocol for the byte 4-gram logistic regression alone (``model="grams"``): each
+    message's raw bytes scored, then learned; no tokens."""
+    if order != "corpus":
+        raise ConfigError("the 4-gram model alone streams in corpus order")
+    try:
+        model = ByteGramLogistic(**grams)
+    except TypeError as exc:
+        raise ConfigError(f"4-gram model: {exc}") from None
+    model.check_params()
+
+    def rows():
+        for msg in messages:
+            if msg.label not in (HAM_NAME, SPAM_NAME):
+                raise CorpusError(f"{msg.source}: online evaluation needs ham/spam labels, got {msg.label!r}")
+            yield msg.id, msg.label, None, msg.raw
+            if progress is not None:
+                progress(msg)
+
+    return online_run(rows(), model, settings={"model": "grams", "grams": model.get_params(), "order": order})
 
 
 def online_model(model: str, alpha: float = 1.0, fisher: dict | None = None, stack: dict | None = None,
@@ -209,13 +250,17 @@ def online_model(model: str, alpha: float = 1.0, fisher: dict | None = None, sta
 
 def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed: int = 0,
                regime: str = "all", margin: float = 2.0, settings: dict | None = None,
-               active: int | None = None, active_b: float = 1.0, context=None) -> OnlineResult:
+               active: int | None = None, active_b: float = 1.0, context=None, context_bytes: int = 3000,
+               grams=None) -> OnlineResult:
     """The TREC protocol over ``rows`` of ``(id, label, x)`` (x a one-row feature matrix), in order.
 
-    ``context``: a :class:`~spamkit.models.context.ByteContextModel` (new) for a stack with one
-    side input; the rows are then ``(id, label, x, keys)``, keys the message's
-    :func:`~spamkit.bytekeys.context_keys`. It scores each message before the stack's combiner
-    does (its ratio per symbol is the side score) and learns whatever the stack learns.
+    ``context`` (a :class:`~spamkit.models.context.ByteContextModel`, new, reading
+    ``context_bytes`` bytes) and ``grams`` (a :class:`~spamkit.models.bytegrams.ByteGramLogistic`,
+    new): the side models of a stack with as many side inputs; the rows are then ``(id, label,
+    x, raw)``, raw the message's bytes. They score each message before the stack's combiner does
+    (the context model's ratio per symbol, the 4-gram model's log-odds: the side scores, in that
+    order) and learn whatever the stack learns. ``model`` may also be a ByteGramLogistic alone
+    (fitted on no message yet), which reads ``raw`` and no ``x``.
 
     Each row is scored by ``model`` as it stands, then (when its feedback arrives) learned with
     ``partial_fit``; see :func:`online_evaluate` for the parameters. A stacked model's combiner
@@ -243,10 +288,13 @@ def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed
     if not active_b > 0:
         raise ConfigError(f"the active-learning b must be > 0, got {active_b}")
     stacked = isinstance(model, FisherNBStack)
-    if context is not None and not (stacked and model.side_inputs == 1):
-        raise ConfigError("a context model is the side input of a stack with side_inputs=1")
-    if stacked and model.side_inputs and context is None:
-        raise ConfigError("this stack weighs side inputs: pass the model that scores them (context=)")
+    alone = isinstance(model, ByteGramLogistic)
+    side_grams = model if alone else grams          # the model that reads the 4-grams, if any
+    n_side = (context is not None) + (grams is not None)
+    if n_side and not (stacked and model.side_inputs == n_side):
+        raise ConfigError(f"a context model and a 4-gram model are side inputs of a stack with side_inputs={n_side}")
+    if stacked and model.side_inputs != n_side:
+        raise ConfigError("this stack weighs side inputs: pass the models that score them (context=, grams=)")
     asked = 0
     history_side: list = []
     history_scores: list = []
@@ -262,19 +310,25 @@ def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed
     started = time.perf_counter()
     for row in rows:
         ident, label, x = row[:3]
-        keys = row[3] if context is not None else None
-        if fitted and stacked:
+        raw = row[3] if n_side or alone else None
+        keys = context_keys([raw], context.order, context.bits, context_bytes) if context is not None else None
+        slots = (gram_rows([raw], side_grams.n_bytes, side_grams.bits)
+                 if side_grams is not None else None)
+        if alone:
+            score = float(model.decision_function(slots)[0]) if fitted else 0.0
+        elif fitted and stacked:
             components = model.component_log_odds(x)[0]
             side = None
-            if context is not None:
-                side = context.mean_log_ratio(keys)
+            if n_side:
+                side = np.array([[*((context.mean_log_ratio(keys)[0],) if context is not None else ()),
+                                  *((grams.decision_function(slots)[0],) if grams is not None else ())]])
                 history_side.append(side[0])
             score = float(model.combined_log_odds(components[None, :], side)[0])
             history_scores.append(components)
             history_labels.append(label == SPAM_NAME)
             if len(history_labels) % COMBINER_REFIT == 0 and 0 < sum(history_labels) < len(history_labels):
                 model.fit_combiner(np.array(history_scores), np.array(history_labels),
-                                   np.array(history_side) if context is not None else None)
+                                   np.array(history_side) if n_side else None)
         elif fitted:
             jll = model.joint_log_likelihood(x)[0]
             score = float(jll[1] - jll[0])
@@ -286,18 +340,23 @@ def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed
         if active is not None:
             if asked < active and rng.random() < active_b / (active_b + abs(score)):
                 asked += 1
-                pending.append((x, label, score, keys))
+                pending.append((x, label, score, keys, slots))
         elif rng.random() < feedback_fraction:
-            pending.append((x, label, score, keys))
+            pending.append((x, label, score, keys, slots))
         while len(pending) > delay:
-            x_learn, label_learn, given, keys_learn = pending.pop(0)
+            x_learn, label_learn, given, keys_learn, slots_learn = pending.pop(0)
             if not fitted or regime == "all" or (given > 0) != (label_learn == SPAM_NAME) or (
                     regime == "near-error" and abs(given) < margin):
-                model.partial_fit(x_learn, [label_learn], classes=classes)
+                if alone:
+                    model.partial_fit(slots_learn, [label_learn], classes=classes)
+                else:
+                    model.partial_fit(x_learn, [label_learn], classes=classes)
                 if context is not None:
                     context.partial_fit(keys_learn, [label_learn == SPAM_NAME], classes=[False, True])
+                if grams is not None:
+                    grams.partial_fit(slots_learn, [label_learn], classes=classes)
                 result.n_learned += 1
-                fitted = bool(model.class_count_.min() > 0)
+                fitted = alone or bool(model.class_count_.min() > 0)
     result.seconds = time.perf_counter() - started
     if not result.ids:
         raise CorpusError("online evaluation read no message")

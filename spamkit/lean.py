@@ -515,7 +515,7 @@ class LeanFilter:
 class _LeanContext:
     """The byte-context model of a filter file, scoring one message: its log-likelihood ratio
     per symbol (:meth:`spamkit.models.context.ByteContextModel.mean_log_ratio` of the first
-    ``max_bytes`` bytes of the raw message, :meth:`spamkit.spamfilter.SpamFilter.context_text`),
+    ``max_bytes`` bytes of the raw message, :meth:`spamkit.spamfilter.SpamFilter.side_text`),
     by the same compiled loop over the same counts: a packed table (files since 2026-11-28) is
     checked and indexed once, and each message's slots are copied from it before it is scored
     (a few thousand lookups, about 5 ms, where unpacking the whole table took 0.15-0.2 s and

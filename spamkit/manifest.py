@@ -238,11 +238,25 @@ def _check_structure(manifest: dict, path: Path) -> None:
     for key in ("training", "extra"):
         need(isinstance(manifest.get(key, {}), dict), f"'{key}' is not a table")
     _check_context(manifest.get("extra", {}).get("context", None), need)
+    _check_grams(manifest.get("extra", {}).get("grams", None), need)
     threshold = manifest.get("extra", {}).get("threshold")
     if threshold:
         p = threshold.get("p_spam") if isinstance(threshold, dict) else None
         need(isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0,
              f"the threshold {p!r} is not a probability")
+
+
+def _check_grams(spec, need) -> None:
+    """A byte 4-gram model's description (spamkit.models.bytegrams.ByteGramLogistic.check_params):
+    whole numbers of bytes (>= 4) and bits (8-30), a finite positive rate; before its weights
+    are read."""
+    if spec is None:
+        return
+    ok = isinstance(spec, dict) and all(_is_count(spec.get(k)) for k in ("n_bytes", "bits"))
+    ok = ok and spec["n_bytes"] >= 4 and spec["bits"] in CONTEXT_BITS
+    rate = spec.get("rate") if isinstance(spec, dict) else None
+    ok = ok and isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 < rate < float("inf")
+    need(ok, f"the 4-gram model is described as {str(spec)[:200]}: n_bytes >= 4, bits 8-30, a rate > 0")
 
 
 #: what a context model's description may say (spamkit.models.context.ByteContextModel.check_params)

@@ -12,7 +12,7 @@ from __future__ import annotations
 #: every model name, in the order the command line lists them
 MODEL_NAMES = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli", "complement", "knn")
 #: the models online evaluation learns one message at a time
-ONLINE_MODELS = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli")
+ONLINE_MODELS = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli", "grams")
 #: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
 #: "words" (lower-cased words of the body and of a few header fields) or "bogofilter" (bogofilter
 #: 1.2's lexer on the raw message: spamkit.text.bogolex)

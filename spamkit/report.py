@@ -189,6 +189,11 @@ def render_info(manifest: dict, path: str) -> str:
         lines.append(f"  context     a byte context model per class (order {context['order']}, beta {context['beta']:g}, "
                      f"2**{context['bits']} slots a class) over the first {context['max_bytes']} bytes of each "
                      f"message, the stack's side input; {(8 << context['bits']) >> 20} MB in memory; unlearning exact")
+    grams = manifest.get("extra", {}).get("grams")
+    if grams:
+        lines.append(f"  byte grams  online logistic regression on the byte 4-grams of the first {grams['n_bytes']} bytes of "
+                     f"each message (2**{grams['bits']} weights, rate {grams['rate']:g}), a side input of the stack; "
+                     f"{(4 << grams['bits']) >> 20} MB in memory; unlearning approximate (a step back)")
     calibration = manifest.get("extra", {}).get("calibration")
     if calibration and calibration["method"] == "platt":
         lines.append(f"  calibration platt: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "
@@ -302,16 +307,23 @@ def render_online(r: dict, output: str | None) -> str:
         stacked = "Robinson/Fisher + multinomial NB" + (
             f" + logistic regression (rate {f['logistic']:g})" if f.get("logistic") else "") + (
             f" + a byte context model per class (order {context['order']}, 2^{context['bits']} slots, the first "
-            f"{context['max_bytes']} bytes)" if context else "") + ", stacked"
+            f"{context['max_bytes']} bytes)" if context else "") + (
+            f" + logistic regression on byte 4-grams (the first {st['grams']['n_bytes']} bytes, 2^{st['grams']['bits']} "
+            f"weights, rate {st['grams']['rate']:g})" if st.get("grams") else "") + ", stacked"
         model = (f"{stacked if st['model'] == 'fisher-nb' else 'Robinson/Fisher'}, s {f.get('strength')}, "
                  f"x {f.get('prior')}, min_dev {f.get('min_dev')}, max_clues {f.get('max_clues')}")
     elif st["model"] == "logistic":
         model = f"online logistic regression, rate {st.get('rate')}"
+    elif st["model"] == "grams":
+        g = st["grams"]
+        model = (f"online logistic regression on the byte 4-grams of the first {g['n_bytes']} bytes, 2^{g['bits']} "
+                 f"weights, rate {g['rate']:g}")
     else:
         model = f"{st['model']} NB, alpha {st['alpha']}"
     regime = st.get("regime", "all")
+    hashed = f", {st['hashing']} hashed columns" if "hashing" in st else ""
     lines = [f"online: {r['n']} messages classified, {r['n_learned']} learned (regime: {regime}); "
-             f"{model}, {st['hashing']} hashed columns, delay {st['delay']}, "
+             f"{model}{hashed}, delay {st['delay']}, "
              f"feedback {st['feedback_fraction']:g}",
              f"  (1-ROCA)%  {m['roca_pct']:.4f}",
              f"  hm%        {m['hm_pct']:.3f}   (ham called spam, at P(spam) > 0.5)",

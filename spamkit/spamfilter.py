@@ -18,7 +18,7 @@ from collections import Counter
 
 import numpy as np
 
-from .bytekeys import context_keys
+from .bytekeys import context_keys, gram_rows
 from .calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
 from .corpus import LabelledMessage, require_classes
 from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
@@ -28,6 +28,7 @@ from .features import IndexedChunk, Vectorizer, columns_per_row, numbered_here
 from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, defect_families, parse_message
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
+from .models.bytegrams import ByteGramLogistic
 from .models.context import ByteContextModel
 from .persist import TermIndexJob, load_filter, save_filter
 from .text import Analyzer
@@ -90,6 +91,13 @@ class SpamFilter:
         :meth:`side_scores`).
     context_bytes : int
         How many bytes of each raw message the context model reads (default :data:`CONTEXT_BYTES`).
+    grams : ByteGramLogistic, optional
+        An online logistic regression over the hashed byte 4-grams of each raw message
+        (:mod:`spamkit.models.bytegrams`, the TREC 2007 winner's filter), whose log-odds is a
+        side input of the stack, after the context model's if there is one: the stack then has
+        ``side_inputs`` 1 or 2. Measured with the context model on trec06p, trec07p-dev,
+        CSDMC2010, Enron1-6 and SMS (``scripts/fusion.py``; docs/results.md, "Fusing the
+        published filters").
 
     Examples
     --------
@@ -100,23 +108,31 @@ class SpamFilter:
     """
 
     def __init__(self, analyzer: Analyzer | None = None, vectorizer: Vectorizer | None = None, model=None,
-                 calibrate: str = "none", context: ByteContextModel | None = None, context_bytes: int = CONTEXT_BYTES):
+                 calibrate: str = "none", context: ByteContextModel | None = None, context_bytes: int = CONTEXT_BYTES,
+                 grams: ByteGramLogistic | None = None):
         if calibrate not in CALIBRATIONS:
             raise ConfigError(f"calibrate must be one of {', '.join(CALIBRATIONS)}, got {calibrate!r}")
-        if context is not None:
-            if not (isinstance(model, FisherNBStack) and model.side_inputs == 1):
-                raise ConfigError("a context model is the side input of the fisher-nb stack (side_inputs=1); "
-                                  f"this filter's model is {type(model).__name__}")
+        side = (context is not None) + (grams is not None)
+        if side:
+            if not (isinstance(model, FisherNBStack) and model.side_inputs == side):
+                raise ConfigError(f"a context model and a 4-gram model are side inputs of the fisher-nb stack "
+                                  f"(side_inputs={side} here); this filter's model is {type(model).__name__}"
+                                  + (f" with side_inputs={model.side_inputs}" if isinstance(model, FisherNBStack)
+                                     else ""))
             if calibrate != "none":
-                raise ConfigError("the fisher-nb stack is calibrated by its combiner: a filter with a context "
-                                  "model takes no --calibrate")
+                raise ConfigError("the fisher-nb stack is calibrated by its combiner: a filter with side "
+                                  "models (a context model, byte 4-grams) takes no --calibrate")
+        if context is not None:
             context.check_params()
             context_keys([], context.order, context.bits, context_bytes)          # checks context_bytes
-        elif isinstance(model, FisherNBStack) and model.side_inputs:
-            raise ConfigError("this stack weighs side inputs: give the filter the context model that scores "
-                              "them (SpamFilter(..., context=ByteContextModel()))")
+        if grams is not None:
+            grams.check_params()
+        if not side and isinstance(model, FisherNBStack) and model.side_inputs:
+            raise ConfigError("this stack weighs side inputs: give the filter the models that score "
+                              "them (SpamFilter(..., context=ByteContextModel(), grams=ByteGramLogistic()))")
         self.context = context
         self.context_bytes = int(context_bytes)
+        self.grams = grams
         self.calibrate = calibrate
         self.calibration: PlattScaling | IsotonicCalibration | None = None
         self.analyzer = analyzer if analyzer is not None else Analyzer()
@@ -167,31 +183,68 @@ class SpamFilter:
         self.check_fitted()
         return self.vectorizer.transform(self.tokens(m) for m in items)
 
+    @property
+    def reads_bytes(self) -> bool:
+        """Whether the filter has side models, which read each message's raw bytes (a context
+        model, byte 4-grams) besides its tokens."""
+        return self.context is not None or self.grams is not None
+
+    @property
+    def side_bytes(self) -> int:
+        """How many bytes of each raw message the side models read (the most either reads)."""
+        return max(self.context_bytes if self.context is not None else 0,
+                   self.grams.n_bytes if self.grams is not None else 0)
+
     def read(self, items) -> tuple[list, list | None]:
-        """Each message's tokens and, with a context model, the bytes it reads (else None):
+        """Each message's tokens and, with side models, the bytes they read (else None):
         every message parsed once."""
-        token_lists, texts = [], ([] if self.context is not None else None)
+        token_lists, texts = [], ([] if self.reads_bytes else None)
         for item in items:
             msg = self.parse(item)
             token_lists.append(self.analyzer(msg))
             if texts is not None:
-                texts.append(msg.raw[:self.context_bytes])
+                texts.append(msg.raw[:self.side_bytes])
         return token_lists, texts
 
-    def context_text(self, item) -> bytes:
-        """The bytes of a message (an item as :func:`parse_item` takes it) the context model reads."""
-        return raw_of(item)[:self.context_bytes]
+    def side_text(self, item) -> bytes:
+        """The bytes of a message (an item as :func:`parse_item` takes it) the side models read."""
+        return raw_of(item)[:self.side_bytes]
 
     def context_keys(self, texts):
         """The context model's keys of ``texts`` (:func:`spamkit.bytekeys.context_keys`)."""
         return context_keys(texts, self.context.order, self.context.bits, self.context_bytes)
 
+    def gram_rows(self, texts) -> list:
+        """The 4-gram model's features of ``texts`` (:func:`spamkit.bytekeys.gram_rows`)."""
+        return gram_rows(texts, self.grams.n_bytes, self.grams.bits)
+
     def side_scores(self, texts) -> np.ndarray | None:
-        """The stack's side input of messages from the bytes ``texts`` (:meth:`read`): the context
-        model's log-likelihood ratio per symbol, shape (n, 1); None for a filter without one."""
-        if self.context is None:
+        """The stack's side inputs of messages from the bytes ``texts`` (:meth:`read`): the context
+        model's log-likelihood ratio per symbol, then the 4-gram model's log-odds, shape (n,
+        side models); None for a filter without side models."""
+        if not self.reads_bytes:
             return None
-        return self.context.mean_log_ratio(self.context_keys(texts))[:, None]
+        columns = []
+        if self.context is not None:
+            columns.append(self.context.mean_log_ratio(self.context_keys(texts)))
+        if self.grams is not None:
+            columns.append(self.grams.decision_function(self.gram_rows(texts)))
+        return np.column_stack(columns)
+
+    def learn_side(self, texts, y) -> None:
+        """The side models learn messages' bytes (labels ``y``)."""
+        if self.context is not None:
+            self.context.partial_fit(self.context_keys(texts), np.asarray(y))
+        if self.grams is not None:
+            self.grams.partial_fit(self.gram_rows(texts), np.asarray(y), classes=self.classes_)
+
+    def unlearn_side(self, texts, y) -> None:
+        """The side models take back messages learned with labels ``y`` (exactly for the context
+        model's counts; a step towards the other class for the 4-gram model)."""
+        if self.context is not None:
+            self.context.unlearn(self.context_keys(texts), np.asarray(y))
+        if self.grams is not None:
+            self.grams.unlearn(self.gram_rows(texts), np.asarray(y))
 
     def features(self, items) -> tuple:
         """``(X, side)``: the feature matrix of messages and their side scores (:meth:`side_scores`)."""
@@ -213,7 +266,7 @@ class SpamFilter:
         labels: list = []
         ids: list = []
         distinct: list = []
-        texts: list | None = [] if self.context is not None else None
+        texts: list | None = [] if self.reads_bytes else None
         explicit = list(y) if y is not None else None
 
         def labelled():
@@ -230,7 +283,7 @@ class SpamFilter:
                 labels.append(label)
                 ids.append(item.id if isinstance(item, LabelledMessage) else str(i))
                 if texts is not None:
-                    texts.append(self.context_text(item))
+                    texts.append(self.side_text(item))
                 if progress is not None:
                     progress(item)
                 yield item
@@ -292,8 +345,8 @@ class SpamFilter:
             self.model.fit(X, y_arr, ids=ids)
             if self.condense_mode:
                 self.condensed = self.model.condense(edit=self.condense_mode == "edit")
-        elif self.context is not None:
-            self.model.fit(X, y_arr, side=self.fit_context(texts, y_arr))
+        elif self.reads_bytes:
+            self.model.fit(X, y_arr, side=self.fit_side(texts, y_arr))
         else:
             self.model.fit(X, y_arr)
         self.classes_ = self.model.classes_
@@ -302,16 +355,22 @@ class SpamFilter:
             self.calibration = self.fit_calibration(X, y_arr)
         self._fit_guard(X, np.asarray(distinct, dtype=np.float64))
 
-    def fit_context(self, texts, y) -> np.ndarray:
-        """Fit the context model on the bytes ``texts`` of the training messages (labels ``y``)
-        and return what the stack's combiner is fitted on: each message's side score held out
-        by the stack's own folds (:meth:`ByteContextModel.held_out_mean_log_ratio`), shape (n, 1)."""
-        keys = self.context_keys(texts)
-        self.context.fit(keys, y)
-        k, folds = self.model.fold_assignment(y)
-        if k < 2:                                    # no combiner is fitted: the side scores are unused
-            return np.zeros((len(texts), 1))
-        return self.context.held_out_mean_log_ratio(keys, y, folds)[:, None]
+    def fit_side(self, texts, y) -> np.ndarray:
+        """Fit the side models on the bytes ``texts`` of the training messages (labels ``y``) and
+        return what the stack's combiner is fitted on, shape (n, side models): each message's
+        context score held out by the stack's own folds
+        (:meth:`ByteContextModel.held_out_mean_log_ratio`), and the log-odds the 4-gram model gave
+        it before learning it in the one online pass that trains it (:meth:`ByteGramLogistic.fit`)."""
+        columns = []
+        k, folds = self.model.fold_assignment(y) if isinstance(self.model, FisherNBStack) else (0, None)
+        if self.context is not None:
+            keys = self.context_keys(texts)
+            self.context.fit(keys, y)
+            columns.append(self.context.held_out_mean_log_ratio(keys, y, folds) if k >= 2 else np.zeros(len(texts)))
+        if self.grams is not None:
+            self.grams.fit(self.gram_rows(texts), y)
+            columns.append(self.grams.held_out_)
+        return np.column_stack(columns)
 
     # ------------------------------------------------------------------ familiarity
 
@@ -372,8 +431,8 @@ class SpamFilter:
     def fit_calibration(self, X, y):
         """Platt scaling on out-of-fold log-odds (5-fold stratified cross-validation of the model)."""
         from .selection import out_of_fold_log_odds
-        if self.context is not None:
-            raise ConfigError("a filter with a context model is calibrated by its stack's combiner")
+        if self.reads_bytes:
+            raise ConfigError("a filter with side models is calibrated by its stack's combiner")
         if len(self.classes_) != 2:
             raise ConfigError(f"calibration needs two classes, the training data has {len(self.classes_)}")
         method = IsotonicCalibration if self.calibrate == "isotonic" else PlattScaling
@@ -399,7 +458,7 @@ class SpamFilter:
         X = self.vectorizer.transform(token_lists)
         self.model.partial_fit(X, np.asarray(y))
         if texts is not None:
-            self.context.partial_fit(self.context_keys(texts), np.asarray(y))
+            self.learn_side(texts, y)
         self.saw(X)
         return self
 
@@ -419,7 +478,7 @@ class SpamFilter:
         return np.exp(self.log_proba(*self.features(items)))
 
     def predict(self, items) -> np.ndarray:
-        if self.calibration is None and self.context is None:
+        if self.calibration is None and not self.reads_bytes:
             return self.model.predict(self.transform(items))
         return self.classes_[np.argmax(self.log_proba(*self.features(items)), axis=1)]
 
@@ -431,10 +490,10 @@ class SpamFilter:
 
     def model_log_proba(self, X, side=None) -> np.ndarray:
         """The model's log p(class | message), before calibration and prior correction."""
-        if self.context is None:
+        if not self.reads_bytes:
             return self.model.predict_log_proba(X)
         if side is None:
-            raise ConfigError("this filter's stack also weighs its context model, which reads each message's "
+            raise ConfigError("this filter's stack also weighs its side models, which read each message's "
                               "bytes: score messages (score, predict_proba), or pass side=side_scores(texts)")
         return self.model.predict_log_proba(X, side=side)
 
@@ -532,11 +591,19 @@ class SpamFilter:
         towards = [(self.vectorizer.term(int(idx[k])), float(share[k])) for k in ranked[:n] if share[k] > 0]
         against = [(self.vectorizer.term(int(idx[k])), float(share[k])) for k in ranked[::-1][:n] if share[k] < 0]
         out = {"classes": (str(self.classes_[a]), str(self.classes_[b])), "towards": towards, "against": against}
-        if self.context is not None and side is not None:
-            score = float(np.asarray(side, dtype=np.float64).ravel()[0])
-            weight = float(self.model.coef_[-1]) if getattr(self.model, "coef_", None) is not None else 0.0
+        if self.reads_bytes and side is not None:
+            scores = np.asarray(side, dtype=np.float64).reshape(-1)
+            coef = getattr(self.model, "coef_", None)
+            weights = coef[-len(scores):] if coef is not None else np.zeros(len(scores))
             sign = 1.0 if str(self.classes_[a]) == str(self.classes_[1]) else -1.0
-            out["context"] = {"log_ratio_per_byte": sign * score, "share": sign * weight * score}
+            column = 0
+            if self.context is not None:
+                score, weight = float(scores[0]), float(weights[0])
+                out["context"] = {"log_ratio_per_byte": sign * score, "share": sign * weight * score}
+                column = 1
+            if self.grams is not None:
+                score, weight = float(scores[column]), float(weights[column])
+                out["grams"] = {"log_odds": sign * score, "share": sign * weight * score}
         return out
 
     # ------------------------------------------------------------------ files
@@ -657,21 +724,19 @@ class SpamFilter:
         if self.context is not None:
             extra["context"] = {**self.context.get_params(), "max_bytes": self.context_bytes}
             arrays.update({f"context_{k}": v for k, v in self.context.state_arrays().items()})
+        if self.grams is not None:
+            extra["grams"] = self.grams.get_params()
+            arrays.update({f"grams_{k}": v for k, v in self.grams.state_arrays().items()})
         save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra, arrays,
-                    term_index=self._term_index, side_model=self.context is not None)
+                    term_index=self._term_index, side_model=self.reads_bytes)
 
     @staticmethod
     def _load_context(path, manifest, model, arrays) -> tuple:
         """``(context model, bytes it reads)`` of a filter file, or ``(None, CONTEXT_BYTES)``;
         a stack with side inputs needs one, and nothing else may have one."""
         spec = manifest.get("extra", {}).get("context")
-        side = getattr(model, "side_inputs", 0)
         if spec is None:
-            if side:
-                raise ModelFormatError(f"{path}: the stack weighs a side input but the file has no context model")
             return None, CONTEXT_BYTES
-        if side != 1:
-            raise ModelFormatError(f"{path}: the file has a context model but its model has no side input for it")
         try:
             params = {k: spec[k] for k in ("order", "beta", "bits")}
             context = ByteContextModel(**params)
@@ -684,12 +749,32 @@ class SpamFilter:
             raise ModelFormatError(f"{path}: damaged context model ({exc})") from None
         return context, context_bytes
 
+    @staticmethod
+    def _load_grams(path, manifest, model, arrays) -> ByteGramLogistic | None:
+        """The 4-gram model of a filter file, or None; one needs a side input of the stack."""
+        spec = manifest.get("extra", {}).get("grams")
+        if spec is None:
+            return None
+        try:
+            grams = ByteGramLogistic(**{k: spec[k] for k in ("n_bytes", "bits", "rate")})
+            grams.restore_state(model.classes_, {k: arrays[f"grams_{k}"] for k in ("weights", "n_learned")})
+        except (KeyError, TypeError, ValueError, IndexError, ConfigError) as exc:
+            raise ModelFormatError(f"{path}: damaged 4-gram model ({exc})") from None
+        return grams
+
     @classmethod
     def load(cls, path) -> "SpamFilter":
         analyzer, vectorizer, model, manifest = load_filter(path)
         learned = manifest.get("filter_arrays", {})
+        extra = manifest.get("extra", {})
+        side, present = getattr(model, "side_inputs", 0), ("context" in extra) + ("grams" in extra)
+        if side != present:
+            raise ModelFormatError(f"{path}: the stack weighs {side} side input(s) but the file has {present} side "
+                                   f"model(s) (a context model: {'yes' if 'context' in extra else 'no'}, a 4-gram "
+                                   f"model: {'yes' if 'grams' in extra else 'no'})")
         context, context_bytes = cls._load_context(path, manifest, model, learned)
-        f = cls(analyzer, vectorizer, model, context=context, context_bytes=context_bytes)
+        grams = cls._load_grams(path, manifest, model, learned)
+        f = cls(analyzer, vectorizer, model, context=context, context_bytes=context_bytes, grams=grams)
         f.classes_ = model.classes_
         f.training = manifest.get("training", {})
         f.manifest = manifest

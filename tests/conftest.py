@@ -89,3 +89,18 @@ def run_with_peak(*args, env: dict | None = None, timeout: float = 300):
                          env=env if env is not None else {**os.environ, "PYTHONPATH": str(REPO)}, timeout=timeout)
     peak = [line for line in out.stderr.splitlines() if line.startswith("MAXRSS=")]
     return out, int(peak[0].split("=")[1]) / 1024 if peak else float("nan")
+
+
+def assert_classify_and_pipe_score_as_the_filter(model: Path, message: Path) -> None:
+    """``spamkit classify`` and pipe mode (``spamkit filter MODEL -``) give ``message`` the P(spam)
+    of the filter file loaded in this process: what a filter with side models must keep true,
+    whichever route scores it."""
+    from click.testing import CliRunner
+
+    from spamkit.cli import cli
+    from spamkit.spamfilter import SpamFilter
+    expected = SpamFilter.load(model).p_spam([message.read_bytes()])[0]
+    line = CliRunner().invoke(cli, ["classify", str(model), str(message)]).output.strip().split("\t")
+    assert float(line[2]) == pytest.approx(expected, abs=1e-6)
+    piped = CliRunner().invoke(cli, ["filter", str(model), "-"], input=message.read_bytes())
+    assert piped.exit_code == 0 and f"p={expected:.6f}" in piped.output

@@ -208,12 +208,13 @@ def stats_size(stats: Stats) -> int:
 
 
 def refuse_context(spam_filter, what: str = "trains") -> None:
-    """Refuse a filter with a context model: its 256 MB tables per filter and the bytes of every
-    message are not something to ship to a cluster's workers (spamkit.models.context)."""
-    if getattr(spam_filter, "context", None) is not None:
-        raise ConfigError(f"--engine dask {what} filters without a context model; this one reads each message's "
-                          "bytes with a context model (spamkit train --context-model): use the default engine "
-                          "(--jobs N for several cores)")
+    """Refuse a filter with side models (a context model, byte 4-grams): their tables (256 MB per
+    context model, 16 MB of 4-gram weights) and the bytes of every message are not something to
+    ship to a cluster's workers (spamkit.models.context, spamkit.models.bytegrams)."""
+    if getattr(spam_filter, "reads_bytes", False):
+        raise ConfigError(f"--engine dask {what} filters without side models; this one reads each message's "
+                          "bytes with a context model or byte 4-grams (spamkit train --context-model, "
+                          "--byte-grams): use the default engine (--jobs N for several cores)")
 
 
 def check_distributable(spam_filter) -> None:

@@ -39,7 +39,7 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
 
     from ..selection import stratified_folds
     labels = []
-    texts = [] if spam_filter.context is not None else None
+    texts = [] if spam_filter.reads_bytes else None
 
     def labelled():
         for msg in iter_corpora(corpora):
@@ -49,7 +49,7 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
                                   f"{msg.source}: message has no class; {purpose} needs labelled corpora")
             labels.append(msg.label)
             if texts is not None:
-                texts.append(spam_filter.context_text(msg))
+                texts.append(spam_filter.side_text(msg))
             if progress is not None:
                 progress(msg)
             yield msg
@@ -62,7 +62,7 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
     log_proba = np.full((len(y), len(classes)), -np.inf)
     config = spam_filter.vectorizer.get_config()
     context = keys = None
-    if texts is not None:
+    if spam_filter.context is not None:
         # one context model of every message; each fold's is it with the fold unlearned (exact)
         context = clone(spam_filter.context)
         keys = spam_filter.context_keys(texts)
@@ -73,23 +73,35 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
         held = np.flatnonzero(fold_of == k)
         train = np.flatnonzero(fold_of != k)
         vectorizer = Vectorizer(**config)
+        # a 4-gram model cannot unlearn exactly: each fold trains its own, in corpus order
+        grams = clone(spam_filter.grams) if spam_filter.grams is not None else None
         f = SpamFilter(spam_filter.analyzer, vectorizer, clone(spam_filter.model), calibrate=spam_filter.calibrate,
-                       context=context, context_bytes=spam_filter.context_bytes)
+                       context=context, context_bytes=spam_filter.context_bytes, grams=grams)
         X = (vectorizer.fit_transform([tokens[i] for i in train], y[train]) if config.get("select") == "ig"
              else vectorizer.fit_transform(tokens[i] for i in train))
-        if context is None:
+        if texts is None:
             f.model.fit(X, y[train])
             side = None
         else:
-            held_keys = keys.rows(held)
-            context.unlearn(held_keys, y[held])
+            inner, inner_folds = f.model.fold_assignment(y[train])
+            fitted, scored = [], []
+            if context is not None:
+                held_keys = keys.rows(held)
+                context.unlearn(held_keys, y[held])
             try:
-                inner, inner_folds = f.model.fold_assignment(y[train])
-                f.model.fit(X, y[train], side=(context.held_out_mean_log_ratio(keys.rows(train), y[train], inner_folds)
-                                               if inner >= 2 else np.zeros(len(train)))[:, None])
-                side = context.mean_log_ratio(held_keys)[:, None]
+                if context is not None:
+                    fitted.append(context.held_out_mean_log_ratio(keys.rows(train), y[train], inner_folds)
+                                  if inner >= 2 else np.zeros(len(train)))
+                    scored.append(context.mean_log_ratio(held_keys))
+                if grams is not None:
+                    grams.fit(f.gram_rows([texts[i] for i in train]), y[train])
+                    fitted.append(grams.held_out_)
+                    scored.append(grams.decision_function(f.gram_rows([texts[i] for i in held])))
+                f.model.fit(X, y[train], side=np.column_stack(fitted))
+                side = np.column_stack(scored)
             finally:
-                context.partial_fit(held_keys, y[held])
+                if context is not None:
+                    context.partial_fit(held_keys, y[held])
         f.classes_ = f.model.classes_
         if f.calibrate != "none":
             f.calibration = f.fit_calibration(X, y[train])

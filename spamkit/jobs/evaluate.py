@@ -102,7 +102,7 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
     ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
     """
     labels, ids = [], []
-    texts = [] if spam_filter.context is not None else None
+    texts = [] if spam_filter.reads_bytes else None
 
     def labelled():
         for msg in iter_corpora(corpora):
@@ -111,7 +111,7 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
             labels.append(msg.label)
             ids.append(msg.source)
             if texts is not None:
-                texts.append(spam_filter.context_text(msg))
+                texts.append(spam_filter.side_text(msg))
             if progress is not None:
                 progress(msg)
             yield msg

@@ -61,17 +61,16 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
         previous = spam_filter.learned.get(key)
         token_lists, texts = spam_filter.read([msg])
         X = spam_filter.vectorizer.transform(token_lists)
-        keys = spam_filter.context_keys(texts) if texts is not None else None
 
         def add(label):
             spam_filter.model.partial_fit(X, np.asarray([label]))
-            if keys is not None:                  # a filter's context model learns the message's bytes
-                spam_filter.context.partial_fit(keys, np.asarray([label]))
+            if texts is not None:                 # a filter's side models learn the message's bytes
+                spam_filter.learn_side(texts, [label])
 
         def remove(label):
             spam_filter.model.unlearn(X, np.asarray([label]))
-            if keys is not None:
-                spam_filter.context.unlearn(keys, np.asarray([label]))
+            if texts is not None:
+                spam_filter.unlearn_side(texts, [label])
 
         if forget:
             if previous is None:
@@ -88,7 +87,7 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
             tell(msg, f"already learned as {label}")
             continue
         if on_error and previous is None and str(spam_filter.classes_[np.argmax(
-                spam_filter.log_proba(X, spam_filter.side_scores(texts) if keys is not None else None)[0])]) == label:
+                spam_filter.log_proba(X, spam_filter.side_scores(texts) if texts is not None else None)[0])]) == label:
             report.correct_skipped += 1
             tell(msg, f"already classified {label}: not learned")
             continue

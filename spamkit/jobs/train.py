@@ -101,7 +101,7 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
                 if isinstance(msg.raw, Unread):          # listed, not read (below): read it here
                     msg = dataclasses.replace(msg, raw=msg.raw.read())
                 held_out.append((msg.label, spam_filter.tokens(msg),
-                                 spam_filter.context_text(msg) if spam_filter.context is not None else None))
+                                 spam_filter.side_text(msg) if spam_filter.reads_bytes else None))
                 continue
             train_counts[msg.label] += 1
             yield msg
@@ -114,8 +114,8 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
             if engine.reads_files:                        # its workers read the files themselves
                 for corpus in corpora:
                     listing.enter_context(corpus.listing())
-            elif getattr(engine, "reads_located", False) and spam_filter.context is None:
-                # its workers read the messages that lie where they can (a context model reads
+            elif getattr(engine, "reads_located", False) and not spam_filter.reads_bytes:
+                # its workers read the messages that lie where they can (side models read
                 # each message's bytes here); this process lists those: reading and copying
                 # trec07p-dev's 40 MB here was a third of this process's work while the workers
                 # parsed and tokenized
@@ -126,7 +126,7 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
     evaluation = None
     if held_out:
         X = spam_filter.vectorizer.transform(tokens for _, tokens, _ in held_out)
-        side = spam_filter.side_scores([text for _, _, text in held_out]) if spam_filter.context is not None else None
+        side = spam_filter.side_scores([text for _, _, text in held_out]) if spam_filter.reads_bytes else None
         log_proba = spam_filter.log_proba(X, side)
         proba = np.exp(log_proba)
         evaluation = evaluate_predictions([label for label, _, _ in held_out], proba, spam_filter.classes_,

@@ -225,15 +225,19 @@ class OnlineLogistic(ProbabilisticClassifier):
         self.n_features_in_ = int(n_features)
 
 
-def fit_l2_logistic(X, is_c1, C: float = 1.0, tol: float = 1e-10, max_iter: int = 100) -> tuple[np.ndarray, float]:
+def fit_l2_logistic(X, is_c1, C: float = 1.0, tol: float = 1e-10, max_iter: int = 100,
+                    sample_weight=None, center=None) -> tuple[np.ndarray, float]:
     """Batch L2-regularised logistic regression on a few dense columns, by Newton's method:
     the weights w and intercept b minimising
 
-        Σ_i log(1 + e^(-s_i z_i)) + ||w||² / (2 C),   z_i = w · x_i + b,  s_i = ±1 (c1 / c0),
+        Σ_i v_i log(1 + e^(-s_i z_i)) + ||w - w0||² / (2 C),   z_i = w · x_i + b,  s_i = ±1 (c1 / c0),
 
     the objective of scikit-learn's ``LogisticRegression(C=C)`` (the intercept is not
     penalised). With g = Xᵀ(σ(z) - t) + w / C and H = Xᵀ diag(σ(z)(1 - σ(z))) X + I / C
-    (X with a column of ones, nothing added for the intercept), each step solves H Δ = g and
+    (X with a column of ones, nothing added for the intercept; v_i the ``sample_weight`` of row i,
+    1 if not given, entering g and H as it enters the sum; w0 the ``center``, 0 if not given: the
+    mean of a Gaussian prior on the weights, so that few rows leave the weights near w0 and many
+    rows outweigh it), each step solves H Δ = g and
     halves Δ until the objective falls (Nocedal & Wright, "Numerical Optimization", ch. 3),
     until max |g| ≤ tol × n. The objective is strictly convex when both classes are present,
     so the minimum is unique and reached to near machine precision in a few steps -- what the
@@ -251,18 +255,24 @@ def fit_l2_logistic(X, is_c1, C: float = 1.0, tol: float = 1e-10, max_iter: int 
     A = np.column_stack([X, np.ones(n)])
     penalty = np.append(np.full(m, 1.0 / C), 0.0)
     sign = 2.0 * t - 1.0
+    v = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if v.shape != (n,) or not (np.isfinite(v).all() and (v >= 0).all()):
+        raise ConfigError(f"sample weights must be {n} finite numbers >= 0")
+    w0 = np.zeros(m + 1)
+    if center is not None:
+        w0[:m] = np.asarray(center, dtype=np.float64).reshape(m)
 
     def objective(theta):
-        return float(np.logaddexp(0.0, -sign * (A @ theta)).sum() + 0.5 * penalty @ (theta * theta))
+        return float(v @ np.logaddexp(0.0, -sign * (A @ theta)) + 0.5 * penalty @ ((theta - w0) ** 2))
 
-    theta = np.zeros(m + 1)
+    theta = w0.copy()
     value = objective(theta)
     for _ in range(max_iter):
         p = expit(A @ theta)
-        gradient = A.T @ (p - t) + penalty * theta
+        gradient = A.T @ (v * (p - t)) + penalty * (theta - w0)
         if np.abs(gradient).max() <= tol * n:
             break
-        hessian = (A * (p * (1.0 - p))[:, None]).T @ A + np.diag(penalty)
+        hessian = (A * (v * p * (1.0 - p))[:, None]).T @ A + np.diag(penalty)
         step = np.linalg.solve(hessian, gradient)
         for _ in range(60):                       # backtracking: halve until the objective falls
             candidate = theta - step

@@ -1,0 +1,226 @@
+"""The byte 4-gram online logistic regression (TREC 2007's best filter) as a model of its own and
+as a side input of the stack: its features and gradient steps worked by hand, the published
+method's scores reproduced by an independent implementation on real mail, the filter file, the
+commands that train, score and learn with it, and its fusion with the default stack on a real
+stream."""
+
+from __future__ import annotations
+
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from spamkit.bytekeys import context_keys, gram_rows, gram_slots
+from spamkit.cli import cli
+from spamkit.config import build_filter
+from spamkit.corpus import Corpus
+from spamkit.errors import ConfigError, ModelFormatError
+from spamkit.lean import lean_filter
+from spamkit.metrics import roc_auc
+from spamkit.models import FisherNBStack
+from spamkit.models.bytegrams import ByteGramLogistic
+from spamkit.models.context import ByteContextModel
+from spamkit.spamfilter import SpamFilter
+
+from conftest import SAMPLE, assert_classify_and_pipe_score_as_the_filter, shared_corpus
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def sample_messages():
+    with Corpus(SAMPLE) as corpus:
+        return list(corpus)
+
+
+def hand_slot(gram: bytes, bits: int) -> int:
+    """A 4-gram's slot by the definition, in Python integers: the top bits of its 32-bit number
+    times 2654435761, modulo 2**32."""
+    return ((int.from_bytes(gram, "big") * 2654435761) % 2 ** 32) >> (32 - bits)
+
+
+def test_features_are_the_distinct_4_grams_of_the_first_bytes_hashed_by_the_definition():
+    text = b"Subject: abcabcabc"
+    grams = {text[i:i + 4] for i in range(len(text) - 3)}
+    assert gram_slots(text, 3500, 20).tolist() == sorted({hand_slot(g, 20) for g in grams})
+    # only the first n_bytes are read; fewer than 4 bytes have no 4-gram
+    assert gram_slots(text, 6, 20).tolist() == sorted({hand_slot(text[i:i + 4], 20) for i in range(3)})
+    assert gram_slots(b"abc", 3500, 20).size == 0
+    # a str is its UTF-8 bytes
+    assert gram_slots("Grüße", 3500, 16).tolist() == gram_slots("Grüße".encode(), 3500, 16).tolist()
+    with pytest.raises(ConfigError, match="reads bytes or str"):
+        gram_slots(42, 3500, 16)
+
+
+def test_one_gradient_step_a_message_worked_by_hand():
+    a, b = gram_slots(b"cheap pills", 3500, 16), gram_slots(b"cheap watch", 3500, 16)
+    shared = np.intersect1d(a, b).size                        # "chea", "heap", "eap " : 3
+    assert shared == 3
+    m = ByteGramLogistic(bits=16, rate=0.1).partial_fit([a], ["spam"], classes=["ham", "spam"])
+    # the first message: w = 0, log-odds 0, p = 1/2, each of its slots moves by 0.1 (1 - 1/2)
+    assert np.allclose(m.weights_[a], 0.05) and np.count_nonzero(m.weights_) == a.size
+    # the second is scored by the three 4-grams it shares with the first: 3 × 0.05
+    assert m.decision_function([b])[0] == pytest.approx(0.15, abs=1e-6)
+    m.partial_fit([b], ["ham"])
+    p = 1 / (1 + np.exp(-0.15))
+    assert m.weights_[np.setdiff1d(b, a)] == pytest.approx(0.1 * (0 - p), abs=1e-7)
+    assert m.weights_[np.intersect1d(a, b)] == pytest.approx(0.05 + 0.1 * (0 - p), abs=1e-7)
+    assert m.n_learned_ == 2
+    # fit is that online pass from zero weights, and keeps the scores given before each step
+    fitted = ByteGramLogistic(bits=16, rate=0.1).fit([a, b], ["spam", "ham"])
+    assert np.array_equal(fitted.weights_, m.weights_)
+    assert fitted.held_out_ == pytest.approx([0.0, 0.15], abs=1e-6)
+    # unlearning is a step towards the other class
+    before = m.decision_function([a])[0]
+    m.unlearn([a], ["spam"])
+    assert m.decision_function([a])[0] < before
+    assert m.predict_proba([a]).sum(axis=1) == pytest.approx([1.0])
+
+
+def test_bad_parameters_and_features_are_refused_by_name():
+    with pytest.raises(ConfigError, match="at least 4 bytes"):
+        ByteGramLogistic(n_bytes=3).check_params()
+    with pytest.raises(ConfigError, match="bits from 8 to 30"):
+        ByteGramLogistic(bits=40).check_params()
+    with pytest.raises(ConfigError, match="learning rate"):
+        ByteGramLogistic(rate=0).check_params()
+    m = ByteGramLogistic(bits=8)
+    with pytest.raises(ConfigError, match="slots from 0 to 2\\*\\*8 - 1"):
+        m.fit([np.array([300]), np.array([1])], ["spam", "ham"])
+    with pytest.raises(ConfigError, match="two classes"):
+        m.fit([np.array([1]), np.array([2])], ["spam", "spam"])
+    with pytest.raises(ConfigError, match="needs classes"):
+        ByteGramLogistic(bits=8).partial_fit([np.array([1])], ["spam"])
+
+
+def test_the_published_method_scores_as_an_independent_implementation_on_real_mail():
+    # scripts/waterloo_logistic.py writes the method out in float64 NumPy, one message at a time
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from waterloo_logistic import run_stream
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    with Corpus(shared_corpus("csdmc2010/csdmc2010.tar.gz")) as corpus:
+        messages = list(corpus)
+    reference, labels = run_stream(messages, 2500, 22, 0.002)
+    m = ByteGramLogistic(n_bytes=2500).fit(gram_rows([x.raw for x in messages], 2500, 22),
+                                           [x.label for x in messages])
+    # float32 weights against float64: the same scores to a few parts in a million
+    assert np.allclose(m.held_out_, reference, rtol=1e-4, atol=1e-4)
+    ours, theirs = 100 * (1 - roc_auc(labels, m.held_out_)), 100 * (1 - roc_auc(labels, reference))
+    assert ours == pytest.approx(theirs, abs=2e-4)
+    assert ours < 0.005                          # CSDMC2010 is nearly separable for this method
+
+
+def test_fit_is_the_protocol_written_out():
+    # the combiner is fitted on the context model's fold-held-out ratio and the 4-gram model's
+    # scores before it learned each message (its one online pass, in corpus order)
+    msgs = sample_messages()
+    f = build_filter(model="fisher-nb", tokens="mail", context={"bits": 18}, grams={"bits": 16}).fit(msgs)
+    assert f.model.side_inputs == 2 and f.grams is not None
+    y = np.array([m.label for m in msgs])
+    texts = [m.raw[:3500] for m in msgs]
+    keys = context_keys(texts, 6, 18, 3000)
+    k, folds = f.model.fold_assignment(y)
+    context_side = ByteContextModel(bits=18).fit(keys, y).held_out_mean_log_ratio(keys, y, folds)
+    rows = gram_rows(texts, 3500, 16)
+    grams = ByteGramLogistic(bits=16).fit(rows, y)
+    assert np.array_equal(f.grams.weights_, grams.weights_)
+    X = f.vectorizer.transform([f.tokens(m) for m in msgs])
+    stack = FisherNBStack(**f.model.get_params()).fit(X, y, side=np.column_stack([context_side, grams.held_out_]))
+    assert np.allclose(stack.coef_, f.model.coef_, rtol=0, atol=1e-9)
+    side = np.column_stack([ByteContextModel(bits=18).fit(keys, y).mean_log_ratio(keys), grams.decision_function(rows)])
+    expected = np.exp(stack.predict_log_proba(X, side=side))
+    assert np.allclose(f.predict_proba(msgs), expected, rtol=0, atol=1e-12)
+    # explain names both side inputs, each with its share of the combiner's log-odds
+    why = f.explain(msgs[0].raw)
+    assert why["grams"]["share"] == pytest.approx(why["grams"]["log_odds"] * f.model.coef_[-1])
+    assert set(why) >= {"context", "grams"}
+
+
+def test_the_filter_file_keeps_the_4_gram_model_and_refuses_a_damaged_one(tmp_path):
+    msgs = sample_messages()
+    f = build_filter(model="fisher-nb", tokens="mail", grams={"bits": 16}).fit(msgs)
+    path = tmp_path / "g.spamkit"
+    f.save(path)
+    g = SpamFilter.load(path)
+    assert g.context is None and g.grams.get_params() == f.grams.get_params()
+    assert np.array_equal(g.grams.weights_, f.grams.weights_) and g.grams.n_learned_ == len(msgs)
+    assert np.array_equal(g.p_spam(msgs), f.p_spam(msgs))
+    # pipe mode's lean route does not read 4-grams: the full route scores the file
+    assert lean_filter(path) is None
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(members["manifest.json"])
+
+    def damaged(change) -> Path:
+        m = json.loads(members["manifest.json"])
+        change(m)
+        out = tmp_path / "bad.spamkit"
+        with zipfile.ZipFile(out, "w") as z:
+            for name, data in members.items():
+                z.writestr(name, json.dumps(m) if name == "manifest.json" else data)
+        return out
+
+    assert "grams" in manifest["extra"]
+    with pytest.raises(ModelFormatError, match="4-gram model is described"):
+        SpamFilter.load(damaged(lambda m: m["extra"]["grams"].update(bits=99)))
+    with pytest.raises(ModelFormatError, match="weighs 1 side input.* but the file has 0 side model.*4-gram model: no"):
+        SpamFilter.load(damaged(lambda m: m["extra"].pop("grams")))
+    with pytest.raises(ModelFormatError, match="damaged 4-gram model"):
+        SpamFilter.load(damaged(lambda m: m["extra"]["grams"].update(bits=20)))
+
+
+def test_the_commands_train_score_and_learn_with_it(tmp_path):
+    model = tmp_path / "g.spamkit"
+    result = run("train", SAMPLE, "--byte-grams", "--context-model", "--context-bits", "18", "-o", model)
+    assert result.exit_code == 0, result.output
+    assert "byte grams  online logistic regression on the byte 4-grams of the first 3500 bytes" in run(
+        "info", model).output
+    f = SpamFilter.load(model)
+    # classify and pipe mode (the full route: the lean one does not read 4-grams) agree with it
+    first = SAMPLE / "spam" / sorted(p.name for p in (SAMPLE / "spam").iterdir())[0]
+    assert_classify_and_pipe_score_as_the_filter(model, first)
+    # learning a message takes one step of the 4-gram model; forgetting it one step back
+    learned = tmp_path / "l.spamkit"
+    learned.write_bytes(model.read_bytes())
+    ham = sorted((SAMPLE / "ham").iterdir())[0]
+    assert run("learn", learned, "--spam", ham).exit_code == 0
+    after = SpamFilter.load(learned)
+    assert after.grams.n_learned_ == f.grams.n_learned_ + 1
+    assert after.side_scores([ham.read_bytes()[:3500]])[0, 1] > f.side_scores([ham.read_bytes()[:3500]])[0, 1]
+    # cross-validation trains a 4-gram model per fold
+    result = run("cv", SAMPLE, "--config", "grams=true", "--folds", "3", "--json")
+    assert result.exit_code == 0, result.output
+    # options that do not go together say so
+    result = CliRunner().invoke(cli, ["train", str(SAMPLE), "--model", "fisher", "--byte-grams", "-o",
+                                      str(tmp_path / "x.spamkit")])
+    assert result.exit_code == 2 and "side input of the fisher-nb stack" in result.output
+    result = CliRunner().invoke(cli, ["online", str(SAMPLE), "--model", "fisher", "--byte-grams"])
+    assert result.exit_code == 2 and "--model grams is the 4-gram model alone" in result.output
+
+
+def test_online_alone_and_fused_on_a_real_stream():
+    # the method alone through the command line scores as the model fed by hand; fused with the
+    # default stack and the context model it ranks better than the default stack
+    path = shared_corpus("csdmc2010/csdmc2010.tar.gz")
+    result = run("online", path, "--model", "grams", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    alone = json.loads(result.stdout)
+    with Corpus(path) as corpus:
+        messages = list(corpus)
+    m = ByteGramLogistic().fit(gram_rows([x.raw for x in messages]), [x.label for x in messages])
+    labels = np.array([x.label == "spam" for x in messages])
+    assert alone["measures"]["roca_pct"] == pytest.approx(100 * (1 - roc_auc(labels, m.held_out_)), abs=1e-9)
+    default = json.loads(run("online", path, "--json", "-q").stdout)
+    fused = json.loads(run("online", path, "--byte-grams", "--json", "-q").stdout)
+    assert fused["settings"]["grams"] == {"n_bytes": 3500, "bits": 22, "rate": 0.002}
+    assert fused["measures"]["roca_pct"] <= default["measures"]["roca_pct"]
