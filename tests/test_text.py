@@ -549,3 +549,22 @@ def test_compiled_field_names_are_shared_objects_with_their_definition():
     pairs = _speedups.header_pairs(fields, decode_header_value, [])
     assert pairs == [(n.strip().lower(), v) for n, v in fields]
     assert pairs[0][0] is pairs[1][0]
+
+
+def test_han_and_kana_text_becomes_character_bigrams_in_body_and_header_fields():
+    from spamkit.text.tokenize import cjk_bigrams
+    raw = ("Subject: =?GB2312?B?" + __import__("base64").b64encode("优惠发票".encode("gb2312")).decode() + "?=\n"
+           "Content-Type: text/plain; charset=GB2312\n\n").encode() + "提供发票服务，欢迎咨询 hello".encode("gb2312")
+    tokens = Analyzer.mail()(parse_message(raw))
+    # each run of Han characters as its overlapping bigrams; other words as before
+    assert tokens[:8] == ["提供", "供发", "发票", "票服", "服务", "欢迎", "迎咨", "咨询"]
+    assert "hello" in tokens
+    assert {"subject:优惠", "subject:惠发", "subject:发票"} <= set(tokens)
+    # a lone character is a one-letter word; kana runs are bigrams too; Latin glued to Han is set apart
+    assert cjk_bigrams("中") == "中" and cjk_bigrams("カタカナ") == " カタ タカ カナ "
+    assert Analyzer.mail().words("abc中文def") == ["abc", "中文", "def"]
+    # the words analyzer of a filter written before the setting existed keeps its tokens
+    old = Analyzer.mail().get_config()
+    old.pop("cjk_bigrams")
+    assert Analyzer.from_config(old).words("提供发票服务") == ["提供发票服务"]
+    assert Analyzer.from_config(Analyzer.mail().get_config()).cjk_bigrams

@@ -49,8 +49,8 @@ from ..names import TOKENS
 from .bogolex import bogofilter_tokens
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
-from .tokenize import (NAMED_PATTERNS, WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, find_urls, is_number,
-                       speedups, url_hosts)
+from .tokenize import (NAMED_PATTERNS, WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, cjk_bigrams,
+                       find_urls, is_number, speedups, url_hosts)
 
 __all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
 
@@ -253,6 +253,7 @@ class Analyzer:
     char_ngrams: int = 0
     char_window: int = 3000
     lexer: str = "spamkit"
+    cjk_bigrams: bool = False
     _stop_list: frozenset = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
@@ -291,7 +292,7 @@ class Analyzer:
         (('*',), False)
         """
         settings = dict(lowercase=False, headers=ALL_HEADERS, header_names=True, received_ips=True,
-                        url_parts=True, digit_shapes=True)
+                        url_parts=True, digit_shapes=True, cjk_bigrams=True)
         settings.update(overrides)
         return cls(**settings)
 
@@ -344,9 +345,12 @@ class Analyzer:
     # ----------------------------------------------------------- tokenizing
 
     def words(self, text: str) -> list[str]:
-        """Word tokens of ``text``: pattern, case, numbers, lengths, stop words, stemming, n-grams."""
+        """Word tokens of ``text``: pattern, case, numbers, lengths, stop words, stemming, n-grams
+        (Han and kana text as character bigrams with ``cjk_bigrams``: :func:`~spamkit.text.tokenize.cjk_bigrams`)."""
         if self.lowercase:
             text = text.lower()
+        if self.cjk_bigrams:
+            text = cjk_bigrams(text)
         stop, stem = self._stop_list, self._stem
         min_len, max_len, numbers = self.min_len, self.max_len, self.numbers
         if not stop and stem.function is None and numbers == "keep":
@@ -427,6 +431,9 @@ class Analyzer:
         if not isinstance(doc, Message):
             raise ConfigError(f"cannot analyze a {type(doc).__name__}; pass a Message, str or bytes")
         tokens = self.words(doc.body)
+        headers = doc.headers
+        if self.cjk_bigrams and self.headers and not all(value.isascii() for _, value in headers):
+            headers = [(name, cjk_bigrams(value)) for name, value in headers]
         if self.urls or self.url_parts:
             urls = find_urls(doc.body) + list(doc.urls)
             if self.urls and speedups is not None:
@@ -444,11 +451,11 @@ class Analyzer:
             scan = (speedups.words if speedups is not None and self._regex_min is not None and self.ngram_max == 1
                     and not self._stop_list and self._stem.function is None and self.numbers == "keep" else None)
             if (scan is not None and every and not skip and not self.lowercase
-                    and isinstance(doc.headers, (list, tuple))):
+                    and isinstance(headers, (list, tuple))):
                 # every field as _field_tokens takes them, in one call (speedups.header_words)
-                speedups.header_words(doc.headers, self.max_len, "meta:long-token", tokens)
+                speedups.header_words(headers, self.max_len, "meta:long-token", tokens)
             else:
-                self._field_tokens(doc.headers, wanted, every, skip, scan, tokens)
+                self._field_tokens(headers, wanted, every, skip, scan, tokens)
         if self.char_ngrams:
             tokens.extend(self.char_grams(doc.body))
         if self.digit_shapes:
@@ -534,7 +541,7 @@ def make_analyzer(tokens: str = "words", **settings) -> Analyzer:
     if tokens == "mail":
         return Analyzer.mail(**settings)
     if tokens == "words":
-        return Analyzer(**settings)
+        return Analyzer(**{"cjk_bigrams": True, **settings})
     if tokens == "bogofilter":
         return Analyzer(lexer="bogofilter", **settings)
     raise ConfigError(f"unknown token scheme {tokens!r}; choose one of {', '.join(TOKENS)}")

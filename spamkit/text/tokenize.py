@@ -121,3 +121,34 @@ def is_number(token: str) -> bool:
     (True, True, False)
     """
     return bool(_DIGITS.match(token))
+
+
+#: a run of two or more characters of the scripts written without spaces between words: kana
+#: (Hiragana, Katakana) and Han ideographs (CJK Unified, Extension A, Compatibility)
+_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}")
+
+
+def _bigrams(match) -> str:
+    run = match.group()
+    return " " + " ".join([run[i:i + 2] for i in range(len(run) - 1)]) + " "
+
+
+def cjk_bigrams(text: str) -> str:
+    """``text`` with each run of Han or kana characters written as its overlapping character
+    bigrams, set apart by spaces, so that the word pattern finds them as words.
+
+    Chinese and Japanese are written without spaces: the word pattern alone would make a whole
+    clause one token, seen once. Overlapping bigrams are the usual answer of search engines and
+    filters that do not segment words (H.-P. Luk and K. L. Kwok, "A comparison of Chinese
+    document indexing strategies and retrieval models", ACM TALIP 1(3), 2002: bigrams retrieve
+    about as well as a dictionary segmenter; Lucene's CJKBigramFilter). A character standing
+    alone stays as it is (one letter: below the words' minimum length of two).
+
+    >>> cjk_bigrams("发票服务 ok")
+    ' 发票 票服 服务  ok'
+    >>> cjk_bigrams("plain ASCII is returned as it is")
+    'plain ASCII is returned as it is'
+    """
+    if text.isascii():
+        return text
+    return _CJK_RUN.sub(_bigrams, text)
