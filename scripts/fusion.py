@@ -2,18 +2,23 @@
 """Combiners compared on the saved online scores of every input (``scripts/fusion_lab.py``).
 
 Each combiner is a logistic regression over the inputs' log-odds (Lynam & Cormack, "On-line
-spam filter fusion", SIGIR 2006), refitted every REFIT messages on the scores the messages got
-before they were learned, as ``spamkit online`` does; they differ in what they weigh and in how
-much the old messages count. For each stream the script prints (1-ROCA)% over the whole stream
-and, over the windows of the learning curve (``spamkit.metrics.learning_curve``), the worst
-ratio of the combiner's (1-ROCA)% to the best single input's in that window (values below
-FLOOR count as FLOOR: a few message pairs).
+spam filter fusion", SIGIR 2006), refitted on the scores the messages got before they were
+learned, as ``spamkit online`` does (every 100 messages); they differ in what they weigh and,
+for the accurate configuration, in a prior on the weights (``FisherNBStack.combiner_center``)
+with refits every 10 messages over the first 1,000. The prior of each stream is the average of
+the weights fitted on the *other* streams (leave one corpus out), so no stream is scored with
+weights it helped choose; ``--centers`` prints the averages over every stream (what the code
+uses).
+
+For each stream: each input alone, then each combiner, with (1-ROCA)% over the whole stream
+and over each window of the learning curve (``spamkit.metrics.learning_curve``), and against
+the best single input *of that window*: the worst ratio (values below FLOOR count as FLOOR: a
+few message pairs), and how many windows are more than 10% worse and, of those, how many
+significantly (a paired bootstrap of the window's messages: the combiner worse than that input
+in at least 95% of 400 resamples; :func:`spamkit.metrics.window_comparison`).
 
     python scripts/fusion_lab.py NAME --out fusion-scores     # once per stream
-    python scripts/fusion.py [--scores fusion-scores] [--streams trec,csdmc,...] [--half-life N]
-
-``--half-life N`` adds the accurate combiner with old messages weighted down (a message N
-messages back counts half), to see whether a combiner that forgets follows the best input.
+    python scripts/fusion.py [--scores fusion-scores] [--streams trec,csdmc,...] [--centers]
 """
 
 from __future__ import annotations
@@ -24,92 +29,94 @@ from pathlib import Path
 
 import numpy as np
 
-from spamkit.metrics import learning_curve, roc_auc
+from spamkit.evaluation import COMBINER_REFIT, EARLY_MESSAGES, EARLY_REFIT
+from spamkit.metrics import learning_curve, roc_auc, window_comparison
 from spamkit.models.logistic import fit_l2_logistic
 from spamkit.models.stack import FisherNBStack
 
-REFIT = 100
 FLOOR = 0.005
+STREAMS = "trec,trec06p,csdmc,enron1,enron2,enron3,enron4,enron5,enron6,sms"
+LAYOUTS = {"default (F, NB, LR)": (), "+context": ("context",), "+grams": ("grams",),
+           "+context+grams": ("context", "grams")}
 
 
 def roca(y, s) -> float:
     return 100.0 * (1.0 - roc_auc(y, s))
 
 
-def slog(z):
-    z = np.clip(np.nan_to_num(z, nan=0.0), -700, 700)
-    return np.sign(z) * np.log1p(np.abs(z))
-
-
-def features(data: dict, side: tuple, squash_side: bool) -> np.ndarray:
+def features(data: dict, side: tuple) -> np.ndarray:
+    """The combiner's columns of every message (as FisherNBStack.combiner_features makes them)."""
     comps = np.nan_to_num(data["components"], nan=0.0)
-    cols = []
-    for name in side:
-        v = np.nan_to_num(data[name], nan=0.0)
-        cols.append(slog(v) if squash_side else np.clip(v, -700, 700))
+    cols = [np.nan_to_num(data[name], nan=0.0) for name in side]
     stack = FisherNBStack(squash="slog", length_aware=True, side_inputs=len(cols))
     return stack.combiner_features(comps, np.column_stack(cols) if cols else None)
 
 
-def online_fusion(F: np.ndarray, y: np.ndarray, half_life: float | None = None, C: float = 1.0) -> np.ndarray:
-    """Scores of a combiner refitted every REFIT messages on the rows before (Fisher alone before the first fit)."""
+def refits(n: int, early: bool) -> list:
+    """After how many messages the combiner is refitted (and the stream's end)."""
+    points = set(range(COMBINER_REFIT, n, COMBINER_REFIT))
+    if early:
+        points |= set(range(EARLY_REFIT, min(n, EARLY_MESSAGES), EARLY_REFIT))
+    return sorted(points) + [n]
+
+
+def online_fusion(F: np.ndarray, y: np.ndarray, center=None) -> np.ndarray:
+    """Scores of a combiner refitted on the rows before: Fisher alone (or the prior ``center``,
+    weights then intercept) until the first fit."""
     n = len(y)
     out = np.zeros(n)
-    coef, b = None, 0.0
+    coef, b = (None, 0.0) if center is None else (np.asarray(center[:-1]), float(center[-1]))
     start = 0
-    for end in list(range(REFIT, n, REFIT)) + [n]:
-        block = slice(start, end)
-        out[block] = F[block, 0] if coef is None else F[block] @ coef + b
-        hist = y[:end]
-        if hist.any() and not hist.all():
-            w = None if half_life is None else 0.5 ** ((end - 1 - np.arange(end)) / half_life)
-            coef, b = fit_l2_logistic(F[:end], hist, C=C, sample_weight=w)
+    for end in refits(n, center is not None):
+        out[start:end] = F[start:end, 0] if coef is None else F[start:end] @ coef + b
+        if y[:end].any() and not y[:end].all():
+            coef, b = fit_l2_logistic(F[:end], y[:end], C=1.0, center=None if center is None else center[:-1])
         start = end
     return out
-
-
-def windows(y, s) -> list:
-    return [p["roca_pct"] for p in learning_curve(y, s)]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scores", type=Path, default=Path("fusion-scores"))
-    ap.add_argument("--streams", default="trec,trec06p,csdmc,enron1,enron2,enron3,enron4,enron5,enron6,sms")
-    ap.add_argument("--half-life", type=float, action="append", default=[])
+    ap.add_argument("--streams", default=STREAMS)
+    ap.add_argument("--centers", action="store_true", help="print each layout's prior from every stream and stop")
     args = ap.parse_args(argv)
-    configs = {
-        "default (F, NB, LR)": ((), False, None),
-        "+context": (("context",), False, None),
-        "+grams": (("grams",), False, None),
-        "+context+grams": (("context", "grams"), False, None),
-        **{f"+context+grams h{h:g}": (("context", "grams"), False, h) for h in args.half_life},
-    }
-    for name in args.streams.split(","):
-        path = args.scores / f"{name}.npz"
-        if not path.exists():
-            continue
-        data = dict(np.load(path))
-        y = data["spam"]
-        comps = data["components"]
-        inputs = {"fisher": comps[:, 0], "nb": comps[:, 1], "logistic": comps[:, 2],
-                  "context": data["context"], "grams": data["grams"]}
+    names = [n for n in args.streams.split(",") if (args.scores / f"{n}.npz").exists()]
+    data = {n: dict(np.load(args.scores / f"{n}.npz")) for n in names}
+    fitted = {}
+    for layout, side in LAYOUTS.items():
+        for n in names:
+            w, b = fit_l2_logistic(features(data[n], side), data[n]["spam"], C=1.0)
+            fitted[layout, n] = np.append(w, b)
+    if args.centers:
+        for layout in LAYOUTS:
+            center = np.mean([fitted[layout, n] for n in names], axis=0)
+            print(f"{layout:<22} {tuple(round(float(v), 3) for v in center)}")
+        return 0
+    for name in names:
+        d = data[name]
+        y = d["spam"]
+        comps = d["components"]
+        inputs = {"fisher": comps[:, 0], "nb": comps[:, 1], "logistic": comps[:, 2], "context": d["context"],
+                  "grams": d["grams"]}
         inputs = {k: np.nan_to_num(v, nan=0.0) for k, v in inputs.items()}
-        print(f"\n{name}: {len(y)} messages; (1-ROCA)% of the whole stream, then of each window of the "
-              "learning curve")
-        curves = {k: windows(y, v) for k, v in inputs.items()}
+        print(f"\n{name}: {len(y)} messages; (1-ROCA)% of the whole stream, then of each window of the learning curve")
         for k, v in inputs.items():
-            print(f"  {k:<28}{roca(y, v):9.4f}   " + " ".join(f"{c:.3f}" if c is not None else "-" for c in curves[k]))
-        for label, (side, squash, half) in configs.items():
-            s = online_fusion(features(data, side, squash), y, half)
-            curve = windows(y, s)
-            used = ["fisher", "nb", "logistic", *side]
-            worst = 0.0
-            for i, c in enumerate(curve):
-                best = min(curves[k][i] for k in used if curves[k][i] is not None)
-                worst = max(worst, max(c, FLOOR) / max(best, FLOOR))
-            print(f"  {label:<28}{roca(y, s):9.4f}   " + " ".join(f"{c:.3f}" for c in curve)
-                  + f"   worst/best-input {worst:.2f}")
+            curve = " ".join(f"{p['roca_pct']:.3f}" if p["roca_pct"] is not None else "-"
+                             for p in learning_curve(y, v))
+            print(f"  {k:<26}{roca(y, v):9.4f}   {curve}")
+        runs = {label: (side, None) for label, side in LAYOUTS.items()}
+        center = np.mean([fitted["+context+grams", n] for n in names if n != name], axis=0)
+        runs["+context+grams, prior"] = (("context", "grams"), center)
+        for label, (side, prior) in runs.items():
+            s = online_fusion(features(d, side), y, prior)
+            used = {k: inputs[k] for k in ("fisher", "nb", "logistic", *side)}
+            rows = window_comparison(y, s, used, floor=FLOOR)
+            worst = max(r["ratio"] for r in rows)
+            over = sum(r["ratio"] > 1.1 for r in rows)
+            significant = sum(r["significantly_worse"] for r in rows)
+            print(f"  {label:<26}{roca(y, s):9.4f}   " + " ".join(f"{r['fused']:.3f}" for r in rows)
+                  + f"   worst {worst:.2f}, {over} windows > 1.1, {significant} significantly", flush=True)
     return 0
 
 

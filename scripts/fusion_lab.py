@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ablation import CORPORA, DEFAULT_DIR, hashed_rows, load  # noqa: E402
 
-from spamkit.bytekeys import context_keys  # noqa: E402
+from spamkit.bytekeys import context_keys, gram_rows  # noqa: E402
 from spamkit.models.bytegrams import ByteGramLogistic  # noqa: E402
 from spamkit.models.context import ByteContextModel  # noqa: E402
 from spamkit.models.registry import make_model  # noqa: E402
@@ -41,10 +41,11 @@ def collect(messages, rows) -> dict:
     fitted = False
     for (ident, label, raw, _), x in zip(messages, rows):
         keys = context_keys([raw], context.order, context.bits, CONTEXT_BYTES)
+        slots = gram_rows([raw], grams.n_bytes, grams.bits)
         if fitted:
             comps.append(stack.component_log_odds(x)[0])
             ctx.append(float(context.mean_log_ratio(keys)[0]))
-            grm.append(float(grams.decision_function([raw])[0]))
+            grm.append(float(grams.decision_function(slots)[0]))
         else:
             comps.append(np.full(4, np.nan))
             ctx.append(np.nan)
@@ -53,7 +54,7 @@ def collect(messages, rows) -> dict:
         spam.append(y)
         stack.partial_fit(x, [label], classes=["ham", "spam"])
         context.partial_fit(keys, [y], classes=[False, True])
-        grams.partial_fit([raw], [label], classes=["ham", "spam"])
+        grams.partial_fit(slots, [label], classes=["ham", "spam"])
         fitted = bool(stack.class_count_.min() > 0)
     return {"components": np.array(comps), "context": np.array(ctx), "grams": np.array(grm),
             "spam": np.array(spam)}

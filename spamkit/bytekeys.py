@@ -142,7 +142,7 @@ _GRAM_MULTIPLIER = np.uint32(2654435761)
 
 
 def gram_slots(text, n_bytes: int = 3500, bits: int = 22) -> np.ndarray:
-    """The distinct table slots of the byte 4-grams of ``text[:n_bytes]``, sorted (int64).
+    """The distinct table slots of the byte 4-grams of ``text[:n_bytes]``, sorted (uint32).
 
     The features of the TREC 2007 Waterloo filter (G. V. Cormack, "University of Waterloo
     participation in the TREC 2007 spam track"; J. Goodman and W. Yih, "Online discriminative
@@ -161,13 +161,14 @@ def gram_slots(text, n_bytes: int = 3500, bits: int = 22) -> np.ndarray:
         text = text.encode("utf-8", "surrogateescape")
     if not isinstance(text, (bytes, bytearray, memoryview)):
         raise ConfigError(f"a byte 4-gram model reads bytes or str, got {type(text).__name__}")
-    data = np.frombuffer(bytes(text[:n_bytes]), dtype=np.uint8).astype(np.uint32)
-    if data.size < 4:
-        return np.zeros(0, dtype=np.int64)
-    grams = (data[:-3] << 24) | (data[1:-2] << 16) | (data[2:-1] << 8) | data[3:]
+    data = bytes(text[:n_bytes])
+    if len(data) < 4:
+        return np.zeros(0, dtype=np.uint32)
+    # every 4-gram as a big-endian 32-bit number: a view of the bytes one byte apart, no copy
+    grams = np.ndarray((len(data) - 3,), dtype=">u4", buffer=data, strides=(1,)).astype(np.uint32)
     with np.errstate(over="ignore"):
-        slots = (grams * _GRAM_MULTIPLIER) >> np.uint32(32 - bits)
-    return np.unique(slots).astype(np.int64)
+        slots = np.sort((grams * _GRAM_MULTIPLIER) >> np.uint32(32 - bits))
+    return slots[np.concatenate(([True], slots[1:] != slots[:-1]))]
 
 
 def gram_rows(texts, n_bytes: int = 3500, bits: int = 22) -> list:

@@ -16,7 +16,7 @@ from .models.registry import make_model
 from .names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_RATE, METRICS, MODEL_DEFAULTS, MODEL_NAMES, REPRESENTATIONS,
                     SELECTIONS, TOKENS, WEIGHTS, model_default)
 from .models.bytegrams import GRAM_BITS, GRAM_BYTES, GRAM_RATE, ByteGramLogistic
-from .models.stack import BEST_STACK
+from .models.stack import BEST_STACK, accurate_center
 from .spamfilter import SpamFilter
 from .text import analyzer_for, make_analyzer
 from .text.stem import SNOWBALL_LANGUAGES, STEMMERS
@@ -118,6 +118,7 @@ def build_filter(model: str = "multinomial", alpha: float | None = None, represe
             raise ConfigError(f"unknown 4-gram model setting(s) {sorted(unknown)}; use {', '.join(GRAMS)}")
         side["grams"] = ByteGramLogistic(**settings)
     estimator.side_inputs = len(side) - ("context_bytes" in side)
+    estimator.combiner_center = accurate_center(estimator)
     return SpamFilter(analyzer, vectorizer, estimator, calibrate=calibrate, **side)
 
 

@@ -24,6 +24,7 @@ from .labels import HAM_NAME, SPAM_NAME
 from .message import parse_message
 from .metrics import learning_curve, roc_curve, three_way_rates, trec_measures
 from .models import FisherNBStack
+from .models.stack import accurate_center
 from .models.logistic import DEFAULT_RATE
 from .models.base import finite_log_odds
 from .models.bytegrams import ByteGramLogistic
@@ -80,6 +81,9 @@ class OnlineResult:
 #: the stacked model's combiner is refitted online after every this many messages, on the
 #: component scores each message got before it was learned (held-out by construction)
 COMBINER_REFIT = 100
+#: a stack with a combiner prior (FisherNBStack.combiner_center) is refitted every EARLY_REFIT
+#: messages while it has seen fewer than EARLY_MESSAGES: the prior keeps fits on few messages sane
+EARLY_REFIT, EARLY_MESSAGES = 10, 1000
 
 
 def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float = 1.0,
@@ -174,6 +178,7 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
         context_keys([], context_model.order, context_model.bits, max_bytes)        # checks max_bytes
     if context_model is not None or grams_model is not None:
         learner.set_params(side_inputs=(context_model is not None) + (grams_model is not None))
+        learner.set_params(combiner_center=accurate_center(learner))
     vectorizer = Vectorizer.hashed(hashing, "tf" if model == "multinomial" else "binary")
     settings = {"model": model, "alpha": alpha, "hashing": hashing, "order": order,
                 **({"fisher": learner.get_params()} if model in ("fisher", "fisher-nb") else {}),
@@ -326,7 +331,10 @@ def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed
             score = float(model.combined_log_odds(components[None, :], side)[0])
             history_scores.append(components)
             history_labels.append(label == SPAM_NAME)
-            if len(history_labels) % COMBINER_REFIT == 0 and 0 < sum(history_labels) < len(history_labels):
+            seen = len(history_labels)
+            due = seen % COMBINER_REFIT == 0 or (model.combiner_center is not None and seen < EARLY_MESSAGES
+                                                 and seen % EARLY_REFIT == 0)
+            if due and 0 < sum(history_labels) < seen:
                 model.fit_combiner(np.array(history_scores), np.array(history_labels),
                                    np.array(history_side) if n_side else None)
         elif fitted:

@@ -81,7 +81,7 @@ MODEL_TYPES = {
     "bernoulli": (BernoulliNB, ("alpha", "fit_prior", "class_prior", "binarize")),
     "fisher": (RobinsonFisher, ("strength", "prior", "min_dev", "max_clues")),
     "fisher-nb": (FisherNBStack, ("strength", "prior", "min_dev", "max_clues", "alpha", "folds", "logistic", "squash",
-                                  "length_aware", "side_inputs")),
+                                  "length_aware", "side_inputs", "combiner_center")),
     "logistic": (OnlineLogistic, ("rate", "epochs")),
     "complement": (ComplementNB, ("alpha", "norm", "tf_transform", "length_norm")),
     "knn": (KNNClassifier, ("k", "weights", "metric", "tau", "epsilon", "memory_limit", "n_jobs", "p",

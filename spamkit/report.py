@@ -169,8 +169,10 @@ def _describe_costs(decision: dict) -> str:
 def render_info(manifest: dict, path: str) -> str:
     """A filter file's manifest for people."""
     m, v, a, t = manifest["model"], manifest["vectorizer"], manifest["analyzer"], manifest.get("training", {})
-    # (a stack's side_inputs is shown where it has some: the context line below says what they are)
-    params = ", ".join(f"{k}={val}" for k, val in m["params"].items() if not (k == "side_inputs" and not val))
+    # (a stack's side_inputs is shown where it has some: the context line below says what they are;
+    # a combiner's prior where it has one)
+    params = ", ".join(f"{k}={val}" for k, val in m["params"].items()
+                       if not (k == "side_inputs" and not val) and not (k == "combiner_center" and val is None))
     vec = ", ".join(f"{k}={val}" for k, val in v.items() if val is not None)
     ana = (", ".join(f"{k}={val}" for k, val in a.items() if k not in ("stop_word_list", "token_pattern"))
            if a.get("lexer", "spamkit") != "bogofilter" else "bogofilter 1.2's lexer on the raw message")

@@ -358,9 +358,8 @@ class SpamFilter:
     def fit_side(self, texts, y) -> np.ndarray:
         """Fit the side models on the bytes ``texts`` of the training messages (labels ``y``) and
         return what the stack's combiner is fitted on, shape (n, side models): each message's
-        context score held out by the stack's own folds
-        (:meth:`ByteContextModel.held_out_mean_log_ratio`), and the log-odds the 4-gram model gave
-        it before learning it in the one online pass that trains it (:meth:`ByteGramLogistic.fit`)."""
+        side scores held out by the stack's own folds (:meth:`ByteContextModel.held_out_mean_log_ratio`,
+        :meth:`ByteGramLogistic.held_out_scores`)."""
         columns = []
         k, folds = self.model.fold_assignment(y) if isinstance(self.model, FisherNBStack) else (0, None)
         if self.context is not None:
@@ -368,8 +367,9 @@ class SpamFilter:
             self.context.fit(keys, y)
             columns.append(self.context.held_out_mean_log_ratio(keys, y, folds) if k >= 2 else np.zeros(len(texts)))
         if self.grams is not None:
-            self.grams.fit(self.gram_rows(texts), y)
-            columns.append(self.grams.held_out_)
+            rows = self.gram_rows(texts)
+            self.grams.fit(rows, y)
+            columns.append(self.grams.held_out_scores(rows, y, folds) if k >= 2 else np.zeros(len(texts)))
         return np.column_stack(columns)
 
     # ------------------------------------------------------------------ familiarity

@@ -204,3 +204,31 @@ def test_class_codes_of_text_labels_are_the_lookups(labels):
             first = next(v for v in labels if v not in ("ham", "spam"))
             with pytest.raises(ConfigError, match=f"label {first!r} is not one of the classes"):
                 m.class_codes(given_as)
+
+
+def test_the_combiners_prior_and_sample_weights_worked_by_hand():
+    # one column, rows x = 1 (class 1) and x = -1 (class 0), C = 1, the prior centred on c: by
+    # symmetry b = 0 and w solves the objective's derivative 2 / (1 + e^w) = w - c (each row's
+    # log-loss log(1 + e^-w) has derivative -1 / (1 + e^w)); found here by bisection
+    X, t = [[1.0], [-1.0]], [1, 0]
+    for c in (0.0, 2.0, -1.0):
+        low, high = -20.0, 20.0
+        for _ in range(200):
+            mid = (low + high) / 2
+            if 2 / (1 + math.exp(mid)) - (mid - c) > 0:
+                low = mid
+            else:
+                high = mid
+        w, b = fit_l2_logistic(X, t, C=1.0, center=[c])
+        assert w[0] == pytest.approx(low, abs=1e-9) and b == pytest.approx(0.0, abs=1e-9)
+    # without rows that count, the weights are the prior's
+    w, _ = fit_l2_logistic([[1.0, 2.0], [-1.0, 0.5], [0.3, -2.0]], [1, 0, 1], center=[0.7, -0.2],
+                           sample_weight=[0.0, 0.0, 0.0])
+    assert w == pytest.approx([0.7, -0.2], abs=1e-9)
+    # a row of weight 2 is that row twice
+    rows, labels = [[1.0], [-0.5], [0.2], [-1.5]], [1, 0, 0, 1]
+    twice = fit_l2_logistic(rows + [rows[2]], labels + [labels[2]])
+    weighted = fit_l2_logistic(rows, labels, sample_weight=[1, 1, 2, 1])
+    assert weighted[0] == pytest.approx(twice[0], abs=1e-9) and weighted[1] == pytest.approx(twice[1], abs=1e-9)
+    with pytest.raises(ConfigError, match="sample weights must be 4 finite numbers"):
+        fit_l2_logistic(rows, labels, sample_weight=[1, 1, -1, 1])

@@ -385,3 +385,36 @@ def test_side_scores_are_asked_for_and_checked():
         save_filter("unused.spamkit", Analyzer(), Vectorizer(), stack)
     with pytest.raises(ConfigError, match="side inputs"):
         SpamFilter(model=FisherNBStack(side_inputs=1)).fit([b"Subject: a\n\nb"], ["spam"])
+
+
+def test_a_combiner_prior_is_the_unfitted_combiner_and_the_centre_of_the_fit():
+    from spamkit.models.logistic import fit_l2_logistic
+    from spamkit.models.stack import ACCURATE_CENTER, BEST_STACK as BEST, accurate_center
+    rng = np.random.default_rng(3)
+    X = sp.csr_matrix((rng.random((60, 30)) < 0.2).astype(float))
+    y = np.where(X[:, :5].sum(axis=1).A.ravel() > 1, "spam", "ham")
+    center = (1.0, 0.5, 0.8, 2.0)                       # Fisher, NB, logistic weights, intercept
+    stack = FisherNBStack(logistic=0.2, squash="slog", combiner_center=center)
+    stack.partial_fit(X[:1], y[:1], classes=["ham", "spam"])
+    assert stack.coef_.tolist() == [1.0, 0.5, 0.8] and stack.intercept_ == 2.0     # before any fit
+    stack = FisherNBStack(logistic=0.2, squash="slog", combiner_center=center).fit(X, y)
+    plain = FisherNBStack(logistic=0.2, squash="slog").fit(X, y)
+    scores = plain.component_log_odds(X)                # the same held-out scores feed both fits
+    k, folds = plain.fold_assignment(y)
+    assert k == 5
+    # the fit is fit_l2_logistic with the prior's weights as centre, on the stack's own features
+    held = np.zeros((60, 3))
+    for fold in range(k):
+        other = FisherNBStack(logistic=0.2, squash="slog").partial_fit(X[folds != fold], y[folds != fold],
+                                                                       classes=["ham", "spam"])
+        held[folds == fold] = other.component_log_odds(X[folds == fold])
+    w, b = fit_l2_logistic(stack.combiner_features(held), y == "spam", C=1.0, center=center[:-1])
+    assert np.allclose(stack.coef_, w, atol=1e-9) and stack.intercept_ == pytest.approx(b, abs=1e-9)
+    assert not np.allclose(stack.coef_, plain.coef_)
+    assert scores.shape == (60, 3)
+    with pytest.raises(ConfigError, match="combiner_center must be 4 finite numbers"):
+        FisherNBStack(logistic=0.2, combiner_center=(1.0, 2.0)).check_params()
+    # the measured prior belongs to the accurate layout only
+    assert accurate_center(FisherNBStack(**BEST, side_inputs=2)) == ACCURATE_CENTER
+    assert accurate_center(FisherNBStack(**BEST, side_inputs=1)) is None
+    assert len(ACCURATE_CENTER) == len(FisherNBStack(**BEST, side_inputs=2).unfitted_combiner()["combiner_"])

@@ -149,6 +149,23 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
             scores[i] = self._step(self.slots(text), float(target))
         return scores
 
+    def held_out_scores(self, texts, y, folds) -> np.ndarray:
+        """Each message's log-odds under a model of this one's parameters learned, in order, on
+        the messages of the other folds (``folds``: the fold of each message): what a stack's
+        combiner fitted on its own cross-validated scores (``FisherNBStack.fold_assignment``)
+        must see of this input, scores of a model about as trained as the one it will weigh.
+        (The scores of the one online pass, :attr:`held_out_`, are those of a model that knew
+        nothing at first: weighed by them, a combiner under-trusts the trained model.)"""
+        texts, y, folds = list(texts), np.asarray(y), np.asarray(folds)
+        if not (len(texts) == len(y) == len(folds)):
+            raise ConfigError(f"{len(y)} labels and {len(folds)} folds for {len(texts)} messages")
+        out = np.empty(len(texts))
+        for fold in np.unique(folds):
+            rest, members = np.flatnonzero(folds != fold), np.flatnonzero(folds == fold)
+            model = ByteGramLogistic(self.n_bytes, self.bits, self.rate).fit([texts[i] for i in rest], y[rest])
+            out[members] = model.decision_function([texts[i] for i in members])
+        return out
+
     def partial_fit(self, texts, y, classes=None) -> "ByteGramLogistic":
         """One gradient step for each message, in order (``classes`` on the first call)."""
         if not hasattr(self, "classes_"):
