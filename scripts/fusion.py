@@ -17,7 +17,14 @@ few message pairs), and how many windows are more than 10% worse and, of those, 
 significantly (a paired bootstrap of the window's messages: the combiner worse than that input
 in at least 95% of 400 resamples; :func:`spamkit.metrics.window_comparison`).
 
-    python scripts/fusion_lab.py NAME --out fusion-scores     # once per stream
+Where the saved scores hold bogofilter's (``fusion_lab.py --bogofilter``), each combiner is also
+put against the published peers on the same stream, bogofilter 1.2.5 and the 4-gram regression
+alone: its (1-ROCA)% over the best peer's (values below FLOOR count as FLOOR), and at the default
+three-way decision (ham below P(spam) 0.2, spam above 0.98) the ham misfiled and the spam caught
+next to bogofilter's at its own cut-offs (0.45, 0.99). The summary ranks the combiners by their
+worst ratio over the streams, the rule the defaults are chosen by.
+
+    python scripts/fusion_lab.py NAME --out fusion-scores [--bogofilter]    # once per stream
     python scripts/fusion.py [--scores fusion-scores] [--streams trec,csdmc,...] [--centers]
 """
 
@@ -29,8 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
+from spamkit.decision import DEFAULT_BAND
 from spamkit.evaluation import COMBINER_REFIT, EARLY_MESSAGES, EARLY_REFIT
-from spamkit.metrics import learning_curve, roc_auc, window_comparison
+from spamkit.metrics import learning_curve, roc_auc, three_way_rates, window_comparison
 from spamkit.models.logistic import fit_l2_logistic
 from spamkit.models.stack import FisherNBStack
 
@@ -93,6 +101,7 @@ def main(argv=None) -> int:
             center = np.mean([fitted[layout, n] for n in names], axis=0)
             print(f"{layout:<22} {tuple(round(float(v), 3) for v in center)}")
         return 0
+    summary: dict = {}
     for name in names:
         d = data[name]
         y = d["spam"]
@@ -105,6 +114,12 @@ def main(argv=None) -> int:
             curve = " ".join(f"{p['roca_pct']:.3f}" if p["roca_pct"] is not None else "-"
                              for p in learning_curve(y, v))
             print(f"  {k:<26}{roca(y, v):9.4f}   {curve}")
+        peers = {"4-gram LR": inputs["grams"], **({"bogofilter": d["bogofilter"]} if "bogofilter" in d else {})}
+        best_peer = min(roca(y, v) for v in peers.values())
+        bogo = (three_way_rates(y, d["bogofilter"], 0.45, 0.99) if "bogofilter" in d else None)
+        if bogo is not None:
+            print(f"  {'bogofilter 1.2.5':<26}{roca(y, d['bogofilter']):9.4f}   at its cut-offs: ham misfiled "
+                  f"{bogo['ham_misfiled']:.3f}%, spam caught {bogo['spam_caught']:.2f}%")
         runs = {label: (side, None) for label, side in LAYOUTS.items()}
         center = np.mean([fitted["+context+grams", n] for n in names if n != name], axis=0)
         runs["+context+grams, prior"] = (("context", "grams"), center)
@@ -117,6 +132,20 @@ def main(argv=None) -> int:
             significant = sum(r["significantly_worse"] for r in rows)
             print(f"  {label:<26}{roca(y, s):9.4f}   " + " ".join(f"{r['fused']:.3f}" for r in rows)
                   + f"   worst {worst:.2f}, {over} windows > 1.1, {significant} significantly", flush=True)
+            ratio = max(roca(y, s), FLOOR) / max(best_peer, FLOOR)
+            rates = three_way_rates(y, 1.0 / (1.0 + np.exp(-np.clip(s, -700, 700))), *DEFAULT_BAND)
+            goals = bogo is None or (rates["ham_misfiled"] <= bogo["ham_misfiled"] + 0.05
+                                     and rates["spam_caught"] >= bogo["spam_caught"])
+            print(f"  {'':<26}÷ best peer {ratio:.2f}; default decision: ham misfiled {rates['ham_misfiled']:.3f}%, "
+                  f"spam caught {rates['spam_caught']:.2f}%" + ("" if bogo is None else
+                                                                f" (against bogofilter: {'met' if goals else 'NOT met'})"))
+            summary.setdefault(label, []).append((name, ratio, goals))
+    print("\nworst (1-ROCA)% ratio to the best peer over the streams (the choice minimises it), and the streams where "
+          "the default decision misfiles more ham than bogofilter + 0.05 points or catches less spam:")
+    for label, rows in sorted(summary.items(), key=lambda kv: max(r for _, r, _ in kv[1])):
+        worst = max(rows, key=lambda r: r[1])
+        missed = [n for n, _, ok in rows if not ok]
+        print(f"  {label:<26} worst {worst[1]:.2f} ({worst[0]}); decision goals missed on: {', '.join(missed) or 'none'}")
     return 0
 
 

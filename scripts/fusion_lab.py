@@ -7,9 +7,11 @@ online logistic regression log-odds, and the message's distinct tokens), the byt
 model's log-likelihood ratio per symbol (spamkit.models.context), and the byte 4-gram logistic
 regression (spamkit.models.bytegrams). Saved as ``OUT/NAME.npz`` (``components``, ``context``,
 ``grams``, ``spam``), so that combiners can be compared on the same numbers in seconds
-(``scripts/fusion.py``).
+(``scripts/fusion.py``). With ``--bogofilter``, also bogofilter 1.2.5's spamicity of each message
+before it learned it (``bogofilter``; compiled-in defaults, the same protocol): the peer the
+fusion is measured against with the 4-gram regression.
 
-    python scripts/fusion_lab.py NAME [--corpora DIR] [--out DIR]
+    python scripts/fusion_lab.py NAME [--corpora DIR] [--out DIR] [--bogofilter]
 """
 
 from __future__ import annotations
@@ -65,11 +67,16 @@ def main(argv=None) -> int:
     ap.add_argument("name", choices=sorted(STREAMS))
     ap.add_argument("--corpora", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--out", type=Path, default=Path("fusion-scores"))
+    ap.add_argument("--bogofilter", action="store_true", help="also bogofilter's online spamicities")
     args = ap.parse_args(argv)
     started = time.perf_counter()
     messages = load(args.corpora / STREAMS[args.name])
     rows = hashed_rows(messages, "mail", "binary")
     data = collect(messages, rows)
+    if args.bogofilter:
+        from _bogofilter import ensure_bogofilter, online_spamicities
+        data["bogofilter"] = np.asarray(online_spamicities(ensure_bogofilter(install=False),
+                                                           [(raw, label) for _, label, raw, _ in messages]))
     args.out.mkdir(parents=True, exist_ok=True)
     np.savez(args.out / f"{args.name}.npz", **data)
     print(f"{args.name}: {len(messages)} messages, {time.perf_counter() - started:.0f} s")
