@@ -469,6 +469,8 @@ class FamiliarityGuard:
             raise ConfigError(f"need 1 <= min_window <= window, got {min_window} and {window}")
         self.floor, self.window_floor = float(floor), float(window_floor)
         self.window, self.min_window = window, min_window
+        #: the rule that fired for the last message judged ("unfamiliar", "drift"), or None
+        self.last = None
         self.recent: deque = deque(maxlen=window)
         self._sorted: list = []                      # the same values in order: the window's median
         self._nans = 0                               # NaNs in the window (not in _sorted)
@@ -507,8 +509,10 @@ class FamiliarityGuard:
         of the two middle ones, exactly as ``np.median`` gives it."""
         value = float(value)
         self.counts["messages"] += 1
+        self.last = None
         if value < self.floor:                         # judged alone, and kept out of the window
             self.counts["unfamiliar"] += 1
+            self.last = "unfamiliar"
             return True
         if len(self.recent) == self.recent.maxlen:
             old = self.recent[0]
@@ -526,6 +530,7 @@ class FamiliarityGuard:
             median = self._sorted[n // 2] if n % 2 else (self._sorted[n // 2 - 1] + self._sorted[n // 2]) / 2
             if median < self.window_floor:
                 self.counts["drift"] += 1
+                self.last = "drift"
                 return True
         return False
 
@@ -536,7 +541,20 @@ class FamiliarityGuard:
         self.counts["messages"] += 1
         below = float(value) < self.floor
         self.counts["unfamiliar"] += below
+        self.last = "unfamiliar" if below else None
         return below
+
+    def why(self, rule: str | None = None) -> str:
+        """Why the guard turned a spam decision into "unsure", for people: the ``rule`` (default:
+        :attr:`last`)."""
+        rule = self.last if rule is None else rule
+        if rule == "unfamiliar":
+            return (f"unfamiliar: under {self.floor:.0%} of its tokens were seen in training (fewer than in 99% "
+                    "of the training mail)")
+        if rule == "drift":
+            return (f"drift: the mail before it in this run is unlike the training mail (the median share of known "
+                    f"tokens of the last {self.window} messages under {self.window_floor:.0%})")
+        raise ConfigError(f"no guard rule {rule!r}")
 
     def apply_one(self, decision: str, familiarity: float, alone: bool = False) -> str:
         """:meth:`apply` for one message; ``alone``: judged by :meth:`unfamiliar`, outside the stream."""

@@ -435,10 +435,13 @@ def _render_k_class_comparison(r: dict) -> str:
 
 def render_classification(record: dict) -> str:
     """One ``spamkit classify`` line, SOURCE<TAB>DECISION<TAB>P(spam) (or every class's probability),
-    and with ``--explain`` the tokens or neighbours behind it."""
+    a fourth column ``guard:RULE`` where the familiarity guard turned spam into unsure (RULE
+    ``unfamiliar``: the message itself; ``drift``: the mail before it in the run), and with
+    ``--explain`` the tokens or neighbours behind it."""
     score = (f"{record['p_spam']:.6f}" if "p_spam" in record
              else " ".join(f"{c}={p:.4f}" for c, p in record["probabilities"].items()))
-    lines = [f"{record['source']}\t{record['class']}\t{score}"]
+    guard = record.get("guard")
+    lines = [f"{record['source']}\t{record['class']}\t{score}" + (f"\tguard:{guard['rule']}" if guard else "")]
     ex = record.get("explanation")
     if ex and "neighbours" in ex:
         for nb in ex["neighbours"]:

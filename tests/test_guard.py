@@ -249,3 +249,27 @@ def test_tagging_on_two_processes_leaves_the_mailboxes_one_process_leaves_where_
     assert runs["1"] == runs["2"]
     verdicts, guarded, contents = runs["1"]
     assert sum(guarded.values()) > 0 and verdicts["unsure"] > 0 and sum(map(len, contents)) == 600
+
+
+def test_classify_says_which_rule_of_the_guard_made_a_message_unsure(tmp_path):
+    # a verdict that depends on the mail before it in the run says so, message by message
+    import json
+    model = _csdmc_filter_and_trec_mail(tmp_path, tmp_path / "box")
+    result = CliRunner().invoke(cli, ["classify", str(model), str(tmp_path / "box"), "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(records) == 600
+    guarded = [r for r in records if "guard" in r]
+    rules = {r["guard"]["rule"] for r in guarded}
+    assert rules == {"unfamiliar", "drift"}
+    f = SpamFilter.load(model)
+    for r in guarded:
+        assert r["class"] == "unsure" and r["p_spam"] > f.spam_threshold()     # spam without the guard
+        assert r["guard"]["why"].startswith(r["guard"]["rule"] + ":")
+    # a message judged unsure for the mail before it ("drift") is spam judged alone, as pipe mode does
+    drift = next(r for r in guarded if r["guard"]["rule"] == "drift")
+    assert f.verdict(open(drift["source"], "rb").read())[0] == "spam"
+    # every other message has no guard field; the text lines carry the rule as a fourth column
+    text = CliRunner().invoke(cli, ["classify", str(model), str(tmp_path / "box"), "-q"]).stdout.splitlines()
+    assert sum(line.endswith("\tguard:drift") for line in text) == sum(r["guard"]["rule"] == "drift" for r in guarded)
+    assert all(len(line.split("\t")) == 3 for line, r in zip(text, records) if "guard" not in r)

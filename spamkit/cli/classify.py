@@ -40,12 +40,17 @@ def classify_command(model, inputs, explain, as_json, fmt, cost, spam_rate):
         spam_filter.set_costs(costs_or_none(cost))
     spam_filter.set_spam_rate(spam_rate)
     binary = "spam" in [str(c) for c in spam_filter.classes_] and len(spam_filter.classes_) == 2
+    guard = spam_filter.guard if spam_filter.costs is not None else None
     for source, item in _inputs(inputs or ("-",), fmt):
         proba, familiarity = spam_filter.score([item])
         label = str(spam_filter.decide(proba, familiarity)[0])
-        proba = proba[0]
         record = {"source": source, "class": label,
-                  "probabilities": {str(c): float(p) for c, p in zip(spam_filter.classes_, proba)}}
+                  "probabilities": {str(c): float(p) for c, p in zip(spam_filter.classes_, proba[0])}}
+        if guard is not None and label == "unsure" and guard.last and str(spam_filter.costs.decide(proba)[0]) == "spam":
+            # the familiarity guard turned spam into unsure: which rule, so that a verdict that
+            # depends on the mail before it in the run says so
+            record["guard"] = {"rule": guard.last, "why": guard.why()}
+        proba = proba[0]
         if binary:
             record["p_spam"] = float(proba[spam_filter.spam_column])
         if explain:
