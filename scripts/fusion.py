@@ -40,7 +40,7 @@ from spamkit.decision import DEFAULT_BAND
 from spamkit.evaluation import COMBINER_REFIT, EARLY_MESSAGES, EARLY_REFIT
 from spamkit.metrics import learning_curve, roc_auc, three_way_rates, window_comparison
 from spamkit.models.logistic import fit_l2_logistic
-from spamkit.models.stack import FisherNBStack
+from spamkit.models.stack import PRIOR_WARMUP, FisherNBStack
 
 FLOOR = 0.005
 STREAMS = "trec,trec06p,csdmc,enron1,enron2,enron3,enron4,enron5,enron6,sms"
@@ -70,7 +70,8 @@ def refits(n: int, early: bool) -> list:
 
 def online_fusion(F: np.ndarray, y: np.ndarray, center=None) -> np.ndarray:
     """Scores of a combiner refitted on the rows before: Fisher alone (or the prior ``center``,
-    weights then intercept) until the first fit."""
+    weights then intercept) until the first fit; with a prior, the i-th message's log-odds
+    scaled by min(1, i / PRIOR_WARMUP) (i messages learned before it), as the stack does."""
     n = len(y)
     out = np.zeros(n)
     coef, b = (None, 0.0) if center is None else (np.asarray(center[:-1]), float(center[-1]))
@@ -80,6 +81,8 @@ def online_fusion(F: np.ndarray, y: np.ndarray, center=None) -> np.ndarray:
         if y[:end].any() and not y[:end].all():
             coef, b = fit_l2_logistic(F[:end], y[:end], C=1.0, center=None if center is None else center[:-1])
         start = end
+    if center is not None:
+        out *= np.minimum(1.0, np.arange(n) / PRIOR_WARMUP)
     return out
 
 

@@ -412,6 +412,13 @@ def test_a_combiner_prior_is_the_unfitted_combiner_and_the_centre_of_the_fit():
     assert np.allclose(stack.coef_, w, atol=1e-9) and stack.intercept_ == pytest.approx(b, abs=1e-9)
     assert not np.allclose(stack.coef_, plain.coef_)
     assert scores.shape == (60, 3)
+    # while it has learned fewer than PRIOR_WARMUP messages, a stack with a prior is that much less sure
+    from spamkit.models.stack import PRIOR_WARMUP
+    young = FisherNBStack(logistic=0.2, squash="slog", combiner_center=center).partial_fit(X[:10], y[:10],
+                                                                                         classes=["ham", "spam"])
+    features = young.combiner_features(young.component_log_odds(X[10:20]))
+    full = features @ np.asarray(center[:-1]) + center[-1]
+    assert np.allclose(young.combined_log_odds(young.component_log_odds(X[10:20])), full * 10 / PRIOR_WARMUP)
     with pytest.raises(ConfigError, match="combiner_center must be 4 finite numbers"):
         FisherNBStack(logistic=0.2, combiner_center=(1.0, 2.0)).check_params()
     # the measured prior belongs to the accurate layout only
