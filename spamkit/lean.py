@@ -54,6 +54,10 @@ LOG_ODDS_LIMIT = 700.0
 LOGISTIC_LIMIT = 35.0
 #: spamkit.models.stack.LENGTH_CENTRE
 LENGTH_CENTRE = 4.0
+#: spamkit.models.stack.PRIOR_WARMUP (tests/test_bytegrams.py checks they agree)
+PRIOR_WARMUP = 50
+#: spamkit.bytekeys's multiplier of the byte 4-grams' hash
+GRAM_MULTIPLIER = 2654435761
 CALIBRATION_LIMIT = 700.0
 _LOG2 = math.log(2.0)
 
@@ -157,11 +161,12 @@ def term_hash(term: str) -> int:
 
 
 #: .npy type -> array typecode, for the arrays read here
-_TYPECODES = {"<f8": "d", "<u8": "Q", "<i8": "q"}
+_TYPECODES = {"<f8": "d", "<u8": "Q", "<i8": "q", "<f4": "f"}
 
 
 def _npy_values(data: bytes, path: Path, name: str, meta: dict) -> array.array:
-    """The numbers of a ``.npy`` member of little-endian float64, uint64 or int64, as an ``array``."""
+    """The numbers of a ``.npy`` member of little-endian float64, uint64, int64 or float32 (a
+    4-gram model's weights), as an ``array``."""
     parsed = _npy_header(data, path, name)
     if parsed is None:
         format_error(path, f"array {name} is not a .npy array")
@@ -171,7 +176,7 @@ def _npy_values(data: bytes, path: Path, name: str, meta: dict) -> array.array:
     if typecode is None or header.get("fortran_order") is not False or shape != meta["shape"]:
         format_error(path, f"array {name} has the wrong shape or type")
     values = array.array(typecode)
-    if values.itemsize != 8 or (len(data) - start) % 8:
+    if values.itemsize != (4 if typecode == "f" else 8) or (len(data) - start) % values.itemsize:
         format_error(path, f"array {name} has the wrong shape or type")
     values.frombytes(data[start:])
     if len(values) != math.prod(shape):
@@ -322,9 +327,15 @@ class LeanFilter:
             if with_logistic:
                 self.logistic = (arrays["model.logistic_coef_"], arrays["model.logistic_intercept_"][0])
         extra = manifest.get("extra", {})
-        self.context = None
+        self.context = self.grams = None
         if self.kind == "fisher-nb" and self.side_inputs:
-            self.context = _LeanContext(path, extra.get("context"), arrays)
+            if "context" in extra:
+                self.context = _LeanContext(path, extra.get("context"), arrays)
+            if "grams" in extra:
+                self.grams = _LeanGrams(path, extra["grams"], arrays)
+        center = self.params.get("combiner_center") if self.kind == "fisher-nb" else None
+        #: a stack with a combiner prior is less sure until it has learned PRIOR_WARMUP messages
+        self.warmup = min(1.0, math.fsum(self.class_count) / PRIOR_WARMUP) if center is not None else 1.0
         self.calibration = extra.get("calibration")
         threshold = extra.get("threshold")
         self.threshold = float(threshold["p_spam"]) if threshold else None
@@ -421,9 +432,10 @@ class LeanFilter:
         z += log_prior[1] - log_prior[0]
         return finite_log_odds(z)
 
-    def log_proba(self, cols: list[int], side: float | None = None) -> tuple[float, float]:
+    def log_proba(self, cols: list[int], side=None) -> tuple[float, float]:
         """log P(c0 | x), log P(c1 | x) of the model (``predict_log_proba``); ``side``: the
-        context model's score, for a stack with that side input."""
+        side models' scores (the context model's, then the 4-gram model's), for a stack with
+        those side inputs: a number for one, a tuple for several."""
         log_c0, log_c1 = self.fisher(cols)
         if self.kind == "fisher":
             return normalised(log_c0, log_c1)
@@ -441,12 +453,14 @@ class LeanFilter:
             length = math.log1p(len(cols)) - LENGTH_CENTRE                          # distinct columns
             length = min(max(length, self.length_range[0]), self.length_range[1])     # the fitted range
             features += [length, length * features[1]]
-        if self.context is not None:             # FisherNBStack._side_columns: NaN as 0, clipped
-            features.append(0.0 if side != side else min(max(side, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT))
+        if side is not None:                     # FisherNBStack._side_columns: NaN as 0, clipped
+            for value in (side if isinstance(side, tuple) else (side,)):
+                features.append(0.0 if value != value else min(max(value, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT))
         z = 0.0
         for weight, feature in zip(self.coef, features):
             z += weight * feature
         z += self.intercept
+        z *= self.warmup                         # FisherNBStack.combined_log_odds: a prior's warm-up
         return normalised(log_expit(-z), log_expit(z))
 
     def adjusted(self, lp: tuple[float, float]) -> tuple[float, float]:
@@ -504,7 +518,7 @@ class LeanFilter:
         cols = self.columns(tokens)
         distinct = len(set(tokens))
         familiarity = min(len(cols) / distinct, 1.0) if distinct else 1.0
-        side = self.context.score(raw) if self.context is not None else None
+        side = tuple(model.score(raw) for model in (self.context, self.grams) if model is not None) or None
         lp = self.adjusted(self.log_proba(cols, side))
         proba = (math.exp(lp[0]), math.exp(lp[1]))
         decision = self.decide(proba, familiarity)
@@ -574,6 +588,37 @@ class _LeanContext:
         return out[0] / max(lengths[0], 1)
 
 
+class _LeanGrams:
+    """The byte 4-gram model of a filter file (:class:`spamkit.models.bytegrams.ByteGramLogistic`),
+    scoring one message: the sum of the weights of the distinct slots of the 4-grams of its first
+    ``n_bytes`` raw bytes (:func:`spamkit.bytekeys.gram_slots`: each 4-gram read as a big-endian
+    32-bit number, times :data:`GRAM_MULTIPLIER` modulo 2**32, its top ``bits`` bits), clipped to
+    ±700 as ``decision_function`` clips it. The weights are read whole (float32, 4 bytes a slot)."""
+
+    def __init__(self, path: Path, spec, arrays: dict):
+        try:
+            self.n_bytes, self.bits = int(spec["n_bytes"]), int(spec["bits"])
+            ok = spec["n_bytes"] == self.n_bytes and spec["bits"] == self.bits and self.n_bytes >= 4 and 8 <= self.bits <= 30
+        except (KeyError, TypeError, ValueError, OverflowError):
+            ok = False
+        weights = arrays.get("filter.grams_weights")
+        if not ok or weights is None or weights.typecode != "f" or len(weights) != 1 << self.bits:
+            format_error(path, f"damaged 4-gram model ({str(spec)[:200]})")
+        self.weights = weights
+
+    def score(self, raw: bytes) -> float:
+        data = raw[:self.n_bytes]
+        shift, mask, multiplier = 32 - self.bits, 0xFFFFFFFF, GRAM_MULTIPLIER
+        value = int.from_bytes(data[:3], "big")
+        slots = set()
+        for byte in data[3:]:
+            value = ((value << 8) | byte) & mask
+            slots.add(((value * multiplier) & mask) >> shift)
+        w = self.weights
+        z = math.fsum(w[slot] for slot in slots)
+        return min(max(z, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)
+
+
 def _interp(x: float, xs: list, ps: list) -> float:
     """``numpy.interp`` for one point: linear between the table's points, flat beyond its ends."""
     if x <= xs[0]:
@@ -586,7 +631,7 @@ def _interp(x: float, xs: list, ps: list) -> float:
 
 
 #: the dtypes of the arrays of numbers this module reads (``_TYPECODES``), as a manifest names them
-_DTYPES = ("float64", "int64", "uint64")
+_DTYPES = ("float64", "int64", "uint64", "float32")
 
 
 def _check_values(values: array.array, path: Path, name: str, dtype: str) -> None:
@@ -618,15 +663,24 @@ _CONTEXT_TABLE = {"filter.context_packed": "uint8", "filter.context_table": "uin
 
 
 def _accepts_context(manifest: dict) -> bool:
-    """Whether the side input this file's stack weighs (if any) is one this module scores: a
-    context model (the stack's one side input), its arrays as saved, and the compiled loop."""
+    """Whether the side inputs this file's stack weighs (if any) are ones this module scores: a
+    context model (its arrays as saved, and the compiled loop) and byte 4-grams (their float32
+    weights), as many as the stack has side inputs."""
     side = manifest["model"]["params"].get("side_inputs") or 0
-    has_context = "context" in manifest.get("extra", {})
-    if not side and not has_context:
+    extra = manifest.get("extra", {})
+    has_context, has_grams = "context" in extra, "grams" in extra
+    if not side and not has_context and not has_grams:
+        return True
+    described = manifest["arrays"]
+    if side != has_context + has_grams or manifest["model"]["type"] != "fisher-nb":
+        return False
+    if has_grams and not (described.get("filter.grams_weights", {}).get("dtype") == "float32"
+                          and array.array("f").itemsize == 4):
+        return False
+    if not has_context:
         return True
     from .compiled import speedups
-    described = manifest["arrays"]
-    return (side == 1 and has_context and manifest["model"]["type"] == "fisher-nb" and speedups() is not None
+    return (speedups() is not None
             and array.array("I").itemsize == 4 and sys.byteorder == "little"
             and all(name in described and described[name]["dtype"] == dtype for name, dtype in _CONTEXT.items())
             and any(name in described and described[name]["dtype"] == dtype for name, dtype in _CONTEXT_TABLE.items()))

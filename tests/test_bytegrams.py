@@ -159,8 +159,11 @@ def test_the_filter_file_keeps_the_4_gram_model_and_refuses_a_damaged_one(tmp_pa
     assert g.context is None and g.grams.get_params() == f.grams.get_params()
     assert np.array_equal(g.grams.weights_, f.grams.weights_) and g.grams.n_learned_ == len(msgs)
     assert np.array_equal(g.p_spam(msgs), f.p_spam(msgs))
-    # pipe mode's lean route does not read 4-grams: the full route scores the file
-    assert lean_filter(path) is None
+    # pipe mode's lean route reads them too (tests/test_lean.py compares the two routes)
+    lean = lean_filter(path)
+    assert lean is not None and lean.grams is not None and lean.context is None
+    raw = msgs[0].raw
+    assert lean.grams.score(raw) == pytest.approx(f.side_scores([raw[:3500]])[0, 0], abs=1e-9)
     with zipfile.ZipFile(path) as z:
         members = {n: z.read(n) for n in z.namelist()}
     manifest = json.loads(members["manifest.json"])
@@ -190,7 +193,7 @@ def test_the_commands_train_score_and_learn_with_it(tmp_path):
     assert "byte grams  online logistic regression on the byte 4-grams of the first 3500 bytes" in run(
         "info", model).output
     f = SpamFilter.load(model)
-    # classify and pipe mode (the full route: the lean one does not read 4-grams) agree with it
+    # classify and pipe mode (the lean route) agree with it
     first = SAMPLE / "spam" / sorted(p.name for p in (SAMPLE / "spam").iterdir())[0]
     assert_classify_and_pipe_score_as_the_filter(model, first)
     # learning a message takes one step of the 4-gram model; forgetting it one step back
@@ -228,3 +231,18 @@ def test_online_alone_and_fused_on_a_real_stream():
     fused = json.loads(run("online", path, "--byte-grams", "--json", "-q").stdout)
     assert fused["settings"]["grams"] == {"n_bytes": 3500, "bits": 22, "rate": 0.002}
     assert fused["measures"]["roca_pct"] <= default["measures"]["roca_pct"]
+
+
+def test_a_young_stack_with_a_prior_is_scored_alike_by_both_routes(tmp_path):
+    # fewer training messages than the prior's warm-up: both routes scale the log-odds alike
+    from spamkit.lean import PRIOR_WARMUP as LEAN_WARMUP
+    from spamkit.models.stack import PRIOR_WARMUP
+    assert LEAN_WARMUP == PRIOR_WARMUP
+    msgs = sample_messages()[::6]                             # 40 messages of both classes
+    f = build_filter(model="fisher-nb", tokens="mail", context={"bits": 18}, grams={"bits": 16}).fit(msgs)
+    path = tmp_path / "young.spamkit"
+    f.save(path)
+    lean = lean_filter(path)
+    assert lean.warmup == pytest.approx(len(msgs) / PRIOR_WARMUP)
+    for m in sample_messages():
+        assert lean.verdict(m.raw)[1] == pytest.approx(f.verdict(m.raw)[1], abs=1e-9)

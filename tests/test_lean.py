@@ -82,6 +82,11 @@ CONFIGS = {
                                              stack={"logistic": 0.0, "squash": "clip"}),
     # the accurate configuration (spamkit train --context-model), a smaller table, costs and guard
     "best, context model": lambda mail: _trained(mail, **BEST, context=CONTEXT).set_costs(CostMatrix.default()),
+    # the most accurate configuration (--context-model --byte-grams): two side inputs, a combiner prior
+    "best, context model and byte 4-grams": lambda mail: _trained(
+        mail, **BEST, context=CONTEXT, grams={}).set_costs(CostMatrix.default()),
+    # byte 4-grams as the stack's one side input (no prior: that is for the two)
+    "best, byte 4-grams": lambda mail: _trained(mail, **BEST, grams={"bits": 18}),
 }
 
 
