@@ -20,8 +20,8 @@ paper does not specify one).
 
 Unlike the counting models, the weights of a message cannot be subtracted again: ``unlearn``
 is a gradient step towards the other class (what a correction means to an online learner), and
-held-out scores for a stack's combiner are the scores each message got before it was learned
-(:meth:`ByteGramLogistic.fit` returns them), the TREC protocol's own estimate.
+held-out scores for a stack's combiner come from a model of the other folds for each fold
+(:meth:`ByteGramLogistic.held_out_scores`), not from unlearning one fold at a time.
 
 Measured (``scripts/waterloo_logistic.py``; docs/results.md): alone, online, (1-ROCA)% 0.0568 on
 trec07p-dev, 0.0004 on CSDMC2010, 0.0396 on trec06p with 3,500 bytes.
@@ -132,7 +132,7 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
         """Learn the messages (their slot arrays) in the given order, one gradient step each, from zero weights.
 
         Returns ``self``; :attr:`held_out_` holds the log-odds each message got before it was
-        learned (what a stack's combiner is fitted on)."""
+        learned (the online protocol's scores of the pass)."""
         texts, y = list(texts), np.asarray(y)
         if len(texts) != len(y):
             raise ConfigError(f"{len(texts)} messages but {len(y)} labels")
