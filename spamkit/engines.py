@@ -41,8 +41,8 @@ CHUNK = 256
 #: turns (`spamkit train --jobs 2`): trec07p-dev + Enron1-6 5.33-5.65 s (medians of 4) at 256 KB
 #: against 5.80 s with chunks of 64 messages; trec07p-dev alone 2.11-2.32 s at 256 KB, 1.87-2.43
 #: at 512 KB, 1.94-2.07 at 1 MB; peak memory for trec07p-dev + Enron1 (10,172 messages) 145,
-#: 147 and 150 MB: 512 KB keeps the goal of 150 MB with room. Measured again in session 26 (trec07p-dev,
-#: the driver listing the messages: median of 12 pairwise differences against 512 KB): 1 MB +75 ms,
+#: 147 and 150 MB: 512 KB keeps the goal of 150 MB with room. With the driver listing the messages (trec07p-dev,
+#: median of 12 pairwise differences against 512 KB): 1 MB +75 ms,
 #: 256 KB +70 ms.
 CHUNK_BYTES = 512 * 1024
 #: numbers training runs, so that a worker knows when to start numbering terms again
@@ -50,10 +50,10 @@ _SESSIONS = itertools.count()
 #: what :meth:`ProcessEngine.count_ahead` gives the workers before ``spamkit train`` turns to its
 #: own imports (NumPy, SciPy and the models: 0.2-0.3 s, during which nothing takes results): at
 #: most this many messages or bytes of raw mail. At two workers' pace on TREC mail (about 200 µs
-#: a message each), 4,096 messages are work for 0.4 s. In turns on trec07p-dev (session 26, the
-#: median of 12 pairwise differences against this window): 4,096 messages or 32 MB +30 ms (2 of
-#: 12 pairs faster), 1,024 or 8 MB -20 ms (7 of 12): no better beyond noise. In session 27 the
-#: workers were a fifth faster and ran dry before the driver took results: 4,096 messages or 32
+#: a message each), 4,096 messages are work for 0.4 s. In turns on trec07p-dev (the median
+#: of 12 pairwise differences against this window): 4,096 messages or 32 MB +30 ms (2 of
+#: 12 pairs faster), 1,024 or 8 MB -20 ms (7 of 12): no better beyond noise. Once the
+#: workers were a fifth faster they ran dry before the driver took results: 4,096 messages or 32
 #: MB against 2,048 or 16 MB, trec07p-dev -33 ms (7 of 12 pairs faster), trec07p-dev + Enron1
 #: -117 ms (6 of 8), peak +0.7 MB; 8,192 or 64 MB against 4,096, +34 ms (5 of 12). What waits
 #: meanwhile is the workers' results, 8-10 MB for 4,096 TREC messages.

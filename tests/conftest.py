@@ -104,3 +104,32 @@ def assert_classify_and_pipe_score_as_the_filter(model: Path, message: Path) -> 
     assert float(line[2]) == pytest.approx(expected, abs=1e-6)
     piped = CliRunner().invoke(cli, ["filter", str(model), "-"], input=message.read_bytes())
     assert piped.exit_code == 0 and f"p={expected:.6f}" in piped.output
+
+
+#: the project's scripts, some of which the tests run as independent references
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def script_module(name: str):
+    """A module of ``scripts/`` (they import their siblings by name), imported with the folder on
+    ``sys.path`` only while it is imported."""
+    import importlib
+    import sys
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(SCRIPTS))
+
+
+def learned_copy(model: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the filter file ``model`` that has learned the sample corpus's first ham as spam
+    (``spamkit learn``), and that message's path."""
+    from click.testing import CliRunner
+
+    from spamkit.cli import cli
+    learned = tmp_path / "l.spamkit"
+    learned.write_bytes(model.read_bytes())
+    ham = sorted((SAMPLE / "ham").iterdir())[0]
+    assert CliRunner().invoke(cli, ["learn", str(learned), "--spam", str(ham)]).exit_code == 0
+    return learned, ham

@@ -7,7 +7,6 @@ stream."""
 from __future__ import annotations
 
 import json
-import sys
 import zipfile
 from pathlib import Path
 
@@ -27,9 +26,7 @@ from spamkit.models.bytegrams import ByteGramLogistic
 from spamkit.models.context import ByteContextModel
 from spamkit.spamfilter import SpamFilter
 
-from conftest import SAMPLE, assert_classify_and_pipe_score_as_the_filter, shared_corpus
-
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+from conftest import SAMPLE, assert_classify_and_pipe_score_as_the_filter, learned_copy, script_module, shared_corpus
 
 
 def run(*args):
@@ -103,11 +100,7 @@ def test_bad_parameters_and_features_are_refused_by_name():
 
 def test_the_published_method_scores_as_an_independent_implementation_on_real_mail():
     # scripts/waterloo_logistic.py writes the method out in float64 NumPy, one message at a time
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        from waterloo_logistic import run_stream
-    finally:
-        sys.path.remove(str(SCRIPTS))
+    run_stream = script_module("waterloo_logistic").run_stream
     with Corpus(shared_corpus("csdmc2010/csdmc2010.tar.gz")) as corpus:
         messages = list(corpus)
     reference, labels = run_stream(messages, 2500, 22, 0.002)
@@ -197,10 +190,7 @@ def test_the_commands_train_score_and_learn_with_it(tmp_path):
     first = SAMPLE / "spam" / sorted(p.name for p in (SAMPLE / "spam").iterdir())[0]
     assert_classify_and_pipe_score_as_the_filter(model, first)
     # learning a message takes one step of the 4-gram model; forgetting it one step back
-    learned = tmp_path / "l.spamkit"
-    learned.write_bytes(model.read_bytes())
-    ham = sorted((SAMPLE / "ham").iterdir())[0]
-    assert run("learn", learned, "--spam", ham).exit_code == 0
+    learned, ham = learned_copy(model, tmp_path)
     after = SpamFilter.load(learned)
     assert after.grams.n_learned_ == f.grams.n_learned_ + 1
     assert after.side_scores([ham.read_bytes()[:3500]])[0, 1] > f.side_scores([ham.read_bytes()[:3500]])[0, 1]

@@ -3,8 +3,6 @@ Chinese mail by its bodies alone, next to bogofilter on the same text (scripts/c
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -13,20 +11,16 @@ from spamkit.evaluation import online_evaluate
 from spamkit.metrics import roc_auc
 from spamkit.text import make_analyzer
 
-from conftest import installed, shared_corpus
+from conftest import installed, script_module, shared_corpus
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 #: the first messages of the corpus's fixed order: enough to separate the rules, a minute of bogofilter
 FIRST = 3000
 
 
 def test_chinese_bodies_rank_better_with_bigrams_and_better_than_bogofilter():
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        from _bogofilter import online_spamicities
-        from chinese_mail import MIME_NAMES, body_only
-    finally:
-        sys.path.remove(str(SCRIPTS))
+    online_spamicities = script_module("_bogofilter").online_spamicities
+    chinese_mail = script_module("chinese_mail")
+    MIME_NAMES, body_only = chinese_mail.MIME_NAMES, chinese_mail.body_only
     with Corpus(shared_corpus("ccert2004/ccert2004.tar.gz")) as corpus:
         messages = list(corpus)[:FIRST]
     y = np.array([m.label == "spam" for m in messages])

@@ -22,7 +22,7 @@ from spamkit.models import FisherNBStack
 from spamkit.models.context import ByteContextModel
 from spamkit.spamfilter import SpamFilter
 
-from conftest import SAMPLE, assert_classify_and_pipe_score_as_the_filter, shared_corpus
+from conftest import SAMPLE, assert_classify_and_pipe_score_as_the_filter, learned_copy, shared_corpus
 
 #: a small table: these tests check the wiring, not the accuracy of 2**24 slots
 SMALL = {"bits": 18}
@@ -230,10 +230,7 @@ def test_the_commands_score_and_learn_with_it(tmp_path):
     first = SAMPLE / "spam" / sorted(p.name for p in (SAMPLE / "spam").iterdir())[0]
     assert_classify_and_pipe_score_as_the_filter(model, first)
     # learn then forget leaves the context model's counts exactly as they were
-    learned = tmp_path / "l.spamkit"
-    learned.write_bytes(model.read_bytes())
-    ham = sorted((SAMPLE / "ham").iterdir())[0]
-    assert run("learn", learned, "--spam", ham).exit_code == 0
+    learned, ham = learned_copy(model, tmp_path)
     after = SpamFilter.load(learned)
     assert after.context.class_count_.tolist() == [f.context.class_count_[0], f.context.class_count_[1] + 1]
     assert run("learn", learned, "--spam", ham, "--forget").exit_code == 0

@@ -16,8 +16,6 @@ the published filters"); the bootstrap tells those from a fusion that is worse.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,23 +26,15 @@ from spamkit.message import parse_message
 from spamkit.metrics import roc_auc, window_comparison
 from spamkit.text import make_analyzer
 
-from conftest import shared_corpus
+from conftest import script_module, shared_corpus
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 FLOOR = 0.005
 STREAMS = {"csdmc": "csdmc2010/csdmc2010.tar.gz", "trec": "trec07p-dev/trec07p-dev.tar.gz",
            "sms": "sms-spam-collection/SMSSpamCollection", "enron3": "enron-spam/enron3.tar.gz"}
 
 
 def lab():
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        import fusion
-        import fusion_lab
-        from ablation import hashed_rows
-    finally:
-        sys.path.remove(str(SCRIPTS))
-    return fusion, fusion_lab, hashed_rows
+    return script_module("fusion"), script_module("fusion_lab"), script_module("ablation").hashed_rows
 
 
 def roca(y, s) -> float:
