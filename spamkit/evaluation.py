@@ -160,11 +160,7 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     if grams is not None:
         if model != "fisher-nb":
             raise ConfigError(f"a byte 4-gram model is a side input of the fisher-nb stack, not of {model!r}")
-        try:
-            grams_model = ByteGramLogistic(**grams)
-        except TypeError as exc:
-            raise ConfigError(f"4-gram model: {exc}") from None
-        grams_model.check_params()
+        grams_model = _grams_model(grams)
     if context is not None:
         if model != "fisher-nb":
             raise ConfigError(f"a context model is a side input of the fisher-nb stack, not of {model!r}")
@@ -223,16 +219,22 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
                       context=context_model, context_bytes=max_bytes or 3000, grams=grams_model)
 
 
+def _grams_model(settings: dict) -> ByteGramLogistic:
+    """A new byte 4-gram model of ``settings`` (its parameters), checked."""
+    try:
+        model = ByteGramLogistic(**settings)
+    except TypeError as exc:
+        raise ConfigError(f"4-gram model: {exc}") from None
+    model.check_params()
+    return model
+
+
 def _online_grams(messages, grams: dict, order: str, progress=None) -> OnlineResult:
     """The TREC protocol for the byte 4-gram logistic regression alone (``model="grams"``): each
     message's raw bytes scored, then learned; no tokens."""
     if order != "corpus":
         raise ConfigError("the 4-gram model alone streams in corpus order")
-    try:
-        model = ByteGramLogistic(**grams)
-    except TypeError as exc:
-        raise ConfigError(f"4-gram model: {exc}") from None
-    model.check_params()
+    model = _grams_model(grams)
 
     def rows():
         for msg in messages:
