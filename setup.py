@@ -1,4 +1,4 @@
-"""The one compiled part of spamkit, optional: without a C compiler the package installs
+"""The compiled parts of spamkit, optional: without a C compiler the package installs
 and runs on its pure-Python equivalents (same results, slower; see docs/design.md). No fused multiply-add
 (``-ffp-contract=off``): the compiled sums round as their NumPy definitions do, step by step.
 Long loops over a whole training matrix run in parts on POSIX threads (``-pthread``), the same
@@ -11,5 +11,12 @@ from setuptools import Extension, setup
 #: POSIX threads for the loops that run in parts (speedups.c, run_parts)
 THREADS = ["-pthread"] if os.name == "posix" else []
 
-setup(ext_modules=[Extension("spamkit.speedups", ["spamkit/speedups.c"], optional=True,
-                             extra_compile_args=["-O2", "-ffp-contract=off", *THREADS], extra_link_args=THREADS)])
+#: no fused multiply-add, so that compiled sums round as their NumPy definitions do
+FLAGS = ["-O2", "-ffp-contract=off"]
+
+setup(ext_modules=[
+    Extension("spamkit.speedups", ["spamkit/speedups.c"], optional=True,
+              extra_compile_args=[*FLAGS, *THREADS], extra_link_args=THREADS),
+    # the byte 4-gram model's features and steps (spamkit.bytekeys, spamkit.models.bytegrams)
+    Extension("spamkit.gramloops", ["spamkit/gramloops.c"], optional=True, extra_compile_args=FLAGS),
+])

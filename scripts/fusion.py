@@ -4,8 +4,8 @@
 Each combiner is a logistic regression over the inputs' log-odds (Lynam & Cormack, "On-line
 spam filter fusion", SIGIR 2006), refitted on the scores the messages got before they were
 learned, as ``spamkit online`` does (every 100 messages); they differ in what they weigh and,
-for the accurate configuration, in a prior on the weights (``FisherNBStack.combiner_center``)
-with refits every 10 messages over the first 1,000. The prior of each stream is the average of
+with side inputs, in a prior on the weights or not (``FisherNBStack.combiner_center``, which the
+accurate configuration uses) with refits every 10 messages over the first 1,000. The prior of each stream is the average of
 the weights fitted on the *other* streams (leave one corpus out), so no stream is scored with
 weights it helped choose; ``--centers`` prints the averages over every stream (what the code
 uses).
@@ -124,8 +124,10 @@ def main(argv=None) -> int:
             print(f"  {'bogofilter 1.2.5':<26}{roca(y, d['bogofilter']):9.4f}   at its cut-offs: ham misfiled "
                   f"{bogo['ham_misfiled']:.3f}%, spam caught {bogo['spam_caught']:.2f}%")
         runs = {label: (side, None) for label, side in LAYOUTS.items()}
-        center = np.mean([fitted["+context+grams", n] for n in names if n != name], axis=0)
-        runs["+context+grams, prior"] = (("context", "grams"), center)
+        for layout, side in LAYOUTS.items():
+            if side:
+                center = np.mean([fitted[layout, n] for n in names if n != name], axis=0)
+                runs[f"{layout}, prior"] = (side, center)
         for label, (side, prior) in runs.items():
             s = online_fusion(features(d, side), y, prior)
             used = {k: inputs[k] for k in ("fisher", "nb", "logistic", *side)}

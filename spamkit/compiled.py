@@ -1,21 +1,31 @@
-"""The compiled inner loops (``spamkit/speedups.c``), or None: what the hot paths ask for.
+"""The compiled inner loops, or None: what the hot paths ask for.
 
-``pip install`` builds ``spamkit.speedups`` where a C compiler is present; without it, or with
-``SPAMKIT_PURE_PYTHON=1`` in the environment (to measure or rule out the extension), every
-caller runs its pure-Python definition instead, with the same results.
+``pip install`` builds ``spamkit.speedups`` (``spamkit/speedups.c``) and ``spamkit.gramloops``
+(``spamkit/gramloops.c``, the byte 4-gram model's loops) where a C compiler is present; without
+it, or with ``SPAMKIT_PURE_PYTHON=1`` in the environment (to measure or rule out the
+extensions), every caller runs its pure-Python definition instead, with the same results.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+
+
+def _extension(name: str):
+    if os.environ.get("SPAMKIT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        return importlib.import_module(f"spamkit.{name}")
+    except ImportError:
+        return None
 
 
 def speedups():
     """The ``spamkit.speedups`` module, or None."""
-    if os.environ.get("SPAMKIT_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from . import speedups as module
-    except ImportError:
-        return None
-    return module
+    return _extension("speedups")
+
+
+def gramloops():
+    """The ``spamkit.gramloops`` module (the byte 4-gram model's loops), or None."""
+    return _extension("gramloops")

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from spamkit.bytekeys import context_keys, gram_rows, gram_slots
 from spamkit.cli import cli
+from spamkit.compiled import gramloops
 from spamkit.config import build_filter
 from spamkit.corpus import Corpus
 from spamkit.errors import ConfigError, ModelFormatError
@@ -104,13 +105,69 @@ def test_the_published_method_scores_as_an_independent_implementation_on_real_ma
     with Corpus(shared_corpus("csdmc2010/csdmc2010.tar.gz")) as corpus:
         messages = list(corpus)
     reference, labels = run_stream(messages, 2500, 22, 0.002)
-    m = ByteGramLogistic(n_bytes=2500).fit(gram_rows([x.raw for x in messages], 2500, 22),
+    m = ByteGramLogistic(n_bytes=2500, bits=22).fit(gram_rows([x.raw for x in messages], 2500, 22),
                                            [x.label for x in messages])
     # float32 weights against float64: the same scores to a few parts in a million
     assert np.allclose(m.held_out_, reference, rtol=1e-4, atol=1e-4)
     ours, theirs = 100 * (1 - roc_auc(labels, m.held_out_)), 100 * (1 - roc_auc(labels, reference))
     assert ours == pytest.approx(theirs, abs=2e-4)
     assert ours < 0.005                          # CSDMC2010 is nearly separable for this method
+
+
+@pytest.mark.skipif(gramloops() is None, reason="spamkit.gramloops is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
+def test_the_compiled_loops_give_the_numpy_definitions_results(monkeypatch):
+    import spamkit.bytekeys as bytekeys_module
+    import spamkit.models.bytegrams as bytegrams_module
+    with Corpus(shared_corpus("csdmc2010/csdmc2010.tar.gz")) as corpus:
+        messages = list(corpus)[:400]
+    texts = [m.raw for m in messages] + [b"", b"abc", b"abcd", b"\xff" * 5000, "Grüße aus Köln".encode()]
+    labels = [m.label for m in messages] + ["ham", "spam", "ham", "spam", "ham"]
+
+    def everything():
+        out = {}
+        for n_bytes, bits in ((3500, 18), (3500, 22), (2500, 8), (100_000, 30), (7, 12)):
+            out[n_bytes, bits] = gram_rows(texts, n_bytes, bits)
+        rows = out[3500, 18]
+        m = ByteGramLogistic(bits=18).fit(rows, labels)
+        m.partial_fit(rows[:50], labels[:50]).unlearn(rows[:10], labels[:10])
+        return out, m, m.decision_function(rows)
+
+    compiled = everything()
+    monkeypatch.setattr(bytekeys_module, "gramloops", lambda: None)
+    monkeypatch.setattr(bytegrams_module, "gramloops", lambda: None)
+    numpy_defined = everything()
+    for key, rows in compiled[0].items():           # the same slots, exactly
+        assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(rows, numpy_defined[0][key])), key
+    # the same steps; a message's weights are added in another order (slot order, not pairwise)
+    assert np.allclose(compiled[1].held_out_, numpy_defined[1].held_out_, rtol=1e-12, atol=1e-12)
+    assert np.allclose(compiled[1].weights_, numpy_defined[1].weights_, rtol=1e-6, atol=1e-9)
+    assert np.allclose(compiled[2], numpy_defined[2], rtol=1e-12, atol=1e-12)
+    assert compiled[1].n_learned_ == numpy_defined[1].n_learned_ == len(texts) + 60
+    # a slot outside the table is refused before any step, by the same words
+    model = ByteGramLogistic(bits=8).fit([np.array([1, 2], dtype=np.uint32)] * 2, ["ham", "spam"])
+    before = model.weights_.copy()
+    monkeypatch.undo()
+    with pytest.raises(ConfigError, match="slots from 0 to 2\\*\\*8 - 1"):
+        model.partial_fit([np.array([3], dtype=np.uint32), np.array([256], dtype=np.uint32)], ["ham", "spam"])
+    assert np.array_equal(model.weights_, before)
+    with pytest.raises(ConfigError, match="slots from 0 to 2\\*\\*8 - 1"):
+        model.decision_function([np.array([999], dtype=np.uint32)])
+
+
+def test_the_compiled_hash_is_the_documented_one():
+    import spamkit.bytekeys as bytekeys_module
+    loops = gramloops()
+    if loops is None:
+        pytest.skip("spamkit.gramloops is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
+    assert loops.GRAM_MULTIPLIER == int(bytekeys_module._GRAM_MULTIPLIER) == 2654435761
+
+
+def test_the_features_defaults_are_the_models():
+    import inspect
+    from spamkit.models.bytegrams import GRAM_BITS, GRAM_BYTES
+    for function in (gram_slots, gram_rows):
+        params = inspect.signature(function).parameters
+        assert (params["n_bytes"].default, params["bits"].default) == (GRAM_BYTES, GRAM_BITS)
 
 
 def test_fit_is_the_protocol_written_out():
@@ -219,7 +276,7 @@ def test_online_alone_and_fused_on_a_real_stream():
     assert alone["measures"]["roca_pct"] == pytest.approx(100 * (1 - roc_auc(labels, m.held_out_)), abs=1e-9)
     default = json.loads(run("online", path, "--json", "-q").stdout)
     fused = json.loads(run("online", path, "--byte-grams", "--json", "-q").stdout)
-    assert fused["settings"]["grams"] == {"n_bytes": 3500, "bits": 22, "rate": 0.002}
+    assert fused["settings"]["grams"] == {"n_bytes": 3500, "bits": 18, "rate": 0.002}
     assert fused["measures"]["roca_pct"] <= default["measures"]["roca_pct"]
 
 

@@ -32,7 +32,8 @@ ALLOWED = {
     "corpus": {"compiled", "errors", "labels", "names"},
     # the compiled inner loops (a C extension, optional) and the one place that loads them
     "speedups": set(),
-    "compiled": {"speedups"},
+    "gramloops": set(),
+    "compiled": {"speedups", "gramloops"},
     "htmltext": {"compiled"},
     # MIME structure from bytes (header blocks, parameters, multipart spans), for message
     # (compiled: a well-formed header block read in C; message: the top block's names and values)
@@ -43,8 +44,9 @@ ALLOWED = {
     # workers of spamkit train start before NumPy is imported)
     "numbering": {"compiled"},
     "features": {"compiled", "errors", "names", "numbering"},
-    # bytes -> hashed context keys, the features of byte-level context models (models.context)
-    "bytekeys": {"errors"},
+    # bytes -> hashed context keys and 4-gram slots, the features of byte-level models
+    # (models.context, models.bytegrams; compiled: the 4-gram slots in C)
+    "bytekeys": {"compiled", "errors"},
     "models": {"compiled", "errors", "labels", "names"},
     "decision": {"errors", "labels"},
     "metrics": {"errors", "labels"},

@@ -60,7 +60,7 @@ from .progress import Progress, verbosity_options
 @click.option("--byte-grams", is_flag=True,
               help="fisher-nb: add an online logistic regression on the byte 4-grams of each raw message's first "
                    "3,500 bytes (TREC 2007's best filter) as an input of the stack's combiner: with "
-                   "--context-model the most accurate filter on long streams (16 MB of weights).")
+                   "--context-model the most accurate filter on long streams (1 MB of weights).")
 @click.option("--json", "as_json", is_flag=True)
 def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                    max_clues, rate, alpha, regime, margin, hashing, delay, feedback_fraction, active, active_b,

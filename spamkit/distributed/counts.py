@@ -209,7 +209,7 @@ def stats_size(stats: Stats) -> int:
 
 def refuse_context(spam_filter, what: str = "trains") -> None:
     """Refuse a filter with side models (a context model, byte 4-grams): their tables (256 MB per
-    context model, 16 MB of 4-gram weights) and the bytes of every message are not something to
+    context model, 1 MB of 4-gram weights) and the bytes of every message are not something to
     ship to a cluster's workers (spamkit.models.context, spamkit.models.bytegrams)."""
     if getattr(spam_filter, "reads_bytes", False):
         raise ConfigError(f"--engine dask {what} filters without side models; this one reads each message's "
