@@ -13,6 +13,7 @@ from spamkit.evaluation import online_evaluate
 from spamkit.features import Vectorizer
 from spamkit.message import parse_message
 from spamkit.models import BernoulliNB, MultinomialNB
+from spamkit.names import DEFAULT_RATE
 from spamkit.text import Analyzer
 
 from conftest import SAMPLE
@@ -144,7 +145,7 @@ def test_online_html_report_matches_the_json(tmp_path):
     assert float(found["measures.roca_pct"]) == data["measures"]["roca_pct"]
     assert float(found["learning_curve.9.roca_pct"]) == data["learning_curve"][9]["roca_pct"]
     assert float(found["measures.default_decision.ham_misfiled"]) == data["measures"]["default_decision"]["ham_misfiled"]
-    assert data["settings"]["rate"] == 0.2 and data["report"]["roc"]["fpr"][0] == 0.0
+    assert data["settings"]["rate"] == DEFAULT_RATE == 0.1 and data["report"]["roc"]["fpr"][0] == 0.0
 
 
 # --------------------------------------------------------------------------- any number of classes
