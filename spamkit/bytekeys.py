@@ -40,6 +40,7 @@ import numpy as np
 
 from .compiled import gramloops
 from .errors import ConfigError
+from .names import GRAM_BITS, GRAM_BYTES
 
 #: the end-of-text symbol, predicted after a text's last byte
 END = 256
@@ -142,7 +143,7 @@ def _slots(texts, order: int, bits: int, indptr: np.ndarray) -> np.ndarray:
 _GRAM_MULTIPLIER = np.uint32(2654435761)
 
 
-def gram_slots(text, n_bytes: int = 3500, bits: int = 18) -> np.ndarray:
+def gram_slots(text, n_bytes: int = GRAM_BYTES, bits: int = GRAM_BITS) -> np.ndarray:
     """The distinct table slots of the byte 4-grams of ``text[:n_bytes]``, sorted (uint32).
 
     The features of the TREC 2007 Waterloo filter (G. V. Cormack, "University of Waterloo
@@ -176,7 +177,7 @@ def gram_slots(text, n_bytes: int = 3500, bits: int = 18) -> np.ndarray:
     return slots[np.concatenate(([True], slots[1:] != slots[:-1]))]
 
 
-def gram_rows(texts, n_bytes: int = 3500, bits: int = 18) -> list:
+def gram_rows(texts, n_bytes: int = GRAM_BYTES, bits: int = GRAM_BITS) -> list:
     """:func:`gram_slots` of each text: the rows a :class:`~spamkit.models.bytegrams.ByteGramLogistic` reads.
     (The compiled loop is looked up once for all the texts.)"""
     loops = gramloops()

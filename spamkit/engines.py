@@ -27,6 +27,7 @@ from functools import partial
 
 from .corpus.base import LabelledMessage
 from .corpus.tree import Unread, open_spools, read_where
+from .compiled import gramloops
 from .errors import CorpusError, WorkerError
 from .message import defect_families, parse_message
 from .numbering import IndexedChunk, new_numbering, number_terms
@@ -62,15 +63,20 @@ AHEAD_BYTES = 32 * 1024 * 1024
 
 _ANALYZER = None
 _VECTORIZER = None
+#: a trained byte 4-gram model (spamkit.models.bytegrams) whose log-odds the worker makes, or None
+_GRAMS = None
 #: the training run whose terms this worker numbers, and its numbers (see _numbered_chunk)
 _SESSION = None
 _NUMBERS: object = {}                    # the numbering of the session (numbering.new_numbering)
 
 
-def _start_worker(analyzer, vectorizer=None) -> None:
-    global _ANALYZER, _VECTORIZER
+def _start_worker(analyzer, vectorizer=None, grams=None) -> None:
+    """A worker's settings: the analyzer, for scoring the vectorizer, and the byte 4-gram model
+    whose scores it then makes too (:func:`_rows_chunk`)."""
+    global _ANALYZER, _VECTORIZER, _GRAMS
     _ANALYZER = analyzer
     _VECTORIZER = vectorizer
+    _GRAMS = grams
 
 
 def _on_the_wire(shared: frozenset = frozenset()):
@@ -102,40 +108,69 @@ def _size(item) -> int:
     return len(raw) if isinstance(raw, (bytes, bytearray)) else 0
 
 
-def _tokens_of(items) -> tuple[list, list]:
-    """Each item's tokens and defect families (what every kind of chunk starts from)."""
-    token_lists, families = [], []
+def _tokens_of(items, grams: tuple | None = None) -> tuple:
+    """Each item's tokens and defect families (what every kind of chunk starts from); with
+    ``grams`` (n_bytes, bits), also the slots of each message's byte 4-grams
+    (:func:`_gram_slots`), joined, and how many each has."""
+    token_lists, families, slots, sizes = [], [], [], []
     for item in items:
         if isinstance(item, tuple) and isinstance(item[0], tuple):     # where to read it (see _on_the_wire)
             item = (read_where(item[0]), item[1])
         if isinstance(item, tuple):
             msg = parse_message(*item)
+            raw = item[0]
         else:
-            from .spamfilter import parse_item              # NumPy's module: its workers have it
+            from .spamfilter import parse_item, raw_of      # NumPy's module: its workers have it
             msg = parse_item(item)
+            raw = raw_of(item) if grams is not None else b""
         token_lists.append(_ANALYZER(msg))
         families.append(defect_families(msg) if msg.defects else ())
-    return token_lists, families
+        if grams is not None:
+            slots.append(_gram_slots(raw, *grams))
+            sizes.append(len(slots[-1]) // 4)
+    if grams is None:
+        return token_lists, families
+    return token_lists, families, b"".join(slots), sizes
 
 
-def _numbered_chunk(session, items) -> tuple:
+def _gram_slots(raw, n_bytes: int, bits: int) -> bytes:
+    """The slots of a message's byte 4-grams as native uint32 bytes
+    (:func:`spamkit.bytekeys.gram_slots`), made here so that the driver of a training neither
+    reads the message's bytes nor hashes them: the compiled loop where it is built, else the
+    NumPy definition (which a worker then imports)."""
+    loops = gramloops()
+    if loops is not None and isinstance(raw, (bytes, bytearray)):
+        return loops.slots(raw, n_bytes, bits)
+    from .bytekeys import gram_slots
+    return gram_slots(raw, n_bytes, bits).tobytes()
+
+
+def _numbered_chunk(session, items, grams: tuple | None = None) -> tuple:
     """A chunk of training messages as this worker numbers their terms (an
     :class:`~spamkit.numbering.IndexedChunk`'s parts): the driver then looks up by name only
     the terms this worker had not sent before, and maps the rest through an array. A new
-    ``session`` (another training run on the same pool) starts the numbering again."""
+    ``session`` (another training run on the same pool) starts the numbering again. With
+    ``grams`` (n_bytes, bits), also each message's byte 4-gram slots (:func:`_tokens_of`)."""
     global _SESSION, _NUMBERS
     if session != _SESSION:
         _SESSION, _NUMBERS = session, new_numbering()
-    token_lists, families = _tokens_of(items)
-    return (os.getpid(), *number_terms(_NUMBERS, token_lists), families)
+    token_lists, families, *slots = _tokens_of(items, grams)
+    return (os.getpid(), *number_terms(_NUMBERS, token_lists), families, *slots)
 
 
 def _indexed(done) -> tuple:
-    """An :class:`~spamkit.numbering.IndexedChunk` and the messages' defect families."""
+    """An :class:`~spamkit.numbering.IndexedChunk`, the messages' defect families and, where the
+    worker made them, their byte 4-gram slots (one uint32 array a message; else None)."""
     import numpy as np
-    pid, new_terms, ids, counts, sizes, families = done
+    pid, new_terms, ids, counts, sizes, families, *grams = done
+    rows = None
+    if grams:
+        joined, lengths = grams
+        flat = np.frombuffer(joined, dtype=np.uint32)
+        ends = np.cumsum(lengths, dtype=np.int64)
+        rows = [flat[end - length:end] for end, length in zip(ends.tolist(), lengths)]
     return IndexedChunk(pid, new_terms, np.frombuffer(ids, dtype=np.intc), np.frombuffer(counts, dtype=np.intc),
-                        np.frombuffer(sizes, dtype=np.int64)), families
+                        np.frombuffer(sizes, dtype=np.int64)), families, rows
 
 
 def _parse_chunk(items) -> list:
@@ -150,11 +185,21 @@ def _parse_chunk(items) -> list:
 def _rows_chunk(items) -> tuple:
     """Feature rows of a chunk, made in the worker (scoring: the vocabulary is fixed): the CSR
     arrays, each message's number of distinct tokens (for the familiarity guard) and its defect
-    families. The driver then stacks arrays instead of unpickling and looking up every token."""
+    families; with a byte 4-gram model (:func:`_start_worker`), each message's log-odds under it.
+    The driver then stacks arrays instead of unpickling and looking up every token, and reads
+    no message's bytes for the 4-grams."""
     from .spamfilter import distinct_tokens
-    token_lists, families = _tokens_of(items)
+    if _GRAMS is None:
+        token_lists, families = _tokens_of(items)
+        X = _VECTORIZER.transform(token_lists)
+        return (X.data, X.indices, X.indptr, X.shape), distinct_tokens(token_lists), families
+    import numpy as np
+    token_lists, families, joined, sizes = _tokens_of(items, (int(_GRAMS.n_bytes), int(_GRAMS.bits)))
+    flat = np.frombuffer(joined, dtype=np.uint32)
+    ends = np.cumsum(sizes, dtype=np.int64).tolist()
+    scores = _GRAMS.decision_function([flat[end - size:end] for end, size in zip(ends, sizes)])
     X = _VECTORIZER.transform(token_lists)
-    return (X.data, X.indices, X.indptr, X.shape), distinct_tokens(token_lists), families
+    return (X.data, X.indices, X.indptr, X.shape), distinct_tokens(token_lists), families, scores
 
 
 #: joins a chunk's tokens for the trip back (a token holding it makes the chunk travel as lists)
@@ -194,6 +239,11 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 def _analyzer_key(analyzer) -> str:
     """What tells analyzers apart: the same key, the same tokens."""
     return repr(sorted(analyzer.get_config().items()))
+
+
+def _ahead_key(analyzer, grams: tuple | None) -> str:
+    """What tells chunks counted ahead apart: the analyzer's key and the 4-gram settings."""
+    return f"{_analyzer_key(analyzer)} grams={grams!r}"
 
 
 _END = object()
@@ -239,6 +289,15 @@ def _trim_heap() -> None:
     except (ImportError, OSError, AttributeError):           # pragma: no cover - not glibc
         return
     trim(0)
+
+
+def worker_grams(spam_filter) -> tuple | None:
+    """(n_bytes, bits) of a filter's byte 4-gram model when the workers can make its features
+    (no context model, which reads the bytes in the driver anyway), else None."""
+    grams = getattr(spam_filter, "grams", None)
+    if grams is None or getattr(spam_filter, "context", None) is not None:
+        return None
+    return int(grams.n_bytes), int(grams.bits)
 
 
 def default_jobs() -> int:
@@ -376,26 +435,29 @@ class ProcessEngine:
         for done in self.ordered(self._pools["parse"], _parse_chunk, items):
             yield from done
 
-    def counter(self, analyzer):
+    def counter(self, analyzer, grams: tuple | None = None):
         """``count(items)`` for :meth:`spamkit.spamfilter.SpamFilter.fit`: ``(IndexedChunk, defect
-        families of its messages)`` per chunk of items, in order (see :meth:`ordered`). Where
-        :meth:`count_ahead` began with the same messages, its chunks come first."""
+        families of its messages, their byte 4-gram slots or None)`` per chunk of items, in
+        order (see :meth:`ordered`); the slots with ``grams`` (n_bytes, bits), made in the
+        workers (``count.gram_rows`` is then True). Where :meth:`count_ahead` began with the
+        same messages and settings, its chunks come first."""
         def count(items):
             pool = self._pool(analyzer)
             source = _Replay(items)
-            session, pending = self._resume_ahead(_analyzer_key(analyzer), source, pool.wire)
+            session, pending = self._resume_ahead(_ahead_key(analyzer, grams), source, pool.wire)
             if pending is None:                          # nothing ahead, or other items
                 session, pending = next(_SESSIONS), None
-            work = partial(_numbered_chunk, (os.getpid(), session))
+            work = partial(_numbered_chunk, (os.getpid(), session), grams=grams)
             waited = len(pending) if pending is not None else -1
             for done in self.ordered(pool, work, source, pool.wire, pending):
                 waited -= 1
                 if waited == 0:
                     _trim_heap()
                 yield _indexed(done)
+        count.gram_rows = grams is not None
         return count
 
-    def count_ahead(self, analyzer, corpora) -> None:
+    def count_ahead(self, analyzer, corpora, grams: tuple | None = None) -> None:
         """Give the workers the first messages of ``corpora`` to number now, before the caller
         turns to work of its own: at most :data:`AHEAD_MESSAGES` messages or :data:`AHEAD_BYTES`
         bytes, of those the workers read themselves (members of an archive they inherited,
@@ -406,11 +468,12 @@ class ProcessEngine:
 
         ``spamkit train`` calls it before it imports NumPy, SciPy and the models (0.2-0.3 s of one
         core), so that the workers, forked from a process that has not loaded them, parse and
-        tokenize meanwhile."""
+        tokenize meanwhile; ``grams`` (n_bytes, bits): a filter with byte 4-grams, whose slots the
+        workers make too (:meth:`counter`)."""
         from .corpus import iter_corpora
         pool = self._pool(analyzer)
         session = next(_SESSIONS)
-        work = partial(_numbered_chunk, (os.getpid(), session))
+        work = partial(_numbered_chunk, (os.getpid(), session), grams=grams)
         chunks: deque = deque()
         chunk, chunk_size, messages, size = [], 0, 0, 0
         try:
@@ -433,7 +496,7 @@ class ProcessEngine:
             chunk = []                                     # the training meets it where it is
         if chunk:
             chunks.append((chunk, pool.submit(work, chunk)))
-        self._ahead = _Ahead(_analyzer_key(analyzer), session, chunks)
+        self._ahead = _Ahead(_ahead_key(analyzer, grams), session, chunks)
 
     def _resume_ahead(self, key: str, source, wire):
         """``(session, futures)`` of the chunks :meth:`count_ahead` submitted, when ``source``
@@ -462,34 +525,50 @@ class ProcessEngine:
         """Blocks of the feature rows of ``items`` under a trained filter with each message's
         number of distinct tokens, ``(csr_matrix, distinct)``, in order, each of at least
         ``at_least`` messages but the last; the rows are made in the workers (the same rows as
-        ``spam_filter.vectorizer.transform`` of the tokens: the representation is row by row).
+        ``spam_filter.vectorizer.transform`` of the tokens: the representation is row by row);
+        for a filter whose byte 4-grams the workers make (:func:`worker_grams`), a third item,
+        the block's side scores (n, 1): the model's log-odds of each message, scored there.
         Parse fallbacks are counted on ``spam_filter.parse_fallbacks``."""
         import numpy as np
         import scipy.sparse as sp
-        pool = self._new_pool(spam_filter.analyzer, spam_filter.vectorizer)
+        grams = spam_filter.grams if worker_grams(spam_filter) is not None else None
+        pool = self._new_pool(spam_filter.analyzer, spam_filter.vectorizer, grams)
         try:
-            blocks, distinct, held = [], [], 0
-            for (data, indices, indptr, shape), sizes, families in self.ordered(pool, _rows_chunk, items, pool.wire):
+            blocks, distinct, side, held = [], [], [], 0
+            for (data, indices, indptr, shape), sizes, families, *scores in self.ordered(pool, _rows_chunk, items,
+                                                                                         pool.wire):
                 blocks.append(sp.csr_matrix((data, indices, indptr), shape=shape))
                 distinct.append(sizes)
+                side.extend(scores)
                 held += shape[0]
                 spam_filter.count_fallbacks(families)
                 if held >= at_least:
-                    yield sp.vstack(blocks, format="csr"), np.concatenate(distinct)
-                    blocks, distinct, held = [], [], 0
+                    yield (sp.vstack(blocks, format="csr"), np.concatenate(distinct),
+                           *([np.concatenate(side)[:, None]] if grams is not None else []))
+                    blocks, distinct, side, held = [], [], [], 0
             if blocks:
-                yield sp.vstack(blocks, format="csr"), np.concatenate(distinct)
+                yield (sp.vstack(blocks, format="csr"), np.concatenate(distinct),
+                       *([np.concatenate(side)[:, None]] if grams is not None else []))
         finally:
             _stop(pool)
 
+    def makes_gram_rows(self, spam_filter) -> bool:
+        """Whether :meth:`fit` has the workers make ``spam_filter``'s byte 4-gram slots (then its
+        driver need not read the messages' bytes: :meth:`spamkit.spamfilter.SpamFilter.driver_reads_bytes`)."""
+        vectorizer = spam_filter.vectorizer
+        return worker_grams(spam_filter) is not None and vectorizer.hashing is None and vectorizer.select != "ig"
+
     def fit(self, spam_filter, messages, progress=None):
         return spam_filter.fit(messages, progress=progress, tokenize=self.tokenizer(spam_filter.analyzer),
-                               count=self.counter(spam_filter.analyzer))
+                               count=self.counter(spam_filter.analyzer, worker_grams(spam_filter)))
 
     def score(self, spam_filter, corpora, progress=None):
         from .jobs.evaluate import ROWS_AT_A_TIME, score_locally
-        return score_locally(spam_filter, corpora, progress,
-                             rows=lambda items: self.row_blocks(spam_filter, items, ROWS_AT_A_TIME))
+
+        def rows(items):
+            return self.row_blocks(spam_filter, items, ROWS_AT_A_TIME)
+        rows.side_scores = worker_grams(spam_filter) is not None      # the workers score the 4-grams
+        return score_locally(spam_filter, corpora, progress, rows=rows)
 
     def cross_validated_log_odds(self, spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None,
                                  return_folds: bool = False, status=None):

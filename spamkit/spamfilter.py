@@ -23,7 +23,7 @@ from .calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibr
 from .corpus import LabelledMessage, require_classes
 from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
 from . import errors
-from .errors import ConfigError, CorpusError, ModelFormatError
+from .errors import ConfigError, CorpusError, ModelFormatError, WorkerError
 from .features import IndexedChunk, Vectorizer, columns_per_row, numbered_here
 from .labels import HAM_NAME, SPAM_NAME
 from .message import Message, defect_families, parse_message
@@ -266,7 +266,12 @@ class SpamFilter:
         labels: list = []
         ids: list = []
         distinct: list = []
-        texts: list | None = [] if self.reads_bytes else None
+        counting = count is not None and self.vectorizer.hashing is None and self.vectorizer.select != "ig"
+        # the byte 4-grams' slots made by count's workers (spamkit.engines.ProcessEngine.counter):
+        # then this process needs no message's bytes (a context model reads them here)
+        rows: list | None = ([] if counting and self.grams is not None and self.context is None
+                             and getattr(count, "gram_rows", False) else None)
+        texts: list | None = [] if self.reads_bytes and rows is None else None
         explicit = list(y) if y is not None else None
 
         def labelled():
@@ -289,10 +294,14 @@ class SpamFilter:
                 yield item
 
         def token_stream():
-            if count is not None and self.vectorizer.hashing is None and self.vectorizer.select != "ig":
-                for chunk, families in count(labelled()):
+            if counting:
+                for chunk, families, *slots in count(labelled()):
                     self.count_fallbacks(families)
                     distinct.extend(chunk.sizes.tolist())
+                    if rows is not None:
+                        if not slots or slots[0] is None:
+                            raise WorkerError("the workers sent no byte 4-grams for a filter that needs them")
+                        rows.extend(slots[0])
                     yield chunk
                 return
             if self.vectorizer.hashing is None and self.vectorizer.select != "ig":
@@ -322,7 +331,7 @@ class SpamFilter:
         # hashes without the GIL; joined below, so no thread outlives fit)
         index_job = TermIndexJob(self.vectorizer.terms_) if self.vectorizer.terms_ is not None else None
         try:
-            self._fit_model(X, y_arr, ids, distinct, texts)
+            self._fit_model(X, y_arr, ids, distinct, texts, rows)
         except BaseException:
             if index_job is not None:
                 index_job.wait()
@@ -330,9 +339,10 @@ class SpamFilter:
         self._term_index = index_job.result() if index_job is not None else None
         return self
 
-    def _fit_model(self, X, y_arr, ids, distinct, texts=None) -> None:
+    def _fit_model(self, X, y_arr, ids, distinct, texts=None, gram_rows=None) -> None:
         """The model, its calibration and the familiarity guard, on the training matrix (and with
-        a context model, the bytes it reads of each message: ``texts``)."""
+        side models, the bytes they read of each message: ``texts``, or the byte 4-grams' slots
+        of each, made elsewhere: ``gram_rows``)."""
         require_classes(Counter(y_arr.tolist()), "training data")
         if isinstance(self.model, (RobinsonFisher, FisherNBStack)) and len(set(y_arr.tolist())) != 2:
             raise ConfigError(f"the fisher models separate two classes; the training data has "
@@ -346,7 +356,7 @@ class SpamFilter:
             if self.condense_mode:
                 self.condensed = self.model.condense(edit=self.condense_mode == "edit")
         elif self.reads_bytes:
-            self.model.fit(X, y_arr, side=self.fit_side(texts, y_arr))
+            self.model.fit(X, y_arr, side=self.fit_side(texts, y_arr, gram_rows))
         else:
             self.model.fit(X, y_arr)
         self.classes_ = self.model.classes_
@@ -355,10 +365,20 @@ class SpamFilter:
             self.calibration = self.fit_calibration(X, y_arr)
         self._fit_guard(X, np.asarray(distinct, dtype=np.float64))
 
-    def fit_side(self, texts, y) -> np.ndarray:
-        """Fit the side models on the bytes ``texts`` of the training messages (labels ``y``) and
-        return what the stack's combiner is fitted on, shape (n, side models): each message's
-        side scores held out by the stack's own folds (:meth:`ByteContextModel.held_out_mean_log_ratio`,
+    def driver_reads_bytes(self, engine) -> bool:
+        """Whether training with ``engine`` reads each message's bytes in this process: for side
+        models, unless the engine's workers make the byte 4-grams' slots and there is no context
+        model (:meth:`spamkit.engines.ProcessEngine.makes_gram_rows`)."""
+        if not self.reads_bytes:
+            return False
+        makes_grams = getattr(engine, "makes_gram_rows", None)
+        return not (makes_grams is not None and makes_grams(self))
+
+    def fit_side(self, texts, y, gram_rows=None) -> np.ndarray:
+        """Fit the side models on the bytes ``texts`` of the training messages (labels ``y``; or,
+        for the byte 4-gram model, on their slots ``gram_rows`` made elsewhere) and return what
+        the stack's combiner is fitted on, shape (n, side models): each message's side scores
+        held out by the stack's own folds (:meth:`ByteContextModel.held_out_mean_log_ratio`,
         :meth:`ByteGramLogistic.held_out_scores`)."""
         columns = []
         k, folds = self.model.fold_assignment(y) if isinstance(self.model, FisherNBStack) else (0, None)
@@ -367,7 +387,9 @@ class SpamFilter:
             self.context.fit(keys, y)
             columns.append(self.context.held_out_mean_log_ratio(keys, y, folds) if k >= 2 else np.zeros(len(texts)))
         if self.grams is not None:
-            rows = self.gram_rows(texts)
+            rows = self.gram_rows(texts) if gram_rows is None else gram_rows
+            if len(rows) != len(y):
+                raise ConfigError(f"{len(rows)} messages' byte 4-grams for {len(y)} labels")
             self.grams.fit(rows, y)
             columns.append(self.grams.held_out_scores(rows, y, folds) if k >= 2 else np.zeros(len(texts)))
         return np.column_stack(columns)

@@ -116,6 +116,27 @@ def test_jobs_give_the_same_results(command, tmp_path):
     assert results[0] == results[1]
 
 
+def test_jobs_give_the_same_filter_and_scores_with_byte_grams(tmp_path):
+    # with byte 4-grams the workers make their slots when training and score them when
+    # evaluating (ProcessEngine.makes_gram_rows, row_blocks): the same filter file, the same report
+    runner = CliRunner()
+    outputs, reports = [], []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}.spamkit"
+        result = runner.invoke(cli, ["train", str(SAMPLE), "--byte-grams", "-o", str(out), "--jobs", jobs])
+        assert result.exit_code == 0, result.output
+        outputs.append(members(out))
+        result = runner.invoke(cli, ["evaluate", str(tmp_path / "j1.spamkit"), str(SAMPLE), "--jobs", jobs, "--json"])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        for timing in ("seconds", "messages_per_second"):
+            data.pop(timing, None)
+        reports.append(data)
+    assert any("grams" in name for name in outputs[0])              # the 4-gram model is in the file
+    assert outputs[0] == outputs[1]
+    assert reports[0] == reports[1]
+
+
 def test_a_bad_message_fails_at_its_place():
     f = build_filter(**BEST)
     with Corpus(SAMPLE) as corpus:
@@ -304,6 +325,7 @@ from spamkit.engines import ProcessEngine
 from spamkit.jobs.train import train_filter
 from spamkit.pipeline import BEST, build_filter
 archive, out, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
+grams = {"grams": {}} if sys.argv[4:] == ["grams"] else {}
 reads, real = [], tree.ArchiveTree._member
 def counting(self, rel, handle, *a):
     reads.append(rel)
@@ -319,7 +341,7 @@ with Corpus(archive) as corpus:
     with corpus.located() as located:
         dated = [m.date for m in corpus]
     with ProcessEngine(jobs=2, chunk=4) as engine:
-        f = build_filter(**BEST)
+        f = build_filter(**BEST, **grams)
         report = train_filter(f, [corpus], engine=engine)
 stop.set()
 f.save(out)
@@ -328,19 +350,21 @@ print(json.dumps({"listed": before, "read": len(reads) - before, "located": loca
 """
 
 
+@pytest.mark.parametrize("grams", [False, True])
 @pytest.mark.parametrize("thread", [False, True])
-def test_training_on_workers_lists_archive_members_and_the_workers_read_them(tmp_path, thread):
+def test_training_on_workers_lists_archive_members_and_the_workers_read_them(tmp_path, thread, grams):
     # spamkit train with worker processes: the members of an archive the forked workers inherited
     # are listed here, not read (Corpus.located), and read by the workers where they lie; with
     # workers from a forkserver (a thread was running) they are read here and travel. The filter
-    # is the one a single process makes either way.
-    seen = _on_a_sample_archive(_LOCATED_SCRIPT, tmp_path, thread)
+    # is the one a single process makes either way. With byte 4-grams the workers make their
+    # slots (ProcessEngine.makes_gram_rows): the messages are still not read here.
+    seen = _on_a_sample_archive(_LOCATED_SCRIPT, tmp_path, thread, grams)
     assert seen["located"] and seen["listed"] == seen["n"] == 240
     assert seen["read"] == (240 if thread else 0)                   # forked workers read every member
     assert seen["dated"] == 0                                       # listed: no date from the content
 
 
-def _on_a_sample_archive(script: str, tmp_path, thread: bool) -> dict:
+def _on_a_sample_archive(script: str, tmp_path, thread: bool, grams: bool = False) -> dict:
     """Run ``script`` (ARCHIVE OUT thread|-) in a fresh interpreter -- pytest-timeout's thread rules
     out fork here -- on the sample corpus as a .tar.gz of plain members (read by offset); its filter
     OUT must be the one a single process makes. Returns what the script printed last (JSON)."""
@@ -351,11 +375,11 @@ def _on_a_sample_archive(script: str, tmp_path, thread: bool) -> dict:
     with tarfile.open(archive, "w:gz", format=tarfile.USTAR_FORMAT) as tf:
         tf.add(SAMPLE, arcname="sample")
     out = tmp_path / "workers.spamkit"
-    done = subprocess.run([sys.executable, "-c", script, str(archive), str(out), "thread" if thread else "-"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script, str(archive), str(out), "thread" if thread else "-",
+                           *(["grams"] if grams else [])], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     with Corpus(archive) as corpus:
-        build_filter(**BEST).fit(list(corpus)).save(tmp_path / "local.spamkit")
+        build_filter(**BEST, **({"grams": {}} if grams else {})).fit(list(corpus)).save(tmp_path / "local.spamkit")
     same = {}
     for path in (out, tmp_path / "local.spamkit"):
         with zipfile.ZipFile(path) as z:

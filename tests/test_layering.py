@@ -46,7 +46,7 @@ ALLOWED = {
     "features": {"compiled", "errors", "names", "numbering"},
     # bytes -> hashed context keys and 4-gram slots, the features of byte-level models
     # (models.context, models.bytegrams; compiled: the 4-gram slots in C)
-    "bytekeys": {"compiled", "errors"},
+    "bytekeys": {"compiled", "errors", "names"},
     "models": {"compiled", "errors", "labels", "names"},
     "decision": {"errors", "labels"},
     "metrics": {"errors", "labels"},
@@ -63,8 +63,10 @@ ALLOWED = {
     "jobs": {"bytekeys", "errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
              "evaluation", "selection", "version", "spamfilter", "config"},
     # the local engine on several cores: worker processes parse and tokenize for the jobs
-    # (corpus: a corpus record travels to a worker as its bytes and kind)
-    "engines": {"corpus", "errors", "features", "jobs", "message", "numbering", "processes", "spamfilter"},
+    # (corpus: a corpus record travels to a worker as its bytes and kind; bytekeys, compiled: the
+    # workers make the byte 4-grams' slots)
+    "engines": {"bytekeys", "compiled", "corpus", "errors", "features", "jobs", "message", "numbering", "processes",
+                "spamfilter"},
     # bogofilter word lists in and out: counts -> a filter (spamkit.wordlist)
     # (manifest: the longest line a filter file holds, which a token must fit)
     "wordlist": {"decision", "errors", "features", "labels", "manifest", "models", "spamfilter", "text"},

@@ -165,7 +165,9 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                     background.enter_context(importing_ahead())
             corpora = stack.enter_context(reading_corpora(corpus, ham, spam, extra, fmt, classes))
             if ahead is not None:
-                chosen.count_ahead(ahead, corpora)
+                # a filter with byte 4-grams (and no context model): the workers make their slots
+                from ..names import GRAM_BITS, GRAM_BYTES
+                chosen.count_ahead(ahead, corpora, (GRAM_BYTES, GRAM_BITS) if byte_grams and not context_model else None)
         from ..config import build_filter, stack_for_rate
         from ..jobs.train import held_out_costs, train_filter
         spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,

@@ -92,7 +92,8 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
     each message's familiarity (:meth:`SpamFilter.familiarity`).
 
     Messages are scored a block of rows at a time (:func:`row_blocks`, or ``rows(items)``, which
-    yields such blocks: :meth:`spamkit.engines.ProcessEngine.row_blocks`); only their scores
+    yields such blocks: :meth:`spamkit.engines.ProcessEngine.row_blocks`, with the block's side
+    scores as a third item where ``rows.side_scores`` is true); only their scores
     are kept, so memory does not grow with the corpus but by a few numbers a message (holding
     every token list and then the whole matrix, evaluating trec07p-dev in one process peaked at
     191 MB, with Enron1-2 at 267 MB). A message's scores depend on it alone (a test compares
@@ -102,7 +103,9 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
     ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
     """
     labels, ids = [], []
-    texts = [] if spam_filter.reads_bytes else None
+    # the side scores come with the rows where the engine's workers make them (the byte 4-gram
+    # model's: spamkit.engines.ProcessEngine.score); else from the messages' bytes, read here
+    texts = [] if spam_filter.reads_bytes and not getattr(rows, "side_scores", False) else None
 
     def labelled():
         for msg in iter_corpora(corpora):
@@ -117,9 +120,9 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
             yield msg
 
     log_proba, familiarity, done = [], [], 0
-    for X, distinct in (rows(labelled()) if rows is not None else row_blocks(spam_filter, labelled(), tokenize)):
+    for X, distinct, *given in (rows(labelled()) if rows is not None else row_blocks(spam_filter, labelled(), tokenize)):
         n = X.shape[0]
-        side = None
+        side = given[0] if given else None
         if texts is not None:                       # the block's messages' bytes, then let go
             side = spam_filter.side_scores(texts[done:done + n])
             texts[done:done + n] = [None] * n

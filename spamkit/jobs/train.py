@@ -114,11 +114,11 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
             if engine.reads_files:                        # its workers read the files themselves
                 for corpus in corpora:
                     listing.enter_context(corpus.listing())
-            elif getattr(engine, "reads_located", False) and not spam_filter.reads_bytes:
-                # its workers read the messages that lie where they can (side models read
-                # each message's bytes here); this process lists those: reading and copying
-                # trec07p-dev's 40 MB here was a third of this process's work while the workers
-                # parsed and tokenized
+            elif getattr(engine, "reads_located", False) and not spam_filter.driver_reads_bytes(engine):
+                # its workers read the messages that lie where they can (a context model reads
+                # each message's bytes here; the workers make the byte 4-grams' slots); this
+                # process lists those: reading and copying trec07p-dev's 40 MB here was a third
+                # of this process's work while the workers parsed and tokenized
                 for corpus in corpora:
                     listing.enter_context(corpus.located())
             engine.fit(spam_filter, train_stream(), progress)
