@@ -56,7 +56,12 @@ def main(argv: list[str]) -> int:
     include = sysconfig.get_paths()["include"]
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     with tempfile.TemporaryDirectory(prefix="spamkit-sanitized-") as tmp:
-        package = Path(tmp) / "spamkit"
+        # the copy in tmp/pkg, found through PYTHONPATH; the tests run from tmp/run, a folder
+        # without a package in it (a test's own subprocess with another PYTHONPATH then imports
+        # what it names, not the sanitized copy without its preloaded runtimes)
+        lib, run = Path(tmp) / "pkg", Path(tmp) / "run"
+        run.mkdir()
+        package = lib / "spamkit"
         shutil.copytree(REPO / "spamkit", package, ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
         for module, source, extra in EXTENSIONS:
             built = subprocess.run([cc, *FLAGS, *extra, f"-I{include}", str(REPO / source), "-o",
@@ -64,26 +69,25 @@ def main(argv: list[str]) -> int:
             if built.returncode != 0:
                 print(f"sanitized_tests: {source} did not build:\n{built.stderr}", file=sys.stderr)
                 return built.returncode
-        env = {**os.environ, "PYTHONPATH": tmp, "LD_PRELOAD": ":".join(libs),
+        env = {**os.environ, "PYTHONPATH": str(lib), "LD_PRELOAD": ":".join(libs),
                "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
                "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
         env.pop("SPAMKIT_PURE_PYTHON", None)
         check = subprocess.run([sys.executable, "-c", "import spamkit.compiled as c; "
                                 "print(c.speedups().__file__); print(c.gramloops().__file__)"],
-                               env=env, capture_output=True, text=True, cwd=tmp)
+                               env=env, capture_output=True, text=True, cwd=run)
         loaded = check.stdout.split()
-        if check.returncode != 0 or len(loaded) != 2 or not all(path.startswith(tmp) for path in loaded):
+        if check.returncode != 0 or len(loaded) != 2 or not all(path.startswith(str(lib)) for path in loaded):
             print(f"sanitized_tests: the sanitized builds were not the ones imported: {check.stdout}{check.stderr}",
                   file=sys.stderr)
             return 1
         print(f"sanitized_tests: {', '.join(loaded)}", flush=True)
-        # from the copy's folder (the current directory comes first on Python's path), the tests
-        # named by their absolute paths (the repository's pytest settings still apply)
+        # the tests named by their absolute paths (the repository's pytest settings still apply)
         args = [str(REPO / a) if a.endswith(".py") or "::" in a else a for a in argv]
         if not any(a.endswith(".py") or "::" in a for a in argv):
             args += [str(REPO / t) for t in TESTS]
         return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(REPO),
-                               *args], env=env, cwd=tmp).returncode
+                               *args], env=env, cwd=run).returncode
 
 
 if __name__ == "__main__":
