@@ -38,7 +38,7 @@ from spamkit.corpus import Corpus
 from spamkit.metrics import roc_auc
 
 STREAMS = {"trec07p-dev": "trec07p-dev/trec07p-dev.tar.gz", "csdmc2010": "csdmc2010/csdmc2010.tar.gz",
-           "trec06p": "trec06p/trec06p.tar.gz"}
+           "trec06p": "trec06p/trec06p.tar.gz", **{f"enron{i}": f"enron-spam/enron{i}.tar.gz" for i in range(1, 7)}}
 #: Knuth's multiplicative constant (2**32 / golden ratio): spreads 4-grams over the table's top bits
 _MULTIPLIER = np.uint32(2654435761)
 

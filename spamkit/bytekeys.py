@@ -178,11 +178,5 @@ def gram_slots(text, n_bytes: int = GRAM_BYTES, bits: int = GRAM_BITS) -> np.nda
 
 
 def gram_rows(texts, n_bytes: int = GRAM_BYTES, bits: int = GRAM_BITS) -> list:
-    """:func:`gram_slots` of each text: the rows a :class:`~spamkit.models.bytegrams.ByteGramLogistic` reads.
-    (The compiled loop is looked up once for all the texts.)"""
-    loops = gramloops()
-    if loops is None or not (isinstance(n_bytes, int) and isinstance(bits, int) and 0 <= n_bytes and 1 <= bits <= 32):
-        return [gram_slots(text, n_bytes, bits) for text in texts]
-    slots, frombuffer, u32 = loops.slots, np.frombuffer, np.uint32
-    return [frombuffer(slots(text, n_bytes, bits), dtype=u32) if type(text) is bytes
-            else gram_slots(text, n_bytes, bits) for text in texts]
+    """:func:`gram_slots` of each text: the rows a :class:`~spamkit.models.bytegrams.ByteGramLogistic` reads."""
+    return [gram_slots(text, n_bytes, bits) for text in texts]

@@ -145,6 +145,14 @@ def _gram_slots(raw, n_bytes: int, bits: int) -> bytes:
     return gram_slots(raw, n_bytes, bits).tobytes()
 
 
+def _slot_rows(joined: bytes, sizes: list) -> list:
+    """The per-message uint32 slot arrays of what :func:`_tokens_of` joined (views, not copies)."""
+    import numpy as np
+    flat = np.frombuffer(joined, dtype=np.uint32)
+    ends = np.cumsum(sizes, dtype=np.int64).tolist()
+    return [flat[end - size:end] for end, size in zip(ends, sizes)]
+
+
 def _numbered_chunk(session, items, grams: tuple | None = None) -> tuple:
     """A chunk of training messages as this worker numbers their terms (an
     :class:`~spamkit.numbering.IndexedChunk`'s parts): the driver then looks up by name only
@@ -163,12 +171,7 @@ def _indexed(done) -> tuple:
     worker made them, their byte 4-gram slots (one uint32 array a message; else None)."""
     import numpy as np
     pid, new_terms, ids, counts, sizes, families, *grams = done
-    rows = None
-    if grams:
-        joined, lengths = grams
-        flat = np.frombuffer(joined, dtype=np.uint32)
-        ends = np.cumsum(lengths, dtype=np.int64)
-        rows = [flat[end - length:end] for end, length in zip(ends.tolist(), lengths)]
+    rows = _slot_rows(*grams) if grams else None
     return IndexedChunk(pid, new_terms, np.frombuffer(ids, dtype=np.intc), np.frombuffer(counts, dtype=np.intc),
                         np.frombuffer(sizes, dtype=np.int64)), families, rows
 
@@ -193,11 +196,8 @@ def _rows_chunk(items) -> tuple:
         token_lists, families = _tokens_of(items)
         X = _VECTORIZER.transform(token_lists)
         return (X.data, X.indices, X.indptr, X.shape), distinct_tokens(token_lists), families
-    import numpy as np
     token_lists, families, joined, sizes = _tokens_of(items, (int(_GRAMS.n_bytes), int(_GRAMS.bits)))
-    flat = np.frombuffer(joined, dtype=np.uint32)
-    ends = np.cumsum(sizes, dtype=np.int64).tolist()
-    scores = _GRAMS.decision_function([flat[end - size:end] for end, size in zip(ends, sizes)])
+    scores = _GRAMS.decision_function(_slot_rows(joined, sizes))
     X = _VECTORIZER.transform(token_lists)
     return (X.data, X.indices, X.indptr, X.shape), distinct_tokens(token_lists), families, scores
 

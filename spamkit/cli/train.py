@@ -79,7 +79,8 @@ from .progress import Progress, verbosity_options
               help="fisher-nb: also an online logistic regression on the byte 4-grams of the first 3,500 bytes "
                    "of each raw message (TREC 2007's best filter), weighed by the stack's combiner; with "
                    "--context-model the most accurate filter on long streams (docs/results.md). Costs: 1 MB of "
-                   "weights, about 0.1 ms a message to train and 0.04 ms to classify.")
+                   "weights, about 0.1 ms more a message to train and 0.03 ms more to classify "
+                   "(scripts/bench_context.py).")
 @click.option("--k", "k", default="15", show_default=True, metavar="N|auto",
               help="kNN: neighbours that vote; 'auto' picks k and --weights by 5-fold cross-validation.")
 @click.option("--weights", type=click.Choice(WEIGHTS), default="softmax", show_default=True,
