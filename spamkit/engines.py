@@ -118,15 +118,13 @@ def _tokens_of(items, grams: tuple | None = None) -> tuple:
             item = (read_where(item[0]), item[1])
         if isinstance(item, tuple):
             msg = parse_message(*item)
-            raw = item[0]
         else:
-            from .spamfilter import parse_item, raw_of      # NumPy's module: its workers have it
+            from .spamfilter import parse_item              # NumPy's module: its workers have it
             msg = parse_item(item)
-            raw = raw_of(item) if grams is not None else b""
         token_lists.append(_ANALYZER(msg))
         families.append(defect_families(msg) if msg.defects else ())
         if grams is not None:
-            slots.append(_gram_slots(raw, *grams))
+            slots.append(_gram_slots(msg.raw, *grams))      # the bytes parsed: without spamkit's tags
             sizes.append(len(slots[-1]) // 4)
     if grams is None:
         return token_lists, families

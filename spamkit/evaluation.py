@@ -21,7 +21,7 @@ from .decision import DEFAULT_BAND
 from .errors import ConfigError, CorpusError
 from .features import Vectorizer
 from .labels import HAM_NAME, SPAM_NAME
-from .message import parse_message
+from .message import parse_message, parsed_bytes
 from .metrics import learning_curve, roc_curve, three_way_rates, trec_measures
 from .models import FisherNBStack
 from .models.stack import accurate_center
@@ -210,7 +210,7 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
             if context_model is None and grams_model is None:
                 yield msg.id, msg.label, x
             else:
-                yield msg.id, msg.label, x, msg.raw
+                yield msg.id, msg.label, x, parsed_bytes(msg.raw, msg.kind)
             if progress is not None:
                 progress(msg)
 
@@ -240,7 +240,7 @@ def _online_grams(messages, grams: dict, order: str, progress=None) -> OnlineRes
         for msg in messages:
             if msg.label not in (HAM_NAME, SPAM_NAME):
                 raise CorpusError(f"{msg.source}: online evaluation needs ham/spam labels, got {msg.label!r}")
-            yield msg.id, msg.label, None, msg.raw
+            yield msg.id, msg.label, None, parsed_bytes(msg.raw, msg.kind)
             if progress is not None:
                 progress(msg)
 

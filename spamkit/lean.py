@@ -514,11 +514,13 @@ class LeanFilter:
 
     def verdict(self, raw: bytes) -> tuple[str, float]:
         """``(verdict, P(spam))`` of one raw message: "spam", "ham" or "unsure"."""
-        tokens = self.analyzer(parse_message(raw))
+        msg = parse_message(raw)
+        tokens = self.analyzer(msg)
         cols = self.columns(tokens)
         distinct = len(set(tokens))
         familiarity = min(len(cols) / distinct, 1.0) if distinct else 1.0
-        side = tuple(model.score(raw) for model in (self.context, self.grams) if model is not None) or None
+        # the side models read the bytes parsed (without spamkit's own tags: message.parsed_bytes)
+        side = tuple(model.score(msg.raw) for model in (self.context, self.grams) if model is not None) or None
         lp = self.adjusted(self.log_proba(cols, side))
         proba = (math.exp(lp[0]), math.exp(lp[1]))
         decision = self.decide(proba, familiarity)

@@ -674,6 +674,23 @@ def strip_markup(raw: bytes) -> bytes:
     return head + b"".join(kept) + raw[end:]
 
 
+def parsed_bytes(raw, kind: str = "auto") -> bytes:
+    """The bytes of a message as :func:`parse_message` reads them (its Message's ``raw``): cut at
+    ``MAX_MESSAGE_BYTES`` and, unless it is plain text, without what spamkit wrote into it
+    (:func:`strip_markup`). What the byte-level side models read (a context model, byte
+    4-grams): a tag of an earlier run is not part of the message, and a verdict written into a
+    training folder is not evidence.
+
+    >>> parsed_bytes(b"X-Spam-Status: Yes\nX-Spamkit-Model: m@1\nSubject: a\n\nb")
+    b'Subject: a\n\nb'
+    """
+    raw = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw[:MAX_MESSAGE_BYTES])
+    raw = raw[:MAX_MESSAGE_BYTES]
+    if kind == "auto":
+        kind = detect_kind(raw)
+    return raw if kind == "text" else strip_markup(raw)
+
+
 def message_key(raw: bytes) -> bytes:
     """A 16-byte identity of a message: SHA-256 of its bytes without spamkit's fields
     (:func:`strip_markup`).

@@ -26,7 +26,7 @@ from . import errors
 from .errors import ConfigError, CorpusError, ModelFormatError, WorkerError
 from .features import IndexedChunk, Vectorizer, columns_per_row, numbered_here
 from .labels import HAM_NAME, SPAM_NAME
-from .message import Message, defect_families, parse_message
+from .message import Message, defect_families, parse_message, parsed_bytes
 from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
 from .models.bytegrams import ByteGramLogistic
 from .models.context import ByteContextModel
@@ -207,8 +207,13 @@ class SpamFilter:
         return token_lists, texts
 
     def side_text(self, item) -> bytes:
-        """The bytes of a message (an item as :func:`parse_item` takes it) the side models read."""
-        return raw_of(item)[:self.side_bytes]
+        """The bytes of a message (an item as :func:`parse_item` takes it) the side models read:
+        the first :attr:`side_bytes` of what the parser reads (:func:`spamkit.message.parsed_bytes`,
+        without spamkit's own tags), as :meth:`read` takes them."""
+        if isinstance(item, Message):
+            return item.raw[:self.side_bytes]
+        kind = item.kind if isinstance(item, LabelledMessage) else "text" if isinstance(item, str) else "auto"
+        return parsed_bytes(raw_of(item), kind)[:self.side_bytes]
 
     def context_keys(self, texts):
         """The context model's keys of ``texts`` (:func:`spamkit.bytekeys.context_keys`)."""
@@ -490,6 +495,23 @@ class SpamFilter:
             self.seen_columns[X.indices] = True
 
     # ------------------------------------------------------------------ prediction
+
+    #: what learning a message changes (:meth:`learn`, :meth:`learn_side`, the guard's window,
+    #: the hashed columns seen): :meth:`learning_copy` copies these and shares the rest
+    LEARNING_STATE = ("model", "context", "grams", "guard", "seen_columns")
+
+    def learning_copy(self) -> "SpamFilter":
+        """A filter that can learn without changing this one: its own copies of what learning
+        changes (:data:`LEARNING_STATE`, the learned messages' keys), the vocabulary, analyzer
+        and decision layer shared -- what a server needs to learn a user's messages over a site
+        filter (a few MB where loading the file again costs its whole size)."""
+        import copy
+        twin = copy.copy(self)
+        for name in self.LEARNING_STATE:
+            if getattr(self, name, None) is not None:
+                setattr(twin, name, copy.deepcopy(getattr(self, name)))
+        twin.learned = dict(self.learned)
+        return twin
 
     def check_fitted(self):
         if not hasattr(self, "classes_"):

@@ -293,3 +293,64 @@ def test_a_young_stack_with_a_prior_is_scored_alike_by_both_routes(tmp_path):
     assert lean.warmup == pytest.approx(len(msgs) / PRIOR_WARMUP)
     for m in sample_messages():
         assert lean.verdict(m.raw)[1] == pytest.approx(f.verdict(m.raw)[1], abs=1e-9)
+
+
+def _zip_members(path) -> dict:
+    with zipfile.ZipFile(path) as z:
+        return {name: z.read(name) for name in z.namelist() if name != "manifest.json"}
+
+
+def test_the_side_models_read_a_message_without_spamkits_own_tags(tmp_path):
+    # the byte models read raw bytes: a tag of an earlier run (pipe mode re-tagging, a folder of
+    # mail spamkit filtered) must not change a message's score, nor a verdict written into a
+    # training folder be learned -- on every route: in-process, the lean pipe route, the workers
+    from spamkit.mailfilter.tags import tag
+    from spamkit.message import parsed_bytes
+    plain = tmp_path / "plain"
+    tagged = tmp_path / "tagged"
+    for label in ("ham", "spam"):
+        (plain / label).mkdir(parents=True)
+        (tagged / label).mkdir(parents=True)
+        for p in sorted((SAMPLE / label).iterdir()):
+            raw = p.read_bytes()
+            (plain / label / p.name).write_bytes(raw)
+            (tagged / label / p.name).write_bytes(tag(raw, label, 0.999 if label == "spam" else 0.001, "m@1", 0.98))
+    raw = sorted((plain / "spam").iterdir())[0].read_bytes()
+    marked = sorted((tagged / "spam").iterdir())[0].read_bytes()
+    assert marked != raw and parsed_bytes(marked) == raw
+    f = build_filter(model="fisher-nb", tokens="mail", grams={}, context={"bits": 16})
+    f.fit(Corpus(plain))
+    assert np.array_equal(f.side_scores([f.side_text(marked)]), f.side_scores([f.side_text(raw)]))
+    assert f.verdict(marked) == f.verdict(raw)
+    f.save(tmp_path / "f.spamkit")
+    lean = lean_filter(tmp_path / "f.spamkit")
+    assert lean is not None and lean.verdict(marked) == lean.verdict(raw)
+    for jobs in ("1", "2"):                    # in this process, and in worker processes
+        outputs = []
+        for corpus in (plain, tagged):
+            out = tmp_path / f"{corpus.name}-{jobs}.spamkit"
+            result = run("train", corpus, "-o", out, "--jobs", jobs)
+            assert result.exit_code == 0, result.output
+            outputs.append(_zip_members(out))
+        assert outputs[0] == outputs[1]
+
+
+def test_a_learning_copy_learns_without_changing_the_filter_it_was_copied_from():
+    # a server learns a user's messages over the site filter on such a copy: nothing the copy
+    # learns may reach the site filter (the 4-gram weights are changed in place by a step)
+    import copy
+    from spamkit.corpus.base import LabelledMessage
+    from spamkit.jobs.learn import learn_messages
+    msgs = sample_messages()
+    site = build_filter(model="fisher-nb", tokens="mail", grams={}, context={"bits": 16}).fit(msgs)
+    before = {name: copy.deepcopy(getattr(site, name)) for name in SpamFilter.LEARNING_STATE}
+    weights = site.grams.weights_.copy()
+    p = site.p_spam([msgs[0].raw])
+    twin = site.learning_copy()
+    learn_messages(twin, [LabelledMessage(f"t{i}", "spam", m.raw, "taught") for i, m in enumerate(msgs[:20])
+                          if m.label == "ham"])
+    assert not np.array_equal(twin.grams.weights_, weights)        # the copy learned
+    assert np.array_equal(site.grams.weights_, weights) and site.learned == {}
+    assert site.p_spam([msgs[0].raw]) == p and twin.p_spam([msgs[0].raw]) != p
+    assert np.array_equal(site.model.feature_count_, before["model"].feature_count_)
+    assert np.array_equal(site.model.class_count_, before["model"].class_count_)
