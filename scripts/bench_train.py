@@ -15,7 +15,7 @@ the sum and its memory the largest. Two sets of corpora by default: trec07p-dev 
 Enron1-6 (38,715 messages). Configurations run in turns, ``--rounds`` times, medians printed;
 no threshold is asserted.
 
-    python scripts/bench_train.py [--corpora A.tar.gz B.tar.gz ...] [--jobs N] [--rounds 3]
+    python scripts/bench_train.py [--corpora A.tar.gz B.tar.gz ...] [--jobs N] [--rounds 3] [--also OPTIONS]
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ def bogofilter_train(exe: str, spam, ham, wordlist: Path) -> tuple[float, float]
     return seconds, peak
 
 
-def bench(corpora, jobs: int, rounds: int, exe) -> None:
-    """Train on ``corpora`` with one process, with ``jobs``, and with bogofilter, in turns; print
-    the medians and the ratios."""
+def bench(corpora, jobs: int, rounds: int, exe, also=()) -> None:
+    """Train on ``corpora`` with one process, with ``jobs``, and with bogofilter, in turns (and
+    with ``jobs`` and each of the option strings ``also``); print the medians and the ratios."""
     runs: dict[str, list] = {}
     with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
         tmp = Path(tmp)
@@ -84,6 +84,11 @@ def bench(corpora, jobs: int, rounds: int, exe) -> None:
                 # index, the loops cut into parts) borrows a second core
                 name = "spamkit train --jobs 1, one CPU" if j == 1 else f"spamkit train --jobs {j}"
                 runs.setdefault(name, []).append(run_child(cmd, ok=(0,), cpus=ONE_CPU if j == 1 else None))
+            for options in also:
+                out = tmp / f"filter-{r}-also.spamkit"
+                cmd = [sys.executable, "-m", "spamkit", "train", *map(str, corpora), "-o", str(out), "--jobs",
+                       str(jobs), *options.split()]
+                runs.setdefault(f"spamkit train --jobs {jobs} {options}", []).append(run_child(cmd, ok=(0,)))
             if exe:
                 runs.setdefault("bogofilter -s/-n -B", []).append(bogofilter_train(exe, spam, ham, tmp / f"wl-{r}"))
     print(f"{' + '.join(p.name for p in corpora)}: {n} messages, {rounds} rounds in turns (medians)")
@@ -112,12 +117,14 @@ def main():
                         help="One set of corpora (default: the two sets above).")
     parser.add_argument("--jobs", type=int, default=2, help="Worker processes of the second spamkit run.")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--also", action="append", default=[], metavar="OPTIONS",
+                        help="Also train with --jobs N and these options (e.g. '--byte-grams'); repeatable.")
     parser.add_argument("--no-install", action="store_true", help="Do not apt-get install bogofilter.")
     args = parser.parse_args()
     exe = ensure_bogofilter(not args.no_install)
     compile_package()                              # as an installed copy has it
     for corpora in ([args.corpora] if args.corpora else [TEN_THOUSAND, ALL_RAW]):
-        bench(corpora, args.jobs, args.rounds, exe)
+        bench(corpora, args.jobs, args.rounds, exe, args.also)
 
 
 if __name__ == "__main__":

@@ -30,8 +30,9 @@ MODELS = MODEL_NAMES
 
 
 
-#: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (docs/results.md, "Beating bogofilter")
-BEST = {"model": "fisher-nb", "tokens": "mail"}
+#: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (docs/results.md, "Beating bogofilter"),
+#: with the byte 4-gram regression as a side input, chosen on long streams as well (spamkit.names.MODEL_DEFAULTS)
+BEST = {"model": "fisher-nb", "tokens": "mail", "grams": {}}
 
 #: what asking for kNN gives unless told otherwise: cosine kNN on TF-IDF of words, k = 15, softmax
 #: weights (tau 0.1). ``python scripts/knn_defaults.py`` (first half of each corpus stored, second
@@ -171,6 +172,7 @@ def filter_from_config(settings: dict) -> SpamFilter:
     and then ``settings`` on top (see :func:`parse_config`)."""
     model = settings.get("model", BEST["model"])
     merged = {**BEST, **MODEL_DEFAULTS.get(model, {}), **settings}
+    merged["grams"] = settings.get("grams", bool(model_default(model, "grams", None, False)))
     kwargs = {k: v for k, v in merged.items() if k not in _FISHER_KEYS + _KNN_KEYS}
     fisher = {k: merged[k] for k in _FISHER_KEYS if k in merged}
     knn = {k: merged[k] for k in _KNN_KEYS if k in merged}

@@ -269,7 +269,7 @@ def test_what_cannot_carry_a_context_model_says_so(tmp_path):
     result = CliRunner().invoke(cli, ["train", str(SAMPLE), "--context-bytes", "500", "-o", str(tmp_path / "x.spamkit")])
     assert result.exit_code == 2 and "add --context-model" in result.output
     result = CliRunner().invoke(cli, ["cv", str(SAMPLE), "--config", "context=true", "--engine", "dask"])
-    assert result.exit_code != 0 and "without side models" in result.output
+    assert result.exit_code != 0 and "without a context model" in result.output
     assert "Traceback" not in result.output
     with pytest.raises(ConfigError, match="calibrated by its combiner"):
         build_filter(model="fisher-nb", context={}, calibrate="platt")

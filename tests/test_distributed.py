@@ -223,11 +223,13 @@ def test_cli_train_on_dask_equals_default_engine(tmp_path):
     refused = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "d.spamkit"), "--engine", "dask",
                                   "--scheduler", "local:1"])       # the default stack: refused, with the way out
     assert refused.exit_code != 0 and "gradient steps" in refused.output and "--rate 0" in refused.output
-    # the default filter less its logistic component (fisher-nb, mail tokens, --rate 0), with a
-    # held-out part: same file as locally (counts, combiner, familiarity guard, decision layer)
+    assert "--no-byte-grams" in refused.output
+    # the default filter less what learns by gradient steps (fisher-nb, mail tokens, --rate 0
+    # --no-byte-grams), with a held-out part: same file as locally (counts, combiner, familiarity
+    # guard, decision layer)
     for name, extra in (("e", []), ("f", ["--engine", "dask", "--scheduler", "local:2", "--partition-size", "25"])):
         r = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(tmp_path / f"{name}.spamkit"), "--rate", "0",
-                                "--test-fraction", "0.3"] + extra)
+                                "--no-byte-grams", "--test-fraction", "0.3"] + extra)
         assert r.exit_code == 0, r.output
     assert members(tmp_path / "e.spamkit") == members(tmp_path / "f.spamkit")
     r4 = runner.invoke(cli, common + ["-o", str(tmp_path / "d.spamkit"), "--engine", "dask",
@@ -268,7 +270,7 @@ def test_evaluate_on_dask_equals_local(tmp_path, ship):
     runner = CliRunner()
     model = tmp_path / "m.spamkit"
     corpus = str(shared_corpus("enron-spam/enron2.tar.gz"))
-    r = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(model)])             # the default: fisher-nb
+    r = runner.invoke(cli, ["train", str(SAMPLE), "-o", str(model)])      # the default: fisher-nb, byte 4-grams
     assert r.exit_code == 0, r.output
     local = runner.invoke(cli, ["evaluate", str(model), corpus, "--json", "--report", str(tmp_path / "a.html")])
     assert local.exit_code == 0, local.output
@@ -285,12 +287,12 @@ def test_evaluate_on_dask_equals_local(tmp_path, ship):
 
 @pytest.mark.slow
 def test_cross_validation_on_dask_equals_local(tmp_path):
-    # the stacked filter less its logistic component (fisher-nb, rate=0: a combiner inside every
-    # fold) and information-gain selection, folds run in parallel on the cluster: the same
-    # out-of-fold scores
+    # the stacked filter less what learns by gradient steps (fisher-nb, rate=0, grams=false: a
+    # combiner inside every fold) and information-gain selection, folds run in parallel on the
+    # cluster: the same out-of-fold scores
     runner = CliRunner()
     corpus = str(shared_corpus("enron-spam/enron1.tar.gz"))
-    args = ["compare", corpus, "--config", "rate=0", "--config", "model=bernoulli,max_features=500,select=ig",
+    args = ["compare", corpus, "--config", "rate=0,grams=false", "--config", "model=bernoulli,max_features=500,select=ig",
             "--folds", "4", "--seed", "3", "--json"]
     local = runner.invoke(cli, args)
     assert local.exit_code == 0, local.output

@@ -325,7 +325,7 @@ from spamkit.engines import ProcessEngine
 from spamkit.jobs.train import train_filter
 from spamkit.pipeline import BEST, build_filter
 archive, out, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
-grams = {"grams": {}} if sys.argv[4:] == ["grams"] else {}
+grams = {"grams": {} if sys.argv[4:] == ["grams"] else None}     # the default has them; or not
 reads, real = [], tree.ArchiveTree._member
 def counting(self, rel, handle, *a):
     reads.append(rel)
@@ -341,7 +341,7 @@ with Corpus(archive) as corpus:
     with corpus.located() as located:
         dated = [m.date for m in corpus]
     with ProcessEngine(jobs=2, chunk=4) as engine:
-        f = build_filter(**BEST, **grams)
+        f = build_filter(**{**BEST, **grams})
         report = train_filter(f, [corpus], engine=engine)
 stop.set()
 f.save(out)
@@ -364,10 +364,11 @@ def test_training_on_workers_lists_archive_members_and_the_workers_read_them(tmp
     assert seen["dated"] == 0                                       # listed: no date from the content
 
 
-def _on_a_sample_archive(script: str, tmp_path, thread: bool, grams: bool = False) -> dict:
+def _on_a_sample_archive(script: str, tmp_path, thread: bool, grams: bool = True) -> dict:
     """Run ``script`` (ARCHIVE OUT thread|-) in a fresh interpreter -- pytest-timeout's thread rules
     out fork here -- on the sample corpus as a .tar.gz of plain members (read by offset); its filter
-    OUT must be the one a single process makes. Returns what the script printed last (JSON)."""
+    OUT must be the one a single process makes (the default filter, or with ``grams`` False the
+    default without byte 4-grams). Returns what the script printed last (JSON)."""
     import subprocess
     import sys
     import tarfile
@@ -379,7 +380,7 @@ def _on_a_sample_archive(script: str, tmp_path, thread: bool, grams: bool = Fals
                            *(["grams"] if grams else [])], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     with Corpus(archive) as corpus:
-        build_filter(**BEST, **({"grams": {}} if grams else {})).fit(list(corpus)).save(tmp_path / "local.spamkit")
+        build_filter(**{**BEST, "grams": {} if grams else None}).fit(list(corpus)).save(tmp_path / "local.spamkit")
     same = {}
     for path in (out, tmp_path / "local.spamkit"):
         with zipfile.ZipFile(path) as z:
@@ -408,7 +409,8 @@ engines.AHEAD_MESSAGES = 50                  # 50 of the sample's 240 messages a
 engine = engines.ProcessEngine(jobs=2, chunk=7)
 corpora = [Corpus(archive)]
 heavy_before = sorted(m for m in ("numpy", "scipy") if m in sys.modules)
-engine.count_ahead(make_analyzer("mail"), corpora)
+from spamkit.names import GRAM_BITS, GRAM_BYTES
+engine.count_ahead(make_analyzer("mail"), corpora, (GRAM_BYTES, GRAM_BITS))   # as spamkit train does for the default
 ahead = [len(chunk) for chunk, _ in engine._ahead.chunks]
 pool = next(iter(engine._pools.values()))
 worker_heavy = pool.submit(eval, "sorted(m for m in ('numpy', 'scipy') if m in __import__('sys').modules)").result()

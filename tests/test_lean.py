@@ -66,8 +66,11 @@ def _forgotten(spam_filter: SpamFilter, messages) -> SpamFilter:
 
 
 CONFIGS = {
-    # spamkit's default filter: the stack with its logistic component, sign-log squashing
+    # spamkit's default filter: the stack with its logistic component, sign-log squashing, the
+    # byte 4-gram model as its one side input (no combiner prior: that is for two)
     "best": lambda mail: _trained(mail, **BEST),
+    # the stack without side inputs (--no-byte-grams)
+    "best, no byte 4-grams": lambda mail: _trained(mail, **{**BEST, "grams": None}),
     # the default filter after forgetting messages (spamkit learn --forget): tokens only they had
     # are in the vocabulary with no counts: both paths still count them in the combiner's length
     "best, messages forgotten": lambda mail: _forgotten(_trained(mail, **BEST), mail["train"][:80]),
@@ -81,12 +84,15 @@ CONFIGS = {
     "stack, isotonic": lambda mail: _trained(mail, model="fisher-nb", tokens="mail", calibrate="isotonic",
                                              stack={"logistic": 0.0, "squash": "clip"}),
     # the accurate configuration (spamkit train --context-model), a smaller table, costs and guard
-    "best, context model": lambda mail: _trained(mail, **BEST, context=CONTEXT).set_costs(CostMatrix.default()),
-    # the most accurate configuration (--context-model --byte-grams): two side inputs, a combiner prior
+    "best, context model": lambda mail: _trained(mail, **{**BEST, "grams": None},
+                                                 context=CONTEXT).set_costs(CostMatrix.default()),
+    # the most accurate configuration (--context-model, and the default's byte 4-grams): two side
+    # inputs, a combiner prior
     "best, context model and byte 4-grams": lambda mail: _trained(
-        mail, **BEST, context=CONTEXT, grams={}).set_costs(CostMatrix.default()),
-    # byte 4-grams as the stack's one side input (no prior: that is for the two)
-    "best, byte 4-grams": lambda mail: _trained(mail, **BEST, grams={"bits": 18}),
+        mail, **BEST, context=CONTEXT).set_costs(CostMatrix.default()),
+    # byte 4-grams of fewer bytes into a larger table than the default's
+    "best, byte 4-grams of 2,500 bytes, 2**20 slots": lambda mail: _trained(
+        mail, **{**BEST, "grams": {"bits": 20, "n_bytes": 2500}}),
 }
 
 

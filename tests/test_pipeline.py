@@ -91,8 +91,9 @@ def test_cli_train_classify_info_evaluate(tmp_path):
     assert "held-out evaluation: 72 messages" in result.output and "ROC AUC" in result.output
     result = run("info", model)
     assert result.exit_code == 0 and ("fisher-nb (alpha=1.0, folds=5, length_aware=True, logistic=0.1, max_clues=150, "
-                                      "min_dev=0.1, prior=0.5, squash=slog, strength=0.45)") in result.output
+                                      "min_dev=0.1, prior=0.5, side_inputs=1, squash=slog, strength=0.45)") in result.output
     assert "unlearning  approximate" in result.output
+    assert "byte grams  online logistic regression on the byte 4-grams of the first 3500 bytes" in result.output
     spam = sorted((SAMPLE / "spam").iterdir())[0]
     result = run("classify", model, spam, "--explain", "3")
     assert result.exit_code == 0

@@ -57,10 +57,10 @@ from .progress import Progress, verbosity_options
               help="fisher-nb: add a byte context model per class (compression-based filtering) of each raw "
                    "message's first 3,000 bytes as a fifth input of the stack's combiner: lower (1-ROCA)% on "
                    "every corpus measured, at about twice the time a message and 128 MB of tables.")
-@click.option("--byte-grams", is_flag=True,
-              help="fisher-nb: add an online logistic regression on the byte 4-grams of each raw message's first "
-                   "3,500 bytes (TREC 2007's best filter) as an input of the stack's combiner: with "
-                   "--context-model the most accurate filter on long streams (1 MB of weights).")
+@click.option("--byte-grams/--no-byte-grams", default=None,
+              help="fisher-nb: an online logistic regression on the byte 4-grams of each raw message's first "
+                   "3,500 bytes (TREC 2007's best filter) as an input of the stack's combiner, on by default: "
+                   "with --context-model the most accurate filter on long streams (1 MB of weights).")
 @click.option("--json", "as_json", is_flag=True)
 def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                    max_clues, rate, alpha, regime, margin, hashing, delay, feedback_fraction, active, active_b,
@@ -90,6 +90,8 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
         raise click.BadParameter("complement NB learns online for more than two classes (--classes any); for ham "
                                  "and spam use multinomial or fisher-nb", param_hint="--model")
     alpha = model_default(model, "alpha", alpha, 1.0)
+    if byte_grams is None:
+        byte_grams = bool(model_default(model, "grams", None, False))
     chosen = engine_from_options("local", "local", 0, False, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress, \
             running(chosen, progress) as engine:

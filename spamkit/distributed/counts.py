@@ -208,13 +208,12 @@ def stats_size(stats: Stats) -> int:
 
 
 def refuse_context(spam_filter, what: str = "trains") -> None:
-    """Refuse a filter with side models (a context model, byte 4-grams): their tables (256 MB per
-    context model, 1 MB of 4-gram weights) and the bytes of every message are not something to
-    ship to a cluster's workers (spamkit.models.context, spamkit.models.bytegrams)."""
-    if getattr(spam_filter, "reads_bytes", False):
-        raise ConfigError(f"--engine dask {what} filters without side models; this one reads each message's "
-                          "bytes with a context model or byte 4-grams (spamkit train --context-model, "
-                          "--byte-grams): use the default engine (--jobs N for several cores)")
+    """Refuse a filter with a context model: its tables (256 MB a model) and the bytes of every
+    message are not something to ship to a cluster's workers (spamkit.models.context)."""
+    if getattr(spam_filter, "context", None) is not None:
+        raise ConfigError(f"--engine dask {what} filters without a context model; this one reads each "
+                          "message's bytes with one (spamkit train --context-model): use the default engine "
+                          "(--jobs N for several cores)")
 
 
 def check_distributable(spam_filter) -> None:
@@ -225,10 +224,15 @@ def check_distributable(spam_filter) -> None:
         raise ConfigError(f"--engine dask trains fisher-nb, fisher, multinomial and bernoulli filters; "
                           f"{type(model).__name__} stores its training rows (knn): train it with the default "
                           "engine, then search it with spamkit.distributed.sharded_kneighbors")
-    if isinstance(model, FisherNBStack) and model.logistic:
-        raise ConfigError("--engine dask trains what is a sum of counts; the stack's logistic-regression "
-                          "component learns by gradient steps in message order, which do not add up across "
-                          "workers: use --rate 0 (Fisher + NB) on the cluster, or the default engine")
+    stepped = [what for what, used in (("logistic-regression component (--rate 0 leaves it out)",
+                                        isinstance(model, FisherNBStack) and model.logistic),
+                                       ("byte 4-gram model (--no-byte-grams)", getattr(spam_filter, "grams", None)
+                                        is not None)) if used]
+    if stepped:
+        raise ConfigError("--engine dask trains what is a sum of counts; the stack's " + " and its ".join(stepped)
+                          + (" learn" if len(stepped) > 1 else " learns") + " by gradient steps in message order, "
+                          "which do not add up across workers: use --rate 0 --no-byte-grams (Fisher + NB) on the "
+                          "cluster, or the default engine")
     if spam_filter.calibrate != "none":
         raise ConfigError("--engine dask cannot calibrate (calibration is fitted on cross-validated "
                           "scores); use --calibrate none, or the default engine")

@@ -58,14 +58,17 @@ def score_partition(blob: Shared, digest: str, partition):
     started = time.perf_counter()
     f = filter_from_bytes(blob.value, digest)
     rows, fallbacks, n_bytes = [], Counter(), 0
+    texts = [] if f.reads_bytes else None
     for raw, kind, _label in read_partition(partition):
         msg = parse_message(raw, kind)
         if msg.defects:
             fallbacks.update({d.split(":", 1)[0] for d in msg.defects})
         rows.append(f.analyzer(msg))
+        if texts is not None:                       # the byte 4-gram model reads the raw bytes
+            texts.append(msg.raw[:f.side_bytes])     # the bytes parsed (without spamkit's tags)
         n_bytes += len(raw)
     X = f.vectorizer.transform(rows)
-    lp = f.model.predict_log_proba(X)
+    lp = f.model_log_proba(X, f.side_scores(texts) if texts is not None else None)
     return lp, fallbacks, n_bytes, time.perf_counter() - started, f.familiarity(rows, X)
 
 
