@@ -681,8 +681,8 @@ def parsed_bytes(raw, kind: str = "auto") -> bytes:
     4-grams): a tag of an earlier run is not part of the message, and a verdict written into a
     training folder is not evidence.
 
-    >>> parsed_bytes(b"X-Spam-Status: Yes\nX-Spamkit-Model: m@1\nSubject: a\n\nb")
-    b'Subject: a\n\nb'
+    >>> parsed_bytes(b"X-Spam-Status: Yes\\nX-Spamkit-Model: m@1\\nSubject: a\\n\\nb")
+    b'Subject: a\\n\\nb'
     """
     raw = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw[:MAX_MESSAGE_BYTES])
     raw = raw[:MAX_MESSAGE_BYTES]
