@@ -37,7 +37,7 @@ def main():
     train, test = msgs[:1674], msgs[-3900:]
     y = np.array([m.label == "spam" for m in test])
     print(f"{'filter':<50} {'acc%':>7} {'SC%':>7} {'BH%':>6} {'MCC':>6}")
-    configs = [("spamkit best (fisher-nb + logistic, mail tokens)", BEST),
+    configs = [("spamkit best (fisher-nb + logistic + byte 4-grams)", BEST),
                ("spamkit best + character 4-grams (--char-ngrams 4)", {**BEST, "char_ngrams": 4}),
                ("spamkit best + digit prefixes (--digit-prefixes)", {**BEST, "digit_prefixes": True}),
                ("spamkit fisher + Platt, mail tokens", {"model": "fisher", "tokens": "mail", "calibrate": "platt"}),

@@ -55,8 +55,8 @@ from .progress import Progress, verbosity_options
                    "learning stays in order, so the results are the same.")
 @click.option("--context-model", is_flag=True,
               help="fisher-nb: add a byte context model per class (compression-based filtering) of each raw "
-                   "message's first 3,000 bytes as a fifth input of the stack's combiner: lower (1-ROCA)% on "
-                   "every corpus measured, at about twice the time a message and 128 MB of tables.")
+                   "message's first 3,000 bytes as one more input of the stack's combiner: the accurate "
+                   "configuration, at about twice the time a message and 128 MB of tables.")
 @click.option("--byte-grams/--no-byte-grams", default=None,
               help="fisher-nb: an online logistic regression on the byte 4-grams of each raw message's first "
                    "3,500 bytes (TREC 2007's best filter) as an input of the stack's combiner, on by default: "
