@@ -111,7 +111,7 @@ def _size(item) -> int:
 def _tokens_of(items, grams: tuple | None = None) -> tuple:
     """Each item's tokens and defect families (what every kind of chunk starts from); with
     ``grams`` (n_bytes, bits), also the slots of each message's byte 4-grams
-    (:func:`_gram_slots`), joined, and how many each has."""
+    (:func:`_gram_slots`), joined, the bytes of each and whether they are packed rows."""
     token_lists, families, slots, sizes = [], [], [], []
     for item in items:
         if isinstance(item, tuple) and isinstance(item[0], tuple):     # where to read it (see _on_the_wire)
@@ -125,30 +125,34 @@ def _tokens_of(items, grams: tuple | None = None) -> tuple:
         families.append(defect_families(msg) if msg.defects else ())
         if grams is not None:
             slots.append(_gram_slots(msg.raw, *grams))      # the bytes parsed: without spamkit's tags
-            sizes.append(len(slots[-1]) // 4)
+            sizes.append(len(slots[-1]))
     if grams is None:
         return token_lists, families
-    return token_lists, families, b"".join(slots), sizes
+    return token_lists, families, b"".join(slots), sizes, gramloops() is not None
 
 
 def _gram_slots(raw, n_bytes: int, bits: int) -> bytes:
-    """The slots of a message's byte 4-grams as native uint32 bytes
-    (:func:`spamkit.bytekeys.gram_slots`), made here so that the driver of a training neither
-    reads the message's bytes nor hashes them: the compiled loop where it is built, else the
-    NumPy definition (which a worker then imports)."""
+    """The slots of a message's byte 4-grams (:func:`spamkit.bytekeys.gram_slots`), made here so
+    that the driver of a training neither reads the message's bytes nor hashes them: a packed row
+    from the compiled loop where it is built (:func:`spamkit.bytekeys.pack_slots`: a third of
+    the bytes to send and to hold), else native uint32 bytes from the NumPy definition (which a
+    worker then imports)."""
     loops = gramloops()
-    if loops is not None and isinstance(raw, (bytes, bytearray)):
-        return loops.slots(raw, n_bytes, bits)
+    if loops is not None:
+        return loops.packed_slots(raw, n_bytes, bits)
     from .bytekeys import gram_slots
     return gram_slots(raw, n_bytes, bits).tobytes()
 
 
-def _slot_rows(joined: bytes, sizes: list) -> list:
-    """The per-message uint32 slot arrays of what :func:`_tokens_of` joined (views, not copies)."""
+def _slot_rows(joined: bytes, sizes: list, packed: bool) -> list:
+    """The per-message rows of what :func:`_tokens_of` joined (``sizes`` in bytes): packed rows
+    (bytes), or uint32 slot arrays (views, not copies)."""
+    ends = list(itertools.accumulate(sizes))
+    if packed:
+        return [joined[end - size:end] for end, size in zip(ends, sizes)]
     import numpy as np
     flat = np.frombuffer(joined, dtype=np.uint32)
-    ends = np.cumsum(sizes, dtype=np.int64).tolist()
-    return [flat[end - size:end] for end, size in zip(ends, sizes)]
+    return [flat[(end - size) // 4:end // 4] for end, size in zip(ends, sizes)]
 
 
 def _numbered_chunk(session, items, grams: tuple | None = None) -> tuple:
@@ -166,7 +170,7 @@ def _numbered_chunk(session, items, grams: tuple | None = None) -> tuple:
 
 def _indexed(done) -> tuple:
     """An :class:`~spamkit.numbering.IndexedChunk`, the messages' defect families and, where the
-    worker made them, their byte 4-gram slots (one uint32 array a message; else None)."""
+    worker made them, their byte 4-gram slots (one row a message: :func:`_slot_rows`; else None)."""
     import numpy as np
     pid, new_terms, ids, counts, sizes, families, *grams = done
     rows = _slot_rows(*grams) if grams else None
@@ -194,8 +198,8 @@ def _rows_chunk(items) -> tuple:
         token_lists, families = _tokens_of(items)
         X = _VECTORIZER.transform(token_lists)
         return (X.data, X.indices, X.indptr, X.shape), distinct_tokens(token_lists), families
-    token_lists, families, joined, sizes = _tokens_of(items, (int(_GRAMS.n_bytes), int(_GRAMS.bits)))
-    scores = _GRAMS.decision_function(_slot_rows(joined, sizes))
+    token_lists, families, *grams = _tokens_of(items, (int(_GRAMS.n_bytes), int(_GRAMS.bits)))
+    scores = _GRAMS.decision_function(_slot_rows(*grams))
     X = _VECTORIZER.transform(token_lists)
     return (X.data, X.indices, X.indptr, X.shape), distinct_tokens(token_lists), families, scores
 

@@ -18,7 +18,7 @@ from collections import Counter
 
 import numpy as np
 
-from .bytekeys import context_keys, gram_rows
+from .bytekeys import context_keys, packed_gram_rows
 from .calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
 from .corpus import LabelledMessage, require_classes
 from .decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
@@ -220,8 +220,10 @@ class SpamFilter:
         return context_keys(texts, self.context.order, self.context.bits, self.context_bytes)
 
     def gram_rows(self, texts) -> list:
-        """The 4-gram model's features of ``texts`` (:func:`spamkit.bytekeys.gram_rows`)."""
-        return gram_rows(texts, self.grams.n_bytes, self.grams.bits)
+        """The 4-gram model's features of ``texts``, packed where the compiled loops are built
+        (:func:`spamkit.bytekeys.packed_gram_rows`: a training holds them all until the
+        combiner is fitted)."""
+        return packed_gram_rows(texts, self.grams.n_bytes, self.grams.bits)
 
     def side_scores(self, texts) -> np.ndarray | None:
         """The stack's side inputs of messages from the bytes ``texts`` (:meth:`read`): the context

@@ -154,6 +154,41 @@ def test_the_compiled_loops_give_the_numpy_definitions_results(monkeypatch):
         model.decision_function([np.array([999], dtype=np.uint32)])
 
 
+def test_packed_rows_are_the_slots_in_half_the_bytes_and_learn_the_same():
+    # a training holds every message's slots until the combiner is fitted: packed (uint16 gaps,
+    # spamkit.bytekeys.pack_slots) where the compiled loops are built
+    from spamkit.bytekeys import pack_slots, packed_gram_rows, unpack_slots
+    loops = gramloops()
+    if loops is None:
+        pytest.skip("the compiled loops are not built (SPAMKIT_PURE_PYTHON or no compiler)")
+    with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as corpus:
+        messages = [m for _, m in zip(range(300), corpus)]
+    texts = [m.raw for m in messages] + [b"", b"abc", b"abcd", b"\xff" * 5000]
+    labels = [m.label for m in messages] + ["ham", "spam", "ham", "spam"]
+    for n_bytes, bits in ((3500, 18), (100_000, 30), (50, 32), (7, 8)):
+        plain, packed = gram_rows(texts, n_bytes, bits), packed_gram_rows(texts, n_bytes, bits)
+        assert all(type(p) is bytes and p == pack_slots(a) and np.array_equal(unpack_slots(p), a)
+                   for a, p in zip(plain, packed)), (n_bytes, bits)
+    plain, packed = gram_rows(texts), packed_gram_rows(texts)
+    assert sum(map(len, packed)) < 0.51 * sum(a.nbytes for a in plain)         # 2 bytes a slot, few escapes
+    a, b = ByteGramLogistic().fit(plain, labels), ByteGramLogistic().fit(packed, labels)
+    assert np.array_equal(a.held_out_, b.held_out_) and np.array_equal(a.weights_, b.weights_)
+    assert np.array_equal(a.decision_function(plain), b.decision_function(packed))
+    assert np.array_equal(a.held_out_scores(plain, labels, np.arange(len(labels)) % 3),
+                          b.held_out_scores(packed, labels, np.arange(len(labels)) % 3))
+    # a malformed packed row, or one with a slot outside the table, is refused before any step
+    before = b.weights_.copy()
+    escape = b"\xff\xff"
+    for bad in (b"\x05", escape + b"\x01\x00", (escape + b"\xff\xff\xff\xff") * 2, pack_slots([5, 1 << 18])):
+        with pytest.raises(ConfigError):                # half a word, an escape cut short, past 2**32, outside
+            b.partial_fit([packed[0], bad], ["ham", "spam"])
+        with pytest.raises(ConfigError):
+            b.slots(bad)
+    assert np.array_equal(b.weights_, before)
+    with pytest.raises(ConfigError, match="distinct ascending"):
+        pack_slots([3, 3])
+
+
 def test_the_compiled_hash_is_the_documented_one():
     import spamkit.bytekeys as bytekeys_module
     loops = gramloops()

@@ -47,7 +47,8 @@ ALLOWED = {
     # bytes -> hashed context keys and 4-gram slots, the features of byte-level models
     # (models.context, models.bytegrams; compiled: the 4-gram slots in C)
     "bytekeys": {"compiled", "errors", "names"},
-    "models": {"compiled", "errors", "labels", "names"},
+    # (bytekeys: the 4-gram model unpacks a packed row of slots where the compiled loops are not built)
+    "models": {"bytekeys", "compiled", "errors", "labels", "names"},
     "decision": {"errors", "labels"},
     "metrics": {"errors", "labels"},
     # scores -> probabilities (Platt scaling), between the models and the decisions

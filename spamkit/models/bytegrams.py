@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..bytekeys import unpack_slots
 from ..compiled import gramloops
 from ..errors import ConfigError
 from ..names import GRAM_BITS, GRAM_BYTES, GRAM_RATE
@@ -59,8 +60,8 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
     """Two-class online logistic regression on the hashed byte 4-grams of raw messages.
 
     Takes each message as its features, the array of its 4-grams' slots
-    (:func:`spamkit.bytekeys.gram_slots` with this model's ``n_bytes`` and ``bits``), not a
-    feature matrix: a message has a few thousand of 2**18 columns, and learning touches only
+    (:func:`spamkit.bytekeys.gram_slots` with this model's ``n_bytes`` and ``bits``; or the
+    same packed, :func:`spamkit.bytekeys.packed_gram_rows`), not a feature matrix: a message has a few thousand of 2**18 columns, and learning touches only
     those.
 
     Parameters
@@ -101,17 +102,18 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
             raise ConfigError(f"the 4-gram model's learning rate must be > 0, got {self.rate!r}")
 
     def slots(self, row) -> np.ndarray:
-        """A message's features, checked: whole numbers within the table."""
-        row = np.asarray(row)
+        """A message's features, checked: whole numbers within the table (a packed row,
+        :func:`spamkit.bytekeys.pack_slots`, is unpacked)."""
+        row = unpack_slots(row) if isinstance(row, bytes) else np.asarray(row)
         if row.ndim != 1 or (row.size and (row.dtype.kind not in "iu" or row.min() < 0 or row.max() >> int(self.bits))):
             raise ConfigError(f"a message's 4-gram features are slots from 0 to 2**{self.bits} - 1 "
                               "(spamkit.bytekeys.gram_slots)")
         return row
 
     def _loop_rows(self, texts) -> list:
-        """The messages' slot arrays as the compiled loops take them (uint32; their range is
-        checked there, before any step: :meth:`_run_loop`)."""
-        return [t if type(t) is np.ndarray and t.dtype == np.uint32 and t.ndim == 1
+        """The messages' slot arrays as the compiled loops take them (uint32 arrays, or packed
+        rows as they are; their range is checked there, before any step: :meth:`_run_loop`)."""
+        return [t if type(t) is bytes or (type(t) is np.ndarray and t.dtype == np.uint32 and t.ndim == 1)
                 else self.slots(t).astype(np.uint32) for t in texts]
 
     def _run_loop(self, loop, *args) -> np.ndarray:
