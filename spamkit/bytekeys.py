@@ -108,11 +108,7 @@ def context_keys(texts, order: int = 6, bits: int = 24, max_bytes: int = 3000) -
     check_shape(order, bits, max_bytes)
     cut = []
     for text in texts:
-        if isinstance(text, str):
-            text = text.encode("utf-8", "surrogateescape")
-        if not isinstance(text, (bytes, bytearray, memoryview)):
-            raise ConfigError(f"a context model reads bytes or str, got {type(text).__name__}")
-        cut.append(bytes(text[:max_bytes]))
+        cut.append(bytes(_as_bytes(text, "a context model")[:max_bytes]))
     return ContextKeys(cut, order, bits)
 
 
@@ -160,10 +156,7 @@ def gram_slots(text, n_bytes: int = GRAM_BYTES, bits: int = GRAM_BITS) -> np.nda
     >>> gram_slots(b"abcabcabc", bits=8).size       # abca, bcab, cabc: each counted once
     3
     """
-    if isinstance(text, str):
-        text = text.encode("utf-8", "surrogateescape")
-    if not isinstance(text, (bytes, bytearray, memoryview)):
-        raise ConfigError(f"a byte 4-gram model reads bytes or str, got {type(text).__name__}")
+    text = _as_bytes(text, "a byte 4-gram model")
     loops = gramloops()
     if loops is not None:
         return np.frombuffer(loops.slots(text, n_bytes, bits), dtype=np.uint32)
@@ -234,11 +227,13 @@ def packed_gram_rows(texts, n_bytes: int = GRAM_BYTES, bits: int = GRAM_BITS) ->
     loops = gramloops()
     if loops is None:
         return gram_rows(texts, n_bytes, bits)
-    out = []
-    for text in texts:
-        if isinstance(text, str):
-            text = text.encode("utf-8", "surrogateescape")
-        if not isinstance(text, (bytes, bytearray, memoryview)):
-            raise ConfigError(f"a byte 4-gram model reads bytes or str, got {type(text).__name__}")
-        out.append(loops.packed_slots(text, n_bytes, bits))
-    return out
+    return [loops.packed_slots(_as_bytes(text, "a byte 4-gram model"), n_bytes, bits) for text in texts]
+
+
+def _as_bytes(text, what: str):
+    """``text`` as bytes (a str encoded as UTF-8, lone surrogates kept); else refused, naming ``what`` reads it."""
+    if isinstance(text, str):
+        return text.encode("utf-8", "surrogateescape")
+    if not isinstance(text, (bytes, bytearray, memoryview)):
+        raise ConfigError(f"{what} reads bytes or str, got {type(text).__name__}")
+    return text
