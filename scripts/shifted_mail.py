@@ -16,7 +16,8 @@ and within one corpus, its first 2,000 messages -> the rest (trec07p-dev, trec06
 With ``--save DIR`` each case's scores, familiarities and labels are kept (``CASE.npz``) for
 other decision rules to be compared on.
 
-``--accurate``: the accurate configuration (``--context-model --byte-grams``) instead of the default.
+``--accurate``: the accurate configuration (``--context-model``: the default's byte 4-grams and a
+context model per class) instead of the default.
 
     python scripts/shifted_mail.py [--corpora ../shared/corpora] [--cases a,b] [--save DIR] [--no-bogofilter]
         [--accurate]
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
                 cache[name] = load(args.corpora, name)
         train, judged = cache[a][sa], cache[b][sb]
         started = time.perf_counter()
-        f = build_filter(**BEST, **({"context": {}, "grams": {}} if args.accurate else {})).fit(train)
+        f = build_filter(**{**BEST, **({"context": {}} if args.accurate else {})}).fit(train)
         f.set_costs(CostMatrix.default())
         proba, familiarity = f.score(judged)
         y = np.array([m.label == "spam" for m in judged])
