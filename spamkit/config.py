@@ -32,7 +32,7 @@ MODELS = MODEL_NAMES
 
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (docs/results.md, "Beating bogofilter"),
 #: with the byte 4-gram regression as a side input, chosen on long streams as well (spamkit.names.MODEL_DEFAULTS)
-BEST = {"model": "fisher-nb", "tokens": "mail", "grams": {}}
+BEST = {"model": "fisher-nb", "tokens": "mail", **({"grams": {}} if MODEL_DEFAULTS["fisher-nb"]["grams"] else {})}
 
 #: what asking for kNN gives unless told otherwise: cosine kNN on TF-IDF of words, k = 15, softmax
 #: weights (tau 0.1). ``python scripts/knn_defaults.py`` (first half of each corpus stored, second

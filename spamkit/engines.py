@@ -134,8 +134,8 @@ def _tokens_of(items, grams: tuple | None = None) -> tuple:
 def _gram_slots(raw, n_bytes: int, bits: int) -> bytes:
     """The slots of a message's byte 4-grams (:func:`spamkit.bytekeys.gram_slots`), made here so
     that the driver of a training neither reads the message's bytes nor hashes them: a packed row
-    from the compiled loop where it is built (:func:`spamkit.bytekeys.pack_slots`: a third of
-    the bytes to send and to hold), else native uint32 bytes from the NumPy definition (which a
+    from the compiled loop where it is built (:func:`spamkit.bytekeys.pack_slots`: half the
+    bytes to send and to hold), else native uint32 bytes from the NumPy definition (which a
     worker then imports)."""
     loops = gramloops()
     if loops is not None:

@@ -684,8 +684,7 @@ def parsed_bytes(raw, kind: str = "auto") -> bytes:
     >>> parsed_bytes(b"X-Spam-Status: Yes\\nX-Spamkit-Model: m@1\\nSubject: a\\n\\nb")
     b'Subject: a\\n\\nb'
     """
-    raw = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw[:MAX_MESSAGE_BYTES])
-    raw = raw[:MAX_MESSAGE_BYTES]
+    raw = bytes((raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)[:MAX_MESSAGE_BYTES])
     if kind == "auto":
         kind = detect_kind(raw)
     return raw if kind == "text" else strip_markup(raw)

@@ -496,7 +496,7 @@ class SpamFilter:
         if self.seen_columns is not None and X.nnz:
             self.seen_columns[X.indices] = True
 
-    # ------------------------------------------------------------------ prediction
+    # ------------------------------------------------------------------ learning on a copy
 
     #: what learning a message changes (:meth:`learn`, :meth:`learn_side`, the guard's window,
     #: the hashed columns seen): :meth:`learning_copy` copies these and shares the rest
@@ -514,6 +514,8 @@ class SpamFilter:
                 setattr(twin, name, copy.deepcopy(getattr(self, name)))
         twin.learned = dict(self.learned)
         return twin
+
+    # ------------------------------------------------------------------ prediction
 
     def check_fitted(self):
         if not hasattr(self, "classes_"):

@@ -61,8 +61,8 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
 
     Takes each message as its features, the array of its 4-grams' slots
     (:func:`spamkit.bytekeys.gram_slots` with this model's ``n_bytes`` and ``bits``; or the
-    same packed, :func:`spamkit.bytekeys.packed_gram_rows`), not a feature matrix: a message has a few thousand of 2**18 columns, and learning touches only
-    those.
+    same packed, :func:`spamkit.bytekeys.packed_gram_rows`), not a feature matrix: a message
+    has a few thousand of 2**18 columns, and learning touches only those.
 
     Parameters
     ----------
