@@ -51,3 +51,14 @@ class ResourceMissingError(SpamkitError):
 
 class DegenerateDataWarning(UserWarning):
     """A result is computable but meaningless (a ROC curve with no spam, an all-zero likelihood)."""
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, the plural for any count but one, as errors and summaries say a
+    count to a person (thousands separated when there are many).
+
+    >>> counted(1, "message"), counted(0, "message"), counted(12345, "mailbox", "mailboxes")
+    ('1 message', '0 messages', '12,345 mailboxes')
+    """
+    word = noun if n == 1 else (plural or noun + "s")
+    return f"{n:,} {word}" if isinstance(n, int) and abs(n) >= 10_000 else f"{n} {word}"

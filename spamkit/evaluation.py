@@ -387,11 +387,16 @@ def bootstrap_auc(is_spam, scores, n_boot: int = 1000, seed: int = 0, level: flo
     """Percentile bootstrap confidence interval of the ROC AUC (messages resampled with replacement).
 
     Resamples that hold one class only are drawn again. Returns the point estimate, the
-    interval, and the same for (1 - AUC)% (the TREC (1-ROCA)%).
+    interval, and the same for (1 - AUC)% (the TREC (1-ROCA)%); all NaN where the messages are
+    of one class (no resample could hold both).
     """
     from .metrics import roc_auc
     y = np.asarray(is_spam, dtype=bool)
     s = np.asarray(scores, dtype=np.float64)
+    if y.all() or not y.any():
+        nan = float("nan")
+        return {"auc": nan, "auc_low": nan, "auc_high": nan, "level": level, "n_boot": 0,
+                "roca_pct": nan, "roca_pct_low": nan, "roca_pct_high": nan}
     rng = np.random.default_rng(seed)
     values = []
     while len(values) < n_boot:

@@ -124,7 +124,12 @@ def _what(command: str, configuration: dict | None = None, corpora=None) -> str:
 
 
 def _value(key: str, value, fmt: str = "{:.4f}") -> str:
-    text = fmt.format(value) if isinstance(value, (int, float)) else html.escape(str(value))
+    """A number of the report in a span that names it (``data-key``) and holds it exactly
+    (``data-value``, JSON: null where the measure is undefined on these messages, shown n/a)."""
+    if isinstance(value, float) and value != value:
+        value = None
+    text = (fmt.format(value) if isinstance(value, (int, float)) else "n/a" if value is None
+            else html.escape(str(value)))
     return f'<span data-key="{html.escape(key)}" data-value="{html.escape(json.dumps(value))}">{text}</span>'
 
 

@@ -69,7 +69,8 @@ def guard(raw: bytes, work, prog: str, *, restore_signals: bool = False) -> int:
 
     ``work`` returns the bytes to deliver and the exit status; a status outside
     0/1/2, empty output, any exception or a caught signal all deliver ``raw`` unchanged
-    with status 3 and one line on standard error naming what went wrong. ``(3, raw)``
+    with status 3 and one line on standard error naming what went wrong; so does an empty
+    ``raw`` (blank lines at most), which ``work`` is not asked to judge. ``(3, raw)``
     means the work passed the message through itself (and said why).
 
     Once the output is committed the caught signals are blocked, so a signal cannot
@@ -98,6 +99,8 @@ def guard(raw: bytes, work, prog: str, *, restore_signals: bool = False) -> int:
 
 
 def _run(raw: bytes, work) -> tuple[int, bytes, str | None]:
+    if not raw.strip():                     # nothing to judge: what came in goes out, as an error
+        return EXIT_ERROR, raw, "standard input is empty, not a message"
     try:
         status, output = work(raw)
         _hold_signals()

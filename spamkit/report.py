@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from .errors import counted
+
 
 def human_bytes(n: float) -> str:
     """``1536`` -> ``'1.5 KB'`` (powers of 1024).
@@ -46,9 +48,26 @@ def render_survey(survey) -> str:
     return "\n".join(lines)
 
 
+def json_safe(obj):
+    """``obj`` with every float that JSON cannot hold (NaN, infinities: a measure undefined on
+    these messages, e.g. the AUC of one class) as None, so that the output is JSON that any
+    parser reads (``json.dumps`` would write the bare word ``NaN``).
+
+    >>> json_safe({"auc": float("nan"), "n": [1.5, float("inf")]})
+    {'auc': None, 'n': [1.5, None]}
+    """
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
 def to_json(obj) -> str:
-    """Stable, sorted JSON."""
-    return json.dumps(obj, indent=2, sort_keys=True, default=str)
+    """Stable, sorted JSON (a measure that is undefined: null)."""
+    return json.dumps(json_safe(obj), indent=2, sort_keys=True, default=str)
 
 
 def to_json_line(obj) -> str:
@@ -64,6 +83,11 @@ def _num(x) -> str:
     return "n/a" if x is None or x != x else f"{x:.4f}"
 
 
+def _fixed(x, places: int) -> str:
+    """``x`` with ``places`` decimals, or n/a where it is undefined (NaN)."""
+    return "n/a" if x is None or x != x else f"{x:.{places}f}"
+
+
 def _pct(x) -> str:
     return "   n/a" if x != x else f"{100 * x:6.2f}%"
 
@@ -74,7 +98,7 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
         pos, neg = ev.get("positive", "spam"), ev.get("negative", "ham")
         w = max(len(pos), len(neg), 4) + 11
         lines = [
-            f"{title}: {ev['n']} messages" + (f" (positive class: {pos})" if pos != "spam" else ""),
+            f"{title}: {counted(ev['n'], 'message')}" + (f" (positive class: {pos})" if pos != "spam" else ""),
             f"  {'accuracy':<{w}} {_pct(ev['accuracy'])}",
             f"  {pos + ' recall':<{w}} {_pct(ev['spam_recall'])}   ({ev['tp']} of {ev['tp'] + ev['fn']} {pos} caught)",
             f"  {neg + ' recall':<{w}} {_pct(ev['ham_recall'])}   ({ev['fp']} of {ev['tn'] + ev['fp']} {neg} misfiled)",
@@ -85,8 +109,10 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
             f"  {'confusion':<{w}} {neg}->{neg} {ev['tn']}  {neg}->{pos} {ev['fp']}  {pos}->{neg} {ev['fn']}  "
             f"{pos}->{pos} {ev['tp']}",
             f"  {'MCC':<{w}} {ev['mcc']:.4f}",
-            f"  {'TREC':<{w}} (1-ROCA)% {100 * (1 - ev['auc']):.3f}  hm% {ev['hm_pct']:.2f}  "
-            f"sm% {ev['sm_pct']:.2f}  lam% {ev['lam_pct']:.2f}",
+            f"  {'TREC':<{w}} (1-ROCA)% {_fixed(100 * (1 - ev['auc']), 3)}  hm% {_fixed(ev['hm_pct'], 2)}  "
+            f"sm% {_fixed(ev['sm_pct'], 2)}  lam% {_fixed(ev['lam_pct'], 2)}",
+            *([f"  {'':<{w}} only {', '.join(ev['one_class'])} here: ranking measures need messages of both classes"]
+              if ev.get("one_class") else []),
             *caught_lines(ev, indent="                  "),
         ]
         if "costs" in ev:
@@ -96,10 +122,10 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
             g = f["guarded"]
             lines.append(f"  familiarity     median {f['median']:.0%} of a message's tokens known (training: "
                          f"99% of messages above {f['floor']:.0%}); {g['spam_to_unsure']} spam decisions became "
-                         f"unsure ({g['unfamiliar']} messages unfamiliar, {g['drift']} more in a drifted stream)")
+                         f"unsure ({counted(g['unfamiliar'], 'message')} unfamiliar, {g['drift']} more in a drifted stream)")
         return "\n".join(lines)
     ovr = ev.get("one_vs_rest")
-    lines = [f"{title}: {ev['n']} messages, accuracy {_pct(ev['accuracy'])}, macro F1 {_pct(ev['macro_f1'])}",
+    lines = [f"{title}: {counted(ev['n'], 'message')}, accuracy {_pct(ev['accuracy'])}, macro F1 {_pct(ev['macro_f1'])}",
              f"  {'class':<16} {'precision':>9} {'recall':>9} {'F1':>9} {'support':>8}"
              + (f" {'ROC AUC':>8} {'avg prec':>8}" if ovr else "")]
     for label, s in ev["per_class"].items():
@@ -131,7 +157,7 @@ def render_unreadable(corpora: list) -> list[str]:
     for c in corpora:
         n = c.get("skipped", {}).get("unreadable", 0)
         if n:
-            lines.append(f"{n} messages of {c['path']} could not be read and were left out:")
+            lines.append(f"{counted(n, 'message')} of {c['path']} could not be read and were left out:")
             lines.extend(f"  {why}" for why in c.get("unreadable", [])[:20])
             if n > 20:
                 lines.append(f"  ... and {n - 20} more (--json lists up to 100)")
@@ -141,14 +167,14 @@ def render_unreadable(corpora: list) -> list[str]:
 def render_train(report, output: str) -> str:
     """What ``spamkit train`` prints after saving a filter."""
     classes = ", ".join(f"{k} {v}" for k, v in report.train_per_class.items())
-    lines = [f"trained on {report.n_train} messages ({classes}) in {report.seconds_train:.2f} s; "
+    lines = [f"trained on {counted(report.n_train, 'message')} ({classes}) in {report.seconds_train:.2f} s; "
              f"{report.n_features} features"]
     if report.parse_fallbacks:
         lines.append("parse fallbacks: " + ", ".join(f"{k} {v}" for k, v in report.parse_fallbacks.items()))
     if report.evaluation is not None:
         split = report.split
         held = ", ".join(f"{k} {v}" for k, v in report.test_per_class.items())
-        lines.append(f"held out {report.n_test} messages ({held}) by a {split['method']} split "
+        lines.append(f"held out {counted(report.n_test, 'message')} ({held}) by a {split['method']} split "
                      f"(test fraction {split['test_fraction']}, seed {split['seed']}), not used for training")
         lines.append(render_evaluation(report.evaluation, "held-out evaluation"))
     lines.append(f"filter written to {output}")
@@ -218,7 +244,7 @@ def render_info(manifest: dict, path: str) -> str:
                      "(mail unlike the training mail)")
     if t:
         per_class = ", ".join(f"{k} {n}" for k, n in t.get("per_class", {}).items())
-        lines.append(f"  trained on  {t.get('n_messages')} messages ({per_class})")
+        lines.append(f"  trained on  {counted(t.get('n_messages'), 'message')} ({per_class})")
         for c in t.get("corpora", []):
             lines.append(f"              {c['path']} ({c['format']}, {c['container']})")
         if t.get("imported"):
@@ -228,7 +254,7 @@ def render_info(manifest: dict, path: str) -> str:
         if t.get("held_out_evaluation"):
             ev = t["held_out_evaluation"]
             extra = f", AUC {ev['auc']:.4f}" if "auc" in ev else ""
-            lines.append(f"  held out    {ev['n']} messages: accuracy {_pct(ev['accuracy']).strip()}{extra}")
+            lines.append(f"  held out    {counted(ev['n'], 'message')}: accuracy {_pct(ev['accuracy']).strip()}{extra}")
     return "\n".join(lines)
 
 
@@ -324,7 +350,7 @@ def render_online(r: dict, output: str | None) -> str:
         model = f"{st['model']} NB, alpha {st['alpha']}"
     regime = st.get("regime", "all")
     hashed = f", {st['hashing']} hashed columns" if "hashing" in st else ""
-    lines = [f"online: {r['n']} messages classified, {r['n_learned']} learned (regime: {regime}); "
+    lines = [f"online: {counted(r['n'], 'message')} classified, {r['n_learned']} learned (regime: {regime}); "
              f"{model}{hashed}, delay {st['delay']}, "
              f"feedback {st['feedback_fraction']:g}",
              f"  (1-ROCA)%  {m['roca_pct']:.4f}",

@@ -61,6 +61,7 @@ Built to hold under abuse (issue "Hostile inputs"):
 from __future__ import annotations
 
 import collections
+import errno
 import ipaddress
 import multiprocessing
 import os
@@ -926,6 +927,9 @@ def unix_listener(path, socket_mode: int):
             os.umask(old)
         os.chmod(path, socket_mode)
         sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise _named(exc, path) if exc.filename is None and exc.errno is not None else exc from None
     except BaseException:
         sock.close()
         raise
@@ -935,14 +939,32 @@ def unix_listener(path, socket_mode: int):
 def tcp_listener(address: tuple[str, int]):
     """A listening TCP socket on ``(host, port)`` (IPv6 when the host has a colon)."""
     sock = socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET, socket.SOCK_STREAM)
+    host, port = address[0], address[1]
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise _named(exc, where, port) from None
     except BaseException:
         sock.close()
         raise
     return sock
+
+
+def _named(exc: OSError, where: str, port: int | None = None) -> OSError:
+    """``exc`` as one line that names the address it was about (Python's says only "[Errno 98]
+    Address already in use"); its text is the whole message, without the errno."""
+    if exc.errno == errno.EADDRINUSE:
+        return OSError(f"{where}: address already in use (another server listens there: stop it "
+                       "or choose another address)")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return OSError(f"{where}: no interface of this machine has that address")
+    if exc.errno == errno.EACCES and port is not None and port < 1024:
+        return OSError(f"{where}: permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)")
+    return OSError(f"{where}: {exc.strerror or exc}")
 
 
 # ----------------------------------------------------------------------------- the spamkit protocol

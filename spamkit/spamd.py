@@ -152,10 +152,17 @@ def inflate(request: Request, body: bytes, max_size: int) -> bytes:
 
 # ----------------------------------------------------------------------------- the jobs (in workers)
 
+#: the users a worker has said the site filter answers for (said once per user and worker)
+_SITE_FILTER_USERS: set = set()
+
+
 def user_filter(user: str | None):
     """The filter of a ``User:``: ``USER.spamkit`` in the per-user folder when it exists (a
     filter of the user's own), else ``(MODEL, USER.taught)`` when the user taught messages over
-    the site filter (:mod:`spamkit.taught`), else the site filter MODEL."""
+    the site filter (:mod:`spamkit.taught`), else the site filter MODEL -- as spamd answers a
+    user without preferences of their own with the site's. With a per-user folder, a user who
+    has neither (a typing error in ``spamc -u``, a name no file can have) is logged, once per
+    user, so that the answer is never silently another filter than the one meant."""
     state = worker_state()
     folder = state.get("user_models")
     if folder and user and _USER.match(user):
@@ -165,6 +172,11 @@ def user_filter(user: str | None):
         taught = os.path.join(folder, f"{user}.taught")
         if os.path.isfile(taught):
             return (state["model"], taught)
+    if folder and user and user not in _SITE_FILTER_USERS and len(_SITE_FILTER_USERS) < 1000:
+        _SITE_FILTER_USERS.add(user)
+        why = (f"has no {user}.spamkit or {user}.taught in {folder}" if _USER.match(user)
+               else "cannot name a filter file")
+        log(f"user {user[:64]!r} {why}: the site filter {state['model']} answers for this user")
     return state["model"]
 
 

@@ -250,3 +250,155 @@ def test_k_class_evaluation_text_has_ranking_confusion_and_costs(tmp_path):
                                                "--json"]).stdout)
     assert set(data["one_vs_rest"]) == {"per_class", "macro", "weighted", "micro"}
     assert set(data["one_vs_rest"]["per_class"]) == {"a", "b", "c"}
+
+
+def _mbox_of(path: Path, labels=("ham", "spam"), n: int = 3) -> Path:
+    import mailbox
+    box = mailbox.mbox(path)
+    for label in labels:
+        for p in sorted((SAMPLE / label).iterdir())[:n]:
+            box.add(p.read_bytes())
+    box.flush()
+    box.close()
+    return path
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_an_mbox_never_moves_into_a_folder(model, tmp_path, dry_run):
+    source = _mbox_of(tmp_path / "in.mbox")
+    before = source.read_bytes()
+    junk = tmp_path / "junk"
+    junk.mkdir()                          # empty: it was once silently replaced by an mbox file
+    fails_clearly(["filter", model, source, "--move-spam-to", junk, *(["--dry-run"] if dry_run else [])],
+                  f"{junk}: a folder; mail moved out of an mbox goes to an mbox, a file")
+    assert junk.is_dir() and not any(junk.iterdir()) and source.read_bytes() == before
+
+
+def test_a_dry_run_checks_the_destinations_and_changes_nothing(model, tmp_path):
+    import mailbox
+    inbox = tmp_path / "inbox"
+    box = mailbox.Maildir(inbox, create=True)
+    for p in sorted((SAMPLE / "spam").iterdir())[:3]:
+        box.add(p.read_bytes())
+    result = CliRunner().invoke(cli, ["filter", str(model), str(inbox), "--move-spam-to", str(tmp_path / "junk.mbox"),
+                                      "--dry-run"])
+    assert result.exit_code == 0 and "3 would be moved to" in result.output, result.output
+    assert sorted(os.listdir(tmp_path)) == ["inbox"]
+    _mbox_of(tmp_path / "other.mbox")
+    fails_clearly(["filter", model, inbox, "--move-spam-to", tmp_path / "other.mbox", "--dry-run"],
+                  "is an mbox; moving out of a Maildir needs a Maildir as destination")
+
+
+@pytest.mark.parametrize("kind", ["mbox", "maildir"])
+def test_destinations_that_received_nothing_are_not_left_behind(model, tmp_path, kind):
+    import mailbox
+    if kind == "mbox":
+        source = _mbox_of(tmp_path / "in.mbox", labels=("ham",))
+        spam_to, unsure_to = tmp_path / "spam.mbox", tmp_path / "unsure.mbox"
+    else:
+        source = tmp_path / "inbox"
+        box = mailbox.Maildir(source, create=True)
+        for p in sorted((SAMPLE / "ham").iterdir())[:3]:
+            box.add(p.read_bytes())
+        spam_to, unsure_to = tmp_path / "Junk", tmp_path / "Unsure"
+    result = CliRunner().invoke(cli, ["filter", str(model), str(source), "--move-spam-to", str(spam_to),
+                                      "--move-unsure-to", str(unsure_to)])
+    assert result.exit_code == 0 and "spam 0, ham 3, unsure 0" in result.output, result.output
+    assert not spam_to.exists() and not unsure_to.exists()
+    # a destination that was there before stays, moved into or not
+    spam_to.write_bytes(b"") if kind == "mbox" else mailbox.Maildir(spam_to, create=True)
+    assert CliRunner().invoke(cli, ["filter", str(model), str(source), "--move-spam-to", str(spam_to)]).exit_code == 0
+    assert spam_to.exists()
+
+
+def test_the_same_mailbox_as_two_classes_is_refused(tmp_path):
+    for args, expected in (
+            (["--ham", SAMPLE / "ham", "--spam", f"{SAMPLE / 'ham'}/"], "given twice, as ham and as spam"),
+            (["--spam", SAMPLE / "spam", "--spam", SAMPLE / "spam"], "given twice; name each mailbox once"),
+            ([SAMPLE, "--ham", SAMPLE / "ham"], "one is inside the other, as a corpus and as ham")):
+        result = CliRunner().invoke(cli, ["train", *map(str, args), "-o", str(tmp_path / "m.spamkit")])
+        assert result.exit_code == 2 and expected in result.output and "would be read twice" in result.output, \
+            result.output
+    assert not (tmp_path / "m.spamkit").exists()
+
+
+def test_an_empty_archive_is_no_messages_not_one(model, tmp_path):
+    import tarfile
+    archive = tmp_path / "empty.tar.gz"
+    tarfile.open(archive, "w:gz").close()        # the end-of-archive blocks alone
+    fails_clearly(["train", archive, "-o", tmp_path / "m.spamkit"], f"{archive}: an archive with no files, no messages")
+    fails_clearly(["classify", model, archive], "an archive with no files, no messages")
+
+
+def test_evaluate_on_one_class_says_so_without_warnings(model, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "spamkit", "evaluate", str(model), "--ham", str(SAMPLE / "ham"),
+                             "--report", str(tmp_path / "r.html")], capture_output=True, env=ENV, timeout=300)
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0 and err == "", err
+    assert "nan" not in out and "(1-ROCA)% n/a" in out
+    assert "only ham here: ranking measures need messages of both classes" in out
+    assert ">nan<" not in (tmp_path / "r.html").read_text() and 'data-value="null">n/a<' in (tmp_path / "r.html").read_text()
+    result = subprocess.run([sys.executable, "-m", "spamkit", "evaluate", str(model), "--ham", str(SAMPLE / "ham"),
+                             "--json"], capture_output=True, env=ENV, timeout=300)
+    data = json.loads(result.stdout)              # JSON any parser reads: no bare NaN
+    assert data["auc"] is None and data["one_class"] == ["ham"] and b"NaN" not in result.stdout
+
+
+def test_classify_without_messages_on_a_terminal_is_a_usage_error(model):
+    # under a pseudo-terminal, as a person types it: it once waited silently on standard input
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-m", "spamkit", "classify", str(model)], ENV)
+    output = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 2, output
+    assert b"no messages to classify" in output and b"'-'" in output
+    empty = subprocess.run([sys.executable, "-m", "spamkit", "classify", str(model), "-"], input=b"",
+                           capture_output=True, env=ENV, timeout=120)
+    assert empty.returncode == 1 and b"standard input: empty, no message to classify" in empty.stderr
+
+
+def test_learning_nothing_new_leaves_the_file_as_it_was(model, tmp_path):
+    import shutil
+    mine = tmp_path / "mine.spamkit"
+    shutil.copy(model, mine)
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copy(sorted((SAMPLE / "ham").iterdir())[0], one / "1.eml")
+    first = CliRunner().invoke(cli, ["learn", str(mine), "--ham", str(one)])
+    assert first.exit_code == 0 and "filter written to" in first.output, first.output
+    stamp = mine.stat()
+    again = CliRunner().invoke(cli, ["learn", str(mine), "--ham", str(one)])
+    assert again.exit_code == 0 and "1 already learned" in again.output, again.output
+    assert f"nothing changed: {mine} left as it was" in again.output and "filter written" not in again.output
+    assert (mine.stat().st_mtime_ns, mine.stat().st_ino) == (stamp.st_mtime_ns, stamp.st_ino)
+
+
+def test_serve_on_a_busy_address_names_it(model):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "spamkit", "serve", str(model), "--spamd", f"127.0.0.1:{port}",
+                                 "--workers", "0"], capture_output=True, env=ENV, timeout=120)
+    assert result.returncode == 1 and b"Traceback" not in result.stderr
+    assert f"Error: 127.0.0.1:{port}: address already in use".encode() in result.stderr, result.stderr
+
+
+def test_counts_of_one_are_singular(model, tmp_path):
+    from spamkit.errors import counted
+    assert [counted(n, "message") for n in (0, 1, 2, 12_345)] == ["0 messages", "1 message", "2 messages",
+                                                                  "12,345 messages"]
+    source = _mbox_of(tmp_path / "one.mbox", labels=("ham",), n=1)
+    result = CliRunner().invoke(cli, ["filter", str(model), str(source), "--dry-run"])
+    assert result.exit_code == 0 and "1 message in " in result.output and "1 messages" not in result.output

@@ -369,3 +369,18 @@ def test_corrections_learn_what_the_person_moved_in_and_out_of_junk(dovecot, mod
     again = CliRunner().invoke(cli, args, env={"SPAMKIT_IMAP_PASSWORD": "secret"})
     assert again.exit_code == 0 and '"ham": 0,\n    "spam": 0' in again.output
     assert len(SpamFilter.load(path).learned) == 3 and spam_filter.learned == {}
+
+
+def test_a_missing_folder_is_named_not_reported_as_a_failed_connection(dovecot, model, tmp_path):
+    user = fill(dovecot, sample_messages(2))
+    env = {"SPAMKIT_IMAP_PASSWORD": "secret"}
+    path = tmp_path / "m.spamkit"
+    path.write_bytes(model.read_bytes())
+    for args in (["filter", str(model), dovecot.url(user, "Nowhere"), "--tag"],
+                 ["filter", str(model), dovecot.url(user, "Nowhere"), "--dry-run"],
+                 ["learn", str(path), "--spam", dovecot.url(user, "Nowhere")]):
+        result = CliRunner().invoke(cli, [*args, "--ca-file", str(dovecot.cert)], env=env)
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        assert f"/Nowhere: no folder 'Nowhere' on this server (its folders: INBOX" in result.output, result.output
+        assert "connection" not in result.output
+    assert path.read_bytes() == model.read_bytes()

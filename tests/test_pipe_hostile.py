@@ -48,8 +48,22 @@ def delivered(raw: bytes, out: subprocess.CompletedProcess) -> None:
 @pytest.mark.parametrize("name,raw", CRASHERS, ids=[c[0] for c in CRASHERS])
 def test_every_crasher_comes_out_of_pipe_mode_tagged(model, name, raw):
     out = subprocess.run(PIPE + [str(model), "-"], input=raw, capture_output=True, env=ENV, timeout=300)
+    if not raw.strip():                   # nothing to judge: an error, and what came in goes out
+        assert out.returncode == EXIT_ERROR and out.stdout == raw
+        assert out.stderr == b"spamkit filter: standard input is empty, not a message; message passed through untagged\n"
+        return
     delivered(raw, out)
     assert out.returncode != EXIT_ERROR, f"{name}: {out.stderr.decode()[-500:]}"
+
+
+@pytest.mark.parametrize("route", ["lean", "full"])
+@pytest.mark.parametrize("raw", [b"", b"\n", b"\r\n\r\n"])
+def test_empty_standard_input_is_not_tagged_as_a_message(model, route, raw):
+    env = ENV if route == "lean" else {**ENV, "SPAMKIT_LEAN": "0"}
+    for options in ([], ["--exit-zero"]):
+        out = subprocess.run(PIPE + [*options, str(model), "-"], input=raw, capture_output=True, env=env, timeout=120)
+        assert out.returncode == EXIT_ERROR and out.stdout == raw
+        assert b"standard input is empty, not a message" in out.stderr
 
 
 def test_a_broken_installation_still_delivers(model, tmp_path):
@@ -127,5 +141,9 @@ def test_every_crasher_comes_out_of_spamkit_pipe_tagged(server):
     for name, raw in CRASHERS:
         out = subprocess.run([sys.executable, "-m", "spamkit.client", "--socket", str(server)], input=raw,
                              capture_output=True, env=ENV, timeout=120)
+        if not raw.strip():               # as pipe mode: no message, an error, the input passed on
+            assert out.returncode == EXIT_ERROR and out.stdout == raw
+            assert b"standard input is empty, not a message" in out.stderr
+            continue
         delivered(raw, out)
         assert out.returncode != EXIT_ERROR, f"{name}: {out.stderr.decode()[-500:]}"

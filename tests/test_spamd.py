@@ -175,8 +175,13 @@ def test_per_user_filters(model, tmp_path):
         alice = server.spamc("-c", data=raw, user="alice")
         assert default.returncode == 1 and alice.returncode == 0
         assert server.spamc("-c", data=raw, user="../alice").returncode == 1   # never a path
+        assert server.spamc("-c", data=raw, user="bob").returncode == 1
     finally:
-        server.stop()
+        log = server.stop()
+    # the site filter answering for a user is never silent: said once per user, with the reason
+    assert log.count("user 'bob' has no bob.spamkit or bob.taught in") == 1, log
+    assert log.count("user '../alice' cannot name a filter file: the site filter") == 1, log
+    assert "'alice'" not in log
 
 
 def test_tell_learns_forgets_and_the_server_reloads(model, tmp_path):

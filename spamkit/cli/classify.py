@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..corpus import Corpus
+from ..errors import CorpusError
 from ..report import render_classification, to_json_line
 from . import cli
 from .progress import verbosity_options
@@ -28,12 +29,15 @@ from .params import CostsParam, costs_or_none, spam_rate_option
 def classify_command(model, inputs, explain, as_json, fmt, cost, spam_rate):
     """Classify messages: one line per message, SOURCE<TAB>DECISION<TAB>P(spam).
 
-    INPUTS are message files, mailboxes (mbox, Maildir, MH) or corpora; '-' (or none)
-    reads one message from standard input. The decision is the most probable class, or,
+    INPUTS are message files, mailboxes (mbox, Maildir, MH) or corpora; '-' (or none,
+    when standard input is not a terminal) reads one message from standard input. The decision is the most probable class, or,
     with costs (--cost here, or saved by 'train --cost'), the one with the lowest expected
     cost, which may be 'unsure'. For filters with more than two classes the third column
     lists every class's probability.
     """
+    if not inputs and sys.stdin.isatty():
+        raise click.UsageError("no messages to classify: name message files, mailboxes or corpora, or '-' "
+                               "for one message on standard input")
     from ..spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     if cost is not None:
@@ -61,7 +65,10 @@ def classify_command(model, inputs, explain, as_json, fmt, cost, spam_rate):
 def _inputs(inputs, fmt):
     for path in inputs:
         if path == "-":
-            yield "-", sys.stdin.buffer.read()
+            raw = sys.stdin.buffer.read()
+            if not raw.strip():
+                raise CorpusError("standard input: empty, no message to classify")
+            yield "-", raw
             continue
         with Corpus(path, format=fmt, classes=None) as corpus:
             for msg in corpus:

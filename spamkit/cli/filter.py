@@ -12,6 +12,7 @@ import click
 
 from ..corpus import iter_corpora
 from ..durable import MAX_MESSAGE_FILE
+from ..errors import counted
 from ..mailfilter import MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import VERDICT_STATUS, guard
 from ..report import to_json
@@ -288,7 +289,7 @@ def _report_filter(result: dict, spam_filter, summary_file, as_json: bool, dry_r
     verb = "would be" if dry_run else "were"
     counts = ", ".join(f"{v} {n}" for v, n in result["verdicts"].items())
     rate = result["messages_per_second"]
-    click.echo(f"{result['messages']} messages in {result['seconds']:.2f} s"
+    click.echo(f"{counted(result['messages'], 'message')} in {result['seconds']:.2f} s"
                f"{f' ({rate:.0f}/s)' if rate else ''}: {counts}")
     if result["tagged"]:
         click.echo(f"  {result['tagged']} {verb} tagged")
@@ -299,7 +300,7 @@ def _report_filter(result: dict, spam_filter, summary_file, as_json: bool, dry_r
     guarded = result.get("guarded", {})
     if guarded.get("spam_to_unsure"):
         click.echo(f"  {guarded['spam_to_unsure']} judged unsure rather than spam: the mail is unlike the training "
-                   f"mail ({guarded['unfamiliar']} messages mostly made of unseen tokens, {guarded['drift']} more "
+                   f"mail ({counted(guarded['unfamiliar'], 'message')} mostly made of unseen tokens, {guarded['drift']} more "
                    "while the stream as a whole looked unfamiliar); if this is your mail now, train on it or teach "
                    "the filter with spamkit learn")
     for note in result["recovered"]:
@@ -382,6 +383,7 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
         # read, learn and write back under the filter's lock: a spamd TELL or another learn waits
         with filter_lock(model), Progress("learning") as progress:
             spam_filter = SpamFilter.load(model)
+            seen_before = {k: list(v) for k, v in spam_filter.imap_seen.items()}
             sources = [iter_corpora(corpora)] if corpora else []
             for label, urls in imap.items():
                 for url in urls:
@@ -396,7 +398,11 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
                 click.echo(f"{source}\t{what}")
             report = _learn_guarded(learn_messages, spam_filter, itertools.chain(*sources), forget, on_error,
                                     progress.step, listing if verbosity() > 0 and not as_json else None)
-            spam_filter.save(model)
+            # the file is rewritten only for a change (where the reading of IMAP folders got to is one)
+            changed = bool(sum(report.learned.values()) + sum(report.forgotten.values())
+                           or spam_filter.imap_seen != seen_before)
+            if changed:
+                spam_filter.save(model)
             if fixes is not None:
                 fixed = fixes.commit()
     finally:
@@ -422,7 +428,11 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
                    + (f", {result['skipped_correct']} already classified right" if on_error else ""))
     if fixed is not None:
         click.echo(f"  corrections: {fixed['ham']} moved out of {junk} (ham), {fixed['spam']} moved into it (spam)")
-    click.echo(f"filter written to {model} ({len(spam_filter.learned)} messages learned in all)")
+    if changed:
+        click.echo(f"filter written to {model} ({counted(len(spam_filter.learned), 'message')} learned in all)")
+    else:
+        click.echo(f"nothing changed: {model} left as it was ({counted(len(spam_filter.learned), 'message')} "
+                   "learned in all)")
 
 
 def _learn_guarded(learn_messages, spam_filter, messages, forget, on_error, progress, on_message):

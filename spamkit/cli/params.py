@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 
 import click
 
@@ -159,10 +160,23 @@ def open_corpora(corpus, ham, spam, extra, fmt, classes) -> list[Corpus]:
     specs += [(path, name) for name, path in extra]
     if not specs:
         raise click.UsageError("name at least one corpus (CORPUS, --ham, --spam or --class)")
-    for path, _ in specs:
+    seen = {}
+    for path, label in specs:
         if str(path).lower().startswith(("imap://", "imaps://")):
             raise click.UsageError(f"{path}: IMAP folders are read by spamkit learn and spamkit filter; for this "
                                    "command copy the mail to a local folder first")
+        key = os.path.realpath(path)
+        for other, (other_path, first) in seen.items():
+            inside = other if key == other or key.startswith(other + os.sep) else (
+                key if other.startswith(key + os.sep) else None)
+            if inside is None:
+                continue
+            what = (f"{path}: given twice" if key == other
+                    else f"{path} and {other_path}: one is inside the other")
+            classes = f"as {first or 'a corpus'} and as {label or 'a corpus'}" if first != label else ""
+            raise click.UsageError(f"{what}{', ' + classes if classes else ''}; name each mailbox once (its "
+                                   "messages would be read twice)")
+        seen[key] = (path, label)
     opened = []
     try:
         with decompressing_ahead([path for path, _ in specs]):

@@ -111,7 +111,8 @@ def detect_format(tree: Tree, rel: str = "", mailbox_only: bool = False) -> tupl
         return "spamassassin", rel
     entries = [e for e in tree.entries(rel) if not e.name.startswith(".")]
     if not entries:
-        raise CorpusError(f"{tree.display(rel)}: empty folder, no messages")
+        what = "an archive with no files" if tree.container != "dir" and not rel else "empty folder"
+        raise CorpusError(f"{tree.display(rel)}: {what}, no messages")
     dirs = [e for e in entries if e.is_dir]
     files = [e for e in entries if not e.is_dir]
     if len(dirs) == 1 and not files:

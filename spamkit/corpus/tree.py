@@ -291,8 +291,10 @@ def archive_kind(path: str | os.PathLike) -> str | None:
 
 
 def _looks_like_tar(block: bytes) -> bool:
-    # POSIX ustar and GNU tar headers carry "ustar" at offset 257.
-    return len(block) >= 262 and block[257:262] == b"ustar"
+    """POSIX ustar and GNU tar headers carry "ustar" at offset 257; an archive of no members is
+    its end marker alone, blocks of zeros (``tar -czf e.tar.gz -T /dev/null``), which no
+    message is."""
+    return (len(block) >= 262 and block[257:262] == b"ustar") or (len(block) == 512 and not block.strip(b"\0"))
 
 
 #: tar member types read by offset: regular files (``0``, old ``\0``, contiguous ``7``) and

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..corpus import Corpus, iter_corpora
 from ..corpus.tree import Unread
 from ..message import parse_message
-from ..errors import ConfigError, CorpusError
+from ..errors import ConfigError, CorpusError, DegenerateDataWarning
 from ..labels import HAM_NAME, SPAM_NAME
 from ..metrics import binary_report, multiclass_report, one_vs_rest
 from ..spamfilter import SpamFilter, distinct_tokens
@@ -163,7 +165,13 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
                           f"(it knows {[str(c) for c in spam_filter.classes_]})")
     log_proba = spam_filter.adjust_log_proba(model_lp)
     proba = np.exp(log_proba)
-    result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba, positive)
+    present = sorted(set(map(str, labels)))
+    with warnings.catch_warnings():
+        if len(present) < 2:            # one class: the ranking measures are undefined, said once below
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+        result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba, positive)
+    if len(present) < 2:
+        result["one_class"] = present
     if spam_filter.guard is not None:
         spam_filter.guard.reset()                                  # this corpus is a stream of its own
     decisions = spam_filter.decide(proba, familiarity)            # once: the guard reads a stream
@@ -191,7 +199,10 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
         p_raw = None
         if spam_filter.calibration is not None:
             p_raw = np.exp(model_lp)[:, [str(c) for c in spam_filter.model.classes_].index(positive)]
-        data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn, p_raw=p_raw)
+        with warnings.catch_warnings():
+            if len(present) < 2:
+                warnings.simplefilter("ignore", DegenerateDataWarning)
+            data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn, p_raw=p_raw)
         costly = list(data.pop("costly_mistakes"))
         X_costly = rows_of(costly) if costly else None
         data["mistakes"] = [{"id": ids[i], "label": str(labels[i]), "p_spam": float(proba[i, s]),

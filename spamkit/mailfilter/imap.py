@@ -172,6 +172,27 @@ def connect(url: ImapURL, secret: str, insecure: bool = False, ca_file: str | No
     return client
 
 
+def select(client, url: ImapURL, readonly: bool = False, folder: str | None = None) -> dict:
+    """``client.select_folder`` of ``folder`` (the URL's by default), with a folder that is not
+    on the server, or that the server will not open, said as such -- not as a failed connection
+    (the server answered NO; the connection is fine)."""
+    folder = url.folder if folder is None else folder
+    try:
+        return client.select_folder(folder, readonly=readonly)
+    except imaplib.IMAP4.abort:
+        raise                                         # the connection is gone: the caller says so
+    except imaplib.IMAP4.error as exc:                # a tagged NO or BAD for this command
+        try:
+            names = [name for _, _, name in client.list_folders()]
+        except Exception:                             # noqa: BLE001 -- the NO is what to report
+            names = None
+        where = str(url.at(folder)) if folder != url.folder else str(url)
+        if names is not None and folder not in names:
+            shown = ", ".join(sorted(names)[:20]) + (", ..." if len(names) > 20 else "")
+            raise FilterError(f"{where}: no folder {folder!r} on this server (its folders: {shown or 'none'})") from None
+        raise FilterError(f"{where}: the server will not open folder {folder!r} ({exc})") from None
+
+
 def _batches(items: list, n: int):
     for i in range(0, len(items), n):
         yield items[i:i + n]
@@ -220,7 +241,7 @@ class ImapFilter:
         where = str(url)
         if where not in self.summary.mailboxes:
             self.summary.mailboxes.append(where)
-        info = client.select_folder(url.folder, readonly=self.dry_run)
+        info = select(client, url, readonly=self.dry_run)
         validity = int(info.get(b"UIDVALIDITY", 0))
         since = self.seen[1] if self.seen is not None and self.seen[0] == validity else 0
         if self.tag and not self.dry_run and b"\\*" not in info.get(b"PERMANENTFLAGS", ()):
@@ -395,7 +416,7 @@ def imap_messages(client, url: ImapURL, label: str, seen: dict | None = None, ba
     Messages over ``max_size`` are skipped.
     """
     from ..corpus.base import LabelledMessage
-    info = client.select_folder(url.folder, readonly=True)
+    info = select(client, url, readonly=True)
     validity = int(info.get(b"UIDVALIDITY", 0))
     key = folder_key(url)
     since = 0
@@ -437,7 +458,7 @@ class Corrections:
         for url, criteria in ((self.inbox, ["KEYWORD", KEYWORDS["spam"]]), (self.junk, ["NOT", "KEYWORD", KEYWORDS["spam"]])):
             if url.folder != self.inbox.folder and not self.client.folder_exists(url.folder):
                 continue
-            self.client.select_folder(url.folder, readonly=True)
+            select(self.client, url, readonly=True)
             uids = sorted(self.client.search(criteria))
             for chunk in _batches(uids, batch):
                 data = self.client.fetch(chunk, ["RFC822.SIZE"])

@@ -59,6 +59,27 @@ def _unfinished_maildir(p: Path) -> bool:
             and all(name in MAILDIR_PARTS and (p / name).is_dir() and not os.listdir(p / name) for name in names))
 
 
+#: each kind of mailbox, as a sentence names it
+_A_MAILBOX = {"mbox": "an mbox", "maildir": "a Maildir", "mh": "an MH folder"}
+
+
+def check_destination(path, kind: str) -> Path:
+    """``path`` as a destination for mail moved out of a ``kind`` mailbox, checked without
+    changing anything (what a dry run does): a missing one, an empty folder (for a Maildir or
+    MH folder) or a mailbox of that kind; anything else is refused with the reason."""
+    p = Path(path)
+    if kind == "mbox" and p.is_dir():
+        raise FilterError(f"{path}: a folder; mail moved out of an mbox goes to an mbox, a file: name one "
+                          "(moves never convert formats, so they stay atomic)")
+    if not p.exists() or (p.is_dir() and (not any(p.iterdir()) or (kind == "maildir" and _unfinished_maildir(p)))):
+        return p
+    found = mailbox_kind(p)
+    if found != kind:
+        raise FilterError(f"{path} is {_A_MAILBOX[found]}; moving out of {_A_MAILBOX[kind]} needs "
+                          f"{_A_MAILBOX[kind]} as destination (moves never convert formats, so they stay atomic)")
+    return p
+
+
 def ensure_destination(path, kind: str) -> Path:
     """Create a destination mailbox of ``kind`` if it does not exist; refuse another kind.
 
@@ -66,17 +87,13 @@ def ensure_destination(path, kind: str) -> Path:
     another Maildir (Maildir++: ``~/Maildir/.Junk``) also gets the empty ``maildirfolder`` file
     that Dovecot and Courier expect in a subfolder.
     """
-    p = Path(path)
+    p = check_destination(path, kind)
     if p.is_dir() and not any(p.iterdir()):
         p.rmdir()                                     # an empty folder made for it: set it up as a mailbox
     elif kind == "maildir" and p.is_dir() and _unfinished_maildir(p):
         for sub in MAILDIR_PARTS:                     # a run killed while it made this one: finish it
             (p / sub).mkdir(mode=0o700, exist_ok=True)
     if p.exists():
-        found = mailbox_kind(p)
-        if found != kind:
-            raise FilterError(f"{path} is a {found} mailbox; moving from a {kind} mailbox needs a {kind} "
-                              "destination (moves never convert formats, so they stay atomic)")
         return p
     try:
         if kind == "maildir":
@@ -96,6 +113,29 @@ def ensure_destination(path, kind: str) -> Path:
     except OSError as exc:
         raise FilterError(describe(exc, f"cannot create {path}")) from None
     return p
+
+
+def remove_if_empty(path: Path, kind: str) -> bool:
+    """Remove a destination mailbox this run created and moved nothing into, if it is still
+    empty (nothing delivered to it meanwhile); True if it was removed. The folders above it
+    that were made for it stay."""
+    try:
+        if kind == "mbox":
+            if path.is_file() and path.stat().st_size == 0:
+                path.unlink()
+                return True
+            return False
+        parts = {"maildir": (*MAILDIR_PARTS, "maildirfolder"), "mh": (".mh_sequences",)}[kind]
+        names = set(os.listdir(path))
+        if not names <= set(parts) or any((path / n).is_dir() and os.listdir(path / n) for n in names) \
+                or any((path / n).is_file() and (path / n).stat().st_size for n in names):
+            return False
+        for name in names:
+            (path / name).rmdir() if (path / name).is_dir() else (path / name).unlink()
+        path.rmdir()
+        return True
+    except OSError:
+        return False                                  # in use or changed meanwhile: it stays
 
 
 def remove_stale(folder: Path, pattern: str, pid_of) -> None:

@@ -18,7 +18,7 @@ from ..durable import MAX_MESSAGE_FILE, NotAMessageFile, filesystem_sync, fsync_
 from ..errors import ConfigError
 from .failures import FilterError, describe
 from .locks import mbox_locks, spamkit_lock
-from .mailboxes import FOLDER_FORMATS, ensure_destination, mailbox_kind
+from .mailboxes import FOLDER_FORMATS, check_destination, ensure_destination, mailbox_kind, remove_if_empty
 from .mbox import commit_mbox, ends_without_blank_line, iter_mbox_chunks, journal_path, owner_path, recover_mbox
 from .tags import VERDICTS, newline_of, recorded_verdict, tag
 
@@ -444,6 +444,7 @@ class MailFilter:
         self.max_size = max_size                      # larger Maildir/MH messages are left where they are
         self.stop_requested = False
         self._left_unfiltered = False
+        self._made: dict = {}                         # destination -> its kind, for those this run created
         self.summary = FilterSummary(dry_run=dry_run)
 
     # ------------------------------------------------------------- per message
@@ -538,6 +539,7 @@ class MailFilter:
                 self._run(mailboxes)
             finally:
                 self._ahead = None
+                self._remove_unused()
         # interrupted: a message was left unfiltered (a Ctrl-C after the last one interrupts nothing)
         self.summary.interrupted = self._left_unfiltered
         self.summary.seconds = time.perf_counter() - started
@@ -576,9 +578,23 @@ class MailFilter:
                                            "messages": self.summary.messages - before})
 
     def _destinations(self, kind: str) -> dict:
+        """The destination of each verdict moved, created where missing (a dry run creates
+        nothing; both refuse a destination of another kind than the mailbox)."""
         if self.dry_run:
-            return dict(self.move)
-        return {v: ensure_destination(p, kind) for v, p in self.move.items()}
+            return {v: check_destination(p, kind) for v, p in self.move.items()}
+        made = {p for p in self.move.values() if not p.exists()}
+        dests = {v: ensure_destination(p, kind) for v, p in self.move.items()}
+        for p in made:
+            self._made.setdefault(p, kind)
+        return dests
+
+    def _remove_unused(self) -> None:
+        """Remove the destinations this run created and moved nothing into (still empty): a
+        run that moved nothing leaves no new empty mailbox behind."""
+        for path, kind in self._made.items():
+            if not self.summary.moved.get(str(path)):
+                remove_if_empty(path, kind)
+        self._made.clear()
 
     # ------------------------------------------------------------- Maildir and MH: one loop
 
