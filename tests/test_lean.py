@@ -274,7 +274,8 @@ def test_chi_square_tails_match_scipy(n):
 def _heavy_after_pipe(model: Path, raw: bytes) -> list[str]:
     code = ("import sys\nfrom spamkit.launch import main\nstatus = main(['filter', %r, '-'])\n"
             "print('HEAVY', sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk', 'concurrent.futures', "
-            "'multiprocessing') if m in sys.modules), "
+            "'multiprocessing', 'spamkit.corpus', 'spamkit.mailfilter.run', 'spamkit.mailfilter.mbox', "
+            "'spamkit.mailfilter.mailboxes', 'click') if m in sys.modules), "
             "file=sys.stderr)\n" % str(model))
     out = subprocess.run([sys.executable, "-c", code], input=raw, capture_output=True, env=ENV, timeout=120)
     line = [x for x in out.stderr.decode().splitlines() if x.startswith("HEAVY ")][-1]
@@ -289,6 +290,22 @@ def test_pipe_mode_scores_the_default_filter_without_numpy(mail, tmp_path):
     other = tmp_path / "nb.spamkit"
     _trained(mail, model="multinomial").save(other)
     assert "numpy" in _heavy_after_pipe(other, mail["trec"][0].raw)
+
+
+def test_the_mailbox_package_loads_only_what_is_asked_for():
+    # pipe mode needs the tags alone; the mailbox machinery and the corpus readers under it
+    # cost a delivery 20 ms of imports it never used (spamkit.mailfilter's names load on demand)
+    code = ("import sys, spamkit.mailfilter as m\nfrom spamkit.mailfilter import tag, EXIT_HAM\n"
+            "print(sorted(k for k in sys.modules if k.startswith(('spamkit.corpus', 'spamkit.mailfilter.'))))\n"
+            "from spamkit.mailfilter import MailFilter, recover_mbox, FilterError\n"
+            "print(MailFilter.__module__, recover_mbox.__module__, 'MailFilter' in dir(m))\n"
+            "try:\n    m.nothing\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV, timeout=120, text=True)
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0, out.stderr
+    assert eval(lines[0]) == ["spamkit.mailfilter.tags"]
+    assert lines[1] == "spamkit.mailfilter.run spamkit.mailfilter.mbox True"
+    assert lines[2] == "module 'spamkit.mailfilter' has no attribute 'nothing'"
 
 
 @pytest.mark.parametrize("model", ["best", "multinomial"])
