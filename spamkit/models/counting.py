@@ -68,7 +68,9 @@ class CountingModel(ProbabilisticClassifier):
         classes = np.unique(np.asarray(classes))
         if self.n_classes_required is not None and len(classes) != self.n_classes_required:
             how_many = {2: "two"}.get(self.n_classes_required, str(self.n_classes_required))
-            raise ValueError(f"{type(self).__name__} is a {how_many}-class model; got "
+            # (scikit-learn's wording first, for more classes than a two-class model separates)
+            binary = "Only binary classification is supported: " if self.n_classes_required == 2 < len(classes) else ""
+            raise ValueError(f"{binary}{type(self).__name__} is a {how_many}-class model; got "
                              f"{len(classes)} class(es) {classes.tolist()}")
         self.classes_ = classes
         self.class_count_ = np.zeros(len(classes), dtype=np.float64)
@@ -126,8 +128,8 @@ class CountingModel(ProbabilisticClassifier):
         """Count from scratch; returns ``self``."""
         self.check_params()
         X, y = self._validate_Xy(X, y, reset=True)
+        self._start_counts(y, X.shape[1])               # the classes are checked before the values
         X = self.counted(X)
-        self._start_counts(y, X.shape[1])
         class_count, feature_count = self.count_rows(X, self.class_codes(y), self._weights(sample_weight, X.shape[0]))
         self.class_count_ += class_count
         self.feature_count_ += feature_count
