@@ -11,6 +11,7 @@ the functions that build a :class:`~spamkit.spamfilter.SpamFilter` from them:
 from __future__ import annotations
 
 from .errors import ConfigError
+from .models.base import ClassifierMixin, Estimator
 from .features import Vectorizer
 from .models.registry import make_model
 from .names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_RATE, METRICS, MODEL_DEFAULTS, MODEL_NAMES, REPRESENTATIONS,
@@ -195,3 +196,64 @@ def filter_from_config(settings: dict) -> SpamFilter:
     if grams:
         kwargs["grams"] = {"n_bytes": grams_bytes} if grams_bytes is not None else {}
     return build_filter(**kwargs)
+
+
+class FilterClassifier(ClassifierMixin, Estimator):
+    """A whole filter -- tokens, features, model -- as one scikit-learn classifier over raw
+    messages: what :func:`build_filter` makes from these same settings, fitted on ``X`` (a list
+    of messages as ``bytes`` or ``str``) and ``y`` (their labels). It is what a
+    ``Pipeline``, ``GridSearchCV`` or ``cross_val_score`` takes: ``get_params``/``set_params``
+    are the settings (so a grid searches over models, tokens and rates as over any parameter),
+    ``predict``, ``predict_proba`` and ``score`` (accuracy) work on raw messages, and
+    :attr:`filter_` is the fitted :class:`~spamkit.spamfilter.SpamFilter` (save it, explain
+    with it, filter mail with it). The defaults are :data:`BEST`'s, spamkit's best filter
+    (``grams="auto"``: the byte 4-gram side input where the model's defaults have it).
+
+    >>> clf = FilterClassifier(model="multinomial", tokens="words")
+    >>> texts = ["cheap pills now", "lunch at noon", "pills, cheap offer", "noon meeting"] * 3
+    >>> clf.fit(texts, ["spam", "ham", "spam", "ham"] * 3).predict(["cheap offer"]).tolist()
+    ['spam']
+    """
+
+    def __init__(self, model="fisher-nb", tokens="mail", alpha=None, representation=None, min_df=None,
+                 max_df=1.0, max_features=None, select="frequency", hashing=None, stem="none",
+                 language="english", stop_words="none", ngrams=1, knn=None, fisher=None, calibrate="none",
+                 stack=None, rate=DEFAULT_RATE, char_ngrams=0, context=None, grams="auto"):
+        self.model, self.tokens, self.alpha, self.representation = model, tokens, alpha, representation
+        self.min_df, self.max_df, self.max_features, self.select = min_df, max_df, max_features, select
+        self.hashing, self.stem, self.language, self.stop_words = hashing, stem, language, stop_words
+        self.ngrams, self.knn, self.fisher, self.calibrate, self.stack = ngrams, knn, fisher, calibrate, stack
+        self.rate, self.char_ngrams, self.context, self.grams = rate, char_ngrams, context, grams
+
+    def fit(self, X, y) -> "FilterClassifier":
+        """Build the filter from the settings and train it on the messages ``X`` labelled ``y``."""
+        messages = list(X)
+        if len(messages) != len(y):
+            raise ConfigError(f"{len(messages)} messages but {len(y)} labels")
+        settings = self.get_params(deep=False)
+        if isinstance(settings["grams"], str) and settings["grams"] == "auto":     # the model's own default
+            settings["grams"] = {} if MODEL_DEFAULTS.get(self.model, {}).get("grams") else None
+        self.filter_ = build_filter(**settings).fit(messages, list(y))
+        self.classes_ = self.filter_.classes_
+        return self
+
+    def _fitted(self) -> "SpamFilter":
+        if not hasattr(self, "filter_"):
+            raise ConfigError("this FilterClassifier is not fitted yet: call fit(messages, labels) first")
+        return self.filter_
+
+    def predict_proba(self, X) -> "np.ndarray":
+        """P(class | message) for each message, columns in :attr:`classes_`' order."""
+        return self._fitted().predict_proba(list(X))
+
+    def predict(self, X) -> "np.ndarray":
+        """The most probable class of each message (the filter's costs, if any, are not applied)."""
+        proba = self.predict_proba(X)
+        return self.classes_[proba.argmax(axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False           # a list of messages, not a table
+        tags.input_tags.string = True
+        tags.non_deterministic = False
+        return tags

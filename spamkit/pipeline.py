@@ -14,8 +14,8 @@ so that ``from spamkit.pipeline import SpamFilter, build_filter, BEST`` keeps wo
 from __future__ import annotations
 
 from .config import (BEST, CALIBRATIONS, CONFIG_KEYS, DEFAULT_RATE, METRICS, MODELS, REPRESENTATIONS, SELECTIONS,
-                     SNOWBALL_LANGUAGES, STACK, STEMMERS, TOKENS, WEIGHTS, build_filter, filter_from_config,
-                     make_analyzer, parse_config, stack_for_rate)
+                     SNOWBALL_LANGUAGES, STACK, STEMMERS, TOKENS, WEIGHTS, FilterClassifier, build_filter,
+                     filter_from_config, make_analyzer, parse_config, stack_for_rate)
 from .decision import CostMatrix
 from .jobs.crossval import compare_configs, cross_validated_log_odds, tune_filter
 from .jobs.evaluate import cost_report, describe_corpora, evaluate_filter, evaluate_predictions, score_locally
@@ -26,7 +26,7 @@ from .jobs.train import TrainReport, held_out_costs, library_versions, train_fil
 from .models.registry import make_model
 from .spamfilter import SpamFilter
 
-__all__ = ["SpamFilter", "CostMatrix", "make_model", "held_out_costs", "build_filter", "make_analyzer",
+__all__ = ["SpamFilter", "FilterClassifier", "CostMatrix", "make_model", "held_out_costs", "build_filter", "make_analyzer",
            "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus", "MODELS", "TOKENS",
            "BEST", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "learn_messages", "stack_for_rate",
            "cross_validated_log_odds", "compare_configs", "parse_config", "REPRESENTATIONS", "SELECTIONS",

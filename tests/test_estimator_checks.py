@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
@@ -31,3 +32,38 @@ def test_the_listed_exceptions_are_real_and_explained(estimator):
     assert failed == set(type(estimator).EXPECTED_FAILED_CHECKS), failed
     assert all(len(why) > 40 for why in type(estimator).EXPECTED_FAILED_CHECKS.values())
     assert len(results) > 50                                 # the checks ran, not a handful of them
+
+
+def test_a_whole_filter_is_a_scikit_learn_classifier_of_raw_messages():
+    # the filter, tokens to decisions, in scikit-learn's model selection: a grid over models
+    # and tokens, cross-validated on real mail, then a pipeline that feeds it raw messages
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from spamkit.config import FilterClassifier
+    from spamkit.corpus import Corpus
+    from conftest import SAMPLE
+
+    with Corpus(SAMPLE) as corpus:
+        messages = list(corpus)
+    raws, labels = [m.raw for m in messages], [m.label for m in messages]
+    folds = StratifiedKFold(3, shuffle=True, random_state=0)
+    best = FilterClassifier()                                   # spamkit's best filter, 4-grams and all
+    assert clone(best).get_params() == best.get_params() and best.get_params()["model"] == "fisher-nb"
+    scores = cross_val_score(best, raws, labels, cv=folds)
+    assert len(scores) == 3 and scores.min() >= 0.9, scores
+    grid = GridSearchCV(FilterClassifier(), {"model": ["fisher-nb", "multinomial"], "tokens": ["mail", "words"]},
+                        cv=folds).fit(raws, labels)
+    assert set(grid.cv_results_["param_model"]) == {"fisher-nb", "multinomial"} and grid.best_score_ >= 0.9
+    fitted = grid.best_estimator_.filter_                        # a SpamFilter: it saves, explains, filters
+    assert list(fitted.classes_) == ["ham", "spam"]
+    # the same numbers as the filter itself gives
+    np.testing.assert_allclose(grid.predict_proba(raws[:5]), fitted.predict_proba(raws[:5]))
+    as_bytes = FunctionTransformer(lambda texts: [t.encode("utf-8") for t in texts])
+    pipe = make_pipeline(as_bytes, FilterClassifier(model="multinomial", tokens="words"))
+    texts = [r.decode("latin-1") for r in raws]
+    assert pipe.fit(texts, labels).score(texts, labels) >= 0.95
+    with pytest.raises(Exception, match="not fitted yet"):
+        FilterClassifier().predict(raws[:1])
