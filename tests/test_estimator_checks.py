@@ -1,5 +1,5 @@
-"""scikit-learn's own estimator checks on the two-class token models (the Naive Bayes and kNN
-classes run them in their own test files): every check passes but those an estimator lists, with
+"""scikit-learn's own estimator checks on the two-class token models and categorical NB (the other
+Naive Bayes and the kNN classes run them in their own test files): every check passes but those an estimator lists, with
 the reason, in ``EXPECTED_FAILED_CHECKS``; the test also makes sure each listed one still fails."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import pytest
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
 from spamkit.models import FisherNBStack, RobinsonFisher
+from spamkit.models.categorical import CategoricalNB
 from spamkit.models.logistic import OnlineLogistic
 
-ESTIMATORS = [RobinsonFisher(), FisherNBStack(), OnlineLogistic()]
+ESTIMATORS = [RobinsonFisher(), FisherNBStack(), OnlineLogistic(), CategoricalNB()]
 
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: type(est).EXPECTED_FAILED_CHECKS)

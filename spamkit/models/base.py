@@ -306,6 +306,25 @@ class ProbabilisticClassifier(ClassifierMixin, Estimator):
         return self.classes_[np.argmax(jll, axis=1)]
 
 
+def class_labels(y, n: int) -> np.ndarray:
+    """``y`` as one class label per row of ``n``: a column vector is flattened (with
+    scikit-learn's DataConversionWarning), continuous numbers are refused as scikit-learn's
+    classifiers refuse them ("Unknown label type: continuous")."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        import warnings
+
+        from sklearn.exceptions import DataConversionWarning
+        warnings.warn("A column-vector y was passed when a 1d array was expected: it is flattened",
+                      DataConversionWarning, stacklevel=3)
+        y = y.ravel()
+    if y.ndim != 1 or len(y) != n:
+        raise ValueError(f"y must be 1-D with one label per row, got shape {y.shape} for {n} rows")
+    if y.dtype.kind == "f" and np.any(y != np.round(y)):
+        raise ValueError("Unknown label type: continuous (class labels are names or whole numbers)")
+    return y
+
+
 def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     """Weights of n samples: ones by default; finite, non-negative, not all zero."""
     if sample_weight is None:
