@@ -111,3 +111,99 @@ if header :is "X-Spam-Flag" "YES" {
     finally:
         server.stop()
         dovecot.stop()
+
+
+# ---------------------------------------------------------------- the recipes `spamkit recipe` prints
+
+def printed_recipe(kind: str, model: Path, *options: str) -> str:
+    """What `spamkit recipe KIND MODEL` prints, run as a user runs it: the installed script."""
+    script = Path(sys.executable).parent / "spamkit"
+    command = [str(script)] if script.is_file() else [sys.executable, "-m", "spamkit"]
+    out = subprocess.run([*command, "recipe", kind, str(model), *options], capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr.decode()
+    return out.stdout.decode()
+
+
+@pytest.fixture(scope="module")
+def unsure_model(tmp_path_factory) -> Path:
+    """A filter whose costs make an unsure verdict cheap: most mail comes out unsure."""
+    path = tmp_path_factory.mktemp("recipes") / "unsure.spamkit"
+    result = CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(path), "--cost", "fp=100,fn=10,unsure=0.001"])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+#: what a delivery agent's environment holds: no virtual environment, no PYTHONPATH
+BARE = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+def test_the_printed_procmail_recipe_works_as_printed(model, unsure_model, tmp_path):
+    procmail = need("procmail", "procmail")
+    text = printed_recipe("procmail", model)
+    assert "/" in text.split("| ", 1)[1].split()[0]             # spamkit by its absolute path
+    home = tmp_path / "home"
+    (home / "Mail").mkdir(parents=True)
+    rc = home / ".procmailrc"
+    msgs = messages(model)
+    for recipe_text, raw in ((text, msgs["spam"]), (text, msgs["ham"]), (printed_recipe("procmail", unsure_model),
+                                                                         msgs["ham"])):
+        rc.write_text(recipe_text)
+        # (as root, procmail takes HOME from the password file: the tests' user is given here)
+        out = subprocess.run([procmail, "-m", f"HOME={home}", str(rc)], input=raw, capture_output=True, timeout=120,
+                             env=BARE)
+        assert out.returncode == 0, out.stderr.decode()
+    mail = home / "Mail"
+    junk, inbox, review = (maildir_messages(mail / name) for name in ("Junk", "INBOX", "Review"))
+    assert len(junk) == len(inbox) == len(review) == 1, sorted(p.name for p in mail.iterdir())
+    assert junk[0].startswith(b"X-Spam-Status: Yes") and inbox[0].startswith(b"X-Spam-Status: No")
+    assert review[0].startswith(b"X-Spam-Status: Unsure") and strip_markup(review[0]).rstrip() == msgs["ham"].rstrip()
+
+
+def test_the_printed_sieve_recipe_works_as_printed_through_spamc(model, unsure_model, tmp_path):
+    spamc = need("spamc", "spamc")
+    need("sievec", "dovecot-sieve")
+    import shlex
+    from test_spamd import free_port
+    dovecot = Dovecot()
+    try:
+        user = dovecot.new_user()
+        msgs = messages(model)
+        for which, raw in ((model, msgs["spam"]), (model, msgs["ham"]), (unsure_model, msgs["ham"])):
+            port = free_port()
+            text = printed_recipe("sieve", which, "--spamd", f"127.0.0.1:{port}")
+            lines = text.splitlines()
+            assert "sievec /etc/dovecot/sieve/spamkit.sieve" in text and f"exec {spamc} -d 127.0.0.1 -p {port}" in text
+            # the server command, the filter program and the script, each as printed
+            serve = shlex.split(lines[lines.index("# 1. the server, as a service (the filter loaded once; about 5 ms "
+                                                  "a message):") + 1][len("#      "):])
+            start = lines.index("#      #!/bin/sh")
+            program = "\n".join(line[len("#      "):] for line in lines[start:start + 2]) + "\n"
+            server = subprocess.Popen([*serve, "--workers", "0"], stderr=subprocess.PIPE)
+            try:
+                _wait_for_port(port, server)
+                dovecot.sieve(text, {"spamkit": program})
+                out = dovecot.deliver(user, raw)
+                assert out.returncode == 0, out.stderr.decode() + (dovecot.base / "dovecot.log").read_text()[-2000:]
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+        folders = {name: [f.read_bytes() for f in files] for name, files in dovecot.maildir_files(user).items()}
+        assert {k: len(v) for k, v in folders.items()} == {"INBOX": 1, "Junk": 1, "Review": 1}, \
+            (dovecot.base / "dovecot.log").read_text()[-2000:]
+        assert b"X-Spam-Flag: YES" in folders["Junk"][0] and b"X-Spam-Status: No" in folders["INBOX"][0]
+        assert b"SPAMKIT_UNSURE" in folders["Review"][0]
+    finally:
+        dovecot.stop()
+
+
+def _wait_for_port(port: int, proc) -> None:
+    import socket
+    import time
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(proc.stderr.read().decode() if proc.poll() is not None else "the server did not answer")

@@ -32,6 +32,7 @@ COMMANDS = {
     "info": ("info", "Describe a filter file: model, classes, features, analyzer, training corpus."),
     "learn": ("filter", "Teach a trained filter from corrected folders, like sa-learn or bogofilter -s/-n."),
     "online": ("online", "Online evaluation as in the TREC spam track: classify each message, then learn it."),
+    "recipe": ("recipe", "Print a procmail or Dovecot Sieve recipe that filters mail with MODEL."),
     "serve": ("filter", "Keep a filter loaded and answer spamkit-pipe, or spamc as SpamAssassin's spamd would."),
     "threshold": ("crossval", "Choose the spam threshold that minimises expected cost, by cross-validation."),
     "train": ("train", "Train a filter on labelled corpora and write it to a filter file."),
