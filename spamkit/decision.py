@@ -297,6 +297,20 @@ class CostMatrix:
         return {"matrix": self.as_dict(), "decisions": table, "cost_per_message": total / n,
                 "expected_cost_per_message": float(expected[np.arange(len(rows)), rows].sum()) / n}
 
+    def unsure_cost(self) -> float:
+        """What an unsure decision costs in a ham/spam matrix, relative to the correct decision,
+        averaged over the two classes (equal for both in every matrix ``parse`` makes); 0 where
+        unsure is not a decision.
+
+        >>> CostMatrix.parse("fp=100,fn=10,unsure=2").unsure_cost(), CostMatrix.parse("fp=1,fn=1").unsure_cost()
+        (2.0, 0.0)
+        """
+        if "unsure" not in self.decisions:
+            return 0.0
+        u, h, s = (self.decisions.index(d) for d in ("unsure", HAM_NAME, SPAM_NAME))
+        jh, js = self.classes.index(HAM_NAME), self.classes.index(SPAM_NAME)
+        return float((self.costs[u, jh] - self.costs[h, jh] + self.costs[u, js] - self.costs[s, js]) / 2)
+
     def binary_costs(self) -> tuple[float, float]:
         """(c_FP, c_FN) of a ham/spam matrix relative to the correct decisions:
         cost[spam, ham] - cost[ham, ham] and cost[ham, spam] - cost[spam, spam].
@@ -475,7 +489,10 @@ class FamiliarityGuard:
         self._sorted: list = []                      # the same values in order: the window's median
         self._nans = 0                               # NaNs in the window (not in _sorted)
         #: messages observed; flagged as unfamiliar, or in a drifted stream; spam decisions made unsure
-        self.counts = {"messages": 0, "unfamiliar": 0, "drift": 0, "spam_to_unsure": 0}
+        # messages seen, judged unfamiliar, judged in a drifted stream, and the spam decisions
+        # made unsure -- in all and by the rule that made them so (the two add up to the total)
+        self.counts = {"messages": 0, "unfamiliar": 0, "drift": 0, "spam_to_unsure": 0,
+                       "spam_to_unsure_unfamiliar": 0, "spam_to_unsure_drift": 0}
 
     @classmethod
     def from_training(cls, familiarity) -> "FamiliarityGuard | None":
@@ -498,7 +515,7 @@ class FamiliarityGuard:
         >>> g.observe([0.6, 0.7, 0.6]).tolist()       # mail 60-70% known: the median of the last 4 falls to 0.65
         [False, False, True]
         >>> g.counts
-        {'messages': 10, 'unfamiliar': 4, 'drift': 1, 'spam_to_unsure': 0}
+        {'messages': 10, 'unfamiliar': 4, 'drift': 1, 'spam_to_unsure': 0, 'spam_to_unsure_unfamiliar': 0, 'spam_to_unsure_drift': 0}
         """
         return np.asarray([self.observe_one(value) for value in np.asarray(familiarity, dtype=np.float64).ravel()],
                           dtype=bool)
@@ -560,6 +577,7 @@ class FamiliarityGuard:
         """:meth:`apply` for one message; ``alone``: judged by :meth:`unfamiliar`, outside the stream."""
         if (self.unfamiliar(familiarity) if alone else self.observe_one(familiarity)) and decision == SPAM_NAME:
             self.counts["spam_to_unsure"] += 1
+            self.counts[f"spam_to_unsure_{self.last}"] += 1
             return UNSURE_NAME
         return decision
 
@@ -574,9 +592,8 @@ class FamiliarityGuard:
     def apply(self, decisions, familiarity) -> np.ndarray:
         """``decisions`` with "spam" turned into "unsure" where :meth:`observe` says so."""
         decisions = np.asarray(decisions, dtype=object).copy()
-        changed = self.observe(familiarity) & (decisions == SPAM_NAME)
-        decisions[changed] = UNSURE_NAME
-        self.counts["spam_to_unsure"] += int(changed.sum())
+        for i, value in enumerate(np.asarray(familiarity, dtype=np.float64).ravel()):
+            decisions[i] = self.apply_one(decisions[i], value)
         return decisions
 
     def as_dict(self) -> dict:

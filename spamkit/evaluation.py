@@ -66,7 +66,8 @@ class OnlineResult:
         fpr, tpr, _ = roc_curve(gold, np.asarray(self.scores))
         keep = np.unique(np.concatenate([np.linspace(0, len(fpr) - 1, min(max_points, len(fpr))).astype(int),
                                          np.flatnonzero(fpr <= 0.01)[-max_points:]]))
-        return {"roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist()}}
+        return {"roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist(),
+                        "smallest_fpr": 1.0 / max(int((~gold).sum()), 1)}}
 
     def as_dict(self) -> dict:
         return {"n": len(self.ids), "n_learned": self.n_learned, "seconds": self.seconds,
@@ -436,41 +437,68 @@ def probability_scores(is_spam, p_spam) -> dict:
             "log_loss": float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))}
 
 
-def report_data(is_spam, log_odds, p_spam, decisions_spam, c_fp: float = 1.0, c_fn: float = 1.0,
-                n_boot: int = 1000, seed: int = 0, max_points: int = 2000, p_raw=None) -> dict:
-    """Everything the HTML report shows, computed once (the JSON output carries the same numbers).
+def report_data(is_spam, log_odds, p_spam, decisions, c_fp: float = 1.0, c_fn: float = 1.0,
+                n_boot: int = 1000, seed: int = 0, max_points: int = 2000, p_raw=None,
+                c_unsure: float = 0.0) -> dict:
+    """Everything the HTML report shows beyond the measures of the result, computed once (the
+    JSON output carries the same numbers).
 
-    ``decisions_spam``: the filter's own decisions (True = spam) at its operating point;
-    mistakes are ranked by their cost (c_fp for a ham called spam, c_fn for a missed spam),
-    then by how confident the filter was. ``p_raw``: the model's P(spam) before the filter's
-    calibration, so the report can measure what calibration did.
+    ``decisions``: the filter's own decision of each message, ``"spam"``, ``"ham"`` or
+    ``"unsure"`` (or True for spam, False for ham), as it decided them -- costs, unsure band,
+    familiarity guard and all. The ten most costly mistakes are ranked by what each decision
+    cost (``c_fp`` for a ham decided spam, ``c_fn`` for a spam decided ham, ``c_unsure`` for
+    either left unsure), then by how sure the filter was; each carries its decision. The
+    score histogram spans the scores there are, and the ROC's log axis starts at the smallest
+    false-positive rate these messages can show (one ham in all of them). ``p_raw``: the
+    model's P(spam) before the filter's calibration, so the report can measure what
+    calibration did.
     """
     from .metrics import average_precision, pr_curve, roc_curve
     y = np.asarray(is_spam, dtype=bool)
     s = finite_log_odds(log_odds)
-    called = np.asarray(decisions_spam, dtype=bool)
+    decided = np.asarray([d if isinstance(d, str) else ("spam" if d else "ham") for d in
+                          (decisions.tolist() if hasattr(decisions, "tolist") else decisions)], dtype=object)
     fpr, tpr, _ = roc_curve(y, s)
     precision, recall, _ = pr_curve(y, s)
     keep = np.unique(np.linspace(0, len(fpr) - 1, min(len(fpr), max_points)).astype(int))
     keep_pr = np.unique(np.linspace(0, len(recall) - 1, min(len(recall), max_points)).astype(int))
-    cost = np.where(called & ~y, c_fp, 0.0) + np.where(~called & y, c_fn, 0.0)
+    cost = (np.where((decided == "spam") & ~y, c_fp, 0.0) + np.where((decided == "ham") & y, c_fn, 0.0)
+            + np.where(decided == "unsure", c_unsure, 0.0))
     wrong = np.flatnonzero(cost > 0)
     ranked = wrong[np.lexsort((-np.abs(s[wrong]), -cost[wrong]))][:10]
+    low, high = histogram_range(s)
     return {
         "auc": bootstrap_auc(y, s, n_boot=n_boot, seed=seed),
         "average_precision": float(average_precision(y, s)),
-        "roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist()},
+        "roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist(),
+                "smallest_fpr": 1.0 / max(int((~y).sum()), 1)},
         "pr": {"precision": precision[keep_pr].tolist(), "recall": recall[keep_pr].tolist()},
         "reliability": reliability_bins(y, p_spam),
-        "histogram": {"ham": np.histogram(s[~y], bins=40, range=(-40, 40))[0].tolist(),
-                      "spam": np.histogram(s[y], bins=40, range=(-40, 40))[0].tolist(), "range": [-40, 40]},
+        "histogram": {"ham": np.histogram(s[~y], bins=40, range=(low, high))[0].tolist(),
+                      "spam": np.histogram(s[y], bins=40, range=(low, high))[0].tolist(), "range": [low, high]},
         "threshold": threshold_report(y, s, c_fp, c_fn),
         "costly_mistakes": [int(i) for i in ranked],
-        "cost_per_message": float(cost.mean()),
+        "mistake_costs": [float(cost[i]) for i in ranked],
+        "mistake_decisions": [str(decided[i]) for i in ranked],
         "calibration": {**probability_scores(y, p_spam),
                         **({"raw": {**probability_scores(y, p_raw), "reliability": reliability_bins(y, p_raw)}}
                            if p_raw is not None else {})},
     }
+
+
+def histogram_range(scores) -> tuple[float, float]:
+    """The span of a score histogram: the scores' own, widened to whole numbers (and to at least
+    one unit), so that the bars are where the scores are.
+
+    >>> histogram_range([-9.6, 2.0, 14.2])
+    (-10.0, 15.0)
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    s = s[np.isfinite(s)]
+    if not s.size:
+        return -1.0, 1.0
+    low, high = float(np.floor(s.min())), float(np.ceil(s.max()))
+    return (low, high) if high > low else (low - 0.5, high + 0.5)
 
 
 def k_class_report_data(y_true, proba, classes, max_points: int = 500) -> dict:

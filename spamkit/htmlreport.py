@@ -143,11 +143,13 @@ def _plots(report: dict, say=None) -> dict:
                title=f"ROC, AUC {report['auc']['auc']:.4f}")
 
     def roc_log(ax):
-        fpr = [max(x, 1e-5) for x in roc["fpr"]]
+        # from the smallest rate these messages can show (one ham in all of them), not below it
+        floor = roc.get("smallest_fpr", 1e-5)
+        fpr = [max(x, floor) for x in roc["fpr"]]
         ax.step(fpr, roc["tpr"], where="post", color="C0")
         ax.set_xscale("log")
-        ax.set(xlim=(1e-5, 1), xlabel="false-positive rate (log scale)", ylabel="true-positive rate",
-               title="ROC at low false-positive rates")
+        ax.set(xlim=(floor, 1), xlabel=f"false-positive rate (log scale, from 1 ham in {round(1 / floor):,})",
+               ylabel="true-positive rate", title="ROC at low false-positive rates")
 
     def precision_recall(ax):
         ax.plot(pr["recall"], pr["precision"], color="C2")
@@ -186,7 +188,7 @@ def _plots(report: dict, say=None) -> dict:
         ax.bar(edges, hist["spam"], width=width, align="edge", alpha=0.6, label="spam", color="C3")
         ax.set_yscale("symlog")
         ax.legend()
-        ax.set(xlabel="log-odds of spam (clipped to ±40)", ylabel="messages", title="scores per class")
+        ax.set(xlabel="log-odds of spam", ylabel="messages", title="scores per class")
 
     return {"roc": _figure(roc_linear, say), "roc_log": _figure(roc_log, say), "pr": _figure(precision_recall, say),
             "reliability": _figure(reliability, say), "cost": _figure(cost_curve, say),
@@ -349,11 +351,11 @@ def render_html(result: dict, command: str, configuration: dict) -> str:
              + (" (before calibration: " + _value("report.calibration.raw.brier", r["calibration"]["raw"]["brier"])
                 + " / " + _value("report.calibration.raw.log_loss", r["calibration"]["raw"]["log_loss"]) + ")"
                 if "raw" in r["calibration"] else "")),
-            ("cost per message at the filter's decisions", _value("report.cost_per_message", r["cost_per_message"])),
-            ("cheapest threshold (P(spam) >)", _value("report.threshold.chosen.p_spam", r["threshold"]["chosen"]["p_spam"],
+            ("cheapest two-way threshold (P(spam) >)", _value("report.threshold.chosen.p_spam", r["threshold"]["chosen"]["p_spam"],
                                                       "{:.6g}") + ", cost per message "
              + _value("report.threshold.chosen.cost", r["threshold"]["chosen"]["cost"])
              + " (chosen on these messages: descriptive, not a test result)")]
+    decisions = _decisions_table(result, say)
     confusion = say(f"<table class='cm'><tr><th></th><th>called ham</th><th>called spam</th></tr>"
                     f"<tr><th>ham</th><td>{_value('tn', result['tn'], '{}')}</td><td>{_value('fp', result['fp'], '{}')}</td></tr>"
                     f"<tr><th>spam</th><td>{_value('fn', result['fn'], '{}')}</td><td>{_value('tp', result['tp'], '{}')}</td></tr>"
@@ -366,17 +368,43 @@ def render_html(result: dict, command: str, configuration: dict) -> str:
         else:
             why = ", ".join(f"{html.escape(t)} {v:+.2f}" for t, v in (exp.get("towards", []) + exp.get("against", []))[:6])
         mistakes.append(f"<tr><td>{html.escape(m['id'])}</td><td>{html.escape(m['label'])}</td>"
+                        f"<td>{html.escape(m.get('decision', ''))}</td><td>{m.get('cost', float('nan')):g}</td>"
                         f"<td>{m['p_spam']:.6f}</td><td>{why}</td></tr>")
-    body = f"""<h2>Measures</h2>
+    body = f"""<h2>The filter's decisions</h2>{decisions}
+<h2>Measures</h2>
 <table>{''.join(f'<tr><th>{say(k)}</th><td>{v}</td></tr>' for k, v in rows)}</table>
-<h2>Confusion matrix at the operating point</h2>{confusion}
+<h2>At P(spam) 0.5, without an unsure band (the ranking's view, not what the filter decided)</h2>{confusion}
 <h2>Curves</h2>{''.join(plots.values())}
-<h2>The ten most costly mistakes</h2>
-<table><tr><th>message</th><th>true class</th><th>{say("P(spam)")}</th><th>tokens that decided it (share of log-odds)</th></tr>
-{''.join(mistakes) or '<tr><td colspan="4">none</td></tr>'}</table>"""
+<h2>The ten most costly decisions</h2>
+<table><tr><th>message</th><th>true class</th><th>decided</th><th>cost</th><th>{say("P(spam)")}</th>
+<th>tokens that decided it (share of log-odds)</th></tr>
+{''.join(mistakes) or '<tr><td colspan="6">none</td></tr>'}</table>"""
     return _page("spamkit evaluation", _what(command, configuration, result.get("corpora")), body,
                  [("command", command), ("the filter's manifest and settings",
                                          json.dumps(configuration, indent=2, sort_keys=True, default=str))])
+
+
+def _decisions_table(result: dict, say) -> str:
+    """What the filter decided, per true class and decision, and what it cost (the same dict as
+    the terminal's and the JSON's ``costs``); without costs, its two-way decisions at P(spam) 0.5."""
+    c = result.get("costs")
+    if c is None:
+        return ("<p>This filter has no costs: it decides the more probable class (the table at P(spam) 0.5 "
+                "below is its decisions).</p>")
+    classes = list(c["decisions"])
+    decided = list(next(iter(c["decisions"].values())))
+    head = "".join(f"<th>decided {html.escape(d)}</th>" for d in decided)
+    rows = "".join(f"<tr><th>{html.escape(cls)}</th>" + "".join(
+        f"<td>{_value(f'costs.decisions.{cls}.{d}', c['decisions'][cls][d], '{}')}</td>" for d in decided) + "</tr>"
+        for cls in classes)
+    matrix = c["matrix"]
+    priced = ", ".join(f"{d} when {cls}: {v:g}" for d, row in zip(matrix["decisions"], matrix["costs"])
+                       for cls, v in zip(matrix["classes"], row) if v)
+    expected = (f" (its probabilities expected {_value('costs.expected_cost_per_message', c['expected_cost_per_message'])})"
+                if "expected_cost_per_message" in c else "")
+    return say(f"<table class='cm'><tr><th></th>{head}</tr>{rows}</table>"
+               f"<p>cost per message {_value('costs.cost_per_message', c['cost_per_message'])}{expected}; "
+               f"costs: {html.escape(priced)}</p>")
 
 
 def render_comparison_html(result: dict, command: str) -> str:
@@ -414,16 +442,29 @@ def render_online_html(result: dict, command: str) -> str:
 
     def learning(ax):
         pts = [(p["end"], p["roca_pct"]) for p in curve if p["roca_pct"] is not None]
-        ax.plot([p[0] for p in pts], [max(p[1], 1e-4) for p in pts], marker="o", color="C0")
-        ax.set_yscale("log")
+        above = [p for p in pts if p[1] > 0]
+        zeros = [p[0] for p in pts if p[1] == 0]
         window = curve[-1]["end"] - curve[-1]["start"] if curve else 0
-        ax.set(xlabel="messages classified", ylabel="(1-ROCA)% (log scale)",
-               title=f"learning curve: the last {window} messages")
+        ax.set(xlabel="messages classified", title=f"learning curve: the last {window} messages")
+        if not above:                                  # every window perfect: nothing for a log scale
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color="C0")
+            ax.set(ylabel="(1-ROCA)%")
+            return
+        ax.plot([p[0] for p in above], [p[1] for p in above], marker="o", color="C0", label="(1-ROCA)%")
+        ax.set_yscale("log")
+        ax.set(ylabel="(1-ROCA)% (log scale)")
+        if zeros:                                      # 0 has no place on a log scale: marked on the axis
+            bottom = min(p[1] for p in above) / 3
+            ax.plot(zeros, [bottom] * len(zeros), marker="v", ls="none", color="C2",
+                    label="0: every ham and spam pair ordered right")
+            ax.set_ylim(bottom=bottom / 1.5)
+            ax.legend()
 
     def roc_log(ax):
-        ax.step([max(x, 1e-5) for x in roc["fpr"]], roc["tpr"], where="post", color="C0")
+        floor = roc.get("smallest_fpr", 1e-5)       # one ham among those of the run
+        ax.step([max(x, floor) for x in roc["fpr"]], roc["tpr"], where="post", color="C0")
         ax.set_xscale("log")
-        ax.set(xlim=(1e-5, 1), xlabel="ham misfiled (false-positive rate, log scale)",
+        ax.set(xlim=(floor, 1), xlabel=f"ham misfiled (false-positive rate, log scale, from 1 ham in {round(1 / floor):,})",
                ylabel="spam caught (true-positive rate)", title=f"ROC, (1-ROCA)% {m['roca_pct']:.4f}")
 
     plots = [_figure(learning), _figure(roc_log)]

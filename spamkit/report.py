@@ -99,6 +99,9 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
         w = max(len(pos), len(neg), 4) + 11
         lines = [
             f"{title}: {counted(ev['n'], 'message')}" + (f" (positive class: {pos})" if pos != "spam" else ""),
+            # what the filter decided comes first; the measures below are the ranking's, at 0.5
+            *([render_costs(ev["costs"]), "  at P(spam) 0.5, without an unsure band (the ranking's view, not the "
+                                          "decisions above):"] if "costs" in ev else []),
             f"  {'accuracy':<{w}} {_pct(ev['accuracy'])}",
             f"  {pos + ' recall':<{w}} {_pct(ev['spam_recall'])}   ({ev['tp']} of {ev['tp'] + ev['fn']} {pos} caught)",
             f"  {neg + ' recall':<{w}} {_pct(ev['ham_recall'])}   ({ev['fp']} of {ev['tn'] + ev['fp']} {neg} misfiled)",
@@ -115,14 +118,11 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
               if ev.get("one_class") else []),
             *caught_lines(ev, indent="                  "),
         ]
-        if "costs" in ev:
-            lines.append(render_costs(ev["costs"]))
         if "familiarity" in ev:
             f = ev["familiarity"]
             g = f["guarded"]
             lines.append(f"  familiarity     median {f['median']:.0%} of a message's tokens known (training: "
-                         f"99% of messages above {f['floor']:.0%}); {g['spam_to_unsure']} spam decisions became "
-                         f"unsure ({counted(g['unfamiliar'], 'message')} unfamiliar, {g['drift']} more in a drifted stream)")
+                         f"99% of messages above {f['floor']:.0%}); " + guard_text(g))
         return "\n".join(lines)
     ovr = ev.get("one_vs_rest")
     lines = [f"{title}: {counted(ev['n'], 'message')}, accuracy {_pct(ev['accuracy'])}, macro F1 {_pct(ev['macro_f1'])}",
@@ -285,10 +285,25 @@ def render_tuning(result) -> str:
     return "\n".join(lines)
 
 
+def guard_text(g: dict) -> str:
+    """What the familiarity guard did, in numbers that add up: the spam decisions it made unsure,
+    by its two rules, then how many messages each rule found.
+
+    >>> guard_text({"spam_to_unsure": 5, "spam_to_unsure_unfamiliar": 2, "spam_to_unsure_drift": 3,
+    ...             "unfamiliar": 9, "drift": 40})
+    '5 spam decisions made unsure (2 of a message unlike the training mail, 3 in a stream unlike it); of all messages, 9 unfamiliar, 40 judged in a drifted stream'
+    """
+    made = g.get("spam_to_unsure", 0)
+    alone, drift = g.get("spam_to_unsure_unfamiliar", 0), g.get("spam_to_unsure_drift", 0)
+    return (f"{counted(made, 'spam decision')} made unsure ({alone} of a message unlike the training mail, {drift} "
+            f"in a stream unlike it); of all messages, {g.get('unfamiliar', 0)} unfamiliar, "
+            f"{g.get('drift', 0)} judged in a drifted stream")
+
+
 def render_costs(c: dict) -> str:
     """Decisions under a cost matrix and the cost per message."""
     m = c["matrix"]
-    head = "  decisions under costs " + ", ".join(
+    head = "  the filter's decisions, under costs " + ", ".join(
         f"{d}|{cls}={v:g}" for d, row in zip(m["decisions"], m["costs"]) for cls, v in zip(m["classes"], row) if v)
     lines = [head]
     if c.get("saved_threshold") is not None:

@@ -245,7 +245,7 @@ def test_k_class_evaluation_text_has_ranking_confusion_and_costs(tmp_path):
     text = result.output
     assert "ROC AUC avg prec" in text and "one-vs-rest     macro AUC" in text
     assert "confusion (rows: true, columns: decided)" in text
-    assert "decisions under costs" in text and "cost per message" in text
+    assert "the filter's decisions, under costs" in text and "cost per message" in text
     data = json.loads(CliRunner().invoke(cli, ["evaluate", str(model), str(corpus), "--classes", "any",
                                                "--json"]).stdout)
     assert set(data["one_vs_rest"]) == {"per_class", "macro", "weighted", "micro"}

@@ -52,7 +52,8 @@ def test_the_guard_turns_spam_into_unsure_never_ham():
     g = FamiliarityGuard(floor=0.5, window_floor=0.7, window=10, min_window=5)
     d = g.apply(np.array(["spam", "ham", "spam", "unsure"], dtype=object), [0.4, 0.1, 0.9, 0.2])
     assert d.tolist() == ["unsure", "ham", "spam", "unsure"]      # the ham at 0.1 stays ham
-    assert g.counts == {"messages": 4, "unfamiliar": 3, "drift": 0, "spam_to_unsure": 1}
+    assert g.counts == {"messages": 4, "unfamiliar": 3, "drift": 0, "spam_to_unsure": 1,
+                        "spam_to_unsure_unfamiliar": 1, "spam_to_unsure_drift": 0}
     # a drifted stream: median of the window under 0.7 though each message passes the floor
     g = FamiliarityGuard(floor=0.5, window_floor=0.7, window=4, min_window=3)
     d = g.apply(np.array(["spam"] * 5, dtype=object), [0.6, 0.6, 0.65, 0.9, 0.95])

@@ -170,3 +170,67 @@ def test_the_report_reads_well_in_a_browser(pages, kind, tmp_path):
     assert pixels.shape[:2] == (900, 1280)
     dark = (pixels.mean(axis=2) < 0.5).mean()
     assert pixels.std() > 0.05 and 0.005 < dark < 0.5, (pixels.std(), dark)      # text on a light page
+
+
+def _folder_of(messages, root):
+    for i, m in enumerate(messages):
+        (root / m.label).mkdir(parents=True, exist_ok=True)
+        (root / m.label / f"{i:05d}.eml").write_bytes(m.raw)
+    return root
+
+
+def test_the_three_reports_lead_with_the_filters_decisions_and_agree(tmp_path):
+    """A filter trained on one server's mail judging another's (CSDMC2010 -> trec07p-dev): the
+    terminal, the JSON and the HTML page lead with what the filter decided -- ham, unsure, spam,
+    with its unsure band and familiarity guard -- and its cost, the same numbers in all three;
+    the 0.5 cut comes after, as the ranking's view. The costliest decisions are ranked by what
+    each cost as decided, the histogram spans the scores there are, the log ROC starts at one ham."""
+    from itertools import islice
+
+    from conftest import shared_corpus
+    from spamkit.corpus import Corpus
+    with Corpus(shared_corpus("csdmc2010/csdmc2010.tar.gz")) as c:
+        train = _folder_of(list(islice(c, 600)), tmp_path / "train")
+    with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as c:
+        judged = _folder_of(list(islice(c, 800)), tmp_path / "judged")
+    model, page = tmp_path / "m.spamkit", tmp_path / "r.html"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["train", str(train), "-o", str(model)]).exit_code == 0
+    text = runner.invoke(cli, ["evaluate", str(model), str(judged)])
+    out = runner.invoke(cli, ["evaluate", str(model), str(judged), "--report", str(page), "--json"])
+    assert text.exit_code == 0 and out.exit_code == 0, text.output + out.output
+    result = json.loads(out.output)
+    costs = result["costs"]
+    decided = costs["decisions"]
+    assert sum(decided["spam"].values()) + sum(decided["ham"].values()) == result["n"]
+    assert decided["spam"]["unsure"] + decided["ham"]["unsure"] > 0      # mail from elsewhere: some unsure
+    # terminal: the decisions first, with the JSON's numbers, then the 0.5 cut
+    lines = text.output.splitlines()
+    assert lines[1].startswith("  the filter's decisions, under costs")
+    for cls in ("ham", "spam"):
+        row = next(line for line in lines if line.strip().startswith(f"true {cls} "))
+        assert row.split(None, 2)[2] == "  ".join(f"-> {d} {n}" for d, n in decided[cls].items()), row
+    assert f"cost per message: {costs['cost_per_message']:.4f}" in lines[4]
+    assert lines[5].startswith("  at P(spam) 0.5, without an unsure band")
+    # HTML: the decisions first, every number the JSON's (data-value against the JSON key)
+    html_text = page.read_text(encoding="utf-8")
+    assert html_text.index("The filter's decisions") < html_text.index("<h2>Measures")
+    shown = dict(re.findall(r'data-key="([^"]+)" data-value="([^"]+)"', html_text))
+    for cls in ("ham", "spam"):
+        for d, n in decided[cls].items():
+            assert json.loads(shown[f"costs.decisions.{cls}.{d}"]) == n
+    assert json.loads(shown["costs.cost_per_message"]) == pytest.approx(costs["cost_per_message"])
+    for key, value in shown.items():
+        assert json.loads(value.replace("&quot;", '"')) == pytest.approx(_lookup(result, key)), key
+    # the costliest decisions, by what each cost as decided, each with its decision
+    report = result["report"]
+    mistakes = report["mistakes"]
+    assert mistakes and [m["cost"] for m in mistakes] == sorted((m["cost"] for m in mistakes), reverse=True)
+    assert all(m["decision"] != m["label"] and m["cost"] > 0 for m in mistakes)
+    assert {m["decision"] for m in mistakes} <= {"ham", "spam", "unsure"}
+    # axes that follow the data
+    low, high = report["histogram"]["range"]
+    scores = [m["log_odds"] for m in mistakes]
+    assert low <= min(scores) and max(scores) <= high and high - low < 200
+    n_ham = result["tn"] + result["fp"]
+    assert report["roc"]["smallest_fpr"] == pytest.approx(1 / n_ham)

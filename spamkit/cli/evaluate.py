@@ -33,9 +33,12 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
                      engine, scheduler, partition_size, ship, jobs):
     """Measure a filter on labelled corpora (accuracy, recall per class, AUC, TREC measures).
 
-    --report adds ROC (linear and log FPR) and precision-recall curves, a bootstrap interval
-    of the AUC, a reliability diagram, cost against threshold, score histograms and the ten
-    most costly mistakes with the tokens that decided them; --json then carries the same numbers.
+    Every form leads with what the filter decided (ham, unsure, spam, under its costs, unsure
+    band and familiarity guard) and what that cost; the measures at P(spam) 0.5 follow, as
+    the ranking's view. --report adds ROC (linear and log FPR) and precision-recall curves, a
+    bootstrap interval of the AUC, a reliability diagram, cost against threshold, score
+    histograms and the ten costliest decisions with the tokens that decided them; --json then
+    carries the same numbers.
     """
     from ..jobs.evaluate import evaluate_filter
     from ..spamfilter import SpamFilter

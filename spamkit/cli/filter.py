@@ -15,7 +15,7 @@ from ..durable import MAX_MESSAGE_FILE
 from ..errors import counted
 from ..mailfilter import MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import VERDICT_STATUS, guard
-from ..report import to_json
+from ..report import guard_text, to_json
 from ..server import (MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, AllowList, FilterCache, ServeLoop,
                       SpamkitProtocol, Workers, log, tcp_listener, unix_listener)
 from . import cli
@@ -299,10 +299,8 @@ def _report_filter(result: dict, spam_filter, summary_file, as_json: bool, dry_r
         click.echo(f"  {result['already_tagged']} already tagged by this filter (kept their verdict; --force rescores)")
     guarded = result.get("guarded", {})
     if guarded.get("spam_to_unsure"):
-        click.echo(f"  {guarded['spam_to_unsure']} judged unsure rather than spam: the mail is unlike the training "
-                   f"mail ({counted(guarded['unfamiliar'], 'message')} mostly made of unseen tokens, {guarded['drift']} more "
-                   "while the stream as a whole looked unfamiliar); if this is your mail now, train on it or teach "
-                   "the filter with spamkit learn")
+        click.echo(f"  judged unsure rather than spam, the mail being unlike the training mail: {guard_text(guarded)}; "
+                   "if this is your mail now, train on it or teach the filter with spamkit learn")
     for note in result["recovered"]:
         click.echo(f"  recovered: {note}")
     if result["failed"]:

@@ -191,22 +191,28 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
         with np.errstate(invalid="ignore"):
             log_odds = log_proba[:, s] - log_proba[:, 1 - s]
         is_spam = np.asarray([str(v) == positive for v in labels])
-        called = np.asarray([str(d) == positive for d in decisions])
-        c_fp, c_fn = 1.0, 1.0
+        negative = [str(c) for c in spam_filter.classes_ if str(c) != positive][0]
+        # the filter's own decisions, as the positive class, the other one, or unsure
+        called = [SPAM_NAME if str(d) == positive else HAM_NAME if str(d) == negative else "unsure"
+                  for d in decisions]
+        c_fp, c_fn, c_unsure = 1.0, 1.0, 0.0
         if (spam_filter.costs is not None and sorted(spam_filter.costs.classes) == [HAM_NAME, SPAM_NAME]
                 and positive == SPAM_NAME):
             c_fp, c_fn = spam_filter.costs.binary_costs()
+            c_unsure = spam_filter.costs.unsure_cost()
         p_raw = None
         if spam_filter.calibration is not None:
             p_raw = np.exp(model_lp)[:, [str(c) for c in spam_filter.model.classes_].index(positive)]
         with warnings.catch_warnings():
             if len(present) < 2:
                 warnings.simplefilter("ignore", DegenerateDataWarning)
-            data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn, p_raw=p_raw)
+            data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn, p_raw=p_raw, c_unsure=c_unsure)
         costly = list(data.pop("costly_mistakes"))
+        paid, decided = data.pop("mistake_costs"), data.pop("mistake_decisions")
         X_costly = rows_of(costly) if costly else None
-        data["mistakes"] = [{"id": ids[i], "label": str(labels[i]), "p_spam": float(proba[i, s]),
-                             "log_odds": float(log_odds[i]), "explanation": spam_filter.explain_row(X_costly[j], 5)}
+        data["mistakes"] = [{"id": ids[i], "label": str(labels[i]), "decision": str(decisions[i]),
+                             "cost": paid[j], "p_spam": float(proba[i, s]), "log_odds": float(log_odds[i]),
+                             "explanation": spam_filter.explain_row(X_costly[j], 5)}
                             for j, i in enumerate(costly)]
         result["report"] = data
     return result
