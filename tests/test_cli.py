@@ -201,6 +201,33 @@ def test_progress_by_verbosity():
         set_verbosity(0)
 
 
+def test_long_runs_show_the_total_and_the_time_left_where_it_is_known(tmp_path):
+    # a folder corpus and a Maildir are counted by listing them (nothing read); the display
+    # then says how many of how many, and when the run will end
+    import mailbox
+    from spamkit.corpus import Corpus
+    with Corpus(SAMPLE) as corpus:
+        assert corpus.cheap_count() == 240 == sum(1 for _ in corpus)
+    model = tmp_path / "m.spamkit"
+    train = CliRunner().invoke(cli, ["-v", "train", str(SAMPLE), "-o", str(model)])
+    assert train.exit_code == 0 and "training: 1 of 240 messages (" in train.stderr and " left)" in train.stderr
+    box = mailbox.Maildir(tmp_path / "inbox", create=True)
+    for p in sorted((SAMPLE / "ham").iterdir())[:7]:
+        box.add(p.read_bytes())
+    run = CliRunner().invoke(cli, ["-v", "filter", str(model), str(tmp_path / "inbox"), "--tag"])
+    assert run.exit_code == 0 and "filtering: 1 of 7 messages (" in run.stderr, run.stderr
+    # an archive is not counted ahead (it would wait for its decompression): count and rate only
+    import tarfile
+    archive = tmp_path / "sample.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(SAMPLE, arcname="sample")
+    with Corpus(archive) as corpus:
+        assert corpus.cheap_count() is None
+    again = CliRunner().invoke(cli, ["-v", "evaluate", str(model), str(archive)])
+    first = next(line for line in again.stderr.splitlines() if line.startswith("evaluating: "))
+    assert again.exit_code == 0 and first.startswith("evaluating: 1 message (") and " of " not in first
+
+
 def test_cv_shows_its_folds_with_verbose():
     result = CliRunner().invoke(cli, ["-v", "cv", str(SAMPLE), "--folds", "3"])
     assert result.exit_code == 0, result.output

@@ -248,6 +248,9 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
                                     progress=progress.step, on_message=on_message)
             else:
                 from ..engines import default_jobs
+                from ..mailfilter.mailboxes import count_messages
+                counts = [count_messages(m) for m in mailboxes]
+                progress.expect(None if None in counts else sum(counts))
                 runner = MailFilter(spam_filter.stream_verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
                                     force=force, wait=wait, progress=progress.step, on_message=on_message,
                                     threshold=spam_filter.spam_threshold(), jobs=jobs or default_jobs(),

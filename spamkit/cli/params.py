@@ -378,6 +378,13 @@ def reading_corpora(corpus, ham, spam, extra, fmt, classes):
         close_corpora(corpora)
 
 
+def expected_messages(corpora) -> int | None:
+    """The messages of all the corpora, when every one can count them without reading them
+    (:meth:`~spamkit.corpus.Corpus.cheap_count`), else None."""
+    counts = [c.cheap_count() for c in corpora]
+    return None if any(n is None for n in counts) else sum(counts)
+
+
 def close_corpora(corpora) -> None:
     """Close the corpora and name, on standard error, any message they could not read (the run went
     on without it; ``--json`` output lists them under ``corpora``)."""

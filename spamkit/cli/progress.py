@@ -13,6 +13,8 @@ import time
 
 import click
 
+from ..errors import counted
+
 #: -1 quiet, 0 default, 1 verbose (set by the -q/-v options)
 _verbosity = 0
 
@@ -54,7 +56,8 @@ def _clock(seconds: float) -> str:
 
 
 class Progress:
-    """Counts messages and redraws ``label: N messages (R/s)`` at most ten times a second; a
+    """Counts messages and redraws ``label: N messages (R/s)`` at most ten times a second, or,
+    when the total is known (:meth:`expect`), ``N of T messages (R/s, about M:SS left)``; a
     stage of known size (:meth:`stage`) shows ``done of total`` and the time left.
 
     On a terminal (and not ``-q``) the line is redrawn in place; with ``-v`` and no terminal
@@ -69,6 +72,7 @@ class Progress:
         self.enabled = level >= 0 and (tty or level > 0)
         self.in_place = tty
         self.count = 0
+        self.total: int | None = None                 # the messages expected, when known (expect)
         self._started = time.perf_counter()
         self._last = 0.0
         self._shown = False
@@ -85,12 +89,23 @@ class Progress:
             self.stream.write(f"{self.label}: {text}\n")
         self.stream.flush()
 
+    def expect(self, total: int | None) -> "Progress":
+        """The number of messages the run will count, when known (None: unknown, the display
+        shows the count and the rate only)."""
+        self.total = total
+        return self
+
     def step(self, *_):
         self.count += 1
         if self.enabled:
             now = time.perf_counter()
-            rate = self.count / max(now - self._started, 1e-9)
-            self._show(f"{self.count} messages ({rate:.0f}/s)")
+            elapsed = max(now - self._started, 1e-9)
+            rate = self.count / elapsed
+            if self.total is not None and self.count <= self.total:
+                left = elapsed / self.count * (self.total - self.count)
+                self._show(f"{self.count:,} of {counted(self.total, 'message')} ({rate:.0f}/s, about {_clock(left)} left)")
+            else:
+                self._show(f"{counted(self.count, 'message')} ({rate:.0f}/s)")
 
     def note(self, text: str) -> None:
         """Replace the counter by ``text`` (cluster progress: partitions done)."""

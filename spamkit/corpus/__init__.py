@@ -221,6 +221,22 @@ class Corpus:
         if stats.n_messages == 0:
             raise CorpusError(f"{self.path}: no messages found (read as {self.format})")
 
+    def cheap_count(self) -> int | None:
+        """How many messages the corpus holds, when that is known without reading them: a
+        folder of one file per message (a TREC index, Enron's folders, a Maildir...) is
+        listed, nothing read; None for an archive (counting it would wait for its
+        decompression), an mbox or a table (counting them reads them). For a progress display."""
+        if not isinstance(self.tree, DirTree) or self.format not in PATH_FORMATS or self.format == "mbox":
+            return None
+        stats = self.stats
+        try:
+            with self.listing():
+                return sum(1 for _ in self)
+        except (CorpusError, OSError):
+            return None
+        finally:
+            self.stats = stats                         # a count is not a pass over the messages
+
     @contextmanager
     def listing(self):
         """Within the block, iterating yields messages whose ``raw`` is an unread :class:`Unread`.

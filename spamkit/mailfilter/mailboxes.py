@@ -335,3 +335,15 @@ class MHFolder(FolderMailbox):
 
 #: the one-message-per-file formats by kind
 FOLDER_FORMATS = {"maildir": Maildir, "mh": MHFolder}
+
+
+def count_messages(path) -> int | None:
+    """How many messages a Maildir or MH folder holds (its files listed, none read), for a
+    progress display; None for an mbox (counting would read it) or what cannot be listed."""
+    try:
+        kind = mailbox_kind(Path(path))
+        if kind not in FOLDER_FORMATS:
+            return None
+        return sum(1 for _ in FOLDER_FORMATS[kind](Path(path), {}).messages())
+    except (FilterError, OSError):
+        return None
