@@ -46,6 +46,7 @@ from .errors import ConfigError, ModelFormatError
 from .manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
                        member_chunks, open_zip, read_lines, read_member, value_problem)
 from .message import parse_message
+from .names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
 
 #: the model types scored here (file names, as :func:`spamkit.persist.model_type_of` writes them)
 LEAN_MODELS = ("fisher-nb", "fisher")
@@ -394,8 +395,8 @@ class LeanFilter:
     def fisher(self, cols: list[int]) -> tuple[float, float]:
         """(log P(c0), log P(c1)) of Robinson/Fisher (``RobinsonFisher.joint_log_likelihood``)."""
         p = self.params
-        s, x = float(p.get("strength", 0.45)), float(p.get("prior", 0.5))
-        min_dev, max_clues = float(p.get("min_dev", 0.1)), int(p.get("max_clues", 150))
+        s, x = float(p.get("strength", FISHER_STRENGTH)), float(p.get("prior", FISHER_PRIOR))
+        min_dev, max_clues = float(p.get("min_dev", FISHER_MIN_DEV)), int(p.get("max_clues", FISHER_MAX_CLUES))
         n_ham, n_spam = self.class_count
         ham_counts, spam_counts = self.counts
         clues = []

@@ -54,6 +54,12 @@ GRAM_RATE = 0.002
 #: on Chinese bodies (``scripts/rate_choice.py``; docs/results.md)
 DEFAULT_RATE = 0.1
 
+#: Robinson/Fisher's defaults, the one place they are written (the models, the command line's
+#: options and pipe mode's lean route read them here): Robinson's s (the weight of the prior for
+#: a rare token; SpamBayes' 0.45), x (P(spam) of a token never seen), the smallest |f - 0.5|
+#: of a clue, and the most clues per message
+FISHER_STRENGTH, FISHER_PRIOR, FISHER_MIN_DEV, FISHER_MAX_CLUES = 0.45, 0.5, 0.1, 150
+
 
 #: the settings each model is best with, where they are not the general defaults (tokens "mail",
 #: alpha 1, min_df 1): kNN's (and spamkit.config.KNN_BEST); for the Naive Bayes models, ``python scripts/model_defaults.py``

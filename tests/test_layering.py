@@ -22,7 +22,7 @@ ALLOWED = {
     # a filter file's manifest, read and checked (standard library only: all spamkit info needs)
     "manifest": {"errors", "version"},
     # pipe mode's fast path: a counting filter's file read and one message scored, standard library only
-    "lean": {"compiled", "errors", "manifest", "message", "text"},
+    "lean": {"compiled", "errors", "manifest", "message", "names", "text"},
     # how worker processes start: fork only from a one-thread process (standard library only)
     "processes": set(),
     # fsync helpers shared by filter files and mailboxes (standard library only)

@@ -15,7 +15,7 @@ from ..corpus.tree import decompressing_ahead
 from ..errors import ConfigError
 from ..labels import normalise_label
 from ..durable import check_writable
-from ..names import DEFAULT_RATE, TOKENS
+from ..names import DEFAULT_RATE, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, TOKENS
 from ..report import render_unreadable
 
 
@@ -197,13 +197,13 @@ def model_options(func):
                           "mail: every header field as its own token space, case kept, header names, "
                           "Received addresses, URL pieces, digit-run shapes; words: lower-cased words of "
                           "the body and a few header fields."),
-        click.option("--strength", type=click.FloatRange(min=0.0), default=0.45, show_default=True,
+        click.option("--strength", type=click.FloatRange(min=0.0), default=FISHER_STRENGTH, show_default=True,
                      help="fisher: Robinson's s, the weight of the prior for rare tokens."),
-        click.option("--prior", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.5,
+        click.option("--prior", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=FISHER_PRIOR,
                      show_default=True, help="fisher: Robinson's x, P(spam) of a token never seen."),
-        click.option("--min-dev", type=click.FloatRange(0.0, 0.5, max_open=True), default=0.1,
+        click.option("--min-dev", type=click.FloatRange(0.0, 0.5, max_open=True), default=FISHER_MIN_DEV,
                      show_default=True, help="fisher: tokens with |f - 0.5| below this are not clues."),
-        click.option("--max-clues", type=click.IntRange(min=0), default=150, show_default=True,
+        click.option("--max-clues", type=click.IntRange(min=0), default=FISHER_MAX_CLUES, show_default=True,
                      help="fisher: at most this many clues per message, the strongest (0: all)."),
         click.option("--rate", type=click.FloatRange(min=0.0), default=DEFAULT_RATE, show_default=True,
                      help="logistic: the learning rate of each gradient step; fisher-nb: that of its "

@@ -45,6 +45,7 @@ from scipy.special import gammainc, gammaincc, gammaln
 
 from ..compiled import speedups as _compiled
 from ..errors import ConfigError
+from ..names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
 from .base import ProbabilisticClassifier, csr_index_arrays
 from .counting import CountingModel
 
@@ -211,7 +212,7 @@ class RobinsonFisher(CountingModel):
     [0.9082]
     """
 
-    def __init__(self, strength=0.45, prior=0.5, min_dev=0.1, max_clues=150):
+    def __init__(self, strength=FISHER_STRENGTH, prior=FISHER_PRIOR, min_dev=FISHER_MIN_DEV, max_clues=FISHER_MAX_CLUES):
         self.strength = strength
         self.prior = prior
         self.min_dev = min_dev

@@ -32,6 +32,7 @@ import numpy as np
 from scipy.special import log_expit
 
 from ..errors import ConfigError
+from ..names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
 from .base import LOG_ODDS_LIMIT, check_alpha, csr_index_arrays, finite_log_odds
 from .counting import CountingModel
 from .logistic import DEFAULT_RATE, OnlineLogistic, fit_l2_logistic
@@ -161,7 +162,8 @@ class FisherNBStack(CountingModel):
         The third component, when ``logistic`` > 0.
     """
 
-    def __init__(self, strength=0.45, prior=0.5, min_dev=0.1, max_clues=150, alpha=1.0, folds=5,
+    def __init__(self, strength=FISHER_STRENGTH, prior=FISHER_PRIOR, min_dev=FISHER_MIN_DEV, max_clues=FISHER_MAX_CLUES,
+                 alpha=1.0, folds=5,
                  logistic=0.0, squash="clip", length_aware=False, side_inputs=0, combiner_center=None):
         self.strength = strength
         self.prior = prior
