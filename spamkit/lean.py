@@ -208,8 +208,8 @@ def _npy_header(data: bytes, path: Path, name: str) -> tuple[dict, int] | None:
 
 
 def _npy_uint32(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
-    """A ``.npy`` member of little-endian uint32 (the dense context table of files before
-    2026-11-28: 128 MB) read piece by piece into one ``bytearray`` made beforehand, seen as
+    """A ``.npy`` member of little-endian uint32 (the dense context table, ``filter.context_table``,
+    of files written before the packed one: 128 MB) read piece by piece into one ``bytearray`` made beforehand, seen as
     unsigned 32-bit numbers: no second copy of it in memory. The member's size and checksum are checked as :func:`read_member` checks them,
     before it is returned. A little-endian machine's (:func:`_accepts_context`)."""
     target = memoryview(bytearray(4 * math.prod(meta["shape"])))
@@ -533,7 +533,7 @@ class _LeanContext:
     """The byte-context model of a filter file, scoring one message: its log-likelihood ratio
     per symbol (:meth:`spamkit.models.context.ByteContextModel.mean_log_ratio` of the first
     ``max_bytes`` bytes of the raw message, :meth:`spamkit.spamfilter.SpamFilter.side_text`),
-    by the same compiled loop over the same counts: a packed table (files since 2026-11-28) is
+    by the same compiled loop over the same counts: a packed table (``filter.context_packed``) is
     checked and indexed once, and each message's slots are copied from it before it is scored
     (a few thousand lookups, about 5 ms, where unpacking the whole table took 0.15-0.2 s and
     128 MB); a dense table (older files) is read whole."""
@@ -660,7 +660,7 @@ _INDEX = {"filter.term_hash": "uint64", "filter.term_hash_column": "int64"}
 
 
 #: the context model's arrays (``ByteContextModel.state_arrays``, saved among the filter's arrays),
-#: and its table: packed, or dense as files held it before 2026-11-28
+#: and its table: packed, or dense as older files hold it (both are read)
 _CONTEXT = {"filter.context_class_count": "float64", "filter.context_symbol_count": "float64"}
 _CONTEXT_TABLE = {"filter.context_packed": "uint8", "filter.context_table": "uint32"}
 

@@ -788,7 +788,7 @@ class SpamFilter:
         try:
             params = {k: spec[k] for k in ("order", "beta", "bits")}
             context = ByteContextModel(**params)
-            table = "packed" if "context_packed" in arrays else "table"      # dense: files before 2026-11-28
+            table = "packed" if "context_packed" in arrays else "table"      # dense: older files
             context.restore_state(model.classes_, {k: arrays[f"context_{k}"] for k in
                                                    (table, "class_count", "symbol_count")})
             context_bytes = spec["max_bytes"]

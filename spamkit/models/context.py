@@ -394,8 +394,8 @@ class ByteContextModel(Estimator):
 
     def restore_state(self, classes, arrays: dict) -> "ByteContextModel":
         """The model :meth:`state_arrays` describes (checked: the packed table, non-negative finite
-        counts); ``arrays["table"]`` instead of ``"packed"``: the dense slot-major table, as filter
-        files held it before they packed it (2026-11-28)."""
+        counts); ``arrays["table"]`` instead of ``"packed"``: the dense slot-major table, as older
+        filter files hold it (written before the packed table)."""
         self.check_params()
         texts, symbols = np.asarray(arrays["class_count"]), np.asarray(arrays["symbol_count"])
         if "packed" in arrays:
