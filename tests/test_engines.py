@@ -20,7 +20,7 @@ from spamkit.engines import ProcessEngine
 from spamkit.errors import CorpusError
 from spamkit.pipeline import BEST, build_filter
 
-from conftest import SAMPLE
+from conftest import SAMPLE, compiled_expected
 
 
 def members(path) -> dict:
@@ -179,7 +179,7 @@ def _in_python(function, *args):
 _TOKEN = st.sampled_from(["free", "money", "free!", "é", "\U0001F600", "", "a" * 50]) | st.text(max_size=4)
 
 
-_COMPILED = pytest.mark.skipif(speedups() is None and os.environ.get("CI", "").lower() != "true",
+_COMPILED = pytest.mark.skipif(speedups() is None and not compiled_expected(),
                                reason="spamkit.speedups is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
 
 
