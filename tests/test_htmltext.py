@@ -19,7 +19,6 @@ tests) once against a build with AddressSanitizer and UBSan::
 
 from __future__ import annotations
 
-import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
