@@ -46,7 +46,6 @@ from dataclasses import dataclass, field, fields
 from ..errors import ConfigError
 from ..message import Message, defect_families, parse_message
 from ..names import TOKENS
-from .bogolex import bogofilter_tokens
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
 from .tokenize import (NAMED_PATTERNS, WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, cjk_bigrams,
@@ -422,6 +421,7 @@ class Analyzer:
     def __call__(self, doc) -> list[str]:
         """Tokens of a :class:`~spamkit.message.Message`, a ``str`` of plain text, or raw ``bytes``."""
         if self.lexer == "bogofilter":
+            from .bogolex import bogofilter_tokens      # (here: only bogofilter's lexer needs it)
             return bogofilter_tokens(doc.raw if isinstance(doc, Message) else
                                      doc.encode("utf-8", "surrogatepass") if isinstance(doc, str) else bytes(doc))
         if isinstance(doc, (bytes, bytearray)):
