@@ -41,7 +41,7 @@ import numpy as np
 from spamkit.bytekeys import gram_rows
 from spamkit.corpus import Corpus
 from spamkit.decision import DEFAULT_BAND
-from spamkit.evaluation import online_evaluate
+from spamkit.evaluation import both_class_resamples, online_evaluate
 from spamkit.metrics import roc_auc, three_way_rates
 from spamkit.models.bytegrams import ByteGramLogistic
 from spamkit.models.stack import BEST_STACK
@@ -127,16 +127,8 @@ def run_stream(name: str, path: Path, rates: list, scores: Path | None, grams: b
 def paired_difference(y, a, b, n_boot: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
     """The 95% percentile interval of (1-ROCA)%(a) - (1-ROCA)%(b) over messages resampled with
     replacement, the same resample for both (paired: the two runs judged the same messages)."""
-    from spamkit.metrics import roc_auc
     y = np.asarray(y, dtype=bool)
-    rng = np.random.default_rng(seed)
-    diffs = []
-    while len(diffs) < n_boot:
-        i = rng.integers(0, len(y), len(y))
-        yy = y[i]
-        if yy.all() or not yy.any():
-            continue
-        diffs.append(100.0 * (roc_auc(yy, b[i]) - roc_auc(yy, a[i])))
+    diffs = [100.0 * (roc_auc(y[i], b[i]) - roc_auc(y[i], a[i])) for i in both_class_resamples(y, n_boot, seed)]
     low, high = np.quantile(diffs, [0.025, 0.975])
     return float(low), float(high)
 

@@ -384,6 +384,24 @@ def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed
     return result
 
 
+def both_class_resamples(is_spam, n_boot: int, seed: int = 0):
+    """``n_boot`` bootstrap resamples of the messages (index arrays, drawn with replacement), each
+    holding both classes (one that does not is drawn again); none where the messages are of one
+    class. The same ``seed`` gives the same resamples, so two scorings of the same messages can
+    be compared on them (a paired bootstrap)."""
+    y = np.asarray(is_spam, dtype=bool)
+    if y.all() or not y.any():
+        return
+    rng = np.random.default_rng(seed)
+    made = 0
+    while made < n_boot:
+        idx = rng.integers(0, len(y), len(y))
+        if y[idx].all() or not y[idx].any():
+            continue
+        made += 1
+        yield idx
+
+
 def bootstrap_auc(is_spam, scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
     """Percentile bootstrap confidence interval of the ROC AUC (messages resampled with replacement).
 
@@ -398,14 +416,7 @@ def bootstrap_auc(is_spam, scores, n_boot: int = 1000, seed: int = 0, level: flo
         nan = float("nan")
         return {"auc": nan, "auc_low": nan, "auc_high": nan, "level": level, "n_boot": 0,
                 "roca_pct": nan, "roca_pct_low": nan, "roca_pct_high": nan}
-    rng = np.random.default_rng(seed)
-    values = []
-    while len(values) < n_boot:
-        idx = rng.integers(0, len(y), len(y))
-        yy = y[idx]
-        if yy.all() or not yy.any():
-            continue
-        values.append(roc_auc(yy, s[idx]))
+    values = [roc_auc(y[idx], s[idx]) for idx in both_class_resamples(y, n_boot, seed)]
     lo, hi = np.quantile(values, [(1 - level) / 2, 1 - (1 - level) / 2])
     auc = roc_auc(y, s)
     return {"auc": float(auc), "auc_low": float(lo), "auc_high": float(hi), "level": level, "n_boot": n_boot,
@@ -444,7 +455,7 @@ def report_data(is_spam, log_odds, p_spam, decisions, c_fp: float = 1.0, c_fn: f
     JSON output carries the same numbers).
 
     ``decisions``: the filter's own decision of each message, ``"spam"``, ``"ham"`` or
-    ``"unsure"`` (or True for spam, False for ham), as it decided them -- costs, unsure band,
+    ``"unsure"``, as it decided them -- costs, unsure band,
     familiarity guard and all. The ten most costly mistakes are ranked by what each decision
     cost (``c_fp`` for a ham decided spam, ``c_fn`` for a spam decided ham, ``c_unsure`` for
     either left unsure), then by how sure the filter was; each carries its decision. The
@@ -456,8 +467,7 @@ def report_data(is_spam, log_odds, p_spam, decisions, c_fp: float = 1.0, c_fn: f
     from .metrics import average_precision, pr_curve, roc_curve
     y = np.asarray(is_spam, dtype=bool)
     s = finite_log_odds(log_odds)
-    decided = np.asarray([d if isinstance(d, str) else ("spam" if d else "ham") for d in
-                          (decisions.tolist() if hasattr(decisions, "tolist") else decisions)], dtype=object)
+    decided = np.asarray(decisions, dtype=object)
     fpr, tpr, _ = roc_curve(y, s)
     precision, recall, _ = pr_curve(y, s)
     keep = np.unique(np.linspace(0, len(fpr) - 1, min(len(fpr), max_points)).astype(int))
@@ -479,7 +489,6 @@ def report_data(is_spam, log_odds, p_spam, decisions, c_fp: float = 1.0, c_fn: f
         "threshold": threshold_report(y, s, c_fp, c_fn),
         "costly_mistakes": [int(i) for i in ranked],
         "mistake_costs": [float(cost[i]) for i in ranked],
-        "mistake_decisions": [str(decided[i]) for i in ranked],
         "calibration": {**probability_scores(y, p_spam),
                         **({"raw": {**probability_scores(y, p_raw), "reliability": reliability_bins(y, p_raw)}}
                            if p_raw is not None else {})},

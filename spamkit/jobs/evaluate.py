@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -147,6 +148,17 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
             np.concatenate(familiarity) if familiarity else np.zeros(0))
 
 
+@contextmanager
+def _ranking_undefined(one_class: bool):
+    """Within the block, with messages of one class only, the measures of ranking (AUC and what
+    derives from it) are computed as undefined without a warning each: the result says it once
+    (``one_class``)."""
+    with warnings.catch_warnings():
+        if one_class:
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+        yield
+
+
 def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False,
                     engine=None, positive: str | None = None) -> dict:
     """Classify every message of labelled corpora and measure the result.
@@ -166,9 +178,7 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
     log_proba = spam_filter.adjust_log_proba(model_lp)
     proba = np.exp(log_proba)
     present = sorted(set(map(str, labels)))
-    with warnings.catch_warnings():
-        if len(present) < 2:            # one class: the ranking measures are undefined, said once below
-            warnings.simplefilter("ignore", DegenerateDataWarning)
+    with _ranking_undefined(len(present) < 2):
         result = evaluate_predictions(labels, proba, spam_filter.classes_, log_proba, positive)
     if len(present) < 2:
         result["one_class"] = present
@@ -203,12 +213,10 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
         p_raw = None
         if spam_filter.calibration is not None:
             p_raw = np.exp(model_lp)[:, [str(c) for c in spam_filter.model.classes_].index(positive)]
-        with warnings.catch_warnings():
-            if len(present) < 2:
-                warnings.simplefilter("ignore", DegenerateDataWarning)
+        with _ranking_undefined(len(present) < 2):
             data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn, p_raw=p_raw, c_unsure=c_unsure)
         costly = list(data.pop("costly_mistakes"))
-        paid, decided = data.pop("mistake_costs"), data.pop("mistake_decisions")
+        paid = data.pop("mistake_costs")
         X_costly = rows_of(costly) if costly else None
         data["mistakes"] = [{"id": ids[i], "label": str(labels[i]), "decision": str(decisions[i]),
                              "cost": paid[j], "p_spam": float(proba[i, s]), "log_odds": float(log_odds[i]),
