@@ -19,4 +19,6 @@ setup(ext_modules=[
               extra_compile_args=[*FLAGS, *THREADS], extra_link_args=THREADS),
     # the byte 4-gram model's features and steps (spamkit.bytekeys, spamkit.models.bytegrams)
     Extension("spamkit.gramloops", ["spamkit/gramloops.c"], optional=True, extra_compile_args=FLAGS),
+    # the scoring core's chi-square tails (spamkit.scoring)
+    Extension("spamkit.scoring.chisquare", ["spamkit/scoring/chisquare.c"], optional=True, extra_compile_args=FLAGS),
 ])

@@ -5,7 +5,7 @@ AddressSanitizer and UndefinedBehaviorSanitizer.
 The compiled loops parse hostile mail (MIME headers, HTML, URLs, tar headers) and index tables
 with numbers read from files; a read past a buffer or an overflowing shift there is silent in
 an optimised build. This script copies the package to a temporary folder, builds
-``spamkit.speedups`` and ``spamkit.gramloops`` there with ``-fsanitize=address,undefined``
+``spamkit.speedups``, ``spamkit.gramloops`` and ``spamkit.scoring.chisquare`` there with ``-fsanitize=address,undefined``
 (every undefined-behaviour report fatal), checks that Python imports those builds, and runs
 :data:`TESTS` against the copy with the sanitizer runtimes preloaded. Exit status: pytest's
 (0: every test passed and no sanitizer report), 2 when no C compiler or sanitizer runtime is
@@ -30,12 +30,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 #: the test files whose tests call the compiled loops most: the tokenizer, HTML, MIME and URL
 #: parsing, the vocabulary's numbering and hashing, archives, the stack's sums, the context
-#: model's tables, the byte 4-grams, worker processes and hostile filter files
+#: model's tables, the byte 4-grams, worker processes, hostile filter files and the chi-square tails
 TESTS = ["tests/test_text.py", "tests/test_htmltext.py", "tests/test_mime.py", "tests/test_message.py",
          "tests/test_features.py", "tests/test_stack.py", "tests/test_context.py", "tests/test_context_filter.py",
-         "tests/test_corpus.py", "tests/test_engines.py", "tests/test_bytegrams.py", "tests/test_persist_hostile.py"]
-#: (module, source, extra flags)
-EXTENSIONS = [("speedups", "spamkit/speedups.c", ["-pthread"]), ("gramloops", "spamkit/gramloops.c", [])]
+         "tests/test_corpus.py", "tests/test_engines.py", "tests/test_bytegrams.py", "tests/test_persist_hostile.py",
+         "tests/test_scoring.py", "tests/test_robinson.py"]
+#: (module under spamkit/, source, extra flags)
+EXTENSIONS = [("speedups", "spamkit/speedups.c", ["-pthread"]), ("gramloops", "spamkit/gramloops.c", []),
+              ("scoring/chisquare", "spamkit/scoring/chisquare.c", [])]
 FLAGS = ["-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
          "-fno-sanitize-recover=undefined", "-ffp-contract=off"]
 
@@ -74,10 +76,10 @@ def main(argv: list[str]) -> int:
                "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
         env.pop("SPAMKIT_PURE_PYTHON", None)
         check = subprocess.run([sys.executable, "-c", "import spamkit.compiled as c; "
-                                "print(c.speedups().__file__); print(c.gramloops().__file__)"],
+                                "print(c.speedups().__file__); print(c.gramloops().__file__); print(c.chisquare().__file__)"],
                                env=env, capture_output=True, text=True, cwd=run)
         loaded = check.stdout.split()
-        if check.returncode != 0 or len(loaded) != 2 or not all(path.startswith(str(lib)) for path in loaded):
+        if check.returncode != 0 or len(loaded) != len(EXTENSIONS) or not all(path.startswith(str(lib)) for path in loaded):
             print(f"sanitized_tests: the sanitized builds were not the ones imported: {check.stdout}{check.stderr}",
                   file=sys.stderr)
             return 1

@@ -20,13 +20,14 @@ model (with the opposite sign of ``a``, ``b``) and is the oracle of the tests.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, log_expit
 
 from .errors import ConfigError
 from .names import CALIBRATIONS  # noqa: F401  (the calibrations' names)
+from .scoring import CALIBRATION_LIMIT as SCORE_LIMIT
+from .scoring.arrays import expit, log_expit
 
-#: scores are clipped to this magnitude before calibration (kNN's log-odds can be infinite)
-SCORE_LIMIT = 700.0
+#: scores are clipped to SCORE_LIMIT (the scoring core's CALIBRATION_LIMIT, 700) before calibration
+#: (kNN's log-odds can be infinite)
 
 
 

@@ -1,7 +1,8 @@
 """The compiled inner loops, or None: what the hot paths ask for.
 
-``pip install`` builds ``spamkit.speedups`` (``spamkit/speedups.c``) and ``spamkit.gramloops``
-(``spamkit/gramloops.c``, the byte 4-gram model's loops) where a C compiler is present; without
+``pip install`` builds ``spamkit.speedups`` (``spamkit/speedups.c``), ``spamkit.gramloops``
+(``spamkit/gramloops.c``, the byte 4-gram model's loops) and ``spamkit.scoring.chisquare``
+(``spamkit/scoring/chisquare.c``, the chi-square tails of the scoring core) where a C compiler is present; without
 it, or with ``SPAMKIT_PURE_PYTHON=1`` in the environment (to measure or rule out the
 extensions), every caller runs its pure-Python definition instead, with the same results.
 """
@@ -24,6 +25,11 @@ def _extension(name: str):
 def speedups():
     """The ``spamkit.speedups`` module, or None."""
     return _extension("speedups")
+
+
+def chisquare():
+    """The ``spamkit.scoring.chisquare`` module (Fisher combining's chi-square tails), or None."""
+    return _extension("scoring.chisquare")
 
 
 def gramloops():

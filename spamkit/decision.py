@@ -28,6 +28,7 @@ import numpy as np
 
 from .errors import ConfigError
 from .labels import HAM_NAME, SPAM_NAME
+from .scoring.arrays import expit, logit
 
 UNSURE_NAME = "unsure"
 
@@ -402,7 +403,6 @@ def correct_prior(p_spam, train_spam_rate: float, deploy_spam_rate: float) -> np
     >>> round(float(correct_prior(0.5, 0.5, 0.2)), 12)
     0.2
     """
-    from scipy.special import expit, logit
     shift = prior_shift(train_spam_rate, deploy_spam_rate)
     with np.errstate(divide="ignore"):
         return expit(logit(np.asarray(p_spam, dtype=np.float64)) + shift)

@@ -12,7 +12,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import expit
 
 import time
 
@@ -31,6 +30,7 @@ from .models.bytegrams import ByteGramLogistic
 from .models.context import ByteContextModel
 from .models.registry import make_model
 from .names import ONLINE_MODELS, REGIMES
+from .scoring.arrays import expit
 from .selection import threshold_report
 
 

@@ -15,20 +15,16 @@ counts of that message's slots alone, copied from the file's packed table
 (``context_index``, ``context_gather``; no NumPy, and never the 128 MB table). Any other
 filter (:func:`lean_filter` returns None) takes the full path, which gives the same answer.
 
-It is a second implementation of formulas that live in the models, on purpose: the models
-work on whole sparse matrices with NumPy and SciPy, this works on one message's columns in
-plain Python. ``tests/test_lean.py`` holds them together: on messages of every shared mail
-corpus and for every configuration this module accepts, P(spam) agrees with
-:meth:`SpamFilter.verdict` to 1e-9 and the verdicts are the same.
+The formulas are the scoring core's (:mod:`spamkit.scoring`, standard library only), the
+same definitions the models' array forms are tested against; this module finds a message's
+columns and the file's numbers and hands them to it. ``tests/test_lean.py`` holds the two
+routes together: on messages of every shared mail corpus and for every configuration this
+module accepts, P(spam) agrees with :meth:`SpamFilter.verdict` to 1e-9 and the verdicts are
+the same.
 
 The file is checked as :func:`spamkit.persist.load_filter` checks it (it is hostile data):
 the manifest's structure, each member's size against what the manifest implies and its
 SHA-256, array types and shapes, counts finite and non-negative.
-
-Formulas: Robinson's f(w) and Fisher's chi-square combining (G. Robinson, "A statistical
-approach to the spam problem", Linux Journal 107, 2003); chi-square survival with even
-degrees of freedom as the finite Poisson sum Q(n, m) = e^-m Σ_{i<n} m^i / i! (Abramowitz &
-Stegun 26.4.21), in log space.
 """
 
 from __future__ import annotations
@@ -47,101 +43,14 @@ from .manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, f
                        member_chunks, open_zip, read_lines, read_member, value_problem)
 from .message import parse_message
 from .names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
+from .scoring import (LOG_ODDS_LIMIT, LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combined_log_odds, finite_log_odds,
+                      fisher_clue_sums, fisher_log_probabilities, isotonic_log_proba, length_input, nb_log_odds,
+                      normalised, platt_log_proba, two_class_log_proba)
 
 #: the model types scored here (file names, as :func:`spamkit.persist.model_type_of` writes them)
 LEAN_MODELS = ("fisher-nb", "fisher")
-#: the clips of :mod:`spamkit.models` (base.LOG_ODDS_LIMIT, logistic.SCORE_LIMIT) and calibration.SCORE_LIMIT
-LOG_ODDS_LIMIT = 700.0
-LOGISTIC_LIMIT = 35.0
-#: spamkit.models.stack.LENGTH_CENTRE
-LENGTH_CENTRE = 4.0
-#: spamkit.models.stack.PRIOR_WARMUP (tests/test_bytegrams.py checks they agree)
-PRIOR_WARMUP = 50
 #: spamkit.bytekeys's multiplier of the byte 4-grams' hash
 GRAM_MULTIPLIER = 2654435761
-CALIBRATION_LIMIT = 700.0
-_LOG2 = math.log(2.0)
-
-
-# ---------------------------------------------------------------- numbers
-
-def log_expit(z: float) -> float:
-    """log(1 / (1 + e^-z)) without overflow."""
-    return -math.log1p(math.exp(-z)) if z >= 0 else z - math.log1p(math.exp(z))
-
-
-def _clip(z: float, limit: float) -> float:
-    return -limit if z < -limit else limit if z > limit else z
-
-
-def finite_log_odds(z: float) -> float:
-    """NaN to 0, the rest clipped to ±:data:`LOG_ODDS_LIMIT` (``spamkit.models.base.finite_log_odds``)."""
-    return 0.0 if z != z else _clip(z, LOG_ODDS_LIMIT)
-
-
-def _log_sum_exp(terms: list[float]) -> float:
-    top = max(terms)
-    if top == -math.inf:
-        return top
-    return top + math.log(math.fsum(math.exp(t - top) for t in terms))
-
-
-def _log_term(i: int, log_m: float) -> float:
-    """log(m^i / i!); the i = 0 term is log 1 = 0 even for m = 0."""
-    return 0.0 if i == 0 else i * log_m - math.lgamma(i + 1.0)
-
-
-def log_gamma_q(n: int, m: float) -> float:
-    """log Q(n, m) = log P(χ²(2n) > 2m) = -m + log Σ_{i<n} m^i / i!  (n >= 1, m >= 0).
-
-    >>> log_gamma_q(1, 2000.0)
-    -2000.0
-    >>> round(math.exp(log_gamma_q(3, 2.0)), 12) == round(math.exp(-2) * (1 + 2 + 2), 12)
-    True
-    """
-    log_m = math.log(m) if m > 0 else -math.inf
-    return -m + _log_sum_exp([_log_term(i, log_m) for i in range(n)])
-
-
-def log_gamma_p(n: int, m: float) -> float:
-    """log P(n, m) = log(1 - Q(n, m)), exact where it is tiny (the tail Σ_{i>=n} e^-m m^i / i!).
-
-    >>> round(log_gamma_p(1, 1e-300), 4)          # 1 - e^-m ≈ m
-    -690.7755
-    """
-    if m <= 0:
-        return -math.inf
-    q = math.exp(log_gamma_q(n, m))
-    if q < 0.999:                                  # P > 0.001: log1p keeps every digit that matters
-        return math.log1p(-q)
-    # P is small, so m is well below n and the terms fall (ratio m / (i + 1) < 1): sum the tail
-    log_m, terms, i = math.log(m), [], n
-    while True:
-        t = _log_term(i, log_m)
-        terms.append(t)
-        i += 1
-        if t < terms[0] - 40.0 or i > n + 100_000:
-            break
-    return -m + _log_sum_exp(terms)
-
-
-def fisher_log_probabilities(log_f: float, log_1mf: float, n: int) -> tuple[float, float]:
-    """(log P(c0), log P(c1)) of Fisher combining over n clues with Σ ln f and Σ ln(1 - f)."""
-    if n == 0:
-        return -_LOG2, -_LOG2
-    m_h, m_s = -log_f, -log_1mf
-    log_c1 = _log_sum_exp([log_gamma_q(n, m_h), log_gamma_p(n, m_s)]) - _LOG2
-    log_c0 = _log_sum_exp([log_gamma_p(n, m_h), log_gamma_q(n, m_s)]) - _LOG2
-    return log_c0, log_c1
-
-
-def normalised(log_c0: float, log_c1: float) -> tuple[float, float]:
-    """Two log-likelihoods normalised to log-probabilities (``predict_log_proba``)."""
-    top = max(log_c0, log_c1)
-    if top in (math.inf, -math.inf) or top != top:
-        top = 0.0
-    norm = top + math.log(math.exp(log_c0 - top) + math.exp(log_c1 - top))
-    return log_c0 - norm, log_c1 - norm
 
 
 # ---------------------------------------------------------------- the file
@@ -397,41 +306,13 @@ class LeanFilter:
         p = self.params
         s, x = float(p.get("strength", FISHER_STRENGTH)), float(p.get("prior", FISHER_PRIOR))
         min_dev, max_clues = float(p.get("min_dev", FISHER_MIN_DEV)), int(p.get("max_clues", FISHER_MAX_CLUES))
-        n_ham, n_spam = self.class_count
-        ham_counts, spam_counts = self.counts
-        clues = []
-        for j in cols:
-            ham, spam = ham_counts[j], spam_counts[j]
-            b = spam / n_spam if n_spam > 0 else 0.0
-            g = ham / n_ham if n_ham > 0 else 0.0
-            prob = b / (b + g) if b + g > 0 else x
-            n = ham + spam
-            f = (s * x + n * prob) / (s + n) if s + n > 0 else x
-            dev = abs(f - 0.5)
-            if dev >= min_dev:
-                clues.append((-dev, j, f))
-        if max_clues and len(clues) > max_clues:
-            clues = sorted(clues)[:max_clues]            # strongest first, ties: lower column
-        log_f = log_1mf = 0.0
-        for _, _, f in clues:
-            f = min(max(f, 1e-300), 1 - 1e-16)
-            log_f += math.log(f)
-            log_1mf += math.log1p(-f)
-        return fisher_log_probabilities(log_f, log_1mf, len(clues))
+        n, log_f, log_1mf = fisher_clue_sums(cols, *self.counts, *self.class_count, s, x, min_dev, max_clues)
+        return fisher_log_probabilities(log_f, log_1mf, n)
 
     def nb_log_odds(self, cols: list[int]) -> float:
         """Multinomial NB on presence (``FisherNBStack._nb_log_odds``)."""
-        a, d = float(self.params.get("alpha", 1.0)), self.n_features
-        c0, c1 = self.class_count
-        total = c0 + c1
-        log_prior = [math.log(c) - math.log(total) if c > 0 else -math.inf for c in (c0, c1)]
-        den0, den1 = math.log(self.totals[0] + a * d), math.log(self.totals[1] + a * d)
-        ham_counts, spam_counts = self.counts
-        z = 0.0
-        for j in cols:
-            z += (math.log(spam_counts[j] + a) - den1) - (math.log(ham_counts[j] + a) - den0)
-        z += log_prior[1] - log_prior[0]
-        return finite_log_odds(z)
+        return nb_log_odds(cols, *self.counts, self.class_count, self.totals, float(self.params.get("alpha", 1.0)),
+                           self.n_features)
 
     def log_proba(self, cols: list[int], side=None) -> tuple[float, float]:
         """log P(c0 | x), log P(c1 | x) of the model (``predict_log_proba``); ``side``: the
@@ -443,45 +324,26 @@ class LeanFilter:
         components = [finite_log_odds(log_c1 - log_c0), self.nb_log_odds(cols)]
         if self.logistic is not None:
             coef, intercept = self.logistic
-            components.append(_clip(math.fsum(coef[j] for j in cols) + intercept, LOGISTIC_LIMIT))
-        features = []
-        for score in components:
-            score = _clip(score, LOG_ODDS_LIMIT)
-            if self.params.get("squash", "clip") == "slog":
-                score = math.copysign(math.log1p(abs(score)), score) if score else 0.0
-            features.append(score)
-        if self.length_aware:                    # FisherNBStack.combiner_features: ℓ and ℓ x squashed NB
-            length = math.log1p(len(cols)) - LENGTH_CENTRE                          # distinct columns
-            length = min(max(length, self.length_range[0]), self.length_range[1])     # the fitted range
-            features += [length, length * features[1]]
-        if side is not None:                     # FisherNBStack._side_columns: NaN as 0, clipped
-            for value in (side if isinstance(side, tuple) else (side,)):
-                features.append(0.0 if value != value else min(max(value, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT))
-        z = 0.0
-        for weight, feature in zip(self.coef, features):
-            z += weight * feature
-        z += self.intercept
-        z *= self.warmup                         # FisherNBStack.combined_log_odds: a prior's warm-up
-        return normalised(log_expit(-z), log_expit(z))
+            components.append(clip(math.fsum(coef[j] for j in cols) + intercept, LOGISTIC_LIMIT))
+        length = length_input(len(cols), self.length_range) if self.length_aware else None   # distinct columns
+        side = side if isinstance(side, tuple) else () if side is None else (side,)
+        z = combined_log_odds(components, self.coef, self.intercept, self.params.get("squash", "clip"), length, side,
+                              self.warmup)
+        return normalised(*two_class_log_proba(z))
 
     def adjusted(self, lp: tuple[float, float]) -> tuple[float, float]:
         """After the calibration and the prior correction (``SpamFilter.adjust_log_proba``)."""
         cal = self.calibration
         if cal is not None:
-            score = _clip(lp[1] - lp[0], CALIBRATION_LIMIT)
+            score = lp[1] - lp[0]
             if cal["method"] == "platt":
-                u = float(cal["a"]) * score + float(cal["b"])
-                lp = (log_expit(-u), log_expit(u))
+                lp = platt_log_proba(score, float(cal["a"]), float(cal["b"]))
             else:
-                xs, ps, eps = cal["x"], cal["p"], 1.0 / (int(cal["n"]) + 2)
-                p = min(max(_interp(score, xs, ps), eps), 1 - eps)
-                lp = (math.log1p(-p), math.log(p))
+                lp = isotonic_log_proba(score, cal["x"], cal["p"], int(cal["n"]))
         if self.prior_shift:
             s = self.spam
             z = lp[s] - lp[1 - s] + self.prior_shift
-            out = [0.0, 0.0]
-            out[s], out[1 - s] = log_expit(z), log_expit(-z)
-            lp = (out[0], out[1])
+            lp = two_class_log_proba(z) if s == 1 else two_class_log_proba(-z)
         return lp
 
     def decide(self, proba: tuple[float, float], familiarity: float) -> str:
@@ -620,17 +482,6 @@ class _LeanGrams:
         w = self.weights
         z = math.fsum(w[slot] for slot in slots)
         return min(max(z, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)
-
-
-def _interp(x: float, xs: list, ps: list) -> float:
-    """``numpy.interp`` for one point: linear between the table's points, flat beyond its ends."""
-    if x <= xs[0]:
-        return float(ps[0])
-    if x >= xs[-1]:
-        return float(ps[-1])
-    i = bisect.bisect_right(xs, x)
-    x0, x1, p0, p1 = xs[i - 1], xs[i], ps[i - 1], ps[i]
-    return float(p0) if x1 == x0 else float(p0 + (x - x0) * (p1 - p0) / (x1 - x0))
 
 
 #: the dtypes of the arrays of numbers this module reads (``_TYPECODES``), as a manifest names them

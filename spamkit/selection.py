@@ -15,6 +15,7 @@ from .errors import ConfigError
 from .models.base import finite_log_odds
 from .models.knn import KNNClassifier
 from .models.neighbours import WEIGHTS
+from .scoring.arrays import expit, logit
 
 
 def stratified_folds(y, n_folds: int, seed: int = 0) -> np.ndarray:
@@ -141,7 +142,6 @@ def threshold_report(is_spam, log_odds, c_fp: float, c_fn: float, folds: int = 5
     optima, the one nearest the Bayes threshold's log-odds). Also reports the cost at the
     Bayes threshold t* = c_FP / (c_FP + c_FN) of the costs, and a curve of 41 thresholds.
     """
-    from scipy.special import expit, logit
 
     from .decision import bayes_threshold, choose_thresholds, realised_cost
     y = np.asarray(is_spam, dtype=bool)

@@ -31,6 +31,7 @@ from .models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, Ro
 from .models.bytegrams import ByteGramLogistic
 from .models.context import ByteContextModel
 from .persist import TermIndexJob, load_filter, save_filter
+from .scoring.arrays import log_expit
 from .text import Analyzer
 
 __all__ = ["SpamFilter"]
@@ -552,7 +553,6 @@ class SpamFilter:
                 log_c0, log_c1 = self.calibration.log_proba(lp[:, 1] - lp[:, 0])
             lp = np.column_stack([log_c0, log_c1])
         if self._prior_shift:
-            from scipy.special import log_expit
             s = self.spam_column
             with np.errstate(invalid="ignore"):
                 z = lp[:, s] - lp[:, 1 - s] + self._prior_shift

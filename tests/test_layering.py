@@ -21,8 +21,11 @@ ALLOWED = {
     "names": set(),
     # a filter file's manifest, read and checked (standard library only: all spamkit info needs)
     "manifest": {"errors", "version"},
+    # the scoring core: every formula from counts and weights to log-odds, standard library only
+    # (its package's arrays module: the same over NumPy arrays, for the models); compiled: its C loop
+    "scoring": {"compiled"},
     # pipe mode's fast path: a counting filter's file read and one message scored, standard library only
-    "lean": {"compiled", "errors", "manifest", "message", "names", "text"},
+    "lean": {"compiled", "errors", "manifest", "message", "names", "scoring", "text"},
     # how worker processes start: fork only from a one-thread process (standard library only)
     "processes": set(),
     # fsync helpers shared by filter files and mailboxes (standard library only)
@@ -48,21 +51,21 @@ ALLOWED = {
     # (models.context, models.bytegrams; compiled: the 4-gram slots in C)
     "bytekeys": {"compiled", "errors", "names"},
     # (bytekeys: the 4-gram model unpacks a packed row of slots where the compiled loops are not built)
-    "models": {"bytekeys", "compiled", "errors", "labels", "names"},
-    "decision": {"errors", "labels"},
+    "models": {"bytekeys", "compiled", "errors", "labels", "names", "scoring"},
+    "decision": {"errors", "labels", "scoring"},
     "metrics": {"errors", "labels"},
     # scores -> probabilities (Platt scaling), between the models and the decisions
-    "calibration": {"errors", "names"},
+    "calibration": {"errors", "names", "scoring"},
     # the trained filter: stages in order, its calibration, decision layer and file; selection
     # holds protocols over matrices (cross-validation, tuning) that it calls when it trains (kNN's
     # --k auto, calibration), so the arrow is spamfilter -> selection, never back.
     "spamfilter": {"bytekeys", "errors", "labels", "corpus", "message", "text", "features", "models", "decision",
-                   "persist", "selection", "calibration"},
+                   "persist", "selection", "calibration", "scoring"},
     # settings -> an untrained filter: the registry of names and the defaults
     "config": {"calibration", "errors", "features", "models", "names", "spamfilter", "text"},
     # corpus-level jobs (train, evaluate, cross-validate, online, learn, survey)
     "jobs": {"bytekeys", "errors", "labels", "corpus", "message", "text", "features", "models", "decision", "metrics",
-             "evaluation", "selection", "version", "spamfilter", "config"},
+             "evaluation", "selection", "version", "spamfilter", "config", "scoring"},
     # the local engine on several cores: worker processes parse and tokenize for the jobs
     # (corpus: a corpus record travels to a worker as its bytes and kind; bytekeys, compiled: the
     # workers make the byte 4-grams' slots)
@@ -74,9 +77,9 @@ ALLOWED = {
     # the one-import facade for scripts: re-exports spamfilter, config and jobs
     "pipeline": {"spamfilter", "config", "jobs", "decision", "models"},
     # (bytekeys: the online protocol with a context model, which reads each message's bytes)
-    "evaluation": {"bytekeys", "corpus", "decision", "errors", "features", "labels", "message", "metrics", "models", "names", "persist", "selection", "text"},
+    "evaluation": {"bytekeys", "corpus", "decision", "errors", "features", "labels", "message", "metrics", "models", "names", "persist", "scoring", "selection", "text"},
     # model selection over matrices (folds, out-of-fold scores, kNN tuning, thresholds)
-    "selection": {"errors", "models", "decision"},
+    "selection": {"errors", "models", "decision", "scoring"},
     # a zip archive written member by member, deflated by ISA-L (standard library and isal)
     "ziparchive": set(),
     # (compiled: the vocabulary's hash keys in C)

@@ -26,7 +26,7 @@ from spamkit.config import BEST, build_filter
 from spamkit.corpus import Corpus
 from spamkit.decision import CostMatrix
 from spamkit.errors import ModelFormatError
-from spamkit.lean import lean_filter, log_gamma_p, log_gamma_q, term_hash
+from spamkit.lean import lean_filter, term_hash
 from spamkit.message import split_tags
 from spamkit.models import robinson
 from spamkit.passthrough import EXIT_ERROR, VERDICT_STATUSES
@@ -247,28 +247,6 @@ def test_a_filter_file_with_the_dense_context_table_still_loads(mail, tmp_path, 
     _agree(SpamFilter.load(dense), dense, mail["trec"][:40] + mail["sms"][:20])
 
 
-# ---------------------------------------------------------------- the chi-square tails
-
-def test_chi_square_tails_by_hand():
-    # Q(n, m) = e^-m Σ_{i<n} m^i / i!  (A&S 26.4.21): Q(1, m) = e^-m, Q(2, m) = e^-m (1 + m)
-    assert log_gamma_q(1, 3.0) == pytest.approx(-3.0, abs=1e-15)
-    assert log_gamma_q(2, 3.0) == pytest.approx(-3.0 + math.log(4.0), abs=1e-14)
-    assert log_gamma_q(3, 0.0) == 0.0                     # Q(n, 0) = 1
-    assert log_gamma_p(3, 0.0) == -math.inf
-    # P(2, m) = 1 - e^-m (1 + m) ≈ m^2 / 2 for tiny m
-    assert log_gamma_p(2, 1e-8) == pytest.approx(math.log(0.5e-16), rel=1e-9)
-
-
-@pytest.mark.parametrize("n", [1, 2, 3, 10, 50, 150, 1000])
-def test_chi_square_tails_match_scipy(n):
-    for m in (1e-300, 1e-5, 0.5, 1.0, n - 1.0, float(n), n + 1.0, 2.0 * n, 10.0 * n, 800.0, 5000.0):
-        if m <= 0:
-            continue
-        for ours, theirs in ((log_gamma_q(n, m), robinson.log_gamma_q(n, m)[0]),
-                             (log_gamma_p(n, m), robinson.log_gamma_p(n, m)[0])):
-            assert ours == pytest.approx(theirs, rel=1e-9, abs=1e-12), (n, m)
-
-
 # ---------------------------------------------------------------- the command
 
 def _heavy_after_pipe(model: Path, raw: bytes) -> list[str]:
@@ -376,15 +354,6 @@ def test_term_hash_index_is_sorted_and_complete():
     keys, columns = persist.term_hash_index(terms)
     assert np.all(keys[1:] > keys[:-1])
     assert [terms[c] for c in columns] == sorted(terms, key=term_hash)
-
-
-def test_the_lean_modules_constants_are_the_models():
-    # lean.py copies these so that pipe mode imports no NumPy; a change to one must reach the other
-    from spamkit import lean
-    from spamkit.models import base, logistic, stack
-    assert lean.LOG_ODDS_LIMIT == base.LOG_ODDS_LIMIT
-    assert lean.LOGISTIC_LIMIT == logistic.SCORE_LIMIT
-    assert lean.LENGTH_CENTRE == stack.LENGTH_CENTRE
 
 
 # ---------------------------------------------------------------- the routes agree on hostile mail

@@ -1,4 +1,5 @@
-"""Robinson/Fisher combining: hand-worked values, a scalar oracle on scipy's chi-square, log-space ranking."""
+"""Robinson/Fisher combining: hand-worked values, a scalar oracle on scipy's chi-square, log-space ranking
+(the chi-square tails themselves: tests/test_scoring.py)."""
 
 import math
 
@@ -11,7 +12,7 @@ from scipy.stats import chi2
 
 from spamkit.errors import ConfigError
 from spamkit.models import RobinsonFisher
-from spamkit.models.robinson import fisher_log_odds, log_gamma_p, log_gamma_q
+from spamkit.scoring.arrays import fisher_log_odds
 
 
 def test_token_probability_hand_worked():
@@ -53,30 +54,6 @@ def test_fisher_combining_hand_worked():
 def test_no_clue_means_one_half():
     log_c0, log_c1 = fisher_log_odds(np.zeros(1), np.zeros(1), np.zeros(1, dtype=int))
     assert np.exp(log_c1) == pytest.approx([0.5]) and np.exp(log_c0) == pytest.approx([0.5])
-
-
-@pytest.mark.parametrize("n", [1, 2, 5, 40, 150, 600])
-@pytest.mark.parametrize("m", [1e-3, 0.5, 3.0, 20.0, 80.0, 200.0, 700.0])
-def test_log_gamma_against_scipy_chi2(n, m):
-    # Q(n, m) is the chi-square survival function with 2n degrees of freedom at 2m.
-    sf, cdf = chi2.logsf(2 * m, 2 * n), chi2.logcdf(2 * m, 2 * n)
-    if np.isfinite(sf) and sf > -700:
-        assert log_gamma_q(n, m)[0] == pytest.approx(sf, rel=1e-9, abs=1e-300)
-    if np.isfinite(cdf) and cdf > -700:
-        assert log_gamma_p(n, m)[0] == pytest.approx(cdf, rel=1e-9, abs=1e-300)
-
-
-def test_log_gamma_where_the_values_underflow():
-    # Closed forms: Q(1, m) = e^-m; Q(2, m) = e^-m (1 + m); P(1, m) = 1 - e^-m ~ m for tiny m;
-    # P(n, m) ~ e^-m m^n / n! when m << n (the first term of its series dominates).
-    assert log_gamma_q(1, 2000.0)[0] == pytest.approx(-2000.0, rel=1e-12)
-    assert log_gamma_q(2, 2000.0)[0] == pytest.approx(-2000.0 + math.log(2001.0), rel=1e-12)
-    assert log_gamma_p(1, 1e-300)[0] == pytest.approx(math.log(1e-300), rel=1e-12)
-    n, m = 400, 1.0
-    first = -m + n * math.log(m) - math.lgamma(n + 1)
-    second = first + math.log(m / (n + 1))
-    assert log_gamma_p(n, m)[0] == pytest.approx(float(np.logaddexp(first, second)), rel=1e-6)
-    assert np.isfinite(log_gamma_p(n, m)[0]) and np.exp(log_gamma_p(n, m)[0]) == 0.0
 
 
 def _scalar_fisher(feature_count, class_count, tokens, s, x, min_dev, max_clues):

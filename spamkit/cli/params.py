@@ -300,7 +300,7 @@ def archives_ahead(command):
 #: parts of SciPy the filter needs, most of the command's 0.25-0.3 s of imports, and nothing of
 #: spamkit's own (which this thread imports as it goes: two threads importing the same modules
 #: in different orders could each wait for the other's lock)
-HEAVY_MODULES = ("numpy", "scipy.sparse", "scipy.special")
+HEAVY_MODULES = ("numpy", "scipy.sparse")
 #: NumPy's submodules that nothing ``spamkit train`` runs uses, and that SciPy's import of its
 #: array-API layer loads all the same (see :func:`import_without_numpy_extras`); not ``ma``,
 #: which ``np.unique`` loads (NumPy 2.4)

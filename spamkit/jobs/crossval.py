@@ -17,6 +17,7 @@ from ..features import Vectorizer
 from ..labels import HAM_NAME, SPAM_NAME
 from ..models import KNNClassifier
 from ..models.base import finite_log_odds
+from ..scoring.arrays import expit
 from ..spamfilter import SpamFilter
 from ..text import Analyzer
 from ..config import filter_from_config
@@ -216,7 +217,6 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
             "accuracy_fold_mean": float(np.mean([f["accuracy"] for f in per_fold])),
             "accuracy_fold_std": float(np.std([f["accuracy"] for f in per_fold], ddof=1))})
         if costs is not None:
-            from scipy.special import expit
             p_spam = expit(s)
             results[-1]["costs"] = costs.align([HAM_NAME, SPAM_NAME]).outcome(
                 np.where(y, SPAM_NAME, HAM_NAME), np.column_stack([1.0 - p_spam, p_spam]))

@@ -25,9 +25,9 @@ from .. import errors
 from ..errors import ConfigError, DegenerateDataWarning
 
 
-#: log-odds are kept within this magnitude wherever they are compared or combined (exp(700) is
-#: near the largest float; a kNN vote or a Fisher score can be infinite)
-LOG_ODDS_LIMIT = 700.0
+#: log-odds are kept within LOG_ODDS_LIMIT (700: exp(700) is near the largest float) wherever
+#: they are compared or combined (a kNN vote or a Fisher score can be infinite)
+from ..scoring import LOG_ODDS_LIMIT  # noqa: E402  (the scoring core's, which pipe mode reads too)
 
 
 def csr_index_arrays(X) -> tuple[np.ndarray, np.ndarray]:

@@ -30,112 +30,27 @@ where C⁻¹(χ², ν) is the chi-square survival function. With no clue, P = 1/
 
 The survival function of χ² with 2n degrees of freedom at 2m is the regularised upper
 incomplete gamma function Q(n, m) = e^(-m) Σ_{i<n} m^i / i!. For a long spam both
-1 - Q and Q of the two sums underflow in floating point, so P rounds to exactly 1 for
-thousands of messages and a ranking (ROC) would tie them. Here the posterior is computed
-in log space, ``log P = log(Q(n, m_h) + P(n, m_s)) - log 2`` with log Q and log P evaluated
-by their series where the direct values underflow, so the log-odds stay exact and every
-message keeps its rank (see :func:`log_gamma_q` and :func:`log_gamma_p`).
+1 - Q and Q of the two sums underflow in floating point, so P would round to exactly 1 for
+thousands of messages and a ranking (ROC) would tie them. The posterior is computed in log
+space by the scoring core (:func:`spamkit.scoring.fisher_log_probabilities`, over arrays
+:func:`spamkit.scoring.arrays.fisher_log_odds`), so the log-odds stay exact and every message
+keeps its rank.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import gammainc, gammaincc, gammaln
 
 from ..compiled import speedups as _compiled
 from ..errors import ConfigError
 from ..names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
+from ..scoring import F_CEILING_GAP, F_FLOOR
+from ..scoring.arrays import fisher_log_odds
 from .base import ProbabilisticClassifier, csr_index_arrays
 from .counting import CountingModel
 
 speedups = _compiled()                   # spamkit/speedups.c, or None: the NumPy definitions
-
-#: below this a regularised gamma value is recomputed in log space by its series
-_TINY = 1e-280
-_LOG2 = np.log(2.0)
-
-
-def _log_series(n: int, m: float, start: int, stop: int) -> float:
-    """log Σ_{i=start}^{stop-1} e^(-m) m^i / i!  (terms in log space)."""
-    i = np.arange(start, stop, dtype=np.float64)
-    terms = i * np.log(m) - gammaln(i + 1.0)
-    top = terms.max()                 # log-sum-exp shifted by the largest term (scipy's logsumexp
-    return float(-m + top + np.log(np.exp(terms - top).sum()))   # costs 10x more on short arrays)
-
-
-def _log_q_and_p(n: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log Q(n, m), log P(n, m)) for int64 ``n`` >= 1 and float64 ``m`` >= 0 of one shape:
-    one evaluation of each regularised gamma function serves both logs."""
-    q, p = gammaincc(n, m), gammainc(n, m)
-    with np.errstate(divide="ignore"):
-        # near 1, log1p of the (accurate) small complement keeps every digit
-        log_q = np.where(q > 0.5, np.log1p(-p), np.log(q))
-        log_p = np.where(p > 0.5, np.log1p(-q), np.log(p))
-    for k in np.flatnonzero(q < _TINY):
-        # Q(n, m) = e^-m Σ_{i<n} m^i / i!: finite sum, exact in log space (m > 0 here).
-        log_q[k] = _log_series(int(n[k]), float(m[k]), 0, int(n[k]))
-    for k in np.flatnonzero((p < _TINY) & (m > 0)):
-        # P(n, m) = e^-m Σ_{i>=n} m^i / i!; it is this small only when m << n, where the terms
-        # fall at least geometrically (ratio m / (i + 1) < 1), so a few hundred terms are exact.
-        nk, mk = int(n[k]), float(m[k])
-        log_p[k] = _log_series(nk, mk, nk, nk + 400 + int(4 * np.sqrt(nk)))
-    return log_q, log_p
-
-
-def _n_and_m(n, m) -> tuple[np.ndarray, np.ndarray]:
-    n = np.atleast_1d(np.asarray(n, dtype=np.int64))
-    m = np.atleast_1d(np.asarray(m, dtype=np.float64))
-    if n.shape != m.shape:
-        n, m = np.broadcast_arrays(n, m)          # read only: views will do
-    return n, m
-
-
-def log_gamma_q(n, m) -> np.ndarray:
-    """log Q(n, m) for integer n >= 1 and m >= 0: the log survival function of χ²(2n) at 2m.
-
-    >>> float(log_gamma_q(1, 2000.0)[0])                # Q(1, m) = e^-m
-    -2000.0
-    """
-    return _log_q_and_p(*_n_and_m(n, m))[0]
-
-
-def log_gamma_p(n, m) -> np.ndarray:
-    """log P(n, m) = log(1 - Q(n, m)), the log CDF of χ²(2n) at 2m, exact where P underflows.
-
-    >>> round(float(log_gamma_p(1, 1e-300)[0]), 4)        # P(1, m) = 1 - e^-m ≈ m, log ≈ -690.7755
-    -690.7755
-    """
-    return _log_q_and_p(*_n_and_m(n, m))[1]
-
-
-def fisher_log_odds(log_f: np.ndarray, log_1mf: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """log P(c1) and log P(c0) of Fisher combining from per-message sums.
-
-    ``log_f`` = Σ ln f, ``log_1mf`` = Σ ln(1 - f) over the n clues of each message.
-    Returns ``(log P(c0), log P(c1))``; rows with n = 0 get log 1/2 for both.
-    """
-    n = np.asarray(n, dtype=np.int64)
-    if n.ndim == 1 and n.size and n.min() > 0:
-        # every row has clues (nearly always): the same arithmetic without the masks
-        k = n.size
-        m = np.concatenate([-np.asarray(log_f, dtype=np.float64), -np.asarray(log_1mf, dtype=np.float64)])
-        q, p = _log_q_and_p(np.concatenate([n, n]), m)
-        return np.logaddexp(p[:k], q[k:]) - _LOG2, np.logaddexp(q[:k], p[k:]) - _LOG2
-    log_c0 = np.full(n.shape, -np.log(2.0))
-    log_c1 = np.full(n.shape, -np.log(2.0))
-    has = n > 0
-    k = int(np.count_nonzero(has))
-    if k:
-        nn = n[has]
-        # m_h (-2 Σ ln f = 2 m_h) and m_s side by side: one evaluation of the gamma functions
-        m = np.concatenate([-np.asarray(log_f, dtype=np.float64)[has], -np.asarray(log_1mf, dtype=np.float64)[has]])
-        q, p = _log_q_and_p(np.concatenate([nn, nn]), m)
-        # P(c1) = (1 + S - H) / 2 = (Q(n, m_h) + P(n, m_s)) / 2; P(c0) = (P(n, m_h) + Q(n, m_s)) / 2
-        log_c1[has] = np.logaddexp(q[:k], p[k:]) - np.log(2.0)
-        log_c0[has] = np.logaddexp(p[:k], q[k:]) - np.log(2.0)
-    return log_c0, log_c1
-
 
 #: the scikit-learn estimator checks a token-presence model cannot pass, and why
 #: (``check_estimator(model, expected_failed_checks=model.EXPECTED_FAILED_CHECKS)`` passes)
@@ -314,7 +229,7 @@ class RobinsonFisher(CountingModel):
         rows, _, f, clue = self._clues(X)
         n_rows = X.shape[0]
         r = rows[clue]
-        fc = np.clip(f[clue], 1e-300, 1 - 1e-16)
+        fc = np.clip(f[clue], F_FLOOR, 1 - F_CEILING_GAP)
         n = np.bincount(r, minlength=n_rows)
         log_f = np.bincount(r, weights=np.log(fc), minlength=n_rows)
         log_1mf = np.bincount(r, weights=np.log1p(-fc), minlength=n_rows)
@@ -340,6 +255,6 @@ class RobinsonFisher(CountingModel):
         """
         X = self.counted(self._validate_X(x, reset=False))[0]
         _, cols, f, clue = self._clues(X)
-        fc = np.clip(f, 1e-300, 1 - 1e-16)
+        fc = np.clip(f, F_FLOOR, 1 - F_CEILING_GAP)
         contrib = np.vstack([np.where(clue, np.log1p(-fc), 0.0), np.where(clue, np.log(fc), 0.0)])
         return cols, contrib

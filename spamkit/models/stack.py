@@ -29,14 +29,15 @@ alone 0.079). Scripts: ``reproduce_metsis.py``, ``reproduce_almeida.py``, ``benc
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_expit
 
 from ..errors import ConfigError
 from ..names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
+from ..scoring import LENGTH_CENTRE, PRIOR_WARMUP
+from ..scoring.arrays import fisher_log_odds, log_expit
 from .base import LOG_ODDS_LIMIT, check_alpha, csr_index_arrays, finite_log_odds
 from .counting import CountingModel
 from .logistic import DEFAULT_RATE, OnlineLogistic, fit_l2_logistic
-from .robinson import RobinsonFisher, fisher_log_odds, presence, speedups, two_class_presence_tags
+from .robinson import RobinsonFisher, presence, speedups, two_class_presence_tags
 
 #: component log-odds are clipped to this magnitude before they are combined
 #: the stack of spamkit's best filter: a third component, online logistic regression at
@@ -56,8 +57,8 @@ ACCURATE_CENTER = (0.956, -0.048, 0.666, 0.641, -0.001, 3.442, 0.612, 0.507)
 #: it has learned: weights measured on whole streams, applied to components that have seen a few
 #: dozen messages, are over-confident (online, without it 1 ham misfiled in the first 100 messages
 #: of trec07p-dev and 2 in Enron5's, none with it; and a lower (1-ROCA)% on 7 of 10 streams, at
-#: most 4% higher (trec07p-dev): docs/results.md, "Fusing the published filters")
-PRIOR_WARMUP = 50
+#: most 4% higher (trec07p-dev): docs/results.md, "Fusing the published filters"). The number,
+#: :data:`spamkit.scoring.PRIOR_WARMUP`, is the scoring core's, which pipe mode reads too.
 
 
 def accurate_center(stack: "FisherNBStack") -> tuple | None:
@@ -67,9 +68,9 @@ def accurate_center(stack: "FisherNBStack") -> tuple | None:
     measured = (bool(stack.logistic) and stack.squash == "slog" and bool(stack.length_aware)
                 and stack.side_inputs == 2)
     return ACCURATE_CENTER if measured else None
-#: ℓ = log(1 + distinct tokens) - LENGTH_CENTRE: a message of about 54 distinct tokens has ℓ = 0
-#: (only the combiner's L2 penalty sees where the centre is)
-LENGTH_CENTRE = 4.0
+#: ℓ = log(1 + distinct tokens) - LENGTH_CENTRE (:data:`spamkit.scoring.LENGTH_CENTRE`, 4): a
+#: message of about 54 distinct tokens has ℓ = 0 (only the combiner's L2 penalty sees where the
+#: centre is)
 #: ℓ's range before the combiner has been fitted (no message is outside it: ℓ >= -LENGTH_CENTRE)
 LENGTH_UNFITTED = (-LENGTH_CENTRE, 64.0)
 #: rows scored at a time by the NumPy definitions (bounds the memory of scoring a large matrix;
