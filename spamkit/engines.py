@@ -29,6 +29,7 @@ from .corpus.base import LabelledMessage
 from .corpus.tree import Unread, open_spools, read_where
 from .compiled import gramloops
 from .errors import CorpusError, WorkerError
+from .jobs.engine import Engine
 from .message import defect_families, parse_message
 from .numbering import IndexedChunk, new_numbering, number_terms
 from .processes import start_context, worker_pool
@@ -310,15 +311,16 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class ProcessEngine:
+class ProcessEngine(Engine):
     """Parse and tokenize in ``jobs`` worker processes; everything else as in one process.
 
-    Use as a context manager (the pools are closed on exit). :meth:`fit`, :meth:`score` and
-    :meth:`cross_validated_log_odds` are what the jobs call (the engine protocol of
-    :mod:`spamkit.jobs`; the Dask engine has the same three).
+    Use as a context manager (the pools are closed on exit). It gives the jobs' engine
+    interface (:class:`spamkit.jobs.engine.Engine`) its primitives -- :meth:`tokenizer`,
+    :meth:`counter`, :meth:`row_source`, :meth:`parsed` -- and keeps its whole operations.
     """
 
     name = "processes"
+    works_ahead = True
     #: the corpus is read here and the messages travel to the workers
     reads_files = False
     #: but for the ones the workers read where they lie (``Corpus.located``: members of an
@@ -332,23 +334,11 @@ class ProcessEngine:
         self._pools: dict = {}
         self._ahead: _Ahead | None = None
 
-    def __enter__(self) -> "ProcessEngine":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def close(self) -> None:
         self._ahead = None
         for pool in self._pools.values():
             _stop(pool)
         self._pools.clear()
-
-    def check(self, spam_filter) -> None:
-        """Every filter can be trained this way."""
-
-    def parameters(self) -> dict:
-        return {}                                            # the filter is the same as with one process
 
     def _new_pool(self, *initargs) -> ProcessPoolExecutor:
         # one pool at a time: a pool's manager thread would make the next start a forkserver's
@@ -560,20 +550,14 @@ class ProcessEngine:
         vectorizer = spam_filter.vectorizer
         return worker_grams(spam_filter) is not None and vectorizer.hashing is None and vectorizer.select != "ig"
 
-    def fit(self, spam_filter, messages, progress=None):
-        return spam_filter.fit(messages, progress=progress, tokenize=self.tokenizer(spam_filter.analyzer),
-                               count=self.counter(spam_filter.analyzer, worker_grams(spam_filter)))
+    def worker_grams(self, spam_filter) -> tuple | None:
+        return worker_grams(spam_filter)
 
-    def score(self, spam_filter, corpora, progress=None):
-        from .jobs.evaluate import ROWS_AT_A_TIME, score_locally
-
-        def rows(items):
-            return self.row_blocks(spam_filter, items, ROWS_AT_A_TIME)
-        rows.side_scores = worker_grams(spam_filter) is not None      # the workers score the 4-grams
-        return score_locally(spam_filter, corpora, progress, rows=rows)
-
-    def cross_validated_log_odds(self, spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None,
-                                 return_folds: bool = False, status=None):
-        from .jobs.crossval import cross_validated_log_odds
-        return cross_validated_log_odds(spam_filter, corpora, folds, seed, progress, return_folds, status,
-                                        tokenize=self.tokenizer(spam_filter.analyzer))
+    def row_source(self, spam_filter):
+        """``rows(items, at_least)``: blocks of the messages' feature rows made in the workers
+        (:meth:`row_blocks`), with the side scores where the workers score the byte 4-grams
+        (``rows.side_scores``)."""
+        def rows(items, at_least):
+            return self.row_blocks(spam_filter, items, at_least)
+        rows.side_scores = worker_grams(spam_filter) is not None
+        return rows

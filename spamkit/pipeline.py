@@ -17,8 +17,10 @@ from .config import (BEST, CALIBRATIONS, CONFIG_KEYS, DEFAULT_RATE, METRICS, MOD
                      SNOWBALL_LANGUAGES, STACK, STEMMERS, TOKENS, WEIGHTS, FilterClassifier, build_filter,
                      filter_from_config, make_analyzer, parse_config, stack_for_rate)
 from .decision import CostMatrix
-from .jobs.crossval import compare_configs, cross_validated_log_odds, tune_filter
-from .jobs.evaluate import cost_report, describe_corpora, evaluate_filter, evaluate_predictions, score_locally
+from .jobs.crossval import compare_configs, tune_filter
+from .jobs.folds import cross_validated_log_odds
+from .jobs.evaluate import cost_report, describe_corpora, evaluate_filter, evaluate_predictions
+from .jobs.rows import score_locally
 from .jobs.learn import LearnReport, learn_messages
 from .jobs.online import online_filter
 from .jobs.survey import CorpusSurvey, survey_corpus

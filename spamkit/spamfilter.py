@@ -376,11 +376,8 @@ class SpamFilter:
     def driver_reads_bytes(self, engine) -> bool:
         """Whether training with ``engine`` reads each message's bytes in this process: for side
         models, unless the engine's workers make the byte 4-grams' slots and there is no context
-        model (:meth:`spamkit.engines.ProcessEngine.makes_gram_rows`)."""
-        if not self.reads_bytes:
-            return False
-        makes_grams = getattr(engine, "makes_gram_rows", None)
-        return not (makes_grams is not None and makes_grams(self))
+        model (:meth:`spamkit.jobs.engine.Engine.makes_gram_rows`)."""
+        return self.reads_bytes and not engine.makes_gram_rows(self)
 
     def fit_side(self, texts, y, gram_rows=None) -> np.ndarray:
         """Fit the side models on the bytes ``texts`` of the training messages (labels ``y``; or,

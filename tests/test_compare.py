@@ -139,7 +139,7 @@ def test_compare_report_on_three_classes_matches_the_json(tmp_path):
     assert area == pytest.approx(first["one_vs_rest"]["micro"]["auc"], abs=2e-3)
 
 def test_k_class_costs_in_compare_against_the_out_of_fold_probabilities(tmp_path):
-    from spamkit.jobs.crossval import cross_validated_log_proba
+    from spamkit.jobs.folds import cross_validated_log_proba
     corpus = noisy_three_classes(tmp_path)
     table = tmp_path / "costs.csv"
     # calling a "c" message "b" is dear; abstaining costs 0.4 whatever the class

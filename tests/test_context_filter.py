@@ -187,7 +187,7 @@ def test_the_filter_file_keeps_the_context_model(tmp_path):
 
 def test_cross_validation_is_the_protocol_written_out():
     # each fold's scores are those of a filter trained from scratch on the other folds
-    from spamkit.jobs.crossval import cross_validated_log_proba
+    from spamkit.jobs.folds import cross_validated_log_proba
     from spamkit.selection import stratified_folds
     msgs = sample_messages()
     f = build_filter(model="fisher-nb", tokens="mail", context=SMALL)
@@ -371,7 +371,7 @@ def test_evaluating_in_blocks_of_messages_gives_the_side_scores_of_one_block(mon
     """evaluate scores ROWS_AT_A_TIME messages at a time, the context model's side scores of
     each block from that block's bytes: the same scores as one block of every message."""
     from spamkit.corpus import Corpus
-    from spamkit.jobs import evaluate as module
+    from spamkit.jobs import rows as module
     with Corpus(SAMPLE) as corpus:
         f = build_filter(model="fisher-nb", tokens="mail", context=SMALL).fit(corpus)
     got = {}

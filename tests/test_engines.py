@@ -607,7 +607,7 @@ def test_scoring_in_this_process_a_block_of_rows_at_a_time_changes_nothing(monke
     (holding every token list, then the matrix, grew with the corpus: 191 MB for trec07p-dev in
     one process); a message's scores depend on it alone, so blocks of 7 give every score and
     familiarity of one block, and the rows read again for the report are the messages' rows."""
-    from spamkit.jobs import evaluate as module
+    from spamkit.jobs import rows as module
     f = build_filter(**BEST)
     with Corpus(SAMPLE) as corpus:
         f.fit(corpus)

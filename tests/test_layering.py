@@ -103,8 +103,9 @@ ALLOWED = {
     # archives of train and evaluate decompressing before it (corpus.tree.decompressing_ahead)
     "launch": {"passthrough", "cli", "lean", "mailfilter", "corpus"},
     # the Dask engine: the pipeline's stages run on workers; the pipeline never imports it
-    "distributed": {"errors", "labels", "corpus", "message", "text", "features", "models", "spamfilter",
-                    "selection"},
+    # (jobs: the engine interface it implements, spamkit.jobs.engine; scoring: log-odds to probabilities)
+    "distributed": {"errors", "labels", "corpus", "jobs", "message", "scoring", "text", "features", "models",
+                    "spamfilter", "selection"},
     # the CLI parses --cost into the decision module's CostMatrix itself
     "cli": {"config", "corpus", "decision", "distributed", "durable", "engines", "errors", "evaluation", "htmlreport", "jobs", "labels", "lean", "mailfilter", "manifest", "names", "passthrough", "persist", "report", "selection", "server", "spamd", "spamfilter", "taught", "text", "version", "wordlist"},
     "__main__": {"launch"},
@@ -224,3 +225,51 @@ def test_every_relative_import_resolves():
                 if importlib.util.find_spec(target) is None:
                     missing.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {target}")
     assert missing == []
+
+
+def engine_duck_typing(path: Path) -> list[str]:
+    """Where a module asks which engine it was given instead of asking the interface
+    (:class:`spamkit.jobs.engine.Engine`): ``hasattr``/``getattr``/``isinstance`` on a name with
+    "engine" or "chosen" in it, or such a name compared with ``is None``/``is not None``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                "hasattr", "getattr", "isinstance") and node.args:
+            subject = ast.unparse(node.args[0])
+            if "engine" in subject or "chosen" in subject:
+                found.append(f"{ast.unparse(node)} (line {node.lineno})")
+        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            subject = ast.unparse(node.left)
+            if ("engine" in subject or "chosen" in subject) and any(
+                    isinstance(c, ast.Constant) and c.value is None for c in node.comparators):
+                found.append(f"{ast.unparse(node)} (line {node.lineno})")
+    return found
+
+
+def test_jobs_and_commands_ask_the_engine_interface_not_which_engine():
+    # one declared interface (spamkit.jobs.engine.Engine, run in this process by default): no
+    # job or command branches on engine=None or on what an engine happens to have
+    paths = sorted((PACKAGE / "jobs").glob("*.py")) + sorted((PACKAGE / "cli").glob("*.py")) + [
+        PACKAGE / "spamfilter.py", PACKAGE / "evaluation.py"]
+    offenders = {str(p.relative_to(PACKAGE)): engine_duck_typing(p) for p in paths}
+    assert {p: found for p, found in offenders.items() if found} == {}
+
+
+def test_the_engine_check_can_fail(tmp_path):
+    sample = tmp_path / "m.py"
+    sample.write_text("if engine is None:\n    pass\nx = hasattr(chosen, 'count_ahead')\ny = engine.fit(1)\n")
+    assert engine_duck_typing(sample) == ["engine is None (line 1)", "hasattr(chosen, 'count_ahead') (line 3)"]
+
+
+def test_the_engines_implement_the_interface_and_call_no_job():
+    # the engines give the interface its primitives (ProcessEngine) or whole operations (Dask);
+    # the jobs' own logic (scoring, cross-validation) is the jobs', never called back from an
+    # engine: of spamkit.jobs, an engine module imports the interface alone
+    from spamkit.distributed import DaskEngine
+    from spamkit.engines import ProcessEngine
+    from spamkit.jobs.engine import Engine
+    assert issubclass(ProcessEngine, Engine) and issubclass(DaskEngine, Engine)
+    for path in (PACKAGE / "engines.py", *sorted((PACKAGE / "distributed").glob("*.py"))):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and "jobs" in node.module.split("."):
+                assert node.module.endswith("jobs.engine"), f"{path.name} imports {node.module}"

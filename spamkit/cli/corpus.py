@@ -28,15 +28,14 @@ def corpus_command(corpus, ham, spam, extra, fmt, classes, as_json, no_parse, st
       spamkit corpus --ham ~/Mail/INBOX --spam ~/Mail/Junk.mbox
     """
     surveys = []
-    engine = engine_from_options("local", "", 0, False, jobs) if not no_parse else None
+    engine = engine_from_options("local", "", 0, False, jobs if not no_parse else 1)
     try:
         for c in open_corpora(corpus, ham, spam, extra, fmt, classes):
             with c, Progress(f"reading {c.path.name}") as progress:
                 surveys.append(survey_corpus(c, parse=not no_parse, strict=strict, progress=progress.step,
                                              engine=engine))
     finally:
-        if engine is not None:
-            engine.close()
+        engine.close()
     if as_json:
         click.echo(to_json([s.as_dict() for s in surveys]))
     else:

@@ -64,7 +64,7 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
     Example:
       spamkit threshold mine.spamkit --ham ~/Mail/INBOX --spam ~/Mail/Junk --cost fp=100,fn=10 --save
     """
-    from ..jobs.crossval import cross_validated_log_odds
+    from ..jobs.folds import cross_validated_log_odds
     from ..selection import threshold_report
     from ..spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
@@ -95,14 +95,14 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
     with Progress("cross-validating") as progress, running(chosen, progress) as running_engine:
         result = compare_configs(configs, corpora_factory, folds, seed, progress.step, engine=running_engine,
                                  status=progress.stage, costs=costs_or_none(cost) if cost is not None else None)
-    if getattr(chosen, "name", None) == "dask":
+    if chosen.name == "dask":
         result["dask"] = chosen.run.as_dict()
     if report_path is not None:
         from ..htmlreport import render_comparison_html
         with open(report_path, "w", encoding="utf-8") as fh:
             fh.write(render_comparison_html(result, " ".join(sys.argv)))
     click.echo(to_json(result) if as_json else render_comparison(result))
-    if getattr(chosen, "name", None) == "dask" and not as_json:
+    if chosen.name == "dask" and not as_json:
         click.echo(render_engine_run(result["dask"], scheduler, "cross-validated"))
 
 

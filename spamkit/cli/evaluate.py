@@ -55,7 +55,7 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
         progress.expect(expected_messages(corpora))
         result = evaluate_filter(spam_filter, corpora, progress.step, detail=report_path is not None,
                                  engine=running_engine, positive=positive)
-    if getattr(chosen, "name", None) == "dask":
+    if chosen.name == "dask":
         result["dask"] = chosen.run.as_dict()
     if report_path is not None:
         from ..htmlreport import render_html
@@ -63,7 +63,7 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
         with open(report_path, "w", encoding="utf-8") as fh:
             fh.write(page)
     click.echo(to_json(result) if as_json else render_evaluation(result))
-    if getattr(chosen, "name", None) == "dask" and not as_json:
+    if chosen.name == "dask" and not as_json:
         click.echo(render_engine_run(result["dask"], scheduler, "scored"))
     if report_path is not None and not as_json:
         click.echo(f"report written to {report_path}")

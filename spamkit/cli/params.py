@@ -259,24 +259,22 @@ def engine_options(fn):
 
 
 def engine_from_options(engine: str, scheduler: str, partition_size: int, ship: bool, jobs: int = 1):
-    """The engine the options name: None (this process), a :class:`spamkit.engines.ProcessEngine`
-    (``--jobs``: worker processes parse and tokenize) or a :class:`spamkit.distributed.DaskEngine`
-    (not yet started: :func:`running` starts it)."""
+    """The engine the options name (:class:`spamkit.jobs.engine.Engine`): this process, a
+    :class:`spamkit.engines.ProcessEngine` (``--jobs``: worker processes parse and tokenize) or a
+    :class:`spamkit.distributed.DaskEngine` (not yet started: :func:`running` starts it)."""
     if engine != "dask":
         from ..engines import ProcessEngine, default_jobs
+        from ..jobs.engine import Engine
         n = jobs or default_jobs()
-        return ProcessEngine(n) if n > 1 else None
+        return ProcessEngine(n) if n > 1 else Engine()
     from ..distributed import DaskEngine
     return DaskEngine(scheduler, partition_size, ship)
 
 
 @contextlib.contextmanager
 def running(engine, progress):
-    """Start ``engine`` (if any) for the length of a job, its partition count shown by ``progress``;
-    the one place where a cluster is started and stopped."""
-    if engine is None:
-        yield None
-        return
+    """Start ``engine`` for the length of a job, its partition count shown by ``progress``; the
+    one place where a cluster is started and stopped."""
     engine.status = progress.note
     with engine:
         yield engine

@@ -153,7 +153,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
     with contextlib.ExitStack() as stack:
         ahead = None
         with contextlib.ExitStack() as background:
-            if hasattr(chosen, "count_ahead"):
+            if chosen.works_ahead:
                 stack.callback(chosen.close)
                 if test_fraction is None and hashing is None and select != "ig":
                     # the workers start now, from this process without NumPy, holding the spools
@@ -201,9 +201,8 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                       "test_fraction": test_fraction, "split": split, "seed": seed,
                       **({"knn": {**knn, "condense": condense}} if model == "knn" else {}),
                       "command": " ".join(sys.argv)}
-        if chosen is not None:
-            chosen.check(spam_filter)
-            parameters.update(chosen.parameters())
+        chosen.check(spam_filter)
+        parameters.update(chosen.parameters())
         with Progress("training") as progress, running(chosen, progress) as running_engine:
             progress.expect(expected_messages(corpora))
             report = train_filter(spam_filter, corpora, test_fraction, split, seed, progress.step, parameters,
@@ -222,7 +221,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
         extra_info["tuning"] = spam_filter.tuning.as_dict()
     if getattr(spam_filter, "condensed", None) is not None:
         extra_info["condensed"] = spam_filter.condensed
-    if getattr(chosen, "name", None) == "dask":
+    if chosen.name == "dask":
         extra_info["dask"] = chosen.run.as_dict()
     if as_json:
         click.echo(to_json({**report.as_dict(), **extra_info}))

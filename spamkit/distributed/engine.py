@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..jobs.engine import Engine
+from ..labels import HAM_NAME, SPAM_NAME
+from ..scoring.arrays import log_expit
 from .cluster import Cluster, DEFAULT_PARTITION, RunReport
 from .counts import check_distributable, refuse_context
 from .crossval import cv_on_cluster
@@ -9,11 +14,11 @@ from .fit import fit_on_cluster
 from .score import score_on_cluster
 
 
-class DaskEngine:
-    """The Dask engine behind the jobs' ``engine`` parameter (:mod:`spamkit.jobs`).
+class DaskEngine(Engine):
+    """The Dask engine behind the jobs' ``engine`` parameter (:class:`spamkit.jobs.engine.Engine`).
 
-    A job given ``engine=None`` runs in this process; given a ``DaskEngine`` it hands the
-    parallel part to the cluster -- training (:func:`fit_on_cluster`), scoring
+    A job given the default engine runs in this process; given a ``DaskEngine`` it hands the
+    whole operations to the cluster -- training (:func:`fit_on_cluster`), scoring
     (:func:`score_on_cluster`), cross-validated scores (:func:`cv_on_cluster`) -- with the
     same results. Use as a context manager: entering starts (or connects to) the cluster.
 
@@ -46,7 +51,7 @@ class DaskEngine:
         self.cluster = Cluster(self.scheduler)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def close(self) -> None:
         if self.cluster is not None:
             self.cluster.close()
             self.cluster = None
@@ -60,10 +65,15 @@ class DaskEngine:
         return score_on_cluster(self.cluster.client, self.partition_size, self.run, ship=self.ship,
                                 status=self.status)(spam_filter, corpora, progress)
 
-    def cross_validated_log_odds(self, spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None,
-                                 return_folds: bool = False, status=None):
-        """``status`` is accepted for the local signature; the cluster reports partitions through
-        the engine's own ``status``."""
+    def cross_validated_log_proba(self, spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None,
+                                  status=None):
+        """Out-of-fold ``(labels, classes, log_proba, fold_of)`` of ham and spam, from the
+        cluster's log-odds (``status`` is accepted for the interface's signature; the cluster
+        reports partitions through the engine's own ``status``)."""
         refuse_context(spam_filter, "cross-validates")
-        return cv_on_cluster(self.cluster.client, self.partition_size, self.run, ship=self.ship,
-                             status=self.status)(spam_filter, corpora, folds, seed, progress, return_folds)
+        is_spam, log_odds, fold_of = cv_on_cluster(self.cluster.client, self.partition_size, self.run, ship=self.ship,
+                                                   status=self.status)(spam_filter, corpora, folds, seed, progress,
+                                                                       True)
+        z = np.asarray(log_odds, dtype=np.float64)
+        labels = np.where(np.asarray(is_spam, dtype=bool), SPAM_NAME, HAM_NAME)
+        return labels, [HAM_NAME, SPAM_NAME], np.column_stack([log_expit(-z), log_expit(z)]), np.asarray(fold_of)

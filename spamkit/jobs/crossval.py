@@ -1,5 +1,5 @@
-"""Model selection over corpora: cross-validated scores of a configuration, configurations
-compared on the same folds, and kNN's k and weighting tuned by cross-validation.
+"""Model selection over corpora: configurations compared on the same folds, and kNN's k and
+weighting tuned by cross-validation (a configuration's out-of-fold scores: :mod:`spamkit.jobs.folds`).
 
 The fold and matrix-level protocols are :mod:`spamkit.evaluation`; these jobs read the
 corpora, build the features and call them.
@@ -21,115 +21,7 @@ from ..scoring.arrays import expit
 from ..spamfilter import SpamFilter
 from ..text import Analyzer
 from ..config import filter_from_config
-
-
-def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0, progress=None,
-                              status=None, tokenize=None, purpose: str = "cross-validation", ham_spam: bool = False):
-    """Out-of-fold class log-probabilities of every message of labelled corpora, any number of
-    classes: ``(labels, classes, log_proba (n, K), fold of each message)``.
-
-    Each fold is scored by a filter built like ``spam_filter`` (same analyzer settings,
-    vectorizer settings, model parameters and calibration) but trained from scratch on the
-    other folds (stratified: every class in every fold's training part), so anything chosen
-    on these scores is chosen on data no filter saw. ``spam_filter`` need not be fitted: only
-    its configuration is used. ``ham_spam`` refuses other labels (``purpose`` says what for).
-    ``status(done, total, text)`` hears the folds as they start (reading is step 0 of
-    ``folds + 1``). ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
-    """
-    from sklearn.base import clone
-
-    from ..selection import stratified_folds
-    labels = []
-    texts = [] if spam_filter.reads_bytes else None
-
-    def labelled():
-        for msg in iter_corpora(corpora):
-            if msg.label is None or (ham_spam and msg.label not in (HAM_NAME, SPAM_NAME)):
-                raise CorpusError(f"{msg.source}: {purpose} needs two classes named ham and spam, got "
-                                  f"{msg.label!r}" if ham_spam else
-                                  f"{msg.source}: message has no class; {purpose} needs labelled corpora")
-            labels.append(msg.label)
-            if texts is not None:
-                texts.append(spam_filter.side_text(msg))
-            if progress is not None:
-                progress(msg)
-            yield msg
-
-    tokens = list(spam_filter.tokenized(labelled(), tokenize))
-    y = np.asarray(labels)
-    require_classes(Counter(labels), f"the {purpose} corpus")
-    classes = sorted(set(map(str, labels)))
-    fold_of = stratified_folds(y, folds, seed=seed)
-    log_proba = np.full((len(y), len(classes)), -np.inf)
-    config = spam_filter.vectorizer.get_config()
-    context = keys = None
-    if spam_filter.context is not None:
-        # one context model of every message; each fold's is it with the fold unlearned (exact)
-        context = clone(spam_filter.context)
-        keys = spam_filter.context_keys(texts)
-        context.fit(keys, y)
-    for k in range(folds):
-        if status is not None:
-            status(k + 1, folds + 1, f"fold {k + 1} of {folds}")
-        held = np.flatnonzero(fold_of == k)
-        train = np.flatnonzero(fold_of != k)
-        vectorizer = Vectorizer(**config)
-        # a 4-gram model cannot unlearn exactly: each fold trains its own, in corpus order
-        grams = clone(spam_filter.grams) if spam_filter.grams is not None else None
-        f = SpamFilter(spam_filter.analyzer, vectorizer, clone(spam_filter.model), calibrate=spam_filter.calibrate,
-                       context=context, context_bytes=spam_filter.context_bytes, grams=grams)
-        X = (vectorizer.fit_transform([tokens[i] for i in train], y[train]) if config.get("select") == "ig"
-             else vectorizer.fit_transform(tokens[i] for i in train))
-        if texts is None:
-            f.model.fit(X, y[train])
-            side = None
-        else:
-            inner, inner_folds = f.model.fold_assignment(y[train])
-            fitted, scored = [], []
-            if context is not None:
-                held_keys = keys.rows(held)
-                context.unlearn(held_keys, y[held])
-            try:
-                if context is not None:
-                    fitted.append(context.held_out_mean_log_ratio(keys.rows(train), y[train], inner_folds)
-                                  if inner >= 2 else np.zeros(len(train)))
-                    scored.append(context.mean_log_ratio(held_keys))
-                if grams is not None:
-                    rows = f.gram_rows([texts[i] for i in train])
-                    grams.fit(rows, y[train])
-                    fitted.append(grams.held_out_scores(rows, y[train], inner_folds) if inner >= 2
-                                  else np.zeros(len(train)))
-                    scored.append(grams.decision_function(f.gram_rows([texts[i] for i in held])))
-                f.model.fit(X, y[train], side=np.column_stack(fitted))
-                side = np.column_stack(scored)
-            finally:
-                if context is not None:
-                    context.partial_fit(held_keys, y[held])
-        f.classes_ = f.model.classes_
-        if f.calibrate != "none":
-            f.calibration = f.fit_calibration(X, y[train])
-        lp = f.log_proba(vectorizer.transform(tokens[i] for i in held), side)
-        columns = [classes.index(str(c)) for c in f.classes_]       # a class absent from training stays -inf
-        log_proba[np.ix_(held, columns)] = lp
-    return y, classes, log_proba, fold_of
-
-
-def cross_validated_log_odds(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0,
-                             progress=None, return_folds: bool = False, status=None, tokenize=None,
-                             purpose: str = "cross-validation"):
-    """Out-of-fold log-odds of spam for every message of labelled ham/spam corpora
-    (:func:`cross_validated_log_proba` for two classes): ``(is_spam, log_odds)``, and the fold of
-    each message with ``return_folds``."""
-    y, classes, lp, fold_of = cross_validated_log_proba(spam_filter, corpora, folds, seed, progress, status,
-                                                        tokenize, purpose, ham_spam=True)
-    s = classes.index(SPAM_NAME)
-    with np.errstate(invalid="ignore"):
-        scores = lp[:, s] - lp[:, 1 - s]
-    # kNN's log-odds are infinite when every neighbour agrees: keep them finite and ordered
-    scores = finite_log_odds(scores)
-    if return_folds:
-        return y == SPAM_NAME, scores, fold_of
-    return y == SPAM_NAME, scores
+from .engine import IN_PROCESS, Engine
 
 
 def k_class_measures(y, classes: list, log_proba: np.ndarray, fold_of: np.ndarray, folds: int) -> dict:
@@ -155,14 +47,14 @@ def k_class_measures(y, classes: list, log_proba: np.ndarray, fold_of: np.ndarra
 
 
 def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 0, progress=None,
-                    engine=None, status=None, costs=None) -> dict:
+                    engine: Engine = IN_PROCESS, status=None, costs=None) -> dict:
     """Cross-validate each configuration on the same stratified folds; measures per configuration.
 
     ``configs``: (name, settings) pairs; ``corpora_factory()`` opens the corpora afresh for each
     configuration (each pass streams them). The folds depend only on the labels and ``seed``,
     so every configuration is scored on the same split, and per-fold AUC differences are paired.
-    ``engine``: None cross-validates in this process (:func:`cross_validated_log_odds`); an engine
-    with its ``cross_validated_log_odds`` (same signature and result; the Dask engine).
+    ``engine``: where the folds are scored (:meth:`spamkit.jobs.engine.Engine.cross_validated_log_proba`;
+    the same result everywhere).
     ``status(done, total, text)`` hears each configuration's folds as they start. ``costs`` (a
     :class:`~spamkit.decision.CostMatrix` over the corpus's classes, any number): each
     configuration's out-of-fold probabilities are also decided by these costs, with the realised
@@ -180,25 +72,19 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
         spam_filter = filter_from_config(settings)
         corpora = corpora_factory()
         try:
-            if engine is None or hasattr(engine, "tokenizer"):      # this process (and its worker processes)
-                tokenize = engine.tokenizer(spam_filter.analyzer) if engine is not None else None
-                labels, classes, lp, fold_of = cross_validated_log_proba(
-                    spam_filter, corpora, folds, seed, progress, config_status, tokenize)
-                if classes != [HAM_NAME, SPAM_NAME]:
-                    results.append({"name": name, "settings": settings,
-                                    **k_class_measures(labels, classes, lp, fold_of, folds)})
-                    if costs is not None:
-                        results[-1]["costs"] = costs.align(classes).outcome(labels, np.exp(lp))
-                    continue
-                y = labels == SPAM_NAME
-                with np.errstate(invalid="ignore"):
-                    s = finite_log_odds(lp[:, 1] - lp[:, 0])
-            else:                                                   # the Dask engine: ham and spam
-                y, s, fold_of = engine.cross_validated_log_odds(spam_filter, corpora, folds, seed, progress,
-                                                                return_folds=True, status=config_status)
+            labels, classes, lp, fold_of = engine.cross_validated_log_proba(spam_filter, corpora, folds, seed,
+                                                                            progress, config_status)
         finally:
             for c in corpora:
                 c.close()
+        if classes != [HAM_NAME, SPAM_NAME]:
+            results.append({"name": name, "settings": settings, **k_class_measures(labels, classes, lp, fold_of, folds)})
+            if costs is not None:
+                results[-1]["costs"] = costs.align(classes).outcome(labels, np.exp(lp))
+            continue
+        y = labels == SPAM_NAME
+        with np.errstate(invalid="ignore"):
+            s = finite_log_odds(lp[:, 1] - lp[:, 0])
         per_fold = []
         for k in range(folds):
             m = fold_of == k

@@ -7,13 +7,12 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..corpus import Corpus, iter_corpora
-from ..corpus.tree import Unread
-from ..message import parse_message
+from ..corpus import Corpus
 from ..errors import ConfigError, CorpusError, DegenerateDataWarning
 from ..labels import HAM_NAME, SPAM_NAME
 from ..metrics import binary_report, multiclass_report, one_vs_rest
-from ..spamfilter import SpamFilter, distinct_tokens
+from ..spamfilter import SpamFilter
+from .engine import IN_PROCESS, Engine
 
 
 def describe_corpora(corpora) -> list:
@@ -73,81 +72,6 @@ def evaluate_predictions(y_true, proba, classes, log_proba=None, positive: str |
     return report
 
 
-#: messages scored at a time (score_locally): their feature rows are made and scored together
-ROWS_AT_A_TIME = 512
-
-
-def row_blocks(spam_filter: SpamFilter, items, tokenize=None):
-    """``(feature rows, each message's number of distinct tokens)`` of ``items``
-    (:meth:`SpamFilter.tokenized`), :data:`ROWS_AT_A_TIME` messages a block."""
-    block: list = []
-    for tokens in spam_filter.tokenized(items, tokenize):
-        block.append(tokens)
-        if len(block) >= ROWS_AT_A_TIME:
-            yield spam_filter.vectorizer.transform(block), np.asarray(distinct_tokens(block))
-            block = []
-    if block:
-        yield spam_filter.vectorizer.transform(block), np.asarray(distinct_tokens(block))
-
-
-def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, tokenize=None, rows=None):
-    """Labels, sources, the model's log-probabilities of every message, ``rows_of(indices)`` and
-    each message's familiarity (:meth:`SpamFilter.familiarity`).
-
-    Messages are scored a block of rows at a time (:func:`row_blocks`, or ``rows(items)``, which
-    yields such blocks: :meth:`spamkit.engines.ProcessEngine.row_blocks`, with the block's side
-    scores as a third item where ``rows.side_scores`` is true); only their scores
-    are kept, so memory does not grow with the corpus but by a few numbers a message (holding
-    every token list and then the whole matrix, evaluating trec07p-dev in one process peaked at
-    191 MB, with Enron1-2 at 267 MB). A message's scores depend on it alone (a test compares
-    blocks of 7 rows with one block). ``rows_of(indices)`` gives the feature rows of a few
-    messages (the report's explanations), read, parsed and tokenized again, as the Dask
-    engine's ``score`` (:class:`spamkit.distributed.DaskEngine`), which returns the same.
-    ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
-    """
-    labels, ids = [], []
-    # the side scores come with the rows where the engine's workers make them (the byte 4-gram
-    # model's: spamkit.engines.ProcessEngine.score); else from the messages' bytes, read here
-    texts = [] if spam_filter.reads_bytes and not getattr(rows, "side_scores", False) else None
-
-    def labelled():
-        for msg in iter_corpora(corpora):
-            if msg.label is None:
-                raise CorpusError(f"{msg.source}: message has no class; evaluation needs labelled corpora")
-            labels.append(msg.label)
-            ids.append(msg.source)
-            if texts is not None:
-                texts.append(spam_filter.side_text(msg))
-            if progress is not None:
-                progress(msg)
-            yield msg
-
-    log_proba, familiarity, done = [], [], 0
-    for X, distinct, *given in (rows(labelled()) if rows is not None else row_blocks(spam_filter, labelled(), tokenize)):
-        n = X.shape[0]
-        side = given[0] if given else None
-        if texts is not None:                       # the block's messages' bytes, then let go
-            side = spam_filter.side_scores(texts[done:done + n])
-            texts[done:done + n] = [None] * n
-        log_proba.append(spam_filter.model_log_proba(X, side))
-        familiarity.append(spam_filter.familiarity_of(distinct, X))
-        done += n
-
-    def rows_of(indices):
-        """Feature rows of a few messages, read again (for the report's explanations)."""
-        wanted, raws = set(indices), {}
-        for pos, msg in enumerate(iter_corpora(corpora)):
-            if pos in wanted:
-                raws[pos] = (msg.raw.read() if isinstance(msg.raw, Unread) else bytes(msg.raw), msg.kind)
-                if len(raws) == len(wanted):
-                    break
-        return spam_filter.vectorizer.transform([spam_filter.analyzer(parse_message(*raws[i])) for i in indices])
-
-    n_classes = len(spam_filter.classes_)
-    return (labels, ids, np.vstack(log_proba) if log_proba else np.zeros((0, n_classes)), rows_of,
-            np.concatenate(familiarity) if familiarity else np.zeros(0))
-
-
 @contextmanager
 def _ranking_undefined(one_class: bool):
     """Within the block, with messages of one class only, the measures of ranking (AUC and what
@@ -160,17 +84,16 @@ def _ranking_undefined(one_class: bool):
 
 
 def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=None, detail: bool = False,
-                    engine=None, positive: str | None = None) -> dict:
+                    engine: Engine = IN_PROCESS, positive: str | None = None) -> dict:
     """Classify every message of labelled corpora and measure the result.
 
     With ``detail`` (two-class ham/spam filters), ``result["report"]`` holds the data of the
     HTML report (:func:`spamkit.evaluation.report_data`: curves, bootstrap interval of the AUC,
     reliability bins, the cost curve, the ten most costly mistakes with their explaining tokens).
-    ``engine``: None scores in this process (:func:`score_locally`); an engine scores with its
-    ``score`` (same signature and result; :class:`spamkit.distributed.DaskEngine`).
+    ``engine``: where the messages are scored (:meth:`spamkit.jobs.engine.Engine.score`; the same
+    result everywhere).
     """
-    score = score_locally if engine is None else engine.score
-    labels, ids, model_lp, rows_of, familiarity = score(spam_filter, corpora, progress)
+    labels, ids, model_lp, rows_of, familiarity = engine.score(spam_filter, corpora, progress)
     unknown = set(map(str, labels)) - set(map(str, spam_filter.classes_))
     if unknown:
         raise CorpusError(f"the corpus has classes {sorted(unknown)} that the filter was not trained on "

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..corpus import Corpus
 from ..errors import CorpusError
-from ..message import parse_message
+from .engine import IN_PROCESS, Engine
 
 
 @dataclass
@@ -41,12 +41,13 @@ def _defect_family(code: str) -> str:
 
 
 def survey_corpus(corpus: Corpus, parse: bool = True, strict: bool = False, progress=None,
-                  engine=None) -> CorpusSurvey:
+                  engine: Engine = IN_PROCESS) -> CorpusSurvey:
     """Read every message of ``corpus`` (and parse it, with ``parse``), counting everything.
 
     ``strict`` makes the first message that needed a parse fallback an error.
-    ``progress`` is called with each message read. ``engine``: parse in its worker processes
-    (:meth:`spamkit.engines.ProcessEngine.parsed`; the same survey, in the same order).
+    ``progress`` is called with each message read. ``engine``: where the messages are parsed
+    (:meth:`spamkit.jobs.engine.Engine.parsed`: here or in worker processes; the same survey, in
+    the same order).
     """
     started = time.perf_counter()
     survey = CorpusSurvey(path=str(corpus.path), format=corpus.format, container=corpus.container,
@@ -64,11 +65,7 @@ def survey_corpus(corpus: Corpus, parse: bool = True, strict: bool = False, prog
         for _ in read():
             pass
     else:
-        if engine is not None:
-            results = engine.parsed(read())
-        else:
-            results = ((msg.source, m.kind, m.defects) for msg in read() for m in [parse_message(msg.raw, msg.kind)])
-        for source, kind, found in results:
+        for source, kind, found in engine.parsed(read()):
             kinds[kind] += 1
             if found:
                 if strict:

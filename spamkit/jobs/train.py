@@ -17,6 +17,7 @@ from ..corpus import Corpus, Unread, iter_corpora
 from ..errors import CorpusError
 from ..corpus.split import holdout_ids
 from ..spamfilter import SpamFilter
+from .engine import IN_PROCESS, Engine
 from .evaluate import cost_report, describe_corpora, evaluate_predictions
 
 
@@ -78,11 +79,11 @@ def check_split(records, test_ids: set, method: str, test_fraction: float) -> No
 
 def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: float | None = None,
                  split: str = "auto", seed: int = 0, progress=None, parameters: dict | None = None,
-                 engine=None) -> TrainReport:
+                 engine: Engine = IN_PROCESS) -> TrainReport:
     """Train on corpora, optionally holding out a test part first and evaluating on it.
 
-    ``engine``: None trains in this process; an engine (:class:`spamkit.distributed.DaskEngine`)
-    trains with its ``fit(spam_filter, messages, progress)``, which gives the same filter.
+    ``engine``: where the filter is trained (:meth:`spamkit.jobs.engine.Engine.fit`: here, with
+    worker processes or on a cluster; the same filter).
     """
     test_ids: set = set()
     split_info = None
@@ -107,21 +108,18 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
             yield msg
 
     started = time.perf_counter()
-    if engine is None:
-        spam_filter.fit(train_stream(), progress=progress)
-    else:
-        with contextlib.ExitStack() as listing:
-            if engine.reads_files:                        # its workers read the files themselves
-                for corpus in corpora:
-                    listing.enter_context(corpus.listing())
-            elif getattr(engine, "reads_located", False) and not spam_filter.driver_reads_bytes(engine):
-                # its workers read the messages that lie where they can (a context model reads
-                # each message's bytes here; the workers make the byte 4-grams' slots); this
-                # process lists those: reading and copying trec07p-dev's 40 MB here was a third
-                # of this process's work while the workers parsed and tokenized
-                for corpus in corpora:
-                    listing.enter_context(corpus.located())
-            engine.fit(spam_filter, train_stream(), progress)
+    with contextlib.ExitStack() as listing:
+        if engine.reads_files:                            # its workers read the files themselves
+            for corpus in corpora:
+                listing.enter_context(corpus.listing())
+        elif engine.reads_located and not spam_filter.driver_reads_bytes(engine):
+            # its workers read the messages that lie where they can (a context model reads each
+            # message's bytes here; the workers make the byte 4-grams' slots); this process lists
+            # those: reading and copying trec07p-dev's 40 MB here was a third of this process's
+            # work while the workers parsed and tokenized
+            for corpus in corpora:
+                listing.enter_context(corpus.located())
+        engine.fit(spam_filter, train_stream(), progress)
     seconds = time.perf_counter() - started
     evaluation = None
     if held_out:
