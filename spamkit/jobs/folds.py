@@ -8,12 +8,12 @@ from collections import Counter
 
 import numpy as np
 
-from ..corpus import iter_corpora, require_classes
-from ..errors import CorpusError
+from ..corpus import require_classes
 from ..features import Vectorizer
-from ..labels import HAM_NAME, SPAM_NAME
+from ..labels import SPAM_NAME
 from ..models.base import finite_log_odds
 from ..spamfilter import SpamFilter
+from .rows import labelled_messages
 
 
 def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, seed: int = 0, progress=None,
@@ -35,20 +35,8 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
     labels = []
     texts = [] if spam_filter.reads_bytes else None
 
-    def labelled():
-        for msg in iter_corpora(corpora):
-            if msg.label is None or (ham_spam and msg.label not in (HAM_NAME, SPAM_NAME)):
-                raise CorpusError(f"{msg.source}: {purpose} needs two classes named ham and spam, got "
-                                  f"{msg.label!r}" if ham_spam else
-                                  f"{msg.source}: message has no class; {purpose} needs labelled corpora")
-            labels.append(msg.label)
-            if texts is not None:
-                texts.append(spam_filter.side_text(msg))
-            if progress is not None:
-                progress(msg)
-            yield msg
-
-    tokens = list(spam_filter.tokenized(labelled(), tokenize))
+    messages = labelled_messages(corpora, spam_filter, labels, texts, progress, purpose, ham_spam)
+    tokens = list(spam_filter.tokenized(messages, tokenize))
     y = np.asarray(labels)
     require_classes(Counter(labels), f"the {purpose} corpus")
     classes = sorted(set(map(str, labels)))

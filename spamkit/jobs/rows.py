@@ -9,12 +9,33 @@ import numpy as np
 from ..corpus import Corpus, iter_corpora
 from ..corpus.tree import Unread
 from ..errors import CorpusError
+from ..labels import HAM_NAME, SPAM_NAME
 from ..message import parse_message
 from ..spamfilter import SpamFilter, distinct_tokens
 
 
 #: messages scored at a time (score_locally): their feature rows are made and scored together
 ROWS_AT_A_TIME = 512
+
+
+def labelled_messages(corpora, spam_filter: SpamFilter, labels: list, texts: list | None, progress=None,
+                      purpose: str = "evaluation", ham_spam: bool = False, sources: list | None = None):
+    """The messages of labelled corpora, in order, each label appended to ``labels`` (and its
+    source to ``sources``, its side models' bytes to ``texts`` unless None) as it passes, and
+    ``progress(msg)`` called; a message without a class (or, with ``ham_spam``, of a class not
+    named ham or spam) is an error naming it and ``purpose``."""
+    for msg in iter_corpora(corpora):
+        if msg.label is None or (ham_spam and msg.label not in (HAM_NAME, SPAM_NAME)):
+            raise CorpusError(f"{msg.source}: {purpose} needs two classes named ham and spam, got {msg.label!r}"
+                              if ham_spam else f"{msg.source}: message has no class; {purpose} needs labelled corpora")
+        labels.append(msg.label)
+        if sources is not None:
+            sources.append(msg.source)
+        if texts is not None:
+            texts.append(spam_filter.side_text(msg))
+        if progress is not None:
+            progress(msg)
+        yield msg
 
 
 def row_blocks(spam_filter: SpamFilter, items, tokenize=None):
@@ -47,23 +68,11 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
     """
     labels, ids = [], []
     # the side scores come with the rows where the engine's workers make them (the byte 4-gram
-    # model's: spamkit.engines.ProcessEngine.score); else from the messages' bytes, read here
+    # model's: spamkit.engines.ProcessEngine.row_source); else from the messages' bytes, read here
     texts = [] if spam_filter.reads_bytes and not getattr(rows, "side_scores", False) else None
-
-    def labelled():
-        for msg in iter_corpora(corpora):
-            if msg.label is None:
-                raise CorpusError(f"{msg.source}: message has no class; evaluation needs labelled corpora")
-            labels.append(msg.label)
-            ids.append(msg.source)
-            if texts is not None:
-                texts.append(spam_filter.side_text(msg))
-            if progress is not None:
-                progress(msg)
-            yield msg
-
+    messages = labelled_messages(corpora, spam_filter, labels, texts, progress, sources=ids)
     log_proba, familiarity, done = [], [], 0
-    blocks = (rows(labelled(), ROWS_AT_A_TIME) if rows is not None else row_blocks(spam_filter, labelled(), tokenize))
+    blocks = rows(messages, ROWS_AT_A_TIME) if rows is not None else row_blocks(spam_filter, messages, tokenize)
     for X, distinct, *given in blocks:
         n = X.shape[0]
         side = given[0] if given else None
