@@ -131,7 +131,6 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
     """
     from ..names import MODEL_DEFAULTS, model_default
     tokens = tokens or MODEL_DEFAULTS.get(model, {}).get("tokens", "mail")
-    alpha, min_df = model_default(model, "alpha", alpha, 1.0), model_default(model, "min_df", min_df, 1)
     context = None
     if context_model:
         if model != "fisher-nb":
@@ -170,36 +169,18 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                 # a filter with byte 4-grams (and no context model): the workers make their slots
                 from ..names import GRAM_BITS, GRAM_BYTES
                 chosen.count_ahead(ahead, corpora, (GRAM_BYTES, GRAM_BITS) if byte_grams and not context_model else None)
-        from ..config import build_filter, stack_for_rate
+        from ..config import FilterSettings, stack_for_rate
         from ..jobs.train import held_out_costs, train_filter
-        spam_filter = build_filter(model=model, alpha=alpha, representation=representation, min_df=min_df,
-                                   max_features=max_features, select=select, hashing=hashing, stem=stem,
-                                   language=language, stop_words=stop_words, ngrams=ngrams,
-                                   char_ngrams=char_ngrams, digit_prefixes=digit_prefixes,
-                                   knn=knn if model == "knn" else None, tokens=tokens,
-                                   fisher=(fisher_params(strength, prior, min_dev, max_clues)
-                                           if model in ("fisher", "fisher-nb") else None),
-                                   calibrate=calibrate or ("platt" if model == "fisher" else "none"),
-                                   stack=stack_for_rate(rate), rate=rate, tf_transform=tf_transform,
-                                   length_norm=length_norm, weight_norm=weight_norm, context=context,
-                                   grams=grams)
-        if model == "knn" and condense != "none":
-            spam_filter.condense_mode = "edit" if condense == "edit" else "condense"
-        parameters = {"model": model, "tokens": tokens, "calibrate": spam_filter.calibrate,
-                      **({"fisher": fisher_params(strength, prior, min_dev, max_clues)}
-                         if model in ("fisher", "fisher-nb") else {}),
-                      **({"rate": rate} if model in ("fisher-nb", "logistic") else {}),
-                      "alpha": alpha, "representation": spam_filter.vectorizer.representation,
-                      "min_df": min_df, "max_features": max_features, "select": select, "hashing": hashing,
-                      "stem": stem, "language": language, "stop_words": stop_words, "ngrams": ngrams,
-                      **({"char_ngrams": char_ngrams} if char_ngrams else {}),
-                      **({"digit_prefixes": True} if digit_prefixes else {}),
-                      **({"context": {**spam_filter.context.get_params(), "max_bytes": spam_filter.context_bytes}}
-                         if spam_filter.context is not None else {}),
-                      **({"grams": spam_filter.grams.get_params()} if spam_filter.grams is not None else {}),
-                      **({"complement": spam_filter.model.get_params()} if model == "complement" else {}),
-                      "test_fraction": test_fraction, "split": split, "seed": seed,
-                      **({"knn": {**knn, "condense": condense}} if model == "knn" else {}),
+        settings = FilterSettings(
+            model=model, tokens=tokens, alpha=alpha, representation=representation, min_df=min_df,
+            max_features=max_features, select=select, hashing=hashing, stem=stem, language=language,
+            stop_words=stop_words, ngrams=ngrams, char_ngrams=char_ngrams, digit_prefixes=digit_prefixes,
+            calibrate=calibrate, fisher=fisher_params(strength, prior, min_dev, max_clues) if model in (
+                "fisher", "fisher-nb") else None, stack=stack_for_rate(rate), rate=rate,
+            knn=knn if model == "knn" else None, condense=condense, tf_transform=tf_transform,
+            length_norm=length_norm, weight_norm=weight_norm, context=context, grams=grams)
+        spam_filter = settings.build()
+        parameters = {**settings.record(), "test_fraction": test_fraction, "split": split, "seed": seed,
                       "command": " ".join(sys.argv)}
         chosen.check(spam_filter)
         parameters.update(chosen.parameters())
