@@ -6,6 +6,7 @@ is absent, except under CI (``CI=true``), where its absence is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -21,6 +22,33 @@ def compiled_expected() -> bool:
     run in CI); tests of the compiled paths skip, with the reason, where they are not."""
     pure = os.environ.get("SPAMKIT_PURE_PYTHON", "") not in ("", "0")
     return os.environ.get("CI", "").lower() == "true" and not pure
+
+
+@contextlib.contextmanager
+def extensions_off(off: bool = True):
+    """``SPAMKIT_PURE_PYTHON`` set to 1 (the Python definitions) or 0 (the compiled loops, where
+    built) within the block, and put back as it was after it: a test that compares the two
+    leaves the run's own setting (CI's pure-Python run sets it for the whole suite) alone."""
+    before = os.environ.get("SPAMKIT_PURE_PYTHON")
+    os.environ["SPAMKIT_PURE_PYTHON"] = "1" if off else "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["SPAMKIT_PURE_PYTHON"]
+        else:
+            os.environ["SPAMKIT_PURE_PYTHON"] = before
+
+
+def lean_route_of_a_context_model(lean):
+    """``lean`` (:func:`spamkit.lean.lean_filter` of a filter with a context model), or a skip:
+    pipe mode scores a context model without NumPy by the compiled loop alone, and without it
+    (``SPAMKIT_PURE_PYTHON=1``, CI's second run) such a filter takes the full route."""
+    from spamkit.compiled import speedups
+    if speedups() is None:
+        assert lean is None, "without the compiled loops a context model takes the full route"
+        pytest.skip("a context model's lean route is the compiled loop (SPAMKIT_PURE_PYTHON=1 or not built)")
+    return lean
 
 
 def corpora_root() -> Path:

@@ -19,7 +19,7 @@ from spamkit.compiled import speedups
 from spamkit.errors import ConfigError, NotFittedError
 from spamkit.features import Vectorizer, information_gain, l2_normalize_rows
 
-from conftest import compiled_expected, shared_corpus
+from conftest import compiled_expected, extensions_off, shared_corpus
 
 DOCS = [["free", "money", "free", "now"], ["meeting", "notes", "now"], ["free", "meeting"],
         ["money", "money", "money", "offer"], ["notes", "offer", "now", "free"]]
@@ -317,11 +317,8 @@ def test_compiled_vocabulary_lookup_is_its_definition(vocabulary, tokens, defaul
     v = Vectorizer("tf").fit([vocabulary or ["x"], tokens[:3]])
     docs = [tokens, [], tokens[::-1]]
     X = v.transform(docs)
-    os.environ["SPAMKIT_PURE_PYTHON"] = "1"
-    try:
+    with extensions_off():
         expected = v.transform(docs)
-    finally:
-        del os.environ["SPAMKIT_PURE_PYTHON"]
     assert (X != expected).nnz == 0 and np.array_equal(X.indices, expected.indices) and X.shape == expected.shape
 
 
@@ -435,13 +432,10 @@ def test_numbered_chunks_give_the_matrix_and_vocabulary_of_the_token_lists():
     # unsorted (the rows as the chunks give them: training's path, _limit sorts them), and in
     # Python alone: the same matrix
     for pure in ("0", "1"):
-        os.environ["SPAMKIT_PURE_PYTHON"] = pure
-        try:
+        with extensions_off(pure == "1"):
             again = defaultdict()
             again.default_factory = again.__len__
             Z = count_matrix(chunks, again, grow=True, sort=False)
-        finally:
-            del os.environ["SPAMKIT_PURE_PYTHON"]
         assert list(again) == list(plain) and Z.indices.dtype == np.int32
         assert Z.indices[Z.indptr[4]:Z.indptr[5]].tolist() == [4, 1, 3]       # e, a, d: first appearance
         Z.sort_indices()
@@ -449,13 +443,10 @@ def test_numbered_chunks_give_the_matrix_and_vocabulary_of_the_token_lists():
     # the vocabulary given back as a list instead of filling the dict (fit_transform's way: the
     # columns numbered in the compiled table where it was built): the same terms and matrix
     for pure in ("0", "1"):
-        os.environ["SPAMKIT_PURE_PYTHON"] = pure
-        try:
+        with extensions_off(pure == "1"):
             untouched, terms = defaultdict(), []
             untouched.default_factory = untouched.__len__
             W = count_matrix(chunks, untouched, grow=True, sort=False, terms_out=terms)
-        finally:
-            del os.environ["SPAMKIT_PURE_PYTHON"]
         assert (terms, list(untouched)) == ((list(plain), []) if pure == "0" else ([], list(plain)))
         assert W.shape == X.shape and W.indices[W.indptr[4]:W.indptr[5]].tolist() == [4, 1, 3]
         W.sort_indices()
@@ -489,8 +480,12 @@ def test_token_lists_numbered_here_give_their_own_matrix_and_vocabulary(docs, ba
     assert (terms or list(untouched)) == list(plain)
     Y.sort_indices()
     assert Y.shape == X.shape and (X != Y).nnz == 0
+    # a str among token lists: refused as numbered_here meets it, or (without the compiled table,
+    # which hands the documents on as they are) as count_matrix does
+    fresh = defaultdict()
+    fresh.default_factory = fresh.__len__
     with pytest.raises(ConfigError, match="tokenize it first"):
-        list(numbered_here([["a"], "a str"], batch))
+        count_matrix(numbered_here([["a"], "a str"], batch), fresh, grow=True)
     from spamkit.numbering import IndexedChunk
     worker = IndexedChunk("worker", ["a"], np.array([0], dtype=np.intc), np.array([1], dtype=np.intc),
                           np.array([1], dtype=np.int64))

@@ -32,7 +32,7 @@ from spamkit.models import robinson
 from spamkit.passthrough import EXIT_ERROR, VERDICT_STATUSES
 from spamkit.spamfilter import SpamFilter
 
-from conftest import REPO, shared_corpus
+from conftest import REPO, lean_route_of_a_context_model, shared_corpus
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 PIPE = [sys.executable, "-m", "spamkit", "filter"]
@@ -166,8 +166,8 @@ def test_the_context_model_is_scored_without_numpy_and_its_table_checked(mail, t
     path = tmp_path / "context.spamkit"
     f = _trained(mail, **BEST, context=CONTEXT)
     f.save(path)
+    lean = lean_route_of_a_context_model(lean_filter(path))
     assert _heavy_after_pipe(path, mail["trec"][0].raw) == []
-    lean = lean_filter(path)
     assert lean.context.table.format == "I" and len(lean.context.table) == 2 << 20
     assert not any(lean.context.table.cast("B"))               # nothing is unpacked before a message
     # one message by hand: the side input is the context model's mean log ratio, clipped as the stack
