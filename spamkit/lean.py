@@ -32,7 +32,6 @@ from __future__ import annotations
 import array
 import ast
 import bisect
-import hashlib
 import math
 import os
 import sys
@@ -40,7 +39,7 @@ from pathlib import Path
 
 from .errors import ConfigError, ModelFormatError
 from .manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
-                       member_chunks, open_zip, read_lines, read_member, value_problem)
+                       member_chunks, open_zip, read_lines, read_member, term_hash, value_problem)
 from .message import parse_message
 from .names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
 from .scoring import (LOG_ODDS_LIMIT, LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combined_log_odds, finite_log_odds,
@@ -54,21 +53,6 @@ GRAM_MULTIPLIER = 2654435761
 
 
 # ---------------------------------------------------------------- the file
-
-def term_hash(term: str) -> int:
-    """A term's 64-bit key in the file's hash index (``filter.term_hash``): BLAKE2b, 8 bytes.
-
-    Looking a message's few hundred tokens up in the sorted keys (binary search) spares pipe
-    mode reading and indexing the whole vocabulary (~30 ms for 90,000 terms). A token outside
-    the vocabulary whose key equals a term's would take that term's column: with V terms the
-    chance is V / 2^64 per token (5e-15 for V = 90,000), and :func:`spamkit.persist.save_filter`
-    writes no index for a vocabulary in which two terms share a key.
-
-    >>> term_hash("viagra") == term_hash("viagra") != term_hash("Viagra")
-    True
-    """
-    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "little")
-
 
 #: .npy type -> array typecode, for the arrays read here
 _TYPECODES = {"<f8": "d", "<u8": "Q", "<i8": "q", "<f4": "f"}

@@ -415,3 +415,18 @@ def read_lines(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = N
     if found != meta["count"]:
         raise ModelFormatError(f"{path}: {meta['file']} has {found} lines, the manifest says {meta['count']}")
     return text.split("\n") if text else []
+
+
+def term_hash(term: str) -> int:
+    """A term's 64-bit key in the file's hash index (``filter.term_hash``): BLAKE2b, 8 bytes.
+
+    Looking a message's few hundred tokens up in the sorted keys (binary search) spares pipe
+    mode reading and indexing the whole vocabulary (~30 ms for 90,000 terms). A token outside
+    the vocabulary whose key equals a term's would take that term's column: with V terms the
+    chance is V / 2^64 per token (5e-15 for V = 90,000), and :func:`spamkit.persist.save_filter`
+    writes no index for a vocabulary in which two terms share a key.
+
+    >>> term_hash("viagra") == term_hash("viagra") != term_hash("Viagra")
+    True
+    """
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "little")

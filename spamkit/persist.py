@@ -66,7 +66,7 @@ from .manifest import (FORMAT, FORMAT_VERSION, MAX_LINE_BYTES, RANGE_ARRAYS, che
                        data_bytes, expected_sizes, format_error, is_count_array, member_chunks, member_limits,
                        open_zip, over_budget, read_lines, read_manifest, read_member, value_problem)  # (read_manifest: re-exported with the loader)
 from .features import Vectorizer
-from .lean import term_hash  # noqa: F401  (the definition term_hash_index computes; its doctest compares)
+from .manifest import term_hash  # noqa: F401  (the definition term_hash_index computes; its doctest compares)
 from .models import (BernoulliNB, ComplementNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic,
                      RobinsonFisher)
 from .text import Analyzer
@@ -186,7 +186,7 @@ def atomic_write(path: Path, data_writer) -> None:
 
 
 def term_keys(terms: list[str]) -> np.ndarray:
-    """:func:`spamkit.lean.term_hash` of each term, as uint64: in C where it was built
+    """:func:`spamkit.manifest.term_hash` of each term, as uint64: in C where it was built
     (``spamkit.speedups.term_keys``, BLAKE2b written from RFC 7693: 0.05 s for 218,969 terms
     against 0.18), else
     hashlib's digests of 4,096 terms at a time joined and read as one array (a Python int per
@@ -217,7 +217,7 @@ def key_order(keys: np.ndarray) -> np.ndarray:
 
 
 def term_hash_index(terms: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
-    """The vocabulary's hash index for pipe mode (:func:`spamkit.lean.term_hash`): the terms'
+    """The vocabulary's hash index for pipe mode (:func:`spamkit.manifest.term_hash`): the terms'
     64-bit keys sorted, and the column of each; None if two terms share a key.
 
     >>> keys, columns = term_hash_index(["b", "a"])

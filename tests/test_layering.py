@@ -83,7 +83,7 @@ ALLOWED = {
     # a zip archive written member by member, deflated by ISA-L (standard library and isal)
     "ziparchive": set(),
     # (compiled: the vocabulary's hash keys in C)
-    "persist": {"compiled", "decision", "durable", "errors", "features", "labels", "lean", "manifest", "models", "text", "ziparchive",
+    "persist": {"compiled", "decision", "durable", "errors", "features", "labels", "manifest", "models", "text", "ziparchive",
                 "version"},
     "report": {"errors", "labels"},
     "htmlreport": set(),

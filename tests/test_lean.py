@@ -26,7 +26,8 @@ from spamkit.config import BEST, build_filter
 from spamkit.corpus import Corpus
 from spamkit.decision import CostMatrix
 from spamkit.errors import ModelFormatError
-from spamkit.lean import lean_filter, term_hash
+from spamkit.lean import lean_filter
+from spamkit.manifest import term_hash
 from spamkit.message import split_tags
 from spamkit.models import robinson
 from spamkit.passthrough import EXIT_ERROR, VERDICT_STATUSES

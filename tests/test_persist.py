@@ -205,7 +205,7 @@ def test_lines_made_ready_are_the_text_member_save_would_write(lines, at_a_time)
 
 
 def test_the_term_index_keys_are_term_hash_and_stored_uncompressed(tmp_path):
-    from spamkit.lean import term_hash
+    from spamkit.manifest import term_hash
     from spamkit.persist import term_hash_index
 
     terms = ["viagra", "ünïcode", "", "x" * 128, "x" * 300, "subject:free"]
