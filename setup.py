@@ -17,7 +17,7 @@ FLAGS = ["-O2", "-ffp-contract=off"]
 setup(ext_modules=[
     Extension("spamkit.speedups", ["spamkit/speedups.c"], optional=True,
               extra_compile_args=[*FLAGS, *THREADS], extra_link_args=THREADS),
-    # the byte 4-gram model's features and steps (spamkit.bytekeys, spamkit.models.bytegrams)
+    # the byte 4-gram model's features and steps (spamkit.features.bytekeys, spamkit.models.bytegrams)
     Extension("spamkit.gramloops", ["spamkit/gramloops.c"], optional=True, extra_compile_args=FLAGS),
     # the scoring core's chi-square tails (spamkit.scoring)
     Extension("spamkit.scoring.chisquare", ["spamkit/scoring/chisquare.c"], optional=True, extra_compile_args=FLAGS),

@@ -7,7 +7,7 @@ in corpus order, then learn it; immediate feedback; features hashed into 2^20 co
 every corpus in ``../shared/corpora``: the two raw-mail corpora (trec07p-dev, CSDMC2010), the
 six Enron-spam mailboxes and the SMS Spam Collection. For each it prints (1-ROCA)% and, at
 the default three-way decision (ham below P(spam) 0.2, spam above 0.98: the costs
-fp=100, fn=10, unsure=2 of ``spamkit.decision.DEFAULT_COSTS``), the ham misfiled and the spam
+fp=100, fn=10, unsure=2 of ``spamkit.decide.decision.DEFAULT_COSTS``), the ham misfiled and the spam
 caught. With ``--bogofilter`` it runs bogofilter 1.2.5 (compiled-in defaults, its own
 three-way cut-offs 0.45 / 0.99) on the same messages in the same order.
 
@@ -24,7 +24,7 @@ too small to choose on.
     python scripts/ablation.py [--corpora DIR] [--only trec,csdmc,...] [--bogofilter] [--quick]
 
 Messages are parsed and tokenized once per corpus and token scheme; the models run over the
-same hashed rows (``spamkit.evaluation.online_run``).
+same hashed rows (``spamkit.jobs.evaluation.online_run``).
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from spamkit.corpus import Corpus
-from spamkit.decision import DEFAULT_BAND
-from spamkit.evaluation import online_model, online_run
-from spamkit.features import Vectorizer
-from spamkit.message import parse_message
-from spamkit.metrics import three_way_rates, trec_measures
+from spamkit.decide.decision import DEFAULT_BAND
+from spamkit.jobs.evaluation import online_model, online_run
+from spamkit.features.vectorizer import Vectorizer
+from spamkit.parse.message import parse_message
+from spamkit.decide.metrics import three_way_rates, trec_measures
 from spamkit.models.robinson import presence
 from spamkit.models.stack import FisherNBStack
 from spamkit.pipeline import make_analyzer

@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.features import Vectorizer
-from spamkit.message import parse_message
-from spamkit.metrics import trec_measures
+from spamkit.features.vectorizer import Vectorizer
+from spamkit.parse.message import parse_message
+from spamkit.decide.metrics import trec_measures
 from spamkit.models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from spamkit.text import ALL_HEADERS, Analyzer
 
@@ -41,7 +41,7 @@ REFIT = 100
 
 
 def online(tokens, labels, make_model, regime="all", margin=2.0, representation="binary"):
-    """The TREC protocol over pre-tokenized messages (as spamkit.evaluation.online_evaluate)."""
+    """The TREC protocol over pre-tokenized messages (as spamkit.jobs.evaluation.online_evaluate)."""
     vectorizer = Vectorizer.hashed(HASHING, representation)
     model = make_model()
     stacked = isinstance(model, FisherNBStack)

@@ -4,7 +4,7 @@
 The TREC spam-track protocol (Cormack & Lynam 2005): messages in index order; each is
 classified, then the filter is told its true label and learns it (train on everything).
 Both filters see the same raw bytes in the same order in one run, and both are scored by
-the same code (``spamkit.metrics.trec_measures``): (1-ROCA)% from each filter's score,
+the same code (``spamkit.decide.metrics.trec_measures``): (1-ROCA)% from each filter's score,
 and hm% / sm% / lam% at the score's midpoint (bogofilter spamicity 0.5, spamkit log-odds 0).
 
 bogofilter runs with its compiled-in defaults (``-C``: no configuration file is read), a
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.evaluation import online_evaluate
-from spamkit.metrics import trec_measures
+from spamkit.jobs.evaluation import online_evaluate
+from spamkit.decide.metrics import trec_measures
 from spamkit.pipeline import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

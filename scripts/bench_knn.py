@@ -29,7 +29,7 @@ import numpy as np
 from sklearn.neighbors import KNeighborsClassifier
 
 from spamkit.corpus import Corpus
-from spamkit.features import Vectorizer
+from spamkit.features.vectorizer import Vectorizer
 from spamkit.models import KNNClassifier
 from spamkit.models.neighbours import parse_memory
 from spamkit.pipeline import SpamFilter

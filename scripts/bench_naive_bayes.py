@@ -49,8 +49,8 @@ from sklearn.naive_bayes import MultinomialNB  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 
 from spamkit.corpus import Corpus  # noqa: E402
-from spamkit.message import parse_message  # noqa: E402
-from spamkit.metrics import roc_auc  # noqa: E402
+from spamkit.parse.message import parse_message  # noqa: E402
+from spamkit.decide.metrics import roc_auc  # noqa: E402
 from spamkit.pipeline import SpamFilter  # noqa: E402
 from spamkit.text import Analyzer  # noqa: E402
 

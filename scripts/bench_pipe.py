@@ -2,7 +2,7 @@
 """Pipe mode latency: start-up plus one message, as a mail delivery agent runs a filter.
 
 Times ``spamkit filter MODEL - < message`` (a new Python process per message, as procmail,
-maildrop or a Sieve ``execute`` would start it; scored by :mod:`spamkit.lean`, and again with
+maildrop or a Sieve ``execute`` would start it; scored by :mod:`spamkit.mail.lean`, and again with
 ``SPAMKIT_LEAN=0``, the full path) and ``spamkit-pipe`` talking to a running
 ``spamkit serve`` (the resident process: the client is a new process per message, the
 filter stays loaded), and SpamAssassin's ``spamc`` talking to ``spamkit serve --spamd`` (one
@@ -98,7 +98,7 @@ def main():
         with serving(model, sock, "--spamd-socket", str(spamd_sock)):
             while not spamd_sock.exists():
                 time.sleep(0.05)
-            client = [sys.executable, "-m", "spamkit.client", "--socket", str(sock)]
+            client = [sys.executable, "-m", "spamkit.serve.client", "--socket", str(sock)]
             commands = [("spamkit filter MODEL - (new process)", spamkit, None),
                         ("  the same, SPAMKIT_LEAN=0 (full path)", spamkit, {"SPAMKIT_LEAN": "0"}),
                         ("spamkit-pipe -> spamkit serve", client, None)]

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from spamkit.corpus import Corpus
-from spamkit.message import parse_message
+from spamkit.parse.message import parse_message
 
 
 def run_spamkit(path: Path):

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.engines import ProcessEngine, default_jobs
+from spamkit.jobs.engines import ProcessEngine, default_jobs
 from spamkit.jobs.evaluate import evaluate_filter
 from spamkit.jobs.train import train_filter
 from spamkit.pipeline import BEST, build_filter

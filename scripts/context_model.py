@@ -53,13 +53,13 @@ from pathlib import Path
 
 import numpy as np
 
-from spamkit.bytekeys import context_keys
+from spamkit.features.bytekeys import context_keys
 from spamkit.corpus import Corpus
-from spamkit.decision import DEFAULT_BAND
-from spamkit.evaluation import online_model
-from spamkit.features import Vectorizer
-from spamkit.message import parse_message
-from spamkit.metrics import roc_auc, three_way_rates
+from spamkit.decide.decision import DEFAULT_BAND
+from spamkit.jobs.evaluation import online_model
+from spamkit.features.vectorizer import Vectorizer
+from spamkit.parse.message import parse_message
+from spamkit.decide.metrics import roc_auc, three_way_rates
 from spamkit.models import FisherNBStack
 from spamkit.models.context import ByteContextModel
 from spamkit.models.stack import BEST_STACK

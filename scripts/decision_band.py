@@ -2,7 +2,7 @@
 """Where the default decision should cut: ham misfiled and spam caught at several unsure bands,
 on every corpus, online, next to bogofilter at its own cut-offs.
 
-The default filter's three-way decision comes from its costs (``spamkit.decision.DEFAULT_COSTS``:
+The default filter's three-way decision comes from its costs (``spamkit.decide.decision.DEFAULT_COSTS``:
 a misfiled ham costs c_FP, a missed spam c_FN, an unsure message u; ham below u / c_FN, spam above
 1 - u / c_FP). This script runs the default configuration of ``scripts/ablation.py`` once per
 corpus (TREC protocol: classify each message in corpus order, then learn it; features hashed into
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spamkit.decision import DEFAULT_COSTS, unsure_band
-from spamkit.metrics import three_way_rates
+from spamkit.decide.decision import DEFAULT_COSTS, unsure_band
+from spamkit.decide.metrics import three_way_rates
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ablation import CONFIGS, CORPORA, corpus_arguments, hashed_rows, load, online_scores, run_bogofilter  # noqa: E402

@@ -4,7 +4,7 @@ P(spam) next to bogofilter's, read off at several cuts, and the range of cuts ea
 
 The goals (the issue "Beat the best published spam filters"): at the default decision, online,
 ham misfiled at most bogofilter's + 0.05 points and spam caught at least bogofilter's, on every
-corpus. The default decision calls spam above 1 - u / c_FP (``spamkit.decision.DEFAULT_BAND``:
+corpus. The default decision calls spam above 1 - u / c_FP (``spamkit.decide.decision.DEFAULT_BAND``:
 0.98) and ham below u / c_FN (0.2). For each stream this prints, at the default cut and at
 stricter ones, ham misfiled / spam caught / unsure (%), bogofilter's at its own cut-offs (0.45,
 0.99), and the interval of spam cuts that meets both goals there ("none" when no cut does); the
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spamkit.decision import DEFAULT_BAND
-from spamkit.metrics import three_way_rates
+from spamkit.decide.decision import DEFAULT_BAND
+from spamkit.decide.metrics import three_way_rates
 
 STREAMS = ["trec06p", "trec", "csdmc", *(f"enron{i}" for i in range(1, 7)), "sms", "ccert"]
 CUTS = [DEFAULT_BAND[1], 0.99, 0.995, 0.998, 0.999]

@@ -11,11 +11,11 @@ weights it helped choose; ``--centers`` prints the averages over every stream (w
 uses).
 
 For each stream: each input alone, then each combiner, with (1-ROCA)% over the whole stream
-and over each window of the learning curve (``spamkit.metrics.learning_curve``), and against
+and over each window of the learning curve (``spamkit.decide.metrics.learning_curve``), and against
 the best single input *of that window*: the worst ratio (values below FLOOR count as FLOOR: a
 few message pairs), and how many windows are more than 10% worse and, of those, how many
 significantly (a paired bootstrap of the window's messages: the combiner worse than that input
-in at least 95% of 400 resamples; :func:`spamkit.metrics.window_comparison`).
+in at least 95% of 400 resamples; :func:`spamkit.decide.metrics.window_comparison`).
 
 Where the saved scores hold bogofilter's (``fusion_lab.py --bogofilter``), each combiner is also
 put against the published peers on the same stream, bogofilter 1.2.5 and the 4-gram regression
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from spamkit.decision import DEFAULT_BAND
-from spamkit.evaluation import COMBINER_REFIT, EARLY_MESSAGES, EARLY_REFIT
-from spamkit.metrics import learning_curve, roc_auc, three_way_rates, window_comparison
+from spamkit.decide.decision import DEFAULT_BAND
+from spamkit.jobs.evaluation import COMBINER_REFIT, EARLY_MESSAGES, EARLY_REFIT
+from spamkit.decide.metrics import learning_curve, roc_auc, three_way_rates, window_comparison
 from spamkit.models.logistic import fit_l2_logistic
 from spamkit.models.stack import PRIOR_WARMUP, FisherNBStack
 

@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ablation import CORPORA, DEFAULT_DIR, hashed_rows, load  # noqa: E402
 
-from spamkit.bytekeys import context_keys, gram_rows  # noqa: E402
+from spamkit.features.bytekeys import context_keys, gram_rows  # noqa: E402
 from spamkit.models.bytegrams import ByteGramLogistic  # noqa: E402
 from spamkit.models.context import ByteContextModel  # noqa: E402
 from spamkit.models.registry import make_model  # noqa: E402

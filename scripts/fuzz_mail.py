@@ -25,8 +25,8 @@ file names, and splices of two messages.
     python scripts/fuzz_mail.py --count 100000 [--seed 1] [--corpora ../shared/corpora]
 
 ``--routes`` saves the filter and scores every mutant by both of pipe mode's routes, each
-reading the file: :mod:`spamkit.lean` (the standard library only, what ``spamkit filter
-MODEL -`` runs) and :class:`~spamkit.spamfilter.SpamFilter` (the full route, with its guard
+reading the file: :mod:`spamkit.mail.lean` (the standard library only, what ``spamkit filter
+MODEL -`` runs) and :class:`~spamkit.filterfile.spamfilter.SpamFilter` (the full route, with its guard
 reset before each message, as one message a process sees it). They must give the same
 verdict and P(spam) to 1e-9; each disagreement is counted and saved. ``--only header_bytes``
 draws from the named mutations alone (8-bit bytes in header values: the red team's
@@ -273,7 +273,7 @@ def main(argv=None) -> int:
     ap.add_argument("--crashers", type=Path, default=Path("fuzz-crashers"))
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--routes", action="store_true",
-                    help="save the filter, then score every mutant by both of pipe mode's routes (spamkit.lean "
+                    help="save the filter, then score every mutant by both of pipe mode's routes (spamkit.mail.lean "
                          "and SpamFilter, each from the file) and count where they disagree")
     ap.add_argument("--only", default=None,
                     help="comma-separated mutation names to draw from (default: all)")
@@ -294,8 +294,8 @@ def main(argv=None) -> int:
     if args.routes:                                     # both routes read the file, as pipe mode does
         import tempfile
 
-        from spamkit.lean import lean_filter
-        from spamkit.spamfilter import SpamFilter
+        from spamkit.mail.lean import lean_filter
+        from spamkit.filterfile.spamfilter import SpamFilter
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "fuzz.spamkit"
             spam_filter.save(path)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from spamkit.config import build_filter
+from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus
-from spamkit.metrics import roc_auc
+from spamkit.decide.metrics import roc_auc
 
 CONFIGS = {
     "old default (mail tokens, TF, k=5, uniform)": dict(tokens="mail", representation="tf",

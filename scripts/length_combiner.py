@@ -39,11 +39,11 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.decision import DEFAULT_BAND
-from spamkit.evaluation import online_model, online_run
-from spamkit.features import Vectorizer
-from spamkit.message import parse_message
-from spamkit.metrics import three_way_rates
+from spamkit.decide.decision import DEFAULT_BAND
+from spamkit.jobs.evaluation import online_model, online_run
+from spamkit.features.vectorizer import Vectorizer
+from spamkit.parse.message import parse_message
+from spamkit.decide.metrics import three_way_rates
 from spamkit.models import FisherNBStack
 from spamkit.models.robinson import presence
 from spamkit.models.stack import BEST_STACK

@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.features import Vectorizer
-from spamkit.message import parse_message
-from spamkit.config import make_analyzer
+from spamkit.features.vectorizer import Vectorizer
+from spamkit.parse.message import parse_message
+from spamkit.filterfile.config import make_analyzer
 from spamkit.models import BernoulliNB, ComplementNB, MultinomialNB
 
 #: model -> {name: (settings, a function making the estimator)}; min_df is a vectorizer setting

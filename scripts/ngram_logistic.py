@@ -24,9 +24,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from spamkit.corpus import Corpus
-from spamkit.features import Vectorizer
-from spamkit.message import parse_message
-from spamkit.metrics import roc_auc
+from spamkit.features.vectorizer import Vectorizer
+from spamkit.parse.message import parse_message
+from spamkit.decide.metrics import roc_auc
 from spamkit.models import FisherNBStack
 from spamkit.models.robinson import presence
 from spamkit.models.stack import BEST_STACK

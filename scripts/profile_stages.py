@@ -29,7 +29,7 @@ DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "t
 def one_round(corpus_path: str) -> dict:
     """Seconds of each stage over the whole corpus, and the message count."""
     from spamkit.corpus import Corpus
-    from spamkit.message import parse_message
+    from spamkit.parse.message import parse_message
     from spamkit.text import Analyzer
     started = time.perf_counter()
     with Corpus(corpus_path) as corpus:

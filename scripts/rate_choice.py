@@ -4,7 +4,7 @@
 For each stream (trec06p's 37,821 messages, trec07p-dev, CSDMC2010, Enron1-6, SMS, and
 CCERT 2004-2005's 15,230 Chinese messages judged by their bodies alone as
 ``scripts/chinese_mail.py`` does) and each candidate rate, the default filter online
-(``spamkit.evaluation.online_evaluate``, what ``spamkit online STREAM --rate R`` runs: the TREC
+(``spamkit.jobs.evaluation.online_evaluate``, what ``spamkit online STREAM --rate R`` runs: the TREC
 immediate-feedback protocol, corpus order), one stream per process, two at a time; its
 (1-ROCA)% over the whole stream and over its first :data:`START` messages (the start of a
 stream, where the counting filters are strongest), next to the published peers' on the same
@@ -38,11 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
-from spamkit.bytekeys import gram_rows
+from spamkit.features.bytekeys import gram_rows
 from spamkit.corpus import Corpus
-from spamkit.decision import DEFAULT_BAND
-from spamkit.evaluation import both_class_resamples, online_evaluate
-from spamkit.metrics import roc_auc, three_way_rates
+from spamkit.decide.decision import DEFAULT_BAND
+from spamkit.jobs.evaluation import both_class_resamples, online_evaluate
+from spamkit.decide.metrics import roc_auc, three_way_rates
 from spamkit.models.bytegrams import ByteGramLogistic
 from spamkit.models.stack import BEST_STACK
 from spamkit.names import DEFAULT_RATE

@@ -28,11 +28,11 @@ from sklearn.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import LinearSVC
 
-from spamkit.config import build_filter
+from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus
 
 #: (name, spamkit options, scikit-learn estimator, scikit-learn vectorizer): first each model as
-#: ``spamkit train --model X`` gives it (its defaults: spamkit.config.MODEL_DEFAULTS, chosen on every
+#: ``spamkit train --model X`` gives it (its defaults: spamkit.filterfile.config.MODEL_DEFAULTS, chosen on every
 #: corpus by scripts/model_defaults.py) next to scikit-learn's same model as near as it gets, then
 #: the textbook settings next to scikit-learn's defaults, then the best configuration found.
 RUNS = [

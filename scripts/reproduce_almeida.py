@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.metrics import mcc
-from spamkit.features import Vectorizer
+from spamkit.decide.metrics import mcc
+from spamkit.features.vectorizer import Vectorizer
 from spamkit.models import RobinsonFisher
 from spamkit.pipeline import BEST, SpamFilter, build_filter
 from spamkit.text import Analyzer

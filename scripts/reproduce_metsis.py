@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.features import Vectorizer, information_gain
-from spamkit.message import parse_message
-from spamkit.metrics import roc_auc
-from spamkit.calibration import PlattScaling
-from spamkit.selection import out_of_fold_log_odds
+from spamkit.features.vectorizer import Vectorizer, information_gain
+from spamkit.parse.message import parse_message
+from spamkit.decide.metrics import roc_auc
+from spamkit.decide.calibration import PlattScaling
+from spamkit.decide.selection import out_of_fold_log_odds
 from spamkit.models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from spamkit.models.stack import BEST_STACK
 from spamkit.text import Analyzer

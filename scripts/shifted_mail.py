@@ -8,7 +8,7 @@ comes later, or from elsewhere. For each case (training mail -> mail judged) the
 same messages and classifies the same. Printed: the ROC AUC of each, and at each one's own
 three-way decision the ham misfiled as spam, the spam caught and the messages left unsure (%).
 spamkit's decision is printed under several rules of its familiarity guard
-(``spamkit.decision.FamiliarityGuard``): as a mailbox run judges a stream, as each message
+(``spamkit.decide.decision.FamiliarityGuard``): as a mailbox run judges a stream, as each message
 alone, and with no guard.
 
 Cases: trec06p -> trec07p-dev and CSDMC2010; CSDMC2010 -> trec07p-dev; trec07p-dev -> CSDMC2010;
@@ -38,10 +38,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter, trained_wordlist  # noqa: E402
 
-from spamkit.config import BEST, build_filter  # noqa: E402
+from spamkit.filterfile.config import BEST, build_filter  # noqa: E402
 from spamkit.corpus import Corpus  # noqa: E402
-from spamkit.decision import DEFAULT_BAND, CostMatrix  # noqa: E402
-from spamkit.metrics import roc_auc  # noqa: E402
+from spamkit.decide.decision import DEFAULT_BAND, CostMatrix  # noqa: E402
+from spamkit.decide.metrics import roc_auc  # noqa: E402
 
 PATHS = {"trec07p-dev": "trec07p-dev/trec07p-dev.tar.gz", "csdmc": "csdmc2010/csdmc2010.tar.gz",
          "trec06p": "trec06p/trec06p.tar.gz"}

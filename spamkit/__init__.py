@@ -5,7 +5,7 @@ Data flows one way through the package::
     corpus -> message -> text -> features -> models -> decision -> report
 
 ``spamkit.corpus`` reads labelled corpora in every common format,
-``spamkit.message`` turns raw mail into decoded header fields and body text.
+``spamkit.parse.message`` turns raw mail into decoded header fields and body text.
 The command line (``spamkit.cli``) only wires these stages together.
 """
 

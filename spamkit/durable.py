@@ -1,7 +1,7 @@
 """Durable writes: files and renames that survive a crash (fsync of the file and of its folder).
 
-Shared by the filter files (:mod:`spamkit.persist`) and the mailbox writer
-(:mod:`spamkit.mailfilter`); standard library only.
+Shared by the filter files (:mod:`spamkit.filterfile.persist`) and the mailbox writer
+(:mod:`spamkit.mail`); standard library only.
 """
 
 from __future__ import annotations

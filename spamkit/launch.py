@@ -7,7 +7,7 @@ nor anything the message or the filter file does can lose the message. Every oth
 command goes straight to :mod:`spamkit.cli`.
 
 The plain form ``spamkit filter MODEL -`` (no options), what a delivery agent runs once per
-message, does not even load the command line: a filter that :mod:`spamkit.lean` scores
+message, does not even load the command line: a filter that :mod:`spamkit.mail.lean` scores
 (the default filter among them) is read and applied with the standard library alone, and
 any other filter goes through :mod:`spamkit.cli` as the options would. Same verdict, same
 tags, same exit status; ``tests/test_lean.py`` checks both routes on the same messages.
@@ -75,10 +75,10 @@ def plain_pipe(args: list[str]) -> bool:
 
 
 def _lean_pipe(args: list[str], raw: bytes) -> tuple[int, bytes]:
-    """``spamkit filter MODEL -`` on ``raw`` through :mod:`spamkit.lean`, or the command line
+    """``spamkit filter MODEL -`` on ``raw`` through :mod:`spamkit.mail.lean`, or the command line
     when the filter needs the full path."""
-    from .lean import lean_failed, lean_filter
-    from .mailfilter.tags import model_id_of, tag
+    from .mail.lean import lean_failed, lean_filter
+    from .mail.tags import model_id_of, tag
     from .passthrough import VERDICT_STATUS
 
     model = next(a for a in args[1:-1] if not a.startswith("-"))

@@ -3,7 +3,7 @@ each model's own defaults, defined once for every module and for the command lin
 
 Standard library only, so that ``spamkit COMMAND --help`` can list the choices without
 importing NumPy, SciPy or scikit-learn. The modules that implement each name import it
-from here (``spamkit.models.registry`` maps model names to classes; ``spamkit.config``
+from here (``spamkit.models.registry`` maps model names to classes; ``spamkit.filterfile.config``
 turns settings into filters).
 """
 
@@ -35,7 +35,7 @@ REGIMES = ("all", "error", "near-error")
 #: "auto" (by date when every message has one)
 SPLIT_METHODS = ("auto", "chrono", "order", "random")
 # the byte 4-gram model's defaults (spamkit.models.bytegrams; the workers that make its
-# features read them without NumPy: spamkit.engines)
+# features read them without NumPy: spamkit.jobs.engines)
 #: the bytes of each message read: the best of 2,500 / 3,500 on trec07p-dev, trec06p and
 #: CSDMC2010 (scripts/waterloo_logistic.py --bytes; docs/results.md)
 GRAM_BYTES = 3500
@@ -62,7 +62,7 @@ FISHER_STRENGTH, FISHER_PRIOR, FISHER_MIN_DEV, FISHER_MAX_CLUES = 0.45, 0.5, 0.1
 
 
 #: the settings each model is best with, where they are not the general defaults (tokens "mail",
-#: alpha 1, min_df 1): kNN's (and spamkit.config.KNN_BEST); for the Naive Bayes models, ``python scripts/model_defaults.py``
+#: alpha 1, min_df 1): kNN's (and spamkit.filterfile.config.KNN_BEST); for the Naive Bayes models, ``python scripts/model_defaults.py``
 #: (every candidate on Enron1-6, trec07p-dev, CSDMC2010, SMS and 20 Newsgroups; the smallest
 #: worst-case regret, docs/results.md "Defaults for every model"): multinomial with light smoothing
 #: (alpha 0.01: worst regret 1.38 against 1.89 for Laplace), Bernoulli with alpha 0.1 on tokens

@@ -1,7 +1,7 @@
 """spamkit's Python interface in one import: the filter, its settings and the jobs.
 
-The code lives where its name says -- :mod:`spamkit.spamfilter` (the trained filter),
-:mod:`spamkit.config` (settings and defaults), :mod:`spamkit.jobs` (train, evaluate,
+The code lives where its name says -- :mod:`spamkit.filterfile.spamfilter` (the trained filter),
+:mod:`spamkit.filterfile.config` (settings and defaults), :mod:`spamkit.jobs` (train, evaluate,
 cross-validate, online, learn, survey) -- and this module gathers the names a script needs,
 so that ``from spamkit.pipeline import SpamFilter, build_filter, BEST`` keeps working::
 
@@ -13,10 +13,10 @@ so that ``from spamkit.pipeline import SpamFilter, build_filter, BEST`` keeps wo
 
 from __future__ import annotations
 
-from .config import (BEST, CALIBRATIONS, CONFIG_KEYS, DEFAULT_RATE, METRICS, MODELS, REPRESENTATIONS, SELECTIONS,
+from .filterfile.config import (BEST, CALIBRATIONS, CONFIG_KEYS, DEFAULT_RATE, METRICS, MODELS, REPRESENTATIONS, SELECTIONS,
                      SNOWBALL_LANGUAGES, STACK, STEMMERS, TOKENS, WEIGHTS, FilterClassifier, build_filter,
                      filter_from_config, make_analyzer, parse_config, stack_for_rate)
-from .decision import CostMatrix
+from .decide.decision import CostMatrix
 from .jobs.crossval import compare_configs, tune_filter
 from .jobs.folds import cross_validated_log_odds
 from .jobs.evaluate import cost_report, describe_corpora, evaluate_filter, evaluate_predictions
@@ -26,7 +26,7 @@ from .jobs.online import online_filter
 from .jobs.survey import CorpusSurvey, survey_corpus
 from .jobs.train import TrainReport, held_out_costs, library_versions, train_filter
 from .models.registry import make_model
-from .spamfilter import SpamFilter
+from .filterfile.spamfilter import SpamFilter
 
 __all__ = ["SpamFilter", "FilterClassifier", "CostMatrix", "make_model", "held_out_costs", "build_filter", "make_analyzer",
            "train_filter", "evaluate_filter", "tune_filter", "online_filter", "survey_corpus", "MODELS", "TOKENS",

@@ -41,7 +41,7 @@ def extensions_off(off: bool = True):
 
 
 def lean_route_of_a_context_model(lean):
-    """``lean`` (:func:`spamkit.lean.lean_filter` of a filter with a context model), or a skip:
+    """``lean`` (:func:`spamkit.mail.lean.lean_filter` of a filter with a context model), or a skip:
     pipe mode scores a context model without NumPy by the compiled loop alone, and without it
     (``SPAMKIT_PURE_PYTHON=1``, CI's second run) such a filter takes the full route."""
     from spamkit.compiled import speedups
@@ -134,7 +134,7 @@ def assert_classify_and_pipe_score_as_the_filter(model: Path, message: Path) -> 
     from click.testing import CliRunner
 
     from spamkit.cli import cli
-    from spamkit.spamfilter import SpamFilter
+    from spamkit.filterfile.spamfilter import SpamFilter
     expected = SpamFilter.load(model).p_spam([message.read_bytes()])[0]
     line = CliRunner().invoke(cli, ["classify", str(model), str(message)]).output.strip().split("\t")
     assert float(line[2]) == pytest.approx(expected, abs=1e-6)

@@ -1,4 +1,4 @@
-"""A :class:`spamkit.server.ServeLoop` on a protocol made for ``tests/test_serve_loop.py``, run
+"""A :class:`spamkit.serve.server.ServeLoop` on a protocol made for ``tests/test_serve_loop.py``, run
 in a process of its own (its workers are forked from a process with one thread, as in
 ``spamkit serve``).
 
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spamkit import server as srv  # noqa: E402
+from spamkit.serve import server as srv  # noqa: E402
 
 
 def job(command: bytes, body: bytes) -> bytes:

@@ -25,12 +25,12 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 from spamkit.errors import ModelFormatError
-from spamkit.manifest import (LINE_OBJECT_BYTES, MAX_FILTER_BYTES, MAX_LINE_BYTES, data_bytes, member_limits,
+from spamkit.filterfile.manifest import (LINE_OBJECT_BYTES, MAX_FILTER_BYTES, MAX_LINE_BYTES, data_bytes, member_limits,
                               read_manifest)
-from spamkit.persist import load_filter, overlong_entry
+from spamkit.filterfile.persist import load_filter, overlong_entry
 from spamkit.passthrough import VERDICT_STATUS
-from spamkit.spamfilter import SpamFilter
-from spamkit.wordlist import read_wordlist
+from spamkit.filterfile.spamfilter import SpamFilter
+from spamkit.filterfile.wordlist import read_wordlist
 
 from conftest import SAMPLE, shared_corpus
 
@@ -115,7 +115,7 @@ def test_a_token_longer_than_a_line_is_left_out_of_a_word_list_and_counted(tmp_p
 
 
 def test_a_model_entry_with_a_line_break_or_too_long_is_refused_on_saving(tmp_path):
-    from spamkit.spamfilter import SpamFilter
+    from spamkit.filterfile.spamfilter import SpamFilter
     f = SpamFilter.load(_sample_filter(tmp_path))
     f.vectorizer.terms_ = [*f.vectorizer.terms_[:-1], "y" * (MAX_LINE_BYTES + 1)]
     with pytest.raises(ModelFormatError, match="more than the 4096 a filter file's line may hold"):

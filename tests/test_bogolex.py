@@ -12,7 +12,7 @@ import tarfile
 
 import pytest
 
-from spamkit.message import parse_message
+from spamkit.parse.message import parse_message
 from spamkit.text import Analyzer
 from spamkit.text.bogolex import bogofilter_tokens, token_bytes, token_text
 

@@ -14,18 +14,18 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from spamkit.bytekeys import context_keys, gram_rows, gram_slots
+from spamkit.features.bytekeys import context_keys, gram_rows, gram_slots
 from spamkit.cli import cli
 from spamkit.compiled import gramloops, speedups
-from spamkit.config import build_filter
+from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus
 from spamkit.errors import ConfigError, ModelFormatError
-from spamkit.lean import lean_filter
-from spamkit.metrics import roc_auc
+from spamkit.mail.lean import lean_filter
+from spamkit.decide.metrics import roc_auc
 from spamkit.models import FisherNBStack
 from spamkit.models.bytegrams import ByteGramLogistic
 from spamkit.models.context import ByteContextModel
-from spamkit.spamfilter import SpamFilter
+from spamkit.filterfile.spamfilter import SpamFilter
 
 from conftest import (SAMPLE, assert_classify_and_pipe_score_as_the_filter, lean_route_of_a_context_model, learned_copy,
                       script_module, shared_corpus)
@@ -117,7 +117,7 @@ def test_the_published_method_scores_as_an_independent_implementation_on_real_ma
 
 @pytest.mark.skipif(gramloops() is None, reason="spamkit.gramloops is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
 def test_the_compiled_loops_give_the_numpy_definitions_results(monkeypatch):
-    import spamkit.bytekeys as bytekeys_module
+    import spamkit.features.bytekeys as bytekeys_module
     import spamkit.models.bytegrams as bytegrams_module
     with Corpus(shared_corpus("csdmc2010/csdmc2010.tar.gz")) as corpus:
         messages = list(corpus)[:400]
@@ -157,8 +157,8 @@ def test_the_compiled_loops_give_the_numpy_definitions_results(monkeypatch):
 
 def test_packed_rows_are_the_slots_in_half_the_bytes_and_learn_the_same():
     # a training holds every message's slots until the combiner is fitted: packed (uint16 gaps,
-    # spamkit.bytekeys.pack_slots) where the compiled loops are built
-    from spamkit.bytekeys import pack_slots, packed_gram_rows, unpack_slots
+    # spamkit.features.bytekeys.pack_slots) where the compiled loops are built
+    from spamkit.features.bytekeys import pack_slots, packed_gram_rows, unpack_slots
     loops = gramloops()
     if loops is None:
         pytest.skip("the compiled loops are not built (SPAMKIT_PURE_PYTHON or no compiler)")
@@ -191,7 +191,7 @@ def test_packed_rows_are_the_slots_in_half_the_bytes_and_learn_the_same():
 
 
 def test_the_compiled_hash_is_the_documented_one():
-    import spamkit.bytekeys as bytekeys_module
+    import spamkit.features.bytekeys as bytekeys_module
     loops = gramloops()
     if loops is None:
         pytest.skip("spamkit.gramloops is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
@@ -318,7 +318,7 @@ def test_online_alone_and_fused_on_a_real_stream():
 
 def test_a_young_stack_with_a_prior_is_scored_alike_by_both_routes(tmp_path):
     # fewer training messages than the prior's warm-up: both routes scale the log-odds alike
-    from spamkit.lean import PRIOR_WARMUP as LEAN_WARMUP
+    from spamkit.mail.lean import PRIOR_WARMUP as LEAN_WARMUP
     from spamkit.models.stack import PRIOR_WARMUP
     assert LEAN_WARMUP == PRIOR_WARMUP
     msgs = sample_messages()[::6]                             # 40 messages of both classes
@@ -340,8 +340,8 @@ def test_the_side_models_read_a_message_without_spamkits_own_tags(tmp_path):
     # the byte models read raw bytes: a tag of an earlier run (pipe mode re-tagging, a folder of
     # mail spamkit filtered) must not change a message's score, nor a verdict written into a
     # training folder be learned -- on every route: in-process, the lean pipe route, the workers
-    from spamkit.mailfilter.tags import tag
-    from spamkit.message import parsed_bytes
+    from spamkit.mail.tags import tag
+    from spamkit.parse.message import parsed_bytes
     plain = tmp_path / "plain"
     tagged = tmp_path / "tagged"
     for label in ("ham", "spam"):

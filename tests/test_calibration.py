@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from spamkit.calibration import PlattScaling
+from spamkit.decide.calibration import PlattScaling
 from spamkit.errors import ConfigError
 
 
@@ -82,7 +82,7 @@ def test_fisher_refuses_more_than_two_classes():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_isotonic_matches_scikit_learn(seed):
     from sklearn.isotonic import IsotonicRegression
-    from spamkit.calibration import IsotonicCalibration, calibration_from_dict
+    from spamkit.decide.calibration import IsotonicCalibration, calibration_from_dict
     rng = np.random.default_rng(seed)
     s = np.round(rng.normal(size=400) * 3, 1)                  # with tied scores
     y = rng.random(400) < 1 / (1 + np.exp(-s))
@@ -98,6 +98,6 @@ def test_isotonic_matches_scikit_learn(seed):
 
 def test_isotonic_hand_worked():
     # scores 1,2,3,4 with labels 0,1,0,1: PAV pools (2,3) to 1/2 -> blocks 0 | 1/2 1/2 | 1
-    from spamkit.calibration import IsotonicCalibration
+    from spamkit.decide.calibration import IsotonicCalibration
     c = IsotonicCalibration().fit(np.array([1.0, 2.0, 3.0, 4.0]), np.array([0, 1, 0, 1], dtype=bool))
     np.testing.assert_allclose(c.proba(np.array([0.0, 1.0, 1.5, 2.5, 3.5, 9.0])), [0, 0, 0.25, 0.5, 0.75, 1])

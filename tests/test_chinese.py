@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.evaluation import online_evaluate
-from spamkit.metrics import roc_auc
+from spamkit.jobs.evaluation import online_evaluate
+from spamkit.decide.metrics import roc_auc
 from spamkit.text import make_analyzer
 
 from conftest import installed, script_module, shared_corpus

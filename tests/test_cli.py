@@ -151,7 +151,7 @@ def test_train_with_digit_prefixes_and_pipe_mode_reads_them(tmp_path):
     model = tmp_path / "p.spamkit"
     result = run("train", str(SAMPLE), "-o", str(model), "--digit-prefixes", "--json")
     assert result.exit_code == 0, result.output
-    from spamkit.lean import lean_filter
+    from spamkit.mail.lean import lean_filter
     from spamkit.pipeline import SpamFilter
     f = SpamFilter.load(model)
     raw = b"Subject: hi\n\ncall 09058094583 now"

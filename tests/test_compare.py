@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
 from spamkit.errors import ConfigError
-from spamkit.selection import stratified_folds
+from spamkit.decide.selection import stratified_folds
 from spamkit.pipeline import build_filter, cross_validated_log_odds, filter_from_config, parse_config
 
 from conftest import SAMPLE

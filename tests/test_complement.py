@@ -74,7 +74,7 @@ def test_command_line_and_filter_file(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["evaluation"]["accuracy"] > 0.85
     info = json.loads(CliRunner().invoke(cli, ["info", str(model), "--json"]).stdout)
-    # the model's own defaults (spamkit.config.MODEL_DEFAULTS, chosen by scripts/model_defaults.py)
+    # the model's own defaults (spamkit.filterfile.config.MODEL_DEFAULTS, chosen by scripts/model_defaults.py)
     assert info["model"]["type"] == "complement"
     assert info["model"]["params"] == {"alpha": 0.1, "norm": False, "tf_transform": True, "length_norm": True}
     # ... each of which the options override

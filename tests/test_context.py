@@ -10,9 +10,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from spamkit.bytekeys import END, PAD, context_keys
+from spamkit.features.bytekeys import END, PAD, context_keys
 from spamkit.errors import ConfigError
-from spamkit.metrics import roc_auc
+from spamkit.decide.metrics import roc_auc
 from spamkit.models import context as context_module
 from spamkit.models.context import ALPHABET, ByteContextModel
 
@@ -236,14 +236,14 @@ def _sms_messages(n):
 
 
 def test_online_with_a_context_model_is_the_protocol_written_out():
-    # spamkit.evaluation's online run with a context model against the protocol written out
+    # spamkit.jobs.evaluation's online run with a context model against the protocol written out
     # with the public pieces: every message scored (the stack's columns and the context model's
     # ratio, combined by a stack with one side input) before anything learns it, the combiner
     # refitted every 100 scored messages on the scores given so far, then both models learn it
-    from spamkit.config import make_analyzer
-    from spamkit.evaluation import online_evaluate, online_model
-    from spamkit.features import Vectorizer
-    from spamkit.message import parse_message
+    from spamkit.filterfile.config import make_analyzer
+    from spamkit.jobs.evaluation import online_evaluate, online_model
+    from spamkit.features.vectorizer import Vectorizer
+    from spamkit.parse.message import parse_message
     from spamkit.models import FisherNBStack
     messages = _sms_messages(700)
     result = online_evaluate(messages, make_analyzer("mail"), model="fisher-nb", context={"bits": 20})
@@ -285,7 +285,7 @@ def test_spamkit_online_with_the_context_model(tmp_path):
         runs[bool(flag)] = json.loads(result.output)
     assert runs[True]["settings"]["context"]["bits"] == 24 and "context" not in runs[False]["settings"]
     assert runs[True]["measures"]["roca_pct"] < runs[False]["measures"]["roca_pct"]
-    from spamkit.report import render_online
+    from spamkit.cli.report import render_online
     assert "a byte context model per class (order 6, 2^24 slots" in render_online(runs[True], None)
     assert "context model" not in render_online(runs[False], None)
     refused = CliRunner().invoke(cli, ["online", path, "--model", "multinomial", "--context-model"])

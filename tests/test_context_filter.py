@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from spamkit.bytekeys import context_keys
+from spamkit.features.bytekeys import context_keys
 from spamkit.cli import cli
-from spamkit.config import build_filter
+from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus
 from spamkit.errors import ConfigError, ModelFormatError
-from spamkit.metrics import roc_auc
+from spamkit.decide.metrics import roc_auc
 from spamkit.models import FisherNBStack
 from spamkit.models.context import ByteContextModel
-from spamkit.spamfilter import SpamFilter
+from spamkit.filterfile.spamfilter import SpamFilter
 
 from conftest import SAMPLE, assert_classify_and_pipe_score_as_the_filter, learned_copy, shared_corpus
 
@@ -156,7 +156,7 @@ def test_the_filter_file_keeps_the_context_model(tmp_path):
     assert np.array_equal(g.predict_proba(msgs), f.predict_proba(msgs))
     # pipe mode's standard-library scorer reads it too (tests/test_lean.py holds the two together)
     from spamkit.compiled import speedups
-    from spamkit.lean import lean_filter
+    from spamkit.mail.lean import lean_filter
     lean = lean_filter(path)
     if speedups() is not None:            # (without the compiled loops a context model takes the full route)
         assert lean.verdict(msgs[0].raw) == g.verdict(msgs[0].raw)
@@ -196,7 +196,7 @@ def test_the_filter_file_keeps_the_context_model(tmp_path):
 def test_cross_validation_is_the_protocol_written_out():
     # each fold's scores are those of a filter trained from scratch on the other folds
     from spamkit.jobs.folds import cross_validated_log_proba
-    from spamkit.selection import stratified_folds
+    from spamkit.decide.selection import stratified_folds
     msgs = sample_messages()
     f = build_filter(model="fisher-nb", tokens="mail", context=SMALL)
     with Corpus(SAMPLE) as corpus:

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
-from spamkit.decision import (CostMatrix, Verdict, bayes_threshold, choose_thresholds, correct_prior,
+from spamkit.decide.decision import (CostMatrix, Verdict, bayes_threshold, choose_thresholds, correct_prior,
                               realised_cost, unsure_band, verdicts)
 from spamkit.errors import ConfigError
-from spamkit.metrics import (average_precision, mcc, pr_curve, roc_auc, roc_curve, total_cost_ratio,
+from spamkit.decide.metrics import (average_precision, mcc, pr_curve, roc_auc, roc_curve, total_cost_ratio,
                              trec_measures, weighted_accuracy)
 
 
@@ -202,7 +202,7 @@ def test_spam_rate_correction_in_the_filter(tmp_path):
 
     from spamkit.cli import cli
     from spamkit.corpus import Corpus
-    from spamkit.decision import correct_prior
+    from spamkit.decide.decision import correct_prior
     from spamkit.errors import ConfigError
     from spamkit.pipeline import SpamFilter, build_filter
     from conftest import SAMPLE

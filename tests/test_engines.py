@@ -1,4 +1,4 @@
-"""The local engine on several cores (spamkit.engines.ProcessEngine, ``--jobs N``): worker
+"""The local engine on several cores (spamkit.jobs.engines.ProcessEngine, ``--jobs N``): worker
 processes parse and tokenize, and every result equals the one-process result."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from spamkit.cli import cli
 from spamkit.compiled import gramloops, speedups
 from spamkit.corpus import Corpus
-from spamkit.engines import ProcessEngine
+from spamkit.jobs.engines import ProcessEngine
 from spamkit.errors import CorpusError
 from spamkit.pipeline import BEST, build_filter
 
@@ -35,12 +35,12 @@ def members(path) -> dict:
 def test_a_chunk_travels_as_one_string_and_comes_back_the_same(monkeypatch):
     # tokens go back to the driver joined by NUL; a token holding NUL (a URL can) sends the
     # chunk as lists instead, and empty token lists and empty tokens survive either way
-    from spamkit import engines
+    from spamkit.jobs import engines
     cases = [[["a", "b"], [], ["c"]], [["url:x\x00y", "b"], ["c"]], [[""], ["", "d"]], [[], []]]
     for token_lists in cases:
         it = iter(token_lists)
         monkeypatch.setattr(engines, "_ANALYZER", lambda msg: next(it))
-        monkeypatch.setattr("spamkit.spamfilter.parse_item", lambda item: type("M", (), {"defects": ()})())
+        monkeypatch.setattr("spamkit.filterfile.spamfilter.parse_item", lambda item: type("M", (), {"defects": ()})())
         sent = engines._tokenize_chunk([None] * len(token_lists))
         assert (sent[0] is None) == any("\x00" in t for tokens in token_lists for t in tokens)
         assert engines._unpack_chunk(sent) == [(tokens, ()) for tokens in token_lists]
@@ -183,7 +183,7 @@ _COMPILED = pytest.mark.skipif(speedups() is None and not compiled_expected(),
 def _numbered_both_ways(chunks, seed=()):
     """Each chunk numbered by a compiled Numbering and by the Python loop over a dict, in turn
     (each chunk sees the numbers the ones before gave): the results, and the two numberings."""
-    from spamkit import numbering
+    from spamkit.features import numbering
     from spamkit import speedups as module
     compiled, python = module.Numbering(), {}
     out = []
@@ -238,7 +238,7 @@ def test_the_compiled_numbering_of_long_and_unusual_documents_is_its_definition(
 
 
 def test_the_compiled_numbering_refuses_what_python_refuses():
-    from spamkit import numbering
+    from spamkit.features import numbering
     if speedups() is None:
         pytest.skip("spamkit.speedups is not built")
     from spamkit import speedups as module
@@ -275,9 +275,9 @@ def test_the_compiled_numbering_refuses_what_python_refuses():
 
 _WHERE_SCRIPT = """
 import json, sys, threading
-from spamkit import engines
+from spamkit.jobs import engines
 from spamkit.corpus import Corpus, tree
-from spamkit.engines import ProcessEngine
+from spamkit.jobs.engines import ProcessEngine
 from spamkit.pipeline import BEST, build_filter
 archive, out, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
 sent, real = [], engines._on_the_wire
@@ -318,7 +318,7 @@ def test_archive_members_reach_forked_workers_by_where_they_are_not_through_a_pi
 _LOCATED_SCRIPT = """
 import json, sys, threading
 from spamkit.corpus import Corpus, tree
-from spamkit.engines import ProcessEngine
+from spamkit.jobs.engines import ProcessEngine
 from spamkit.jobs.train import train_filter
 from spamkit.pipeline import BEST, build_filter
 archive, out, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
@@ -398,7 +398,7 @@ def test_a_message_read_again_elsewhere_must_come_back_whole(tmp_path):
 
 _AHEAD_SCRIPT = """
 import json, sys
-from spamkit import engines
+from spamkit.jobs import engines
 from spamkit.corpus import Corpus, iter_corpora
 from spamkit.text import make_analyzer
 archive, out, stream = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -469,7 +469,7 @@ def test_workers_begin_before_numpy_is_imported_and_the_filter_is_the_same(tmp_p
 
 _TRAIN_SCRIPT = """
 import json, os, sys, threading
-from spamkit import engines
+from spamkit.jobs import engines
 from spamkit.corpus import tree
 archive, out, log = sys.argv[1], sys.argv[2], sys.argv[3]
 real_start, real_wire, real_open = engines._start_worker, engines._on_the_wire, tree.ArchiveTree.__init__

@@ -43,7 +43,7 @@ def test_a_whole_filter_is_a_scikit_learn_classifier_of_raw_messages():
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import FunctionTransformer
 
-    from spamkit.config import FilterClassifier
+    from spamkit.filterfile.config import FilterClassifier
     from spamkit.corpus import Corpus
     from conftest import SAMPLE
 

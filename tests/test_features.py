@@ -17,7 +17,7 @@ from sklearn.metrics import mutual_info_score
 
 from spamkit.compiled import speedups
 from spamkit.errors import ConfigError, NotFittedError
-from spamkit.features import Vectorizer, information_gain, l2_normalize_rows
+from spamkit.features.vectorizer import Vectorizer, information_gain, l2_normalize_rows
 
 from conftest import compiled_expected, extensions_off, shared_corpus
 
@@ -145,7 +145,7 @@ def test_the_compiled_sort_of_terms_is_sorted(terms):
     """speedups.sort_terms against its definition, sorted() over positions (stable: equal
     terms keep their order)."""
     from spamkit import speedups
-    from spamkit.features import sort_order
+    from spamkit.features.vectorizer import sort_order
     expected = sorted(range(len(terms)), key=terms.__getitem__)
     order = speedups.sort_terms(terms)
     assert np.frombuffer(order, dtype=np.int64).tolist() == expected
@@ -184,7 +184,7 @@ def test_the_compiled_sort_gives_the_terms_in_order_too(terms):
     """speedups.sort_terms(terms, True): the order sort_terms gives and the terms taken in it (the same
     objects), against their definitions; features.sorted_with_order the same with or without it."""
     from spamkit import speedups
-    from spamkit.features import sorted_with_order
+    from spamkit.features.vectorizer import sorted_with_order
     expected = sorted(range(len(terms)), key=terms.__getitem__)
     order, in_order = speedups.sort_terms(terms, True)
     assert np.frombuffer(order, dtype=np.int64).tolist() == expected
@@ -226,7 +226,7 @@ def _rows_and_renumbering(draw):
 def test_compiled_renumbering_of_rows_is_its_definition(case):
     """speedups.renumber_rows (a radix sort of each row by its new columns, in place) against
     new_col[indices] then scipy's sort_indices: the same indices, values and pointers."""
-    from spamkit.features import renumber_columns
+    from spamkit.features.vectorizer import renumber_columns
     X, new_col = case
     expected = _renumbered_by_definition(X, new_col)
     got = X.copy()
@@ -246,7 +246,7 @@ def test_compiled_column_counts_are_bincounts(columns, extra, wide):
     """speedups.column_counts (no int64 copy of int32 indices) and features.column_counts with its
     fallback (COUNT_SLICE entries at a time) against np.bincount, int32 and int64 indices; an
     index outside the columns is an error, never a write out of bounds."""
-    from spamkit import features
+    from spamkit.features import vectorizer as features
     indices = np.array(columns, dtype=np.int64 if wide else np.int32)
     n_cols = (max(columns) + 1 if columns else 0) + extra
     expected = np.bincount(indices, minlength=n_cols)
@@ -290,7 +290,7 @@ def test_compiled_renumbering_refuses_what_it_cannot_do():
 
 def test_the_compiled_sort_refuses_what_is_not_a_list_of_str():
     from spamkit import speedups
-    from spamkit.features import sort_order
+    from spamkit.features.vectorizer import sort_order
     assert speedups.sort_terms(["a", b"b"]) is None and speedups.sort_terms([]) == b""
     with_surrogate = ["b", "\ud800", "a"]                 # no UTF-8 form: sorted in Python
     assert speedups.sort_terms(with_surrogate) is None and sort_order(with_surrogate).tolist() == [2, 0, 1]
@@ -402,8 +402,8 @@ def test_numbered_chunks_give_the_matrix_and_vocabulary_of_the_token_lists():
     # worker processes send training documents in chunks, each worker numbering terms its own
     # way; in corpus order the chunks must give the token lists' vocabulary and matrix
     from collections import Counter, defaultdict
-    from spamkit.features import count_matrix
-    from spamkit.numbering import IndexedChunk
+    from spamkit.features.vectorizer import count_matrix
+    from spamkit.features.numbering import IndexedChunk
     docs = [["b", "a", "b", "c"], [], ["c", "c", "d"], ["a"], ["e", "a", "d", "e"], ["f"]]
     chunks_of = [("A", [0, 1]), ("B", [2, 3]), ("A", [4]), ("B", [5])]     # which worker read which
     numbering: dict = {}
@@ -466,7 +466,7 @@ def test_token_lists_numbered_here_give_their_own_matrix_and_vocabulary(docs, ba
     (features.numbered_here), as a worker process does: the vocabulary, in its order, and the
     matrix of the token lists themselves, whatever the chunk size (and tuples are token lists too)."""
     from collections import defaultdict
-    from spamkit.features import count_matrix, numbered_here
+    from spamkit.features.vectorizer import count_matrix, numbered_here
     plain = defaultdict()
     plain.default_factory = plain.__len__
     X = count_matrix(docs, plain, grow=True)
@@ -486,7 +486,7 @@ def test_token_lists_numbered_here_give_their_own_matrix_and_vocabulary(docs, ba
     fresh.default_factory = fresh.__len__
     with pytest.raises(ConfigError, match="tokenize it first"):
         count_matrix(numbered_here([["a"], "a str"], batch), fresh, grow=True)
-    from spamkit.numbering import IndexedChunk
+    from spamkit.features.numbering import IndexedChunk
     worker = IndexedChunk("worker", ["a"], np.array([0], dtype=np.intc), np.array([1], dtype=np.intc),
                           np.array([1], dtype=np.int64))
     mixed, terms = defaultdict(), []
@@ -499,7 +499,7 @@ def test_token_lists_numbered_here_give_their_own_matrix_and_vocabulary(docs, ba
 @given(st.integers(0, 12), st.integers(1, 15), st.floats(0.0, 1.0), st.integers(0, 2 ** 31 - 1))
 def test_columns_per_row_counts_the_marked_non_zeros_of_each_row(n_rows, n_cols, density, seed):
     # the definition: a row index and a 0/1 weight per non-zero, summed by row
-    from spamkit.features import columns_per_row
+    from spamkit.features.vectorizer import columns_per_row
 
     rng = np.random.default_rng(seed)
     X = sp.random(n_rows, n_cols, density=density, format="csr", random_state=rng)  # empty rows included
@@ -526,7 +526,7 @@ def _same_matrix(a, b) -> bool:
 def test_one_message_row_is_the_general_loops_row(tokens):
     # a message scored alone (spamd, pipe mode) takes features.one_row: the same matrix as
     # count_matrix makes of the one token list, known tokens or none, repeated or not
-    from spamkit.features import count_matrix, one_row
+    from spamkit.features.vectorizer import count_matrix, one_row
     index = {t: j for j, t in enumerate(["free", "money", "é", "\U0001F600", "", "url:x", "a", "b", "ab"])}
     fast = one_row(tokens, index)
     assert fast is not None
@@ -536,7 +536,7 @@ def test_one_message_row_is_the_general_loops_row(tokens):
 
 def test_one_message_row_leaves_what_it_cannot_do_to_the_general_loop():
     from spamkit import speedups as module
-    from spamkit.features import count_matrix, one_row
+    from spamkit.features.vectorizer import count_matrix, one_row
 
     class Word(str):
         pass
@@ -610,9 +610,9 @@ def test_frozen_table_refuses_what_the_dict_path_handles_otherwise():
 def test_count_matrix_and_one_row_are_the_same_with_the_frozen_table(monkeypatch):
     """Vectorizer.transform gives the same matrix (values, index arrays, their types) whether the
     vocabulary's lookups go through the dict or the compiled table, batch and one message."""
-    from spamkit import features
+    from spamkit.features import vectorizer as features
     from spamkit.corpus import Corpus
-    from spamkit.message import parse_message
+    from spamkit.parse.message import parse_message
     from spamkit.text import Analyzer
     from conftest import SAMPLE
     if speedups() is None:

@@ -8,7 +8,7 @@ regression, the byte context model and the byte 4-gram logistic regression, with
 order (``scripts/fusion_lab.py``). The property, on every corpus and every window of the
 learning curve: the fusion's (1-ROCA)% is within 10% of the best input's in that window (chosen
 after the fact), or the difference is not significant (the fusion worse than that input on
-fewer than 95% of paired bootstrap resamples of the window: ``spamkit.metrics.window_comparison``);
+fewer than 95% of paired bootstrap resamples of the window: ``spamkit.decide.metrics.window_comparison``);
 and over the whole stream within 10% of the best input. Windows where a single message ranked
 below a few hundred of the other class decides the ratio are common (docs/results.md, "Fusing
 the published filters"); the bootstrap tells those from a fusion that is worse.
@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from spamkit.corpus import Corpus
-from spamkit.evaluation import online_evaluate
-from spamkit.message import parse_message
-from spamkit.metrics import roc_auc, window_comparison
+from spamkit.jobs.evaluation import online_evaluate
+from spamkit.parse.message import parse_message
+from spamkit.decide.metrics import roc_auc, window_comparison
 from spamkit.text import make_analyzer
 
 from conftest import script_module, shared_corpus

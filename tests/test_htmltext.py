@@ -1,6 +1,6 @@
 """HTML to text: the compiled scanner against its pure-Python definition, and the rules by hand.
 
-``spamkit.htmltext.html_to_text`` runs the C scanner of ``spamkit.speedups`` when the
+``spamkit.parse.htmltext.html_to_text`` runs the C scanner of ``spamkit.speedups`` when the
 extension was built (``pip install`` builds it where a C compiler is present; CI requires
 it) and ``_html_to_text_python`` otherwise. The two must agree exactly — text, URLs and tag
 names — on every HTML part of the shared raw-mail corpora, on the hostile markup of
@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spamkit import htmltext
-from spamkit.htmltext import _html_to_text_python, html_to_text
+from spamkit.parse import htmltext
+from spamkit.parse.htmltext import _html_to_text_python, html_to_text
 
 from conftest import compiled_expected, shared_corpus
 from hostile import big_html, unclosed_html
@@ -93,7 +93,7 @@ def test_compiled_equals_python_on_hostile_markup():
 @compiled
 @pytest.mark.slow
 def test_compiled_equals_python_on_every_html_part_of_the_corpora(monkeypatch):
-    from spamkit import message
+    from spamkit.parse import message
     from spamkit.corpus import Corpus
     seen = []
     monkeypatch.setattr(message, "html_to_text", lambda html: seen.append(html) or html_to_text(html))
@@ -175,7 +175,7 @@ def test_a_reference_too_long_for_int_is_u_fffd_not_an_error():
             html.unescape(long_ref)
     assert htmltext.unescape("a" + long_ref + "b&#" + "0" * 5000 + "65;") == "a\ufffdbA"
     assert htmltext.unescape("&#12345678;&#x110000;&#1114111;") == html.unescape("&#12345678;&#x110000;&#1114111;")
-    from spamkit.message import parse_message
+    from spamkit.parse.message import parse_message
     raw = b"Content-Type: text/html\n\n<p title='&#" + b"7" * 5000 + b";'>x &#" + b"9" * 5000 + b"; y</p>\n"
     assert parse_message(raw, "rfc822").body.split() == ["x", "\ufffd", "y"]
     for scan in (html_to_text, _html_to_text_python):

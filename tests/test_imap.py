@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
-from spamkit.config import BEST, build_filter
+from spamkit.filterfile.config import BEST, build_filter
 from spamkit.corpus import Corpus
-from spamkit.mailfilter.imap import ImapFilter, ImapURL, connect
-from spamkit.spamfilter import SpamFilter
+from spamkit.mail.imap import ImapFilter, ImapURL, connect
+from spamkit.filterfile.spamfilter import SpamFilter
 
 from conftest import REPO, SAMPLE, shared_corpus
 from dovecot import Dovecot

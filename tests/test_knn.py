@@ -16,7 +16,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
 from spamkit.errors import ConfigError, NotFittedError
-from spamkit.selection import stratified_folds, tune_knn
+from spamkit.decide.selection import stratified_folds, tune_knn
 from spamkit.models import KNNClassifier, KNNRegressor
 from spamkit.models.neighbours import parse_memory
 from spamkit.pipeline import SpamFilter, build_filter
@@ -312,8 +312,8 @@ def test_cli_knn(tmp_path):
 
 def test_asking_for_knn_gives_the_best_measured_knn(tmp_path):
     # scripts/knn_defaults.py: words, TF-IDF, k = 15, softmax has the best worst-case AUC on the mail corpora
-    from spamkit.config import KNN_BEST, filter_from_config, parse_config
-    from spamkit.manifest import read_manifest
+    from spamkit.filterfile.config import KNN_BEST, filter_from_config, parse_config
+    from spamkit.filterfile.manifest import read_manifest
     model = tmp_path / "knn.spamkit"
     result = CliRunner().invoke(cli, ["train", str(SAMPLE), "--model", "knn", "-o", str(model)])
     assert result.exit_code == 0, result.output
@@ -368,7 +368,7 @@ def test_the_other_distances_match_scikit_learn(metric, p):
 
 
 def test_minkowski_p_travels_through_the_filter_file(tmp_path):
-    from spamkit.manifest import read_manifest
+    from spamkit.filterfile.manifest import read_manifest
     model = tmp_path / "m3.spamkit"
     result = CliRunner().invoke(cli, ["train", str(SAMPLE), "--model", "knn", "--metric", "minkowski", "--p", "3",
                                       "-o", str(model)])

@@ -1,4 +1,4 @@
-"""Pipe mode's lean path (spamkit.lean) against the full path (SpamFilter), on real mail.
+"""Pipe mode's lean path (spamkit.mail.lean) against the full path (SpamFilter), on real mail.
 
 The lean path re-implements, in plain Python over one message's columns, what the models do
 with NumPy and SciPy over matrices. These tests hold the two together: for every
@@ -21,17 +21,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spamkit import persist
-from spamkit.config import BEST, build_filter
+from spamkit.filterfile import persist
+from spamkit.filterfile.config import BEST, build_filter
 from spamkit.corpus import Corpus
-from spamkit.decision import CostMatrix
+from spamkit.decide.decision import CostMatrix
 from spamkit.errors import ModelFormatError
-from spamkit.lean import lean_filter
-from spamkit.manifest import term_hash
-from spamkit.message import split_tags
+from spamkit.mail.lean import lean_filter
+from spamkit.filterfile.manifest import term_hash
+from spamkit.parse.message import split_tags
 from spamkit.models import robinson
 from spamkit.passthrough import EXIT_ERROR, VERDICT_STATUSES
-from spamkit.spamfilter import SpamFilter
+from spamkit.filterfile.spamfilter import SpamFilter
 
 from conftest import REPO, lean_route_of_a_context_model, shared_corpus
 
@@ -253,8 +253,8 @@ def test_a_filter_file_with_the_dense_context_table_still_loads(mail, tmp_path, 
 def _heavy_after_pipe(model: Path, raw: bytes) -> list[str]:
     code = ("import sys\nfrom spamkit.launch import main\nstatus = main(['filter', %r, '-'])\n"
             "print('HEAVY', sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk', 'concurrent.futures', "
-            "'multiprocessing', 'spamkit.corpus', 'spamkit.mailfilter.run', 'spamkit.mailfilter.mbox', "
-            "'spamkit.mailfilter.mailboxes', 'click') if m in sys.modules), "
+            "'multiprocessing', 'spamkit.corpus', 'spamkit.mail.run', 'spamkit.mail.mbox', "
+            "'spamkit.mail.mailboxes', 'click') if m in sys.modules), "
             "file=sys.stderr)\n" % str(model))
     out = subprocess.run([sys.executable, "-c", code], input=raw, capture_output=True, env=ENV, timeout=120)
     line = [x for x in out.stderr.decode().splitlines() if x.startswith("HEAVY ")][-1]
@@ -273,18 +273,18 @@ def test_pipe_mode_scores_the_default_filter_without_numpy(mail, tmp_path):
 
 def test_the_mailbox_package_loads_only_what_is_asked_for():
     # pipe mode needs the tags alone; the mailbox machinery and the corpus readers under it
-    # cost a delivery 20 ms of imports it never used (spamkit.mailfilter's names load on demand)
-    code = ("import sys, spamkit.mailfilter as m\nfrom spamkit.mailfilter import tag, EXIT_HAM\n"
-            "print(sorted(k for k in sys.modules if k.startswith(('spamkit.corpus', 'spamkit.mailfilter.'))))\n"
-            "from spamkit.mailfilter import MailFilter, recover_mbox, FilterError\n"
+    # cost a delivery 20 ms of imports it never used (spamkit.mail's names load on demand)
+    code = ("import sys, spamkit.mail as m\nfrom spamkit.mail import tag, EXIT_HAM\n"
+            "print(sorted(k for k in sys.modules if k.startswith(('spamkit.corpus', 'spamkit.mail.'))))\n"
+            "from spamkit.mail import MailFilter, recover_mbox, FilterError\n"
             "print(MailFilter.__module__, recover_mbox.__module__, 'MailFilter' in dir(m))\n"
             "try:\n    m.nothing\nexcept AttributeError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV, timeout=120, text=True)
     lines = out.stdout.splitlines()
     assert out.returncode == 0, out.stderr
-    assert eval(lines[0]) == ["spamkit.mailfilter.tags"]
-    assert lines[1] == "spamkit.mailfilter.run spamkit.mailfilter.mbox True"
-    assert lines[2] == "module 'spamkit.mailfilter' has no attribute 'nothing'"
+    assert eval(lines[0]) == ["spamkit.mail.tags"]
+    assert lines[1] == "spamkit.mail.run spamkit.mail.mbox True"
+    assert lines[2] == "module 'spamkit.mail' has no attribute 'nothing'"
 
 
 @pytest.mark.parametrize("model", ["best", "multinomial"])
@@ -395,7 +395,8 @@ def test_training_on_mail_with_eight_bit_header_bytes_saves_a_filter_that_loads(
 def test_a_failure_of_the_lean_route_is_scored_by_the_full_route(mail, tmp_path, monkeypatch, capsys):
     """Whatever the lean route raises on a message, the full route scores it before pipe mode
     would pass it through untagged (a fault put into the lean route here: the real one is fixed)."""
-    from spamkit import launch, lean
+    from spamkit import launch
+    from spamkit.mail import lean
     path = tmp_path / "best.spamkit"
     _trained(mail, **BEST).save(path)
     raw = mail["trec"][3].raw

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
-from spamkit.mailfilter import tag
+from spamkit.mail import tag
 from spamkit.models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from spamkit.pipeline import SpamFilter
 

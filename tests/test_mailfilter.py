@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from spamkit.cli import cli
 from spamkit.errors import ConfigError
-from spamkit.mailfilter import (EXIT_ERROR, EXIT_HAM, EXIT_SPAM, FilterError, MailFilter, iter_mbox_chunks,
+from spamkit.mail import (EXIT_ERROR, EXIT_HAM, EXIT_SPAM, FilterError, MailFilter, iter_mbox_chunks,
                                 recorded_verdict, split_tags, tag)
 
 from conftest import SAMPLE
@@ -245,7 +245,7 @@ def test_a_second_run_waits_then_stops_clearly(model, tmp_path):
 _LOCK_LOOP = """
 import sys
 from pathlib import Path
-from spamkit.mailfilter.locks import mbox_locks
+from spamkit.mail.locks import mbox_locks
 path = Path(sys.argv[1])
 print("ready", flush=True)
 while True:
@@ -257,7 +257,7 @@ while True:
 def test_a_run_killed_while_taking_the_dot_lock_leaves_none_that_blocks(tmp_path):
     # CI found it: the dot-lock was created empty and its pid written after, so a run killed in
     # between left a lock naming no process, and every later run waited --wait out and failed.
-    from spamkit.mailfilter.locks import mbox_locks
+    from spamkit.mail.locks import mbox_locks
     inbox = tmp_path / "inbox.mbox"
     inbox.write_bytes(b"From a@b Mon Jan  1 00:00:00 2024\nSubject: x\n\nbody\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -278,7 +278,7 @@ def test_a_run_killed_while_taking_the_dot_lock_leaves_none_that_blocks(tmp_path
                                      (errno.EROFS, "Read-only file system", "not writable")])
 @pytest.mark.parametrize("kind", FORMATS)
 def test_a_failing_write_loses_nothing(kind, failure, model, tmp_path, monkeypatch):
-    from spamkit import mailfilter
+    from spamkit import mail as mailfilter
     from spamkit.pipeline import SpamFilter
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
     build(kind, inbox, 60)
@@ -310,7 +310,7 @@ def _second_group_fails(kind, model, tmp_path, monkeypatch, make_it_fail, sync: 
     messages carry spamkit's fields and the others are as they were (those of the groups after
     the failed one too, the run's last, partial group among them), nothing is lost, no
     temporary is left."""
-    from spamkit.mailfilter import run as run_module
+    from spamkit.mail import run as run_module
     from spamkit.pipeline import SpamFilter
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
     build(kind, inbox, 100)
@@ -432,8 +432,8 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(kind, model, tmp_
 def test_mbox_crash_after_the_commit_point_is_completed_by_recovery(fail_at, model, tmp_path, monkeypatch):
     # The first os.replace is the journal's (the commit point); the next ones are the renames of the
     # new junk and inbox files. Failing one of them leaves a committed run half done.
-    from spamkit import mailfilter
-    from spamkit.mailfilter import recover_mbox
+    from spamkit import mail as mailfilter
+    from spamkit.mail import recover_mbox
     from spamkit.pipeline import SpamFilter
     inbox, junk = tmp_path / "inbox.mbox", tmp_path / "junk.mbox"
     build("mbox", inbox, 80)
@@ -698,7 +698,7 @@ def test_workers_give_the_same_run_as_one_process(kind, model, tmp_path):
 
 
 def test_a_workers_verdict_counts_only_for_the_bytes_it_judged():
-    from spamkit.mailfilter.ahead import fingerprint
+    from spamkit.mail.ahead import fingerprint
     calls = []
     run = MailFilter(lambda raw: calls.append(raw) or ("ham", 0.1), "m@1")
     raw = b"Subject: x\n\nbody\n"
@@ -786,7 +786,7 @@ def test_workers_write_the_tagged_versions_and_the_run_keeps_only_those_it_agree
     version too, for the verdict they expect; the run renames it in place only when its own
     verdict in mailbox order is the same (here it is not for part of the spam), and writes
     the others itself. The mailboxes end as one process leaves them and nothing is left over."""
-    from spamkit.mailfilter.mailboxes import FOLDER_FORMATS
+    from spamkit.mail.mailboxes import FOLDER_FORMATS
     box_class = FOLDER_FORMATS[kind]
     written_here = []
     original_write_new = box_class.write_new
@@ -866,7 +866,7 @@ def test_a_dead_worker_leaves_the_run_to_judge_the_rest(kind, tmp_path):
 def test_folders_are_fsynced_per_group_and_before_the_messages_are_reported(kind, tmp_path, monkeypatch):
     # a rename is reported only after the folders it touched were fsynced, but those fsyncs
     # come once per group of GROUP_COMMIT messages, not two or three per message
-    from spamkit.mailfilter import run as run_module
+    from spamkit.mail import run as run_module
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
     build(kind, inbox, 150)
     originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
@@ -928,7 +928,7 @@ def _recording_syncfs(monkeypatch, on_sync):
     """Replace the run's syncfs by one that calls ``on_sync(path of the descriptor)`` and then
     the real one (this kernel's, or a no-op where it has none), so that a test sees the order."""
     from spamkit.durable import filesystem_sync
-    from spamkit.mailfilter import run as run_module
+    from spamkit.mail import run as run_module
     real = filesystem_sync() or (lambda fd: None)
 
     def make(path=None):
@@ -946,7 +946,7 @@ def test_a_group_takes_two_syncfs_new_versions_before_renames_and_renames_before
     # sync="filesystem" (the default): one syncfs makes a group's new versions durable before
     # any of them replaces a message, a second one its renames before any is reported; no
     # fsync at all
-    from spamkit.mailfilter import run as run_module
+    from spamkit.mail import run as run_module
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
     build(kind, inbox, 150)
     originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}

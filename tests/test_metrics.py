@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sklearn import metrics as skm
 
 from spamkit.errors import DegenerateDataWarning
-from spamkit.metrics import average_ranks, binary_report, confusion_matrix, multiclass_report, roc_auc
+from spamkit.decide.metrics import average_ranks, binary_report, confusion_matrix, multiclass_report, roc_auc
 
 
 def test_auc_by_hand_with_a_tie():
@@ -63,7 +63,7 @@ def test_confusion_and_multiclass_against_sklearn():
 
 def test_spam_caught_at_a_ham_rate_by_hand_and_against_sklearn():
     from sklearn.metrics import roc_curve as sk_roc
-    from spamkit.metrics import spam_caught_at, trec_measures
+    from spamkit.decide.metrics import spam_caught_at, trec_measures
     # 2,000 ham scored 0..1999; 10 spam: 6 above every ham, 2 just below the top 2 ham, 2 low.
     # At 0.1% (2 ham may be misfiled) the threshold can go down past the top 2 ham: 8 of 10 spam.
     ham = np.arange(2000.0)
@@ -85,7 +85,7 @@ def test_spam_caught_at_a_ham_rate_by_hand_and_against_sklearn():
 
 def test_learning_curve_windows_against_sklearn():
     from sklearn.metrics import roc_auc_score
-    from spamkit.metrics import learning_curve
+    from spamkit.decide.metrics import learning_curve
     rng = np.random.default_rng(1)
     y = rng.random(2000) < 0.4
     s = rng.normal(y * np.linspace(0, 3, 2000), 1.0)          # a filter that learns as it goes
@@ -103,7 +103,7 @@ def test_learning_curve_windows_against_sklearn():
 def test_one_vs_rest_equals_scikit_learn():
     from sklearn.metrics import average_precision_score, roc_auc_score
     from sklearn.preprocessing import label_binarize
-    from spamkit.metrics import one_vs_rest
+    from spamkit.decide.metrics import one_vs_rest
     rng = np.random.default_rng(3)
     labels = ["a", "b", "c", "d"]
     y = rng.choice(labels, size=300, p=[0.4, 0.3, 0.2, 0.1])
@@ -122,7 +122,7 @@ def test_one_vs_rest_equals_scikit_learn():
 
 
 def test_one_vs_rest_with_an_absent_class():
-    from spamkit.metrics import one_vs_rest
+    from spamkit.decide.metrics import one_vs_rest
     r = one_vs_rest(["a", "b", "a"], [[.7, .2, .1], [.2, .7, .1], [.6, .3, .1]], ["a", "b", "c"])
     assert np.isnan(r["per_class"]["c"]["auc"]) and r["per_class"]["c"]["support"] == 0
     assert r["macro"]["auc"] == 1.0                      # over the classes present
@@ -131,7 +131,7 @@ def test_one_vs_rest_with_an_absent_class():
 def test_jaccard_score_matches_scikit_learn():
     from sklearn.metrics import jaccard_score
 
-    from spamkit.metrics import binary_report, confusion_matrix, per_class_scores
+    from spamkit.decide.metrics import binary_report, confusion_matrix, per_class_scores
     rng = np.random.default_rng(7)
     labels = ["ham", "spam", "news"]
     y_true = rng.choice(labels, 300)

@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spamkit.message import MAX_DEPTH, MAX_PARTS, parse_message
-from spamkit import mime
-from spamkit.mime import parameters, parse_part, split_multipart
+from spamkit.parse.message import MAX_DEPTH, MAX_PARTS, parse_message
+from spamkit.parse import mime
+from spamkit.parse.mime import parameters, parse_part, split_multipart
 
 from hostile import CRASHERS, big_html, nested_multipart, unclosed_html
 
@@ -187,7 +187,7 @@ def test_generated_messages_give_back_their_text(tree, subject, crlf):
 def test_euc_kr_composed_syllables():
     """A syllable outside KS X 1001 is written in EUC-KR as the filler 0xA4D4 and three jamo
     (KS X 1001 annex 3); CP949 (what 'euc-kr' labels usually mean in mail) has its own code."""
-    from spamkit.message import decode_bytes
+    from spamkit.parse.message import decode_bytes
     for codec in ("euc_kr", "cp949"):
         defects = []
         assert decode_bytes("췺 한국어".encode(codec), "euc-kr", defects) == "췺 한국어" and not defects
@@ -207,7 +207,7 @@ HEADER_LINES = st.sampled_from([
 def test_fast_header_path_equals_the_line_loop(lines, eol, envelope, body):
     # parse_part reads well-formed blocks with two regular-expression scans; every block must
     # give what the line-by-line loop (the definition, with every defect) gives
-    from spamkit.mime import _parse_part_lines
+    from spamkit.parse.mime import _parse_part_lines
     raw = (eol.join(lines) + eol + eol + body).encode("latin-1")
     for start in (0, min(3, len(raw))):
         fast = parse_part(raw, start, len(raw), envelope=envelope)
@@ -249,7 +249,7 @@ def test_compiled_header_block_is_its_definition_on_any_bytes(raw, start, limits
 
 
 def test_fast_header_path_keeps_the_limits():
-    from spamkit.mime import MAX_FIELD_CHARS, MAX_FIELDS, _parse_part_lines
+    from spamkit.parse.mime import MAX_FIELD_CHARS, MAX_FIELDS, _parse_part_lines
     for raw in (b"X: " + b"a" * (MAX_FIELD_CHARS + 10) + b"\n\nbody",      # one field past its cut
                 b"".join(b"X%d: y\n" % i for i in range(MAX_FIELDS + 5)) + b"\nbody"):
         fast, slow = parse_part(raw, 0, len(raw)), _parse_part_lines(raw, 0, len(raw), "text/plain", False)
@@ -263,9 +263,9 @@ def test_fast_header_path_equals_the_line_loop_on_every_corpus_message(monkeypat
     the line loop's, and every parameter list read (speedups.mime_parameters where it applies)
     equals the Python definition's, mime._parameters."""
     import glob
-    from spamkit import message, mime
+    from spamkit.parse import message, mime
     from spamkit.corpus import Corpus
-    from spamkit.mime import _parse_part_lines
+    from spamkit.parse.mime import _parse_part_lines
     from conftest import corpora_root, shared_corpus
     checked, differ = [0, 0], []
     real_parameters, values, params_differ = mime.parameters, [0], []
@@ -305,7 +305,7 @@ def test_fast_header_path_equals_the_line_loop_on_every_corpus_message(monkeypat
                                  "utf-8", "name", "boundary", "a;b", "\\", "x"]), max_size=30),
        st.integers(min_value=0, max_value=300))
 def test_remembered_parameters_are_the_computed_ones_and_each_call_gets_its_own(pieces, pad):
-    from spamkit import mime
+    from spamkit.parse import mime
     value = "".join(pieces) + " " * (pad if pad > 250 else 0)      # some over PARAM_CACHE_CHARS
     expected = mime._parameters(value) if ";" in value else {}
     first = parameters(value)
@@ -325,8 +325,8 @@ def test_compiled_parameters_are_their_definition(pieces, max_params):
     ending in a lone backslash, escapes, angle brackets, white space str.strip() removes, repeated
     names, the limit on segments): the same dict, or None where the value is not ASCII or names
     an RFC 2231 section, which the Python definition then decodes."""
-    from spamkit import mime
-    from spamkit.mime import _speedups
+    from spamkit.parse import mime
+    from spamkit.parse.mime import _speedups
     if _speedups is None:
         pytest.skip("spamkit.speedups is not built")
     from unittest import mock
@@ -341,7 +341,7 @@ def test_compiled_parameters_are_their_definition(pieces, max_params):
 
 
 def _segment_names(value: str, max_params: int) -> list:
-    from spamkit import mime
+    from spamkit.parse import mime
     first = value.find(";")
     return [] if first < 0 else [seg.partition("=")[0] for seg in mime._segments(value, first + 1)][:max_params]
 
@@ -355,7 +355,7 @@ def _segment_names(value: str, max_params: int) -> list:
 def test_compiled_top_headers_are_their_definition(fields):
     """speedups.header_pairs gives what the Python comprehension (name.strip().lower(),
     decode_header_value) gives, defects included and in the same order."""
-    from spamkit.message import _speedups, decode_header_value
+    from spamkit.parse.message import _speedups, decode_header_value
     if _speedups is None:
         return
     defects_py, defects_c = [], []
@@ -369,7 +369,7 @@ def test_compiled_top_headers_are_their_definition(fields):
                                                           b"Q", b"QU", b"QUJ", b"\xff", b"-"]), max_size=20).map(b"".join),
        st.sampled_from(["base64", " BASE64 ", "quoted-printable", "7bit", None]), st.integers(1, 50))
 def test_attachment_size_without_decoding_is_the_decoded_length(body, encoding, max_part_bytes):
-    from spamkit.message import payload_bytes, payload_size
+    from spamkit.parse.message import payload_bytes, payload_size
     head = b"Content-Type: application/octet-stream\n" + (b"Content-Transfer-Encoding: %s\n" % encoding.encode()
                                                          if encoding else b"") + b"\n"
     raw = head + body
@@ -382,7 +382,7 @@ def test_attachment_size_without_decoding_is_the_decoded_length(body, encoding, 
 def test_compiled_base64_count_is_the_translate_definition(data, start, stop):
     """speedups.base64_chars(data, start, stop) counts what len(data[start:stop].translate(None,
     _NOT_BASE64)) keeps, slice bounds clipped as Python clips them."""
-    from spamkit.message import _NOT_BASE64, _speedups
+    from spamkit.parse.message import _NOT_BASE64, _speedups
     if _speedups is None:
         return
     assert _speedups.base64_chars(data, start, stop) == len(data[start:stop].translate(None, _NOT_BASE64))

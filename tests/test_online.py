@@ -9,9 +9,9 @@ from click.testing import CliRunner
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
 from spamkit.errors import CorpusError
-from spamkit.evaluation import online_evaluate
-from spamkit.features import Vectorizer
-from spamkit.message import parse_message
+from spamkit.jobs.evaluation import online_evaluate
+from spamkit.features.vectorizer import Vectorizer
+from spamkit.parse.message import parse_message
 from spamkit.models import BernoulliNB, MultinomialNB
 from spamkit.names import DEFAULT_RATE
 from spamkit.text import Analyzer
@@ -70,7 +70,7 @@ def test_trec_results_file(stream, tmp_path):
     assert ident == stream[-1].id and gold == stream[-1].label
     assert judgement == ("spam" if float(score) > 0 else "ham")
     # the summary measures are computed from exactly these scores
-    from spamkit.metrics import trec_measures
+    from spamkit.decide.metrics import trec_measures
     y = np.array([line.split()[3] == "spam" for line in lines])
     s = np.array([float(line.split()[2]) for line in lines])
     assert trec_measures(y, s, 0.0)["roca_pct"] == pytest.approx(result.measures["roca_pct"], abs=1e-4)
@@ -121,7 +121,7 @@ def test_active_learning_asks_by_margin_within_its_quota(stream):
 
 def test_online_reports_the_default_three_way_decision(stream):
     from scipy.special import expit
-    from spamkit.decision import DEFAULT_BAND
+    from spamkit.decide.decision import DEFAULT_BAND
     result = online_evaluate(iter(stream), Analyzer(), model="multinomial", hashing=2 ** 12)
     d = result.measures["default_decision"]
     p = expit(np.asarray(result.scores))
@@ -160,7 +160,7 @@ def test_k_class_online_against_scikit_learn_learning_one_message_at_a_time(tmp_
     import sklearn.naive_bayes as sk
     from sklearn.metrics import roc_auc_score
 
-    from spamkit.evaluation import online_evaluate_classes
+    from spamkit.jobs.evaluation import online_evaluate_classes
     path = _three_class_stream(tmp_path)
     with Corpus(path, classes=None) as corpus:
         msgs = list(corpus)
@@ -196,7 +196,7 @@ def test_k_class_online_against_scikit_learn_learning_one_message_at_a_time(tmp_
 
 
 def test_k_class_online_learning_curve_and_first_message_by_hand(tmp_path):
-    from spamkit.evaluation import online_evaluate_classes
+    from spamkit.jobs.evaluation import online_evaluate_classes
     from spamkit.corpus import LabelledMessage
     # a stream of 4: before anything is learned every class gets 1/3 (the first, "a", wins the tie);
     # message 2 ("b") is scored by a model that knows only "a": called "a"; message 3 ("a"): right;

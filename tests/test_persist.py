@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spamkit.errors import ModelFormatError
-from spamkit.persist import FORMAT_VERSION, load_filter, read_manifest
+from spamkit.filterfile.persist import FORMAT_VERSION, load_filter, read_manifest
 from spamkit.pipeline import SpamFilter, build_filter
 
 from conftest import SAMPLE, compiled_expected
@@ -117,7 +117,7 @@ def test_save_is_atomic_and_keeps_old_file_on_failure(tmp_path, trained, monkeyp
     path = tmp_path / "m.spamkit"
     trained.save(path)
     before = path.read_bytes()
-    import spamkit.persist as persist
+    import spamkit.filterfile.persist as persist
 
     def boom(*a, **k):
         raise OSError("disk full")
@@ -148,7 +148,7 @@ def test_the_compiled_term_keys_are_blake2b(terms):
     exactly one, and several (128 bytes of UTF-8 and more), and every kind of character."""
     import hashlib
     from spamkit.compiled import speedups
-    from spamkit.persist import term_keys
+    from spamkit.filterfile.persist import term_keys
     expected = [int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest(), "little") for t in terms]
     if speedups() is not None or compiled_expected():
         assert np.frombuffer(speedups().term_keys(terms), dtype="<u8").tolist() == expected
@@ -163,7 +163,7 @@ def test_the_compiled_key_order_is_a_stable_argsort(keys, shift):
     np.argsort(kind="stable"): duplicates keep their order; keys that differ only above or
     below some bit (a shift) leave some passes with one digit."""
     from spamkit.compiled import speedups
-    from spamkit.persist import key_order
+    from spamkit.filterfile.persist import key_order
     arr = np.array([(k << shift) & (2 ** 64 - 1) for k in keys], dtype=np.uint64)
     expected = np.argsort(arr, kind="stable").tolist()
     if speedups() is not None or compiled_expected():
@@ -173,7 +173,7 @@ def test_the_compiled_key_order_is_a_stable_argsort(keys, shift):
 
 def test_a_term_without_utf8_is_refused_as_before():
     from spamkit.compiled import speedups
-    from spamkit.persist import term_keys
+    from spamkit.filterfile.persist import term_keys
     if speedups() is not None:
         assert speedups().term_keys(["a", "\ud800"]) is None and speedups().term_keys(["a", 1]) is None
     with pytest.raises(UnicodeEncodeError):
@@ -187,7 +187,7 @@ def test_lines_made_ready_are_the_text_member_save_would_write(lines, at_a_time)
     UTF-8 of the lines joined by line feeds and its SHA-256; None for a line break or a lone
     surrogate in an entry, which saving refuses."""
     import zlib
-    from spamkit import persist
+    from spamkit.filterfile import persist
     old = persist.LINES_AT_A_TIME
     persist.LINES_AT_A_TIME = at_a_time
     try:
@@ -205,8 +205,8 @@ def test_lines_made_ready_are_the_text_member_save_would_write(lines, at_a_time)
 
 
 def test_the_term_index_keys_are_term_hash_and_stored_uncompressed(tmp_path):
-    from spamkit.manifest import term_hash
-    from spamkit.persist import term_hash_index
+    from spamkit.filterfile.manifest import term_hash
+    from spamkit.filterfile.persist import term_hash_index
 
     terms = ["viagra", "ünïcode", "", "x" * 128, "x" * 300, "subject:free"]
     keys, columns = term_hash_index(terms)
@@ -224,7 +224,7 @@ def test_the_term_index_made_during_fit_is_the_one_save_would_make(tmp_path, mon
     # fit hashes the vocabulary in a thread while the model fits; save uses that index while the
     # vocabulary is the one it was made for, and makes it again after the vocabulary grew
     import threading
-    from spamkit import persist
+    from spamkit.filterfile import persist
     f = build_filter(**{"model": "fisher-nb", "tokens": "mail"})
     before = threading.active_count()
     f.fit([p.read_bytes() for p in MESSAGES], y=[p.parent.name for p in MESSAGES])
@@ -261,11 +261,11 @@ def test_a_fit_that_fails_leaves_no_thread_behind():
 
 
 def test_filter_files_are_deflated_by_isal_and_read_back_by_zipfile(tmp_path, trained, monkeypatch):
-    """Filter files are written by spamkit.ziparchive (members deflated by ISA-L): zipfile reads
+    """Filter files are written by spamkit.filterfile.ziparchive (members deflated by ISA-L): zipfile reads
     them, every member's CRC holds, and the filter scores as before; one too large for a zip
     without ZIP64 is written by zipfile instead, to the same members."""
     from isal import isal_zlib
-    from spamkit import persist, ziparchive
+    from spamkit.filterfile import persist, ziparchive
 
     made = []
     real = ziparchive.deflater
@@ -299,7 +299,7 @@ def test_filter_files_are_deflated_by_isal_and_read_back_by_zipfile(tmp_path, tr
 def test_a_zip_written_member_by_member_is_what_zipfile_reads(members, packed):
     """Members written through ZipWriter.member in pieces, or made ready by pack() and added
     whole (add_packed), deflated or stored: zipfile reads the names, bytes and methods back."""
-    from spamkit.ziparchive import ZipWriter, pack
+    from spamkit.filterfile.ziparchive import ZipWriter, pack
     buffer = io.BytesIO()
     with ZipWriter(buffer) as z:
         for (name, data, deflate), ready in zip(members, packed):
@@ -319,5 +319,5 @@ def test_a_zip_written_member_by_member_is_what_zipfile_reads(members, packed):
 
 
 def test_a_zip_too_large_for_its_32_bit_fields_is_refused_not_written_wrong():
-    from spamkit.ziparchive import LIMIT, fits
+    from spamkit.filterfile.ziparchive import LIMIT, fits
     assert fits([1 << 20] * 3) and not fits([LIMIT - 10]) and not fits([1 << 31, 1 << 31])

@@ -208,7 +208,7 @@ def test_the_good_file_still_loads_and_a_trusted_pattern_can_be_allowed(good, tm
     out, peak_mb = run("classify", good, MESSAGE)
     assert out.returncode == 0 and "\tspam\t" in out.stdout
     from spamkit.errors import ModelFormatError
-    from spamkit.persist import load_filter
+    from spamkit.filterfile.persist import load_filter
     manifest, data = members(good)
     manifest["analyzer"]["token_pattern"] = r"\w+"
     path = write(tmp_path / "mine.spamkit", manifest, data)
@@ -226,7 +226,7 @@ def test_an_array_member_must_hold_exactly_what_its_header_says(tmp_path):
     import zipfile
 
     from spamkit.errors import ModelFormatError
-    from spamkit.persist import read_array
+    from spamkit.filterfile.persist import read_array
 
     def member(data: bytes, name="arrays/a.npy", shape=(10,), dtype="float64"):
         path = tmp_path / f"{hashlib.sha256(data).hexdigest()[:8]}.zip"
@@ -292,8 +292,8 @@ def test_a_context_table_declared_past_the_budget_is_refused_before_it_is_made(c
 
 def _both_routes_refuse(path: Path, problem: str) -> None:
     from spamkit.errors import ModelFormatError
-    from spamkit.lean import lean_filter
-    from spamkit.persist import load_filter
+    from spamkit.mail.lean import lean_filter
+    from spamkit.filterfile.persist import load_filter
     for load in (lean_filter, load_filter):
         with pytest.raises(ModelFormatError, match=problem):
             load(path)

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
-from spamkit.message import split_tags
+from spamkit.parse.message import split_tags
 from spamkit.passthrough import EXIT_ERROR, VERDICT_STATUSES
 
 from conftest import SAMPLE, start_server, stop_server
@@ -68,7 +68,7 @@ def test_empty_standard_input_is_not_tagged_as_a_message(model, route, raw):
 
 def test_a_broken_installation_still_delivers(model, tmp_path):
     # a numpy that cannot be imported: the full path cannot even start and passes the message
-    # through; the lean path (spamkit.lean, the standard library only) never needed numpy
+    # through; the lean path (spamkit.mail.lean, the standard library only) never needed numpy
     fake = tmp_path / "site" / "numpy"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('numpy is broken on purpose')\n")
@@ -139,7 +139,7 @@ def server(model, tmp_path):
 
 def test_every_crasher_comes_out_of_spamkit_pipe_tagged(server):
     for name, raw in CRASHERS:
-        out = subprocess.run([sys.executable, "-m", "spamkit.client", "--socket", str(server)], input=raw,
+        out = subprocess.run([sys.executable, "-m", "spamkit.serve.client", "--socket", str(server)], input=raw,
                              capture_output=True, env=ENV, timeout=120)
         if not raw.strip():               # as pipe mode: no message, an error, the input passed on
             assert out.returncode == EXIT_ERROR and out.stdout == raw

@@ -15,12 +15,12 @@ import threading
 import pytest
 
 from spamkit.corpus import Corpus
-from spamkit.engines import ProcessEngine
+from spamkit.jobs.engines import ProcessEngine
 from spamkit.errors import WorkerError
-from spamkit.mailfilter.ahead import JudgeAhead
+from spamkit.mail.ahead import JudgeAhead
 from spamkit.pipeline import BEST, build_filter
 from spamkit.processes import forks, start_context
-from spamkit.spamfilter import parse_item
+from spamkit.filterfile.spamfilter import parse_item
 
 from conftest import SAMPLE
 

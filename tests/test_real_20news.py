@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from spamkit.config import build_filter
+from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus, iter_corpora
-from spamkit.metrics import one_vs_rest
+from spamkit.decide.metrics import one_vs_rest
 
 from conftest import shared_corpus
 

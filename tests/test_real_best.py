@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from spamkit.corpus import Corpus
-from spamkit.evaluation import online_evaluate
-from spamkit.metrics import mcc
+from spamkit.jobs.evaluation import online_evaluate
+from spamkit.decide.metrics import mcc
 from spamkit.pipeline import BEST, build_filter, make_analyzer
 
 from conftest import shared_corpus

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from spamkit.corpus import Corpus
-from spamkit.message import parse_message
+from spamkit.parse.message import parse_message
 
 from conftest import shared_corpus
 

@@ -7,8 +7,8 @@ import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
 from spamkit.corpus import Corpus
-from spamkit.features import Vectorizer
-from spamkit.metrics import roc_auc
+from spamkit.features.vectorizer import Vectorizer
+from spamkit.decide.metrics import roc_auc
 from spamkit.models import KNNClassifier
 from spamkit.pipeline import SpamFilter
 

@@ -13,8 +13,8 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.metrics import roc_auc_score
 
 from spamkit.corpus import Corpus
-from spamkit.message import parse_message
-from spamkit.metrics import roc_auc
+from spamkit.parse.message import parse_message
+from spamkit.decide.metrics import roc_auc
 from spamkit.models import BernoulliNB, MultinomialNB
 from spamkit.pipeline import SpamFilter
 
@@ -72,7 +72,7 @@ def test_predict_proba_matches_sklearn_on_enron1_features():
 
 def test_online_trec07p_dev():
     # TREC protocol: classify each message in index order, then learn it (immediate feedback).
-    from spamkit.evaluation import online_evaluate
+    from spamkit.jobs.evaluation import online_evaluate
     from spamkit.text import Analyzer
     with Corpus(shared_corpus("trec07p-dev/trec07p-dev.tar.gz")) as corpus:
         result = online_evaluate(iter(corpus), Analyzer())

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
-from spamkit.message import strip_markup
-from spamkit.spamfilter import SpamFilter
+from spamkit.parse.message import strip_markup
+from spamkit.filterfile.spamfilter import SpamFilter
 
 from conftest import REPO, SAMPLE, installed
 from dovecot import Dovecot

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from collections import Counter
 
-from spamkit.message import parse_message
+from spamkit.parse.message import parse_message
 
 from conftest import REPO, SAMPLE
 

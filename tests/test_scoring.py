@@ -14,7 +14,7 @@ import scipy.special
 from scipy.stats import chi2
 
 import spamkit.scoring as scoring
-from spamkit.config import BEST, build_filter
+from spamkit.filterfile.config import BEST, build_filter
 from spamkit.corpus import Corpus
 from spamkit.models.robinson import presence
 from spamkit.scoring import arrays

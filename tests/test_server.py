@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
-from spamkit.mailfilter import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE
+from spamkit.mail import EXIT_ERROR, EXIT_HAM, EXIT_SPAM, EXIT_UNSURE
 
 from conftest import SAMPLE, start_server, stop_server
 
@@ -20,7 +20,7 @@ ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
 def _client(socket_path, data: bytes):
-    return subprocess.run([sys.executable, "-m", "spamkit.client", "--socket", str(socket_path)], input=data,
+    return subprocess.run([sys.executable, "-m", "spamkit.serve.client", "--socket", str(socket_path)], input=data,
                           capture_output=True, env=ENV)
 
 
@@ -68,7 +68,7 @@ def test_no_server_means_the_message_passes_through(server, tmp_path):
 
 
 def test_the_client_imports_only_the_standard_library():
-    code = "import sys, spamkit.client; print(sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk') if m in sys.modules))"
+    code = "import sys, spamkit.serve.client; print(sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV, text=True)
     assert out.stdout.strip() == "[]"
 
@@ -84,7 +84,7 @@ def _peak_mb(pid: int) -> float:
 def test_200_clients_at_once_and_64_idle_connections_are_all_answered(model, tmp_path, workers):
     import socket
     import threading
-    from spamkit.client import ask
+    from spamkit.serve.client import ask
     sock = tmp_path / "busy.sock"
     # up to 264 connections are open at once here: above the default --max-clients (256), whose
     # "busy" answer tests/test_spamd.py checks; this test is about idle connections holding nothing
@@ -126,7 +126,7 @@ def test_200_clients_at_once_and_64_idle_connections_are_all_answered(model, tmp
 
 def test_an_idle_client_does_not_hold_the_others_and_a_slow_one_is_cut_off(model, tmp_path):
     import socket
-    from spamkit.client import LENGTH, ask
+    from spamkit.serve.client import LENGTH, ask
     sock = tmp_path / "slow.sock"
     proc = start_server(model, sock, "--timeout", "2", "--workers", "1")
     try:
@@ -169,7 +169,7 @@ def test_the_socket_mode_can_open_it_to_the_group(model, tmp_path):
 def test_a_batch_of_messages_gets_the_replies_each_would_get_alone(model):
     """answer_batch (several queued spamkit-pipe requests handed to one worker) replies exactly as
     answer_job does to each alone, hostile messages included."""
-    from spamkit import server as srv
+    from spamkit.serve import server as srv
     from spamkit.pipeline import SpamFilter
 
     def state():

@@ -1,4 +1,4 @@
-"""One frozen settings object (spamkit.config.FilterSettings) makes every untrained filter: the
+"""One frozen settings object (spamkit.filterfile.config.FilterSettings) makes every untrained filter: the
 command line's, the KEY=VALUE settings', the scikit-learn estimator's; the filter file records it."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
-from spamkit.config import BEST, FilterClassifier, FilterSettings, build_filter, filter_from_config
+from spamkit.filterfile.config import BEST, FilterClassifier, FilterSettings, build_filter, filter_from_config
 from spamkit.errors import ConfigError
-from spamkit.spamfilter import SpamFilter
+from spamkit.filterfile.spamfilter import SpamFilter
 
 from conftest import SAMPLE
 

@@ -133,8 +133,8 @@ def test_online_stack_steps_its_logistic_component_with_each_message():
 
 
 def test_a_stack_with_a_logistic_component_round_trips_and_an_old_file_still_loads(tmp_path):
-    from spamkit.features import Vectorizer
-    from spamkit.persist import load_filter, save_filter
+    from spamkit.features.vectorizer import Vectorizer
+    from spamkit.filterfile.persist import load_filter, save_filter
     from spamkit.text import Analyzer
     X, y = _data(5)
     docs = [[f"t{j}" for j in np.flatnonzero(X[i].toarray()[0])] for i in range(len(y))]
@@ -229,8 +229,8 @@ def test_a_length_aware_file_without_its_range_is_refused(tmp_path):
     import json
     import zipfile
     from spamkit.errors import ModelFormatError
-    from spamkit.features import Vectorizer
-    from spamkit.persist import load_filter, save_filter
+    from spamkit.features.vectorizer import Vectorizer
+    from spamkit.filterfile.persist import load_filter, save_filter
     from spamkit.text import Analyzer
     X, y = _data(7)
     docs = [[f"t{j}" for j in np.flatnonzero(X[i].toarray()[0])] for i in range(len(y))]
@@ -260,7 +260,7 @@ def test_a_length_aware_file_without_its_range_is_refused(tmp_path):
         with zipfile.ZipFile(tmp_path / f"{damage}.spamkit", "w") as z:
             for n, data in changed.items():
                 z.writestr(n, data)
-        # missing: the model says so; reversed: the value rule both routes share (spamkit.manifest)
+        # missing: the model says so; reversed: the value rule both routes share (spamkit.filterfile.manifest)
         problem = "length range" if damage == "missing" else "length_range_ is not two numbers, the smaller first"
         with pytest.raises(ModelFormatError, match=problem):
             load_filter(tmp_path / f"{damage}.spamkit")
@@ -365,9 +365,9 @@ def test_side_inputs_are_more_columns_of_the_combiner():
 
 def test_side_scores_are_asked_for_and_checked():
     from spamkit.errors import ModelFormatError
-    from spamkit.features import Vectorizer
-    from spamkit.persist import save_filter
-    from spamkit.spamfilter import SpamFilter
+    from spamkit.features.vectorizer import Vectorizer
+    from spamkit.filterfile.persist import save_filter
+    from spamkit.filterfile.spamfilter import SpamFilter
     from spamkit.text import Analyzer
     X, y = _data(8)
     with pytest.raises(ConfigError, match="pass them as side="):

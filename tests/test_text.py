@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spamkit.errors import ConfigError, ResourceMissingError
-from spamkit.message import parse_message
+from spamkit.parse.message import parse_message
 from spamkit.text import Analyzer
 from spamkit.text.stem import CachedStemmer
 from spamkit.text.stopwords import english
@@ -161,7 +161,7 @@ def test_every_sample_message_has_tokens():
 
 
 def test_mail_analyzer_tokens():
-    from spamkit.message import parse_message
+    from spamkit.parse.message import parse_message
     from spamkit.text import Analyzer
     raw = (b"Received: from relay.example.net ([192.0.2.77]) by mx.example.org\n"
            b"Received: from host (10.999.1.2) by relay\n"
@@ -192,7 +192,7 @@ def test_mail_analyzer_config_round_trip():
 def test_mail_tokens_never_contain_line_breaks():
     # A filter file stores one term per line; a URL in an HTML attribute may hold a line break
     # (trec07p inmail.474 has one), which must not reach a token.
-    from spamkit.message import parse_message
+    from spamkit.parse.message import parse_message
     from spamkit.text import Analyzer
     raw = (b"Content-Type: text/html\n\n<a href='http://ex.example/a\n01/b\r\nc d'>x</a>"
            b"<img src=\"http://img.example/\n\">")
@@ -223,7 +223,7 @@ def test_find_urls_equals_the_plain_scan(text):
 @given(st.text(alphabet=st.sampled_from(list("ab1 9.$-")), max_size=80), st.integers(2, 5),
        st.sampled_from(["keep", "drop", "collapse"]))
 def test_header_tokens_are_the_field_words_without_markers(value, max_len, numbers):
-    from spamkit.message import Message
+    from spamkit.parse.message import Message
     a = Analyzer(max_len=max_len, numbers=numbers, urls=False, meta=False)
     doc = Message(body="", kind="rfc822", size=0, headers=[("subject", value)])
     expected = ["subject:" + t for t in a.words(value) if not t.startswith("meta:")]
@@ -231,7 +231,7 @@ def test_header_tokens_are_the_field_words_without_markers(value, max_len, numbe
 
 
 def test_skip_headers_drops_fields_new_in_every_message():
-    from spamkit.message import parse_message
+    from spamkit.parse.message import parse_message
     from spamkit.text import Analyzer
     m = parse_message(b"Date: Mon, 1 Jan 2024 10:00:00\nMessage-ID: <a1b2@mx.example>\nSubject: hi there\n\nbody")
     every = Analyzer.mail()(m)
@@ -414,7 +414,7 @@ def test_every_field_in_one_call_equals_the_field_loop(fields, max_len, lowercas
     """With every header field wanted (the mail analyzer), the field tokens come from one C call
     (spamkit.speedups.header_words): each field's words prefixed "name:", markers left out, in
     field order, as the loop over the fields gives them."""
-    from spamkit.message import Message
+    from spamkit.parse.message import Message
     a = Analyzer(max_len=max_len, headers=("*",), lowercase=lowercase, urls=False, url_parts=False, meta=False,
                  header_names=False, received_ips=False, digit_shapes=False)
     doc = Message(body="", kind="rfc822", size=0, headers=container(fields))
@@ -524,7 +524,7 @@ def test_field_name_tokens_are_one_str_per_name_and_the_memo_is_bounded(monkeypa
     cleared when it reaches its bound: names come from the mail, a stream of new ones must not
     grow it for ever. The tokens are what the concatenation gives either way."""
     import spamkit.text as text_module
-    from spamkit.message import parse_message
+    from spamkit.parse.message import parse_message
     monkeypatch.setattr(text_module, "_HEADER_NAME_TOKENS", {})
     monkeypatch.setattr(text_module, "_HEADER_NAME_TOKENS_SIZE", 5)
     a = Analyzer.mail()
@@ -541,7 +541,7 @@ def test_field_name_tokens_are_one_str_per_name_and_the_memo_is_bounded(monkeypa
 def test_compiled_field_names_are_shared_objects_with_their_definition():
     """speedups.header_pairs hands back one str per lower-case field name met lately (a cache),
     and names longer than the cache holds fresh: equal to name.strip().lower() either way."""
-    from spamkit.message import _speedups, decode_header_value
+    from spamkit.parse.message import _speedups, decode_header_value
     if _speedups is None:
         pytest.skip("spamkit.speedups was not built")
     long_name = "X-" + "Long" * 20

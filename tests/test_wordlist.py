@@ -1,4 +1,4 @@
-"""bogofilter word lists in and out (spamkit.wordlist; spamkit import-wordlist / export-wordlist).
+"""bogofilter word lists in and out (spamkit.filterfile.wordlist; spamkit import-wordlist / export-wordlist).
 
 The real bogofilter 1.2.5 is the oracle: it trains a word list, ``bogoutil -d`` dumps it, spamkit
 imports it and must score new mail as bogofilter does with the same list. Outside CI a missing
@@ -19,9 +19,9 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 from spamkit.errors import CorpusError
-from spamkit.metrics import roc_auc
-from spamkit.spamfilter import SpamFilter
-from spamkit.wordlist import BOGOFILTER, read_wordlist, wordlist_filter, write_wordlist
+from spamkit.decide.metrics import roc_auc
+from spamkit.filterfile.spamfilter import SpamFilter
+from spamkit.filterfile.wordlist import BOGOFILTER, read_wordlist, wordlist_filter, write_wordlist
 
 from conftest import installed, shared_corpus
 

@@ -8,7 +8,7 @@ import click
 
 from ..corpus import Corpus
 from ..errors import CorpusError
-from ..report import render_classification, to_json_line
+from .report import render_classification, to_json_line
 from . import cli
 from .progress import verbosity_options
 from .params import CostsParam, costs_or_none, spam_rate_option
@@ -38,7 +38,7 @@ def classify_command(model, inputs, explain, as_json, fmt, cost, spam_rate):
     if not inputs and sys.stdin.isatty():
         raise click.UsageError("no messages to classify: name message files, mailboxes or corpora, or '-' "
                                "for one message on standard input")
-    from ..spamfilter import SpamFilter
+    from ..filterfile.spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))

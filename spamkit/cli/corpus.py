@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..jobs.survey import survey_corpus
-from ..report import render_survey, to_json
+from .report import render_survey, to_json
 from . import cli
 from .params import corpus_options, engine_from_options, jobs_option, open_corpora
 from .progress import Progress, verbosity_options

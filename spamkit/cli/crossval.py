@@ -9,7 +9,7 @@ import click
 
 
 from ..names import METRICS, REPRESENTATIONS
-from ..report import render_comparison, render_engine_run, render_threshold, render_tuning, to_json
+from .report import render_comparison, render_engine_run, render_threshold, render_tuning, to_json
 from . import cli
 from .params import (CostsParam, OutputPath, close_corpora, corpus_options, costs_or_none, engine_from_options,
                      engine_options, open_corpora, reading_corpora, running)
@@ -65,8 +65,8 @@ def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds
       spamkit threshold mine.spamkit --ham ~/Mail/INBOX --spam ~/Mail/Junk --cost fp=100,fn=10 --save
     """
     from ..jobs.folds import cross_validated_log_odds
-    from ..selection import threshold_report
-    from ..spamfilter import SpamFilter
+    from ..decide.selection import threshold_report
+    from ..filterfile.spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     costs = costs_or_none(cost) if cost is not None else spam_filter.costs
     c_fp, c_fn = 1.0, 1.0
@@ -98,7 +98,7 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
     if chosen.name == "dask":
         result["dask"] = chosen.run.as_dict()
     if report_path is not None:
-        from ..htmlreport import render_comparison_html
+        from .htmlreport import render_comparison_html
         with open(report_path, "w", encoding="utf-8") as fh:
             fh.write(render_comparison_html(result, " ".join(sys.argv)))
     click.echo(to_json(result) if as_json else render_comparison(result))
@@ -129,7 +129,7 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, cost
     Example:
       spamkit cv enron1.tar.gz --config model=multinomial,tokens=words --folds 10
     """
-    from ..config import parse_config
+    from ..filterfile.config import parse_config
     _comparison(corpus, ham, spam, extra, fmt, classes, [(config or "best", parse_config(config))],
                 folds, seed, as_json, engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship, jobs=jobs,
                 cost=cost)
@@ -159,7 +159,7 @@ def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed
       spamkit compare enron1.tar.gz --config best --config model=multinomial,tokens=words \\
           --config model=fisher,calibrate=platt
     """
-    from ..config import parse_config
+    from ..filterfile.config import parse_config
     parsed = [(c, parse_config("" if c == "best" else c)) for c in configs]
     _comparison(corpus, ham, spam, extra, fmt, classes, parsed, folds, seed, as_json, report_path,
                 engine=engine, scheduler=scheduler, partition_size=partition_size, ship=ship, jobs=jobs, cost=cost)

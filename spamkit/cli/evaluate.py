@@ -7,7 +7,7 @@ import sys
 import click
 
 
-from ..report import render_engine_run, render_evaluation, to_json
+from .report import render_engine_run, render_evaluation, to_json
 from . import cli
 from .params import (CostsParam, OutputPath, archives_ahead, corpus_options, costs_or_none, engine_from_options, engine_options,
                      expected_messages, reading_corpora, running, spam_rate_option)
@@ -41,7 +41,7 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     carries the same numbers.
     """
     from ..jobs.evaluate import evaluate_filter
-    from ..spamfilter import SpamFilter
+    from ..filterfile.spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))
@@ -58,7 +58,7 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     if chosen.name == "dask":
         result["dask"] = chosen.run.as_dict()
     if report_path is not None:
-        from ..htmlreport import render_html
+        from .htmlreport import render_html
         page = render_html(result, " ".join(sys.argv), {"model": model, "manifest": spam_filter.manifest})
         with open(report_path, "w", encoding="utf-8") as fh:
             fh.write(page)

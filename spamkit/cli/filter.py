@@ -13,10 +13,10 @@ import click
 from ..corpus import iter_corpora
 from ..durable import MAX_MESSAGE_FILE
 from ..errors import counted
-from ..mailfilter import MailFilter, model_id_of, recover_mbox, tag
+from ..mail import MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import VERDICT_STATUS, guard
-from ..report import guard_text, to_json
-from ..server import (MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, AllowList, FilterCache, ServeLoop,
+from .report import guard_text, to_json
+from ..serve.server import (MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, AllowList, FilterCache, ServeLoop,
                       SpamkitProtocol, Workers, log, tcp_listener, unix_listener)
 from . import cli
 from .params import (CostsParam, OutputPath, SizeParam, close_corpora, corpus_options, costs_or_none, imap_options,
@@ -27,7 +27,7 @@ from .status import ExitStatus
 
 
 def _load(model, cost, spam_rate=None):
-    from ..spamfilter import SpamFilter
+    from ..filterfile.spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))
@@ -37,7 +37,7 @@ def _load(model, cost, spam_rate=None):
 
 
 def _taught_filter(site_filter, taught: str, site_id: str):
-    """The loaded site filter with the messages a user taught (``taught``, :mod:`spamkit.taught`)
+    """The loaded site filter with the messages a user taught (``taught``, :mod:`spamkit.serve.taught`)
     learned on top, in the order taught; its id names both. The site filter itself is not
     changed: the user's filter shares its vocabulary, analyzer and decision layer and has copies
     of what learning changes (:meth:`SpamFilter.learning_copy`: the model, the side models, the
@@ -45,7 +45,7 @@ def _taught_filter(site_filter, taught: str, site_id: str):
     55 MB and 0.4 s for a trec06p-sized filter."""
     from ..corpus.base import LabelledMessage
     from ..jobs.learn import learn_messages
-    from ..taught import read_taught
+    from ..serve.taught import read_taught
     spam_filter = site_filter.learning_copy()
     entries = read_taught(taught)
     learn_messages(spam_filter, [LabelledMessage(f"taught:{i}", label, raw, f"{taught}#{i + 1}")
@@ -57,9 +57,9 @@ def _taught_filter(site_filter, taught: str, site_id: str):
 
 
 def _load_lean(model, cost, spam_rate=None):
-    """The filter as a :class:`spamkit.lean.LeanFilter` (the standard library only), or None
+    """The filter as a :class:`spamkit.mail.lean.LeanFilter` (the standard library only), or None
     when the file needs the full path."""
-    from ..lean import lean_filter
+    from ..mail.lean import lean_filter
     lean = lean_filter(model)
     if lean is None:
         return None
@@ -79,11 +79,11 @@ def _pipe(model, cost, spam_rate=None, exit_zero: bool = False) -> int:
     Whatever goes wrong after the message is read (the parser, the filter file, the
     model, memory, a signal) writes the message out unchanged with status 3
     (:func:`spamkit.passthrough.guard`). Counting filters over a vocabulary (the default
-    filter among them) are scored by :mod:`spamkit.lean` without NumPy, SciPy or
+    filter among them) are scored by :mod:`spamkit.mail.lean` without NumPy, SciPy or
     scikit-learn, which is most of the start-up; the rest load in full.
     """
     def work(raw: bytes) -> tuple[int, bytes]:
-        from ..lean import lean_failed
+        from ..mail.lean import lean_failed
         spam_filter = _load_lean(model, cost, spam_rate)
         try:
             verdict, p = spam_filter.verdict(raw) if spam_filter is not None else (None, None)
@@ -108,8 +108,8 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
 
     import imapclient
 
-    from ..mailfilter.failures import FilterError
-    from ..mailfilter.imap import ImapURL, connect, password
+    from ..mail.failures import FilterError
+    from ..mail.imap import ImapURL, connect, password
     if insecure:
         click.echo("warning: --insecure: the IMAP server's certificate is not checked; anyone on the way can "
                    "read your password and mail", err=True)
@@ -219,7 +219,7 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
             done = recover_mbox(Path(box))             # a missing mbox may still have a run's files
             click.echo(done or f"{box}: nothing to recover")
         return
-    from ..mailfilter.imap import is_imap_url
+    from ..mail.imap import is_imap_url
     imap = [m for m in mailboxes if is_imap_url(m)]
     if imap and len(imap) != len(mailboxes):
         raise click.UsageError("IMAP folders and local mailboxes cannot be filtered in the same run")
@@ -242,13 +242,13 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
 
             on_message = listing if (dry_run or verbosity() > 0) and not as_json else None
             if imap:
-                from ..mailfilter.imap import ImapFilter
+                from ..mail.imap import ImapFilter
                 runner = ImapFilter(spam_filter.stream_verdict, tag=do_tag, move=move, dry_run=dry_run, force=force,
                                     max_size=max_size,
                                     progress=progress.step, on_message=on_message)
             else:
-                from ..engines import default_jobs
-                from ..mailfilter.mailboxes import count_messages
+                from ..jobs.engines import default_jobs
+                from ..mail.mailboxes import count_messages
                 counts = [count_messages(m) for m in mailboxes]
                 progress.expect(None if None in counts else sum(counts))
                 runner = MailFilter(spam_filter.stream_verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
@@ -356,8 +356,8 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
 
     from ..durable import filter_lock
     from ..jobs.learn import learn_messages
-    from ..mailfilter.imap import Corrections, ImapURL, connect, imap_messages, is_imap_url, password
-    from ..spamfilter import SpamFilter
+    from ..mail.imap import Corrections, ImapURL, connect, imap_messages, is_imap_url, password
+    from ..filterfile.spamfilter import SpamFilter
     imap = {label: [ImapURL.parse(u) for u in urls if is_imap_url(u)] for label, urls in (("ham", ham), ("spam", spam))}
     local_ham = tuple(h for h in ham if not is_imap_url(h))
     local_spam = tuple(s for s in spam if not is_imap_url(s))
@@ -442,7 +442,7 @@ def _learn_guarded(learn_messages, spam_filter, messages, forget, on_error, prog
 
     import imapclient
 
-    from ..mailfilter.failures import FilterError
+    from ..mail.failures import FilterError
     try:
         return learn_messages(spam_filter, messages, forget=forget, on_error=on_error, progress=progress,
                               on_message=on_message)
@@ -510,8 +510,8 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, allowed_ips, 
     authentication: as spamd, --spamd answers only this host unless --allowed-ips names
     other clients (any other connection is closed unread, and spamc passes the message on).
     """
-    from ..spamfilter import SpamFilter
-    from ..spamd import SpamdProtocol, parse_address
+    from ..filterfile.spamfilter import SpamFilter
+    from ..serve.spamd import SpamdProtocol, parse_address
     if not (socket_path or spamd_address or spamd_socket):
         raise click.UsageError("nothing to answer on: give --socket, --spamd HOST:PORT or --spamd-socket PATH")
     try:

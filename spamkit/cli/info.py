@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import ModelFormatError
-from ..report import render_info, to_json
+from .report import render_info, to_json
 from . import cli
 from .progress import verbosity_options
 
@@ -16,7 +16,7 @@ from .progress import verbosity_options
 @click.option("--json", "as_json", is_flag=True, help="Print the whole manifest as JSON.")
 def info_command(model, as_json):
     """Describe a filter file: model, classes, features, analyzer, training corpus."""
-    from ..manifest import read_manifest
+    from ..filterfile.manifest import read_manifest
     manifest = read_manifest(model)
     try:
         text = to_json(manifest) if as_json else render_info(manifest, model)

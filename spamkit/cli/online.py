@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..names import ONLINE_MODELS, REGIMES
-from ..report import render_online, to_json
+from .report import render_online, to_json
 from . import cli
 from .params import (OutputPath, corpus_options, engine_from_options, expected_messages, fisher_params, model_options,
                      reading_corpora, running)
@@ -70,7 +70,7 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
     Messages are taken in corpus order (TREC index order, Enron arrival order).
     Prints (1-ROCA)%, hm%, sm% and lam% and the throughput.
     """
-    from ..config import make_analyzer, model_default, stack_for_rate
+    from ..filterfile.config import make_analyzer, model_default, stack_for_rate
     from ..jobs.online import online_filter
     if classes != "ham,spam" or extra:
         return _online_classes(corpus, ham, spam, extra, fmt, classes, output, model or "multinomial", tokens, alpha,
@@ -107,7 +107,7 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
         result.write_trec(output)
     data = result.as_dict()
     if report_path:
-        from ..htmlreport import render_online_html
+        from .htmlreport import render_online_html
         data["report"] = result.report_data()
         with open(report_path, "w", encoding="utf-8") as fh:
             fh.write(render_online_html(data, " ".join(sys.argv)))
@@ -119,10 +119,10 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
 def _online_classes(corpus, ham, spam, extra, fmt, classes, output, model, tokens, alpha, hashing, report_path, jobs,
                     as_json, unsupported: dict) -> None:
     """``spamkit online --classes any`` (or class folders): classify-then-learn for any number of classes."""
-    from ..config import COMPLEMENT_KEYS, make_analyzer, model_default
-    from ..evaluation import ONLINE_K_MODELS
+    from ..filterfile.config import COMPLEMENT_KEYS, make_analyzer, model_default
+    from ..jobs.evaluation import ONLINE_K_MODELS
     from ..jobs.online import online_filter_classes
-    from ..report import render_online_classes
+    from .report import render_online_classes
     if model not in ONLINE_K_MODELS:
         raise click.BadParameter(f"{model} separates ham from spam; online evaluation of any number of classes "
                                  f"learns with {', '.join(ONLINE_K_MODELS)}", param_hint="--model")

@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..labels import normalise_label
 from ..durable import check_writable
 from ..names import DEFAULT_RATE, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, TOKENS
-from ..report import render_unreadable
+from .report import render_unreadable
 
 
 class OutputPath(click.ParamType):
@@ -80,7 +80,7 @@ class CostsParam(click.ParamType):
     name = "COSTS"
 
     def convert(self, value, param, ctx):
-        from ..decision import CostMatrix
+        from ..decide.decision import CostMatrix
         if isinstance(value, CostMatrix) or value == NO_COSTS:
             return value
         try:
@@ -260,10 +260,10 @@ def engine_options(fn):
 
 def engine_from_options(engine: str, scheduler: str, partition_size: int, ship: bool, jobs: int = 1):
     """The engine the options name (:class:`spamkit.jobs.engine.Engine`): this process, a
-    :class:`spamkit.engines.ProcessEngine` (``--jobs``: worker processes parse and tokenize) or a
+    :class:`spamkit.jobs.engines.ProcessEngine` (``--jobs``: worker processes parse and tokenize) or a
     :class:`spamkit.distributed.DaskEngine` (not yet started: :func:`running` starts it)."""
     if engine != "dask":
-        from ..engines import ProcessEngine, default_jobs
+        from ..jobs.engines import ProcessEngine, default_jobs
         from ..jobs.engine import Engine
         n = jobs or default_jobs()
         return ProcessEngine(n) if n > 1 else Engine()

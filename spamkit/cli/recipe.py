@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..mailfilter.recipes import KINDS, recipe
+from ..mail.recipes import KINDS, recipe
 from . import cli
 from .progress import verbosity_options
 

@@ -10,7 +10,7 @@ import click
 from ..text.stem import SNOWBALL_LANGUAGES, STEMMERS
 from ..names import CALIBRATIONS, METRICS, MODEL_NAMES as MODELS, REPRESENTATIONS, SPLIT_METHODS, WEIGHTS
 from ..labels import HAM_NAME, SPAM_NAME
-from ..report import render_condensed, render_engine_run, render_train, render_tuning, to_json
+from .report import render_condensed, render_engine_run, render_train, render_tuning, to_json
 from . import cli
 from .params import (CostsParam, OutputPath, archives_ahead, costs_or_none, corpus_options, engine_from_options, engine_options,
                      expected_messages, fisher_params, importing_ahead, model_options, reading_corpora, running)
@@ -169,7 +169,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
                 # a filter with byte 4-grams (and no context model): the workers make their slots
                 from ..names import GRAM_BITS, GRAM_BYTES
                 chosen.count_ahead(ahead, corpora, (GRAM_BYTES, GRAM_BITS) if byte_grams and not context_model else None)
-        from ..config import FilterSettings, stack_for_rate
+        from ..filterfile.config import FilterSettings, stack_for_rate
         from ..jobs.train import held_out_costs, train_filter
         settings = FilterSettings(
             model=model, tokens=tokens, alpha=alpha, representation=representation, min_df=min_df,
@@ -188,7 +188,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
             progress.expect(expected_messages(corpora))
             report = train_filter(spam_filter, corpora, test_fraction, split, seed, progress.step, parameters,
                                   engine=running_engine)
-    from ..decision import CostMatrix
+    from ..decide.decision import CostMatrix
     if cost is None and sorted(map(str, spam_filter.classes_)) == [HAM_NAME, SPAM_NAME]:
         cost = CostMatrix.default()                   # ham-protecting three-way decisions
     cost = costs_or_none(cost)

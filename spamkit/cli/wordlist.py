@@ -34,8 +34,8 @@ def import_wordlist_command(dump, output, robs, robx, min_dev, ham_cutoff, spam_
     cut-offs, so it scores mail as bogofilter did; `spamkit learn` goes on teaching it. Give the
     values of your bogofilter.cf with the options.
     """
-    from ..report import render_import
-    from ..wordlist import read_wordlist, wordlist_filter
+    from .report import render_import
+    from ..filterfile.wordlist import read_wordlist, wordlist_filter
     wordlist = read_wordlist(dump)
     spam_filter = wordlist_filter(wordlist, robs=robs, robx=robx, min_dev=min_dev, ham_cutoff=ham_cutoff,
                                   spam_cutoff=spam_cutoff, source="standard input" if dump == "-" else dump)
@@ -53,8 +53,8 @@ def export_wordlist_command(model, output):
 
     For the fisher and fisher-nb models (they count tokens per message, as bogofilter does).
     """
-    from ..spamfilter import SpamFilter
-    from ..wordlist import write_wordlist
+    from ..filterfile.spamfilter import SpamFilter
+    from ..filterfile.wordlist import write_wordlist
     spam_filter = SpamFilter.load(model)
     if spam_filter.analyzer.lexer != "bogofilter":
         click.echo(f"warning: {model} was not trained on bogofilter's tokens (train with --tokens bogofilter): "

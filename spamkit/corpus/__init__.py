@@ -9,7 +9,7 @@
 
 A :class:`Corpus` streams :class:`LabelledMessage` objects (id, label, raw
 bytes, source, date, and how to parse them) one at a time; nothing is decoded
-here (that is :mod:`spamkit.message`'s job) and nothing is held in memory
+here (that is :mod:`spamkit.parse.message`'s job) and nothing is held in memory
 beyond the current message.
 
 Formats (``format=``; ``"auto"`` detects them from the content):

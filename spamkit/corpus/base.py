@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CorpusError
 
-#: how ``spamkit.message.parse_message`` should read ``raw``:
+#: how ``spamkit.parse.message.parse_message`` should read ``raw``:
 #: "rfc822" (headers, blank line, body), "enron" (a ``Subject:`` line, then the
 #: body with no blank line), "text" (no headers at all: an SMS, a TSV cell),
 #: "auto" (decide from the content).

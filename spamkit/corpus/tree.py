@@ -767,7 +767,7 @@ class ArchiveTree(Tree):
         """``(spool serial, file descriptor, offset, size)`` of a member read by offset from a
         spool that holds the whole archive (a decompressed archive's temporary file, or the
         ``.tar`` itself): a worker process forked while it is open reads the member there
-        instead of being sent its bytes (``spamkit.engines``). None for anything else."""
+        instead of being sent its bytes (``spamkit.jobs.engines``). None for anything else."""
         handle = self._files.get(rel)
         spool = self._spool
         if isinstance(handle, tuple) and spool is not None and spool.complete:

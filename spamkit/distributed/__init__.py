@@ -7,7 +7,7 @@ Training. Naive Bayes and Robinson/Fisher filters are sums: class document count
 and per class and term either the summed term counts or the number of documents holding
 the term. Vocabulary selection (min_df, max_df, max_features by total count or by
 information gain) needs only per-term totals of the same kind
-(:meth:`spamkit.features.Vectorizer.select_columns`). So **one pass** is enough: the driver
+(:meth:`spamkit.features.vectorizer.Vectorizer.select_columns`). So **one pass** is enough: the driver
 reads the corpus in order and cuts it into partitions of messages; each worker parses,
 tokenizes and counts a partition into its *statistics* (its terms, and per class and term
 the count sum and the document frequency); statistics merge by adding

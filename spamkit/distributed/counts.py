@@ -12,8 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError, CorpusError
-from ..features import Vectorizer, count_matrix, information_gain
-from ..message import parse_message
+from ..features.vectorizer import Vectorizer, count_matrix, information_gain
+from ..parse.message import parse_message
 from ..models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from ..text import Analyzer
 

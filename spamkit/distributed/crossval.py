@@ -59,15 +59,15 @@ def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunRe
     from concurrent.futures import ThreadPoolExecutor
 
     from ..corpus import iter_corpora, require_classes
-    from ..selection import stratified_folds
-    from ..features import Vectorizer as _Vectorizer
+    from ..decide.selection import stratified_folds
+    from ..features.vectorizer import Vectorizer as _Vectorizer
     from ..labels import HAM_NAME, SPAM_NAME
     report = report if report is not None else RunReport()
 
     def cv(spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None, return_folds: bool = False):
         from sklearn.base import clone
 
-        from ..spamfilter import SpamFilter
+        from ..filterfile.spamfilter import SpamFilter
         check_distributable(spam_filter)
         started = time.perf_counter()
         labels: list = []

@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 
 from ..errors import ConfigError, CorpusError
-from ..message import parse_message
+from ..parse.message import parse_message
 from .cluster import DEFAULT_PARTITION, RunReport, default_pending, partitions, submit_all, wait_all
 from .counts import Shared, read_partition
 
@@ -23,7 +23,7 @@ _FILTERS: dict = {}
 
 
 def filter_from_bytes(blob: bytes, digest: str):
-    from ..spamfilter import SpamFilter
+    from ..filterfile.spamfilter import SpamFilter
     f = _FILTERS.get(digest)
     if f is None:
         fd, path = tempfile.mkstemp(suffix=".spamkit")

@@ -1,14 +1,13 @@
-"""Corpus-level jobs: what each ``spamkit`` command does, one module per job.
+"""Corpus-level jobs: what each ``spamkit`` command does over corpora, and where it runs.
 
-- :mod:`~spamkit.jobs.train`: train a filter on corpora, with a held-out evaluation;
-- :mod:`~spamkit.jobs.evaluate`: classify labelled corpora and measure (costs, report data);
-- :mod:`~spamkit.jobs.crossval`: cross-validated scores of a filter's configuration, compare
-  configurations on the same folds, tune kNN;
-- :mod:`~spamkit.jobs.online`: the TREC online protocol over corpora;
-- :mod:`~spamkit.jobs.learn`: add (or forget) messages in a trained filter;
-- :mod:`~spamkit.jobs.survey`: read and count a corpus.
-
-A job takes corpora and a :class:`~spamkit.spamfilter.SpamFilter` (or its settings), runs the
-stages and returns a report object or a dict; it prints nothing (the CLI and
-:mod:`spamkit.report` do).
+Takes corpora and a :class:`~spamkit.filterfile.spamfilter.SpamFilter` (or its settings),
+runs the stages and gives a report object or a dict; it prints nothing (the CLI and
+:mod:`spamkit.cli.report` do). One module per job -- :mod:`~spamkit.jobs.train` (with a
+held-out evaluation), :mod:`~spamkit.jobs.evaluate`, :mod:`~spamkit.jobs.crossval` (configurations
+compared on the same folds, kNN tuning), :mod:`~spamkit.jobs.online` (the TREC protocol, whose
+loop is :mod:`~spamkit.jobs.evaluation`), :mod:`~spamkit.jobs.learn`, :mod:`~spamkit.jobs.survey`
+-- with the work they share: a configuration's out-of-fold scores (:mod:`~spamkit.jobs.folds`)
+and corpora scored a block at a time (:mod:`~spamkit.jobs.rows`). Every job takes an engine,
+one declared interface (:mod:`~spamkit.jobs.engine`: this process by default; worker
+processes, :mod:`~spamkit.jobs.engines`; a Dask cluster, :mod:`spamkit.distributed`).
 """

@@ -1,7 +1,7 @@
 """Model selection over corpora: configurations compared on the same folds, and kNN's k and
 weighting tuned by cross-validation (a configuration's out-of-fold scores: :mod:`spamkit.jobs.folds`).
 
-The fold and matrix-level protocols are :mod:`spamkit.evaluation`; these jobs read the
+The fold and matrix-level protocols are :mod:`spamkit.jobs.evaluation`; these jobs read the
 corpora, build the features and call them.
 """
 
@@ -13,14 +13,14 @@ import numpy as np
 
 from ..corpus import iter_corpora, require_classes
 from ..errors import CorpusError
-from ..features import Vectorizer
+from ..features.vectorizer import Vectorizer
 from ..labels import HAM_NAME, SPAM_NAME
 from ..models import KNNClassifier
 from ..models.base import finite_log_odds
 from ..scoring.arrays import expit
-from ..spamfilter import SpamFilter
+from ..filterfile.spamfilter import SpamFilter
 from ..text import Analyzer
-from ..config import filter_from_config
+from ..filterfile.config import filter_from_config
 from .engine import IN_PROCESS, Engine
 
 
@@ -29,7 +29,7 @@ def k_class_measures(y, classes: list, log_proba: np.ndarray, fold_of: np.ndarra
     AUC and average precision (per class, macro, weighted, micro), accuracy per fold, and the
     micro-averaged ROC curve (every message's score for every class in one ranking, true for its
     own class; at most 2,000 points) that ``compare --report`` overlays."""
-    from ..metrics import multiclass_report, one_vs_rest, roc_curve
+    from ..decide.metrics import multiclass_report, one_vs_rest, roc_curve
     proba = np.exp(log_proba)
     pred = np.asarray(classes, dtype=object)[np.argmax(log_proba, axis=1)]
     truth = np.asarray([str(v) for v in y], dtype=object)
@@ -56,12 +56,12 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
     ``engine``: where the folds are scored (:meth:`spamkit.jobs.engine.Engine.cross_validated_log_proba`;
     the same result everywhere).
     ``status(done, total, text)`` hears each configuration's folds as they start. ``costs`` (a
-    :class:`~spamkit.decision.CostMatrix` over the corpus's classes, any number): each
+    :class:`~spamkit.decide.decision.CostMatrix` over the corpus's classes, any number): each
     configuration's out-of-fold probabilities are also decided by these costs, with the realised
-    and the expected cost per message (:meth:`~spamkit.decision.CostMatrix.outcome`).
+    and the expected cost per message (:meth:`~spamkit.decide.decision.CostMatrix.outcome`).
     """
-    from ..evaluation import bootstrap_auc
-    from ..metrics import roc_auc, roc_curve, trec_measures
+    from .evaluation import bootstrap_auc
+    from ..decide.metrics import roc_auc, roc_curve, trec_measures
     results = []
     steps = len(configs) * (folds + 1)
     for number, (name, settings) in enumerate(configs):
@@ -123,7 +123,7 @@ def tune_filter(corpora, ks, weights, metric: str = "cosine", representation: st
     The vocabulary is learned from every message before the folds are cut; it uses no
     labels, so no class information leaks from the held-out folds.
     """
-    from ..selection import tune_knn
+    from ..decide.selection import tune_knn
     f = SpamFilter(analyzer, Vectorizer(representation), KNNClassifier())
     labels = []
 

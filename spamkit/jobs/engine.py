@@ -12,13 +12,13 @@ two kinds of things, and nothing else:
 
 :class:`Engine` itself runs everything in this process; its whole operations are written in
 terms of three primitives -- :meth:`~Engine.tokenizer`, :meth:`~Engine.counter` and
-:meth:`~Engine.row_source` -- so that :class:`spamkit.engines.ProcessEngine` (worker processes
+:meth:`~Engine.row_source` -- so that :class:`spamkit.jobs.engines.ProcessEngine` (worker processes
 parse, tokenize and make feature rows) overrides only those, and
 :class:`spamkit.distributed.DaskEngine` (a cluster) overrides the whole operations. The jobs
 never ask which engine they were given.
 
 This module imports neither NumPy nor the filter: ``spamkit train`` starts its worker
-processes (:class:`spamkit.engines.ProcessEngine`, a subclass) before it imports NumPy, so
+processes (:class:`spamkit.jobs.engines.ProcessEngine`, a subclass) before it imports NumPy, so
 that they never hold it; the whole operations import what they run when they run.
 
 Its attributes tell a job how to hand over the corpus: :attr:`~Engine.reads_files` (the
@@ -28,7 +28,7 @@ workers read the mail files themselves: the job only lists them) and
 
 from __future__ import annotations
 
-from ..message import parse_message
+from ..parse.message import parse_message
 
 
 class Engine:
@@ -76,7 +76,7 @@ class Engine:
 
     def tokenizer(self, analyzer):
         """A function from messages to their ``(tokens, defect families)``, in order, for
-        :meth:`spamkit.spamfilter.SpamFilter.tokenized`; None: they are tokenized in this process."""
+        :meth:`spamkit.filterfile.spamfilter.SpamFilter.tokenized`; None: they are tokenized in this process."""
         return None
 
     def counter(self, analyzer, grams: tuple | None = None):
@@ -92,7 +92,7 @@ class Engine:
 
     def makes_gram_rows(self, spam_filter) -> bool:
         """Whether :meth:`fit` has workers make the filter's byte 4-gram slots (then this process
-        need not read the messages' bytes: :meth:`spamkit.spamfilter.SpamFilter.driver_reads_bytes`)."""
+        need not read the messages' bytes: :meth:`spamkit.filterfile.spamfilter.SpamFilter.driver_reads_bytes`)."""
         return False
 
     def parsed(self, items):

@@ -9,10 +9,10 @@ from collections import Counter
 import numpy as np
 
 from ..corpus import require_classes
-from ..features import Vectorizer
+from ..features.vectorizer import Vectorizer
 from ..labels import SPAM_NAME
 from ..models.base import finite_log_odds
-from ..spamfilter import SpamFilter
+from ..filterfile.spamfilter import SpamFilter
 from .rows import labelled_messages
 
 
@@ -31,7 +31,7 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
     """
     from sklearn.base import clone
 
-    from ..selection import stratified_folds
+    from ..decide.selection import stratified_folds
     labels = []
     texts = [] if spam_filter.reads_bytes else None
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError, CorpusError
-from ..spamfilter import SpamFilter
+from ..filterfile.spamfilter import SpamFilter
 
 
 @dataclass
@@ -32,7 +32,7 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
                    progress=None, on_message=None) -> LearnReport:
     """Add labelled messages to a trained filter's counts, or remove them (``forget``).
 
-    Every learned message is remembered by :func:`~spamkit.message.message_key` (tagged or
+    Every learned message is remembered by :func:`~spamkit.parse.message.message_key` (tagged or
     not, a message has one key): learning it again is skipped, learning it with the other
     label first removes its old contribution (a corrected mistake), and ``forget`` removes
     what learning added (exactly for counts; a logistic-regression component takes a step
@@ -40,7 +40,7 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
     (train on error). Works for the counting models (fisher-nb, fisher, multinomial, bernoulli).
     ``on_message(source, what)`` hears what was done with each message.
     """
-    from ..message import message_key
+    from ..parse.message import message_key
     if not hasattr(spam_filter.model, "unlearn"):
         raise ConfigError(f"{type(spam_filter.model).__name__} cannot learn incrementally; retrain it with "
                           "spamkit train (learn works for fisher-nb, fisher, multinomial and bernoulli)")

@@ -8,12 +8,12 @@ from .engine import IN_PROCESS, Engine
 
 
 def online_filter(corpora, analyzer: Analyzer | None = None, progress=None, engine: Engine = IN_PROCESS, **settings):
-    """TREC-style online evaluation over corpora in their order (see :func:`spamkit.evaluation.online_evaluate`).
+    """TREC-style online evaluation over corpora in their order (see :func:`spamkit.jobs.evaluation.online_evaluate`).
 
     ``engine``: where the messages are parsed and tokenized (:meth:`spamkit.jobs.engine.Engine.tokenizer`:
     here, or ahead in worker processes), the same tokens in the same order, so the same scores.
     """
-    from ..evaluation import online_evaluate
+    from .evaluation import online_evaluate
     analyzer = analyzer if analyzer is not None else Analyzer()
     tokenize = engine.tokenizer(analyzer)
     return online_evaluate(iter_corpora(corpora), analyzer, progress=progress, tokenize=tokenize, **settings)
@@ -22,8 +22,8 @@ def online_filter(corpora, analyzer: Analyzer | None = None, progress=None, engi
 def online_filter_classes(corpora, analyzer: Analyzer | None = None, progress=None, engine: Engine = IN_PROCESS,
                           **settings) -> dict:
     """Online evaluation of any number of classes over corpora in their order
-    (:func:`spamkit.evaluation.online_evaluate_classes`)."""
-    from ..evaluation import online_evaluate_classes
+    (:func:`spamkit.jobs.evaluation.online_evaluate_classes`)."""
+    from .evaluation import online_evaluate_classes
     analyzer = analyzer if analyzer is not None else Analyzer()
     tokenize = engine.tokenizer(analyzer)
     return online_evaluate_classes(iter_corpora(corpora), analyzer, progress=progress, tokenize=tokenize, **settings)

@@ -10,8 +10,8 @@ from ..corpus import Corpus, iter_corpora
 from ..corpus.tree import Unread
 from ..errors import CorpusError
 from ..labels import HAM_NAME, SPAM_NAME
-from ..message import parse_message
-from ..spamfilter import SpamFilter, distinct_tokens
+from ..parse.message import parse_message
+from ..filterfile.spamfilter import SpamFilter, distinct_tokens
 
 
 #: messages scored at a time (score_locally): their feature rows are made and scored together
@@ -56,7 +56,7 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
     each message's familiarity (:meth:`SpamFilter.familiarity`).
 
     Messages are scored a block of rows at a time (:func:`row_blocks`, or ``rows(items, at_least)``,
-    which yields such blocks (an engine's :meth:`~spamkit.jobs.engine.Engine.row_source`): :meth:`spamkit.engines.ProcessEngine.row_blocks`, with the block's side
+    which yields such blocks (an engine's :meth:`~spamkit.jobs.engine.Engine.row_source`): :meth:`spamkit.jobs.engines.ProcessEngine.row_blocks`, with the block's side
     scores as a third item where ``rows.side_scores`` is true); only their scores
     are kept, so memory does not grow with the corpus but by a few numbers a message (holding
     every token list and then the whole matrix, evaluating trec07p-dev in one process peaked at
@@ -68,7 +68,7 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
     """
     labels, ids = [], []
     # the side scores come with the rows where the engine's workers make them (the byte 4-gram
-    # model's: spamkit.engines.ProcessEngine.row_source); else from the messages' bytes, read here
+    # model's: spamkit.jobs.engines.ProcessEngine.row_source); else from the messages' bytes, read here
     texts = [] if spam_filter.reads_bytes and not getattr(rows, "side_scores", False) else None
     messages = labelled_messages(corpora, spam_filter, labels, texts, progress, sources=ids)
     log_proba, familiarity, done = [], [], 0

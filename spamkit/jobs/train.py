@@ -16,7 +16,7 @@ from .. import __version__
 from ..corpus import Corpus, Unread, iter_corpora
 from ..errors import CorpusError
 from ..corpus.split import holdout_ids
-from ..spamfilter import SpamFilter
+from ..filterfile.spamfilter import SpamFilter
 from .engine import IN_PROCESS, Engine
 from .evaluate import cost_report, describe_corpora, evaluate_predictions
 

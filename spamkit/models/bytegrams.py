@@ -1,7 +1,7 @@
 """Online logistic regression over hashed binary byte 4-grams: the TREC 2007 winner's filter.
 
 The features of a message are the distinct byte 4-grams of its first ``n_bytes`` raw bytes,
-headers included, hashed into 2**``bits`` weights (:func:`spamkit.bytekeys.gram_slots`); each
+headers included, hashed into 2**``bits`` weights (:func:`spamkit.features.bytekeys.gram_slots`); each
 feature is 1 if present (binary, no normalisation). The model is a logistic regression
 
     log-odds(spam | x) = Σ_j w_j x_j            (no intercept: the weights start at 0)
@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..bytekeys import unpack_slots
+from ..features.bytekeys import unpack_slots
 from ..compiled import gramloops
 from ..errors import ConfigError
 from ..names import GRAM_BITS, GRAM_BYTES, GRAM_RATE
@@ -60,8 +60,8 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
     """Two-class online logistic regression on the hashed byte 4-grams of raw messages.
 
     Takes each message as its features, the array of its 4-grams' slots
-    (:func:`spamkit.bytekeys.gram_slots` with this model's ``n_bytes`` and ``bits``; or the
-    same packed, :func:`spamkit.bytekeys.packed_gram_rows`), not a feature matrix: a message
+    (:func:`spamkit.features.bytekeys.gram_slots` with this model's ``n_bytes`` and ``bits``; or the
+    same packed, :func:`spamkit.features.bytekeys.packed_gram_rows`), not a feature matrix: a message
     has a few thousand of 2**18 columns, and learning touches only those.
 
     Parameters
@@ -81,7 +81,7 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
     n_learned_ : int
         Messages learned (each one gradient step).
 
-    >>> from spamkit.bytekeys import gram_slots
+    >>> from spamkit.features.bytekeys import gram_slots
     >>> rows = lambda texts: [gram_slots(t, 3500, 12) for t in texts]
     >>> m = ByteGramLogistic(bits=12).fit(rows([b"cheap pills now", b"meeting at noon"] * 20), ["spam", "ham"] * 20)
     >>> m.predict(rows([b"cheap pills", b"meeting at ten"])).tolist()
@@ -103,11 +103,11 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
 
     def slots(self, row) -> np.ndarray:
         """A message's features, checked: whole numbers within the table (a packed row,
-        :func:`spamkit.bytekeys.pack_slots`, is unpacked)."""
+        :func:`spamkit.features.bytekeys.pack_slots`, is unpacked)."""
         row = unpack_slots(row) if isinstance(row, bytes) else np.asarray(row)
         if row.ndim != 1 or (row.size and (row.dtype.kind not in "iu" or row.min() < 0 or row.max() >> int(self.bits))):
             raise ConfigError(f"a message's 4-gram features are slots from 0 to 2**{self.bits} - 1 "
-                              "(spamkit.bytekeys.gram_slots)")
+                              "(spamkit.features.bytekeys.gram_slots)")
         return row
 
     def _loop_rows(self, texts) -> list:
@@ -122,7 +122,7 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
             return np.frombuffer(loop(*args), dtype=np.float64)
         except ValueError:
             raise ConfigError(f"a message's 4-gram features are slots from 0 to 2**{self.bits} - 1 "
-                              "(spamkit.bytekeys.gram_slots)") from None
+                              "(spamkit.features.bytekeys.gram_slots)") from None
 
     def _start(self, classes) -> None:
         classes = np.asarray(classes)

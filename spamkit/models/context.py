@@ -31,7 +31,7 @@ sum with the class prior (a generative classifier, as over-confident on long tex
 Bayes).
 
 The counts live in one table of 2**bits slots per class, the counts of every string of 1 to
-K + 1 symbols, filled through hashed keys (:func:`spamkit.bytekeys.context_keys`, which also
+K + 1 symbols, filled through hashed keys (:func:`spamkit.features.bytekeys.context_keys`, which also
 defines the symbols: the first ``max_bytes`` bytes and an end-of-text symbol); the count of a
 context is the count of its string, since every symbol but the end is followed by another.
 
@@ -184,7 +184,7 @@ class ByteContextModel(Estimator):
     bits : int
         Each class's table has 2**bits slots (4 bytes each: 2**24, the default, is 128 MB for
         both classes); the keys must have been made with the same ``bits`` and ``order``
-        (:func:`spamkit.bytekeys.context_keys`). Fewer slots mean more strings sharing one:
+        (:func:`spamkit.features.bytekeys.context_keys`). Fewer slots mean more strings sharing one:
         2**22 was up to 20% worse than 2**24 online (Enron2 0.0836 against 0.0783 (1-ROCA)%).
 
     Attributes
@@ -231,7 +231,7 @@ class ByteContextModel(Estimator):
         for name in ("texts", "order", "bits"):
             if not hasattr(keys, name) or not all(hasattr(type(keys), lazy) for lazy in ("keys", "indptr")):
                 raise ConfigError("a context model reads hashed context keys "
-                                  "(spamkit.bytekeys.context_keys), not a matrix or text")
+                                  "(spamkit.features.bytekeys.context_keys), not a matrix or text")
         if keys.order != self.order or keys.bits != self.bits:
             raise ConfigError(f"keys made with order {keys.order}, bits {keys.bits}; this model has order "
                               f"{self.order}, bits {self.bits}")

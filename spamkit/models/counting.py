@@ -180,7 +180,7 @@ class CountingModel(ProbabilisticClassifier):
         self.counts_changed()
         return self
 
-    # ------------------------------------------------------------- persistence (spamkit.persist)
+    # ------------------------------------------------------------- persistence (spamkit.filterfile.persist)
 
     def state_arrays(self) -> tuple[dict, dict]:
         """Learned arrays (and text lists) a filter file stores: the counts; the rest is derived."""

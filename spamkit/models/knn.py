@@ -199,7 +199,7 @@ class KNNClassifier(NeighbourSearch, ProbabilisticClassifier):
         return {"n_before": int(n0), "n_edited": int(n0 - len(keep)), "n_after": int(len(protos)),
                 "passes": passes}
 
-    # ------------------------------------------------------------------ persistence (spamkit.persist)
+    # ------------------------------------------------------------------ persistence (spamkit.filterfile.persist)
 
     def state_arrays(self) -> tuple[dict, dict]:
         """The stored rows (CSR arrays), their class codes, and the message ids as text."""

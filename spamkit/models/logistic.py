@@ -217,7 +217,7 @@ class OnlineLogistic(ProbabilisticClassifier):
         half = self.coef_[cols] / 2.0
         return cols, np.vstack([-half, half])
 
-    # ------------------------------------------------------------- persistence (spamkit.persist)
+    # ------------------------------------------------------------- persistence (spamkit.filterfile.persist)
 
     def state_arrays(self) -> tuple[dict, dict]:
         return {"coef_": self.coef_, "intercept_": np.array([self.intercept_]),

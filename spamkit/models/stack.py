@@ -504,7 +504,7 @@ class FisherNBStack(CountingModel):
         self.check_fitted()
         return self._fisher(self.class_count_, self.feature_count_).contributions(x)
 
-    # ------------------------------------------------------------- persistence (spamkit.persist)
+    # ------------------------------------------------------------- persistence (spamkit.filterfile.persist)
 
     def state_arrays(self) -> tuple[dict, dict]:
         arrays = {**super().state_arrays()[0], "combiner_": np.array([*self.coef_, self.intercept_])}

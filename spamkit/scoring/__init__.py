@@ -4,7 +4,7 @@ log-odds, defined once, with the standard library alone.
 It takes numbers (counts, weights, sums over a message's clues) and gives log-probabilities;
 it knows nothing of mail, tokens, matrices or files. Two kinds of caller use it:
 
-- pipe mode's lean route (:mod:`spamkit.lean`) scores one message with these definitions as
+- pipe mode's lean route (:mod:`spamkit.mail.lean`) scores one message with these definitions as
   they are, without importing NumPy;
 - the models (:mod:`spamkit.models`) score whole matrices: they call
   :func:`fisher_log_probabilities_into` for the chi-square tails of every row at once (the

@@ -1,9 +1,9 @@
 """Text analysis: a parsed message (or plain text) to a list of tokens.
 
 Owns tokenizing, stop words and stemming; the only user of nltk. Takes
-:class:`spamkit.message.Message` objects (or text, or raw bytes, which are
+:class:`spamkit.parse.message.Message` objects (or text, or raw bytes, which are
 parsed first) and returns ``list[str]``; building matrices is left to
-:mod:`spamkit.features`.
+:mod:`spamkit.features.vectorizer`.
 
 Tokens from different places are different features:
 
@@ -44,7 +44,7 @@ import re
 from dataclasses import dataclass, field, fields
 
 from ..errors import ConfigError
-from ..message import Message, defect_families, parse_message
+from ..parse.message import Message, defect_families, parse_message
 from ..names import TOKENS
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
@@ -419,7 +419,7 @@ class Analyzer:
                 tokens.extend(map((name + ":").__add__, words))
 
     def __call__(self, doc) -> list[str]:
-        """Tokens of a :class:`~spamkit.message.Message`, a ``str`` of plain text, or raw ``bytes``."""
+        """Tokens of a :class:`~spamkit.parse.message.Message`, a ``str`` of plain text, or raw ``bytes``."""
         if self.lexer == "bogofilter":
             from .bogolex import bogofilter_tokens      # (here: only bogofilter's lexer needs it)
             return bogofilter_tokens(doc.raw if isinstance(doc, Message) else
@@ -529,9 +529,9 @@ def _header_name_token(name: str) -> str:
 
 def analyzer_for(tokens: str = "words", stem: str = "none", language: str = "english", stop_words: str = "none",
                  ngrams: int = 1, char_ngrams: int = 0, digit_prefixes: bool = False) -> Analyzer:
-    """The analyzer that ``spamkit train``'s options (and :func:`spamkit.config.build_filter`'s)
+    """The analyzer that ``spamkit train``'s options (and :func:`spamkit.filterfile.config.build_filter`'s)
     name: one mapping for both, so that the analyzer ``train`` gives its workers before the
-    filter exists is the filter's own (:meth:`spamkit.engines.ProcessEngine.count_ahead`)."""
+    filter exists is the filter's own (:meth:`spamkit.jobs.engines.ProcessEngine.count_ahead`)."""
     return make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams,
                          char_ngrams=char_ngrams, digit_prefixes=digit_prefixes)
 

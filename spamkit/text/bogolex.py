@@ -5,7 +5,7 @@ in. Those counts are only useful to a filter that cuts messages into the *same* 
 ``spamkit import-wordlist`` pairs the imported counts with this lexer
 (``Analyzer(lexer="bogofilter")``). It follows the rules of bogofilter 1.2's lexer
 (``src/lexer_v3.l`` and ``src/token.c`` of bogofilter; its man page), re-implemented here on
-spamkit's MIME parser (:mod:`spamkit.mime`):
+spamkit's MIME parser (:mod:`spamkit.parse.mime`):
 
 - A token is three bytes or more: a letter (or any byte of a non-ASCII character), then
   letters, digits, non-ASCII bytes and ``! ' - . _ ` ~``, ending on a letter, digit,
@@ -42,8 +42,8 @@ import codecs
 import quopri
 import re
 
-from ..message import payload_bytes
-from ..mime import parse_part, split_multipart
+from ..parse.message import payload_bytes
+from ..parse.mime import parse_part, split_multipart
 
 __all__ = ["bogofilter_tokens", "MAX_TOKEN_BYTES", "token_bytes", "token_text"]
 

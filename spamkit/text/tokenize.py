@@ -20,7 +20,7 @@ speedups = _compiled()                   # spamkit/speedups.c, or None: the Pyth
 #: form (tests/test_text.py checks that the two agree).
 WORD_PATTERN = r"[$£€¥]?[^\W_]+(?:(?:['’.\-]|(?<=\d),(?=\d))[^\W_]+)*"
 
-#: the token patterns a filter file may name (:func:`spamkit.persist.load_filter` refuses any
+#: the token patterns a filter file may name (:func:`spamkit.filterfile.persist.load_filter` refuses any
 #: other unless the file is trusted: a pattern such as ``(a|aa)+$`` backtracks for ever)
 NAMED_PATTERNS = {"words": WORD_PATTERN}
 

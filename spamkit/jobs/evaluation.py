@@ -1,0 +1,618 @@
+"""Evaluation protocols: online (TREC) evaluation, and the data of the reports (bootstrap
+intervals, reliability bins, probability scores). Model selection (folds, cross-validated
+scores, kNN tuning, thresholds) is :mod:`spamkit.decide.selection`.
+
+Owns the protocols; the measures come from :mod:`spamkit.decide.metrics`, the models from
+:mod:`spamkit.models`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import time
+
+from ..features.bytekeys import context_keys, gram_rows
+from ..decide.decision import DEFAULT_BAND
+from ..errors import ConfigError, CorpusError
+from ..features.vectorizer import Vectorizer
+from ..labels import HAM_NAME, SPAM_NAME
+from ..parse.message import parse_message, parsed_bytes
+from ..decide.metrics import learning_curve, roc_curve, three_way_rates, trec_measures
+from ..models import FisherNBStack
+from ..models.stack import accurate_center
+from ..models.logistic import DEFAULT_RATE
+from ..models.base import finite_log_odds
+from ..models.bytegrams import ByteGramLogistic
+from ..models.context import ByteContextModel
+from ..models.registry import make_model
+from ..names import ONLINE_MODELS, REGIMES
+from ..scoring.arrays import expit
+from ..decide.selection import threshold_report
+
+
+@dataclass
+class OnlineResult:
+    """An online run: one score per message, in corpus order, and the summary measures."""
+
+    ids: list = field(default_factory=list)
+    gold: list = field(default_factory=list)
+    scores: list = field(default_factory=list)        # log-odds log p(x, spam) - log p(x, ham)
+    n_learned: int = 0
+    seconds: float = 0.0
+    measures: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+    #: (1-ROCA)% over a sliding window at ten points of the stream (metrics.learning_curve)
+    learning_curve: list = field(default_factory=list)
+
+    def write_trec(self, path) -> None:
+        """The TREC spam-track results layout: ``id judgement score gold`` per line, in order.
+
+        judgement is the filter's binary call (spam when the log-odds score is above 0, i.e.
+        P(spam) > 0.5); score is the log-odds, so that rankings do not saturate at P = 1.
+        """
+        with open(path, "w", encoding="utf-8") as out:
+            for ident, gold, score in zip(self.ids, self.gold, self.scores):
+                judgement = SPAM_NAME if score > 0 else HAM_NAME
+                out.write(f"{ident} {judgement} {score:.6f} {gold}\n")
+
+    def report_data(self, max_points: int = 400) -> dict:
+        """What the HTML report plots beyond :meth:`as_dict`: the ROC curve of the run's scores
+        (at most ``max_points`` corners, always keeping the first and last)."""
+        gold = np.array([g == SPAM_NAME for g in self.gold])
+        fpr, tpr, _ = roc_curve(gold, np.asarray(self.scores))
+        keep = np.unique(np.concatenate([np.linspace(0, len(fpr) - 1, min(max_points, len(fpr))).astype(int),
+                                         np.flatnonzero(fpr <= 0.01)[-max_points:]]))
+        return {"roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist(),
+                        "smallest_fpr": 1.0 / max(int((~gold).sum()), 1)}}
+
+    def as_dict(self) -> dict:
+        return {"n": len(self.ids), "n_learned": self.n_learned, "seconds": self.seconds,
+                "messages_per_second": len(self.ids) / self.seconds if self.seconds else None,
+                "measures": self.measures, "settings": self.settings, "learning_curve": self.learning_curve}
+
+
+
+
+
+
+#: the stacked model's combiner is refitted online after every this many messages, on the
+#: component scores each message got before it was learned (held-out by construction)
+COMBINER_REFIT = 100
+#: a stack with a combiner prior (FisherNBStack.combiner_center) is refitted every EARLY_REFIT
+#: messages while it has seen fewer than EARLY_MESSAGES: the prior keeps fits on few messages sane
+EARLY_REFIT, EARLY_MESSAGES = 10, 1000
+
+
+def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float = 1.0,
+                    hashing: int = 2 ** 20, delay: int = 0, feedback_fraction: float = 1.0,
+                    seed: int = 0, order: str = "corpus", progress=None, fisher: dict | None = None,
+                    regime: str = "all", margin: float = 2.0, stack: dict | None = None,
+                    rate: float = DEFAULT_RATE, active: int | None = None, active_b: float = 1.0,
+                    tokenize=None, context: dict | None = None, grams: dict | None = None) -> OnlineResult:
+    """Classify each message in corpus order, then learn it (TREC spam-track protocol).
+
+    ``tokenize(messages)``: parse and tokenize elsewhere, ahead of the learning, which stays
+    in order (``(tokens, defect families)`` per message, in order; :class:`spamkit.jobs.engines.ProcessEngine`).
+
+    Parameters
+    ----------
+    messages : iterable of LabelledMessage
+        In delivery order; every one labelled ham or spam.
+    analyzer : spamkit.text.Analyzer
+    model : {"fisher-nb", "fisher", "logistic", "multinomial", "bernoulli"}
+        Learned with ``partial_fit`` one message at a time (never refitted from scratch);
+        features are hashed into ``hashing`` columns, so the vocabulary may grow forever.
+        For "fisher-nb" the combiner starts as Fisher alone and is refitted every
+        :data:`COMBINER_REFIT` messages on all the component scores seen so far.
+    fisher : dict
+        RobinsonFisher's parameters for ``model="fisher"`` (and the stack's Fisher component).
+    stack : dict
+        The stack's own parameters for ``model="fisher-nb"`` (``logistic``, ``squash``; default
+        :data:`~spamkit.models.stack.BEST_STACK`).
+    rate : float
+        The learning rate of ``model="logistic"`` (:class:`~spamkit.models.OnlineLogistic`).
+    regime : {"all", "error", "near-error"}
+        Which messages are learned (of those whose feedback arrives): all, those the filter
+        got wrong, or those it got wrong or scored within ``margin`` (log-odds) of 0.
+        Measured on trec07p-dev with Fisher on mail tokens (``scripts/ablation_trec.py``): all
+        0.079, near-error 0.160 (margin 2) and 0.130 (margin 10), error 0.313 (1-ROCA)%:
+        learning everything wins.
+    delay : int
+        Feedback arrives this many messages later (0: immediately after classification).
+    feedback_fraction : float
+        Only this share of messages is ever learned (drawn with ``seed``); the rest are
+        classified and never taught.
+    active, active_b : int, float
+        Active learning: the filter asks for at most ``active`` labels, choosing uncertain
+        messages (see :func:`online_run`).
+    order : {"corpus", "date"}
+        "corpus" streams in the corpus's own order (TREC index, Enron arrival numbers, mbox
+        order; class folders come class by class). "date" sorts by each message's date, ties
+        in corpus order; it holds the whole corpus in memory to do so, and every message needs
+        a date.
+
+    context : dict
+        With ``model="fisher-nb"``: a byte context model per class
+        (:class:`~spamkit.models.context.ByteContextModel`, its parameters ``order``, ``beta``,
+        ``bits`` and, for :func:`~spamkit.features.bytekeys.context_keys`, ``max_bytes``; ``{}``: the
+        defaults) reads each raw message's first bytes, learns with the stack, and its ratio per
+        symbol is a side input of the stack's combiner (``side_inputs=1``), fitted with the
+        other columns on the scores messages got before they were learned. Measured on every
+        corpus (docs/results.md, "A context model per class"): lower (1-ROCA)% everywhere but
+        CSDMC2010 (TREC 0.0392 -> 0.0286, the Enron average 0.145 -> 0.080, SMS 0.37 -> 0.27).
+    grams : dict
+        With ``model="fisher-nb"``: the byte 4-gram logistic regression
+        (:class:`~spamkit.models.bytegrams.ByteGramLogistic`'s ``n_bytes``, ``bits``, ``rate``;
+        ``{}``: the defaults) as a side input of the combiner, after the context model's. With
+        ``model="grams"`` it is the filter alone (the TREC 2007 winner's method), and the
+        message's tokens are not read.
+
+    Until a message of each class has been learned, every score is 0 (P(spam) = 1/2): a
+    class never seen has prior 0, and its log-odds would be infinite.
+    """
+    if model == "grams":
+        return _online_grams(messages, grams or {}, order, progress)
+    learner = online_model(model, alpha=alpha, fisher=fisher, stack=stack, rate=rate)
+    context_model, max_bytes, grams_model = None, None, None
+    if grams is not None:
+        if model != "fisher-nb":
+            raise ConfigError(f"a byte 4-gram model is a side input of the fisher-nb stack, not of {model!r}")
+        grams_model = _grams_model(grams)
+    if context is not None:
+        if model != "fisher-nb":
+            raise ConfigError(f"a context model is a side input of the fisher-nb stack, not of {model!r}")
+        context = dict(context)
+        max_bytes = int(context.pop("max_bytes", 3000))
+        try:
+            context_model = ByteContextModel(**context)
+        except TypeError as exc:
+            raise ConfigError(f"context model: {exc}") from None
+        context_model.check_params()
+        context_keys([], context_model.order, context_model.bits, max_bytes)        # checks max_bytes
+    if context_model is not None or grams_model is not None:
+        learner.set_params(side_inputs=(context_model is not None) + (grams_model is not None))
+        learner.set_params(combiner_center=accurate_center(learner))
+    vectorizer = Vectorizer.hashed(hashing, "tf" if model == "multinomial" else "binary")
+    settings = {"model": model, "alpha": alpha, "hashing": hashing, "order": order,
+                **({"fisher": learner.get_params()} if model in ("fisher", "fisher-nb") else {}),
+                **({"rate": rate} if model == "logistic" else {}),
+                **({"context": {**context_model.get_params(), "max_bytes": max_bytes}} if context_model else {}),
+                **({"grams": grams_model.get_params()} if grams_model else {}),
+                "analyzer": {k: v for k, v in analyzer.get_config().items() if k != "stop_word_list"}}
+    if order == "date":
+        listed = list(messages)
+        undated = [m.source for m in listed if m.date is None]
+        if undated:
+            raise CorpusError(f"{len(undated)} messages have no date (first: {undated[0]}); use --order corpus")
+        messages = [m for _, m in sorted(enumerate(listed), key=lambda im: (im[1].date, im[0]))]
+    elif order != "corpus":
+        raise ConfigError(f"order must be 'corpus' or 'date', got {order!r}")
+
+    ahead: deque = deque()                 # messages drawn, waiting for their tokens
+
+    def labelled():
+        for msg in messages:
+            if msg.label not in (HAM_NAME, SPAM_NAME):
+                raise CorpusError(f"{msg.source}: online evaluation needs ham/spam labels, got {msg.label!r}")
+            ahead.append(msg)
+            yield msg
+
+    token_lists = (tokenize(labelled()) if tokenize is not None
+                   else ((analyzer(parse_message(m.raw, m.kind)), ()) for m in labelled()))
+
+    def rows():
+        for tokens, _ in token_lists:
+            msg = ahead.popleft()
+            x = vectorizer.transform([tokens])
+            if context_model is None and grams_model is None:
+                yield msg.id, msg.label, x
+            else:
+                yield msg.id, msg.label, x, parsed_bytes(msg.raw, msg.kind)
+            if progress is not None:
+                progress(msg)
+
+    return online_run(rows(), learner, delay=delay, feedback_fraction=feedback_fraction, seed=seed,
+                      regime=regime, margin=margin, settings=settings, active=active, active_b=active_b,
+                      context=context_model, context_bytes=max_bytes or 3000, grams=grams_model)
+
+
+def _grams_model(settings: dict) -> ByteGramLogistic:
+    """A new byte 4-gram model of ``settings`` (its parameters), checked."""
+    try:
+        model = ByteGramLogistic(**settings)
+    except TypeError as exc:
+        raise ConfigError(f"4-gram model: {exc}") from None
+    model.check_params()
+    return model
+
+
+def _online_grams(messages, grams: dict, order: str, progress=None) -> OnlineResult:
+    """The TREC protocol for the byte 4-gram logistic regression alone (``model="grams"``): each
+    message's raw bytes scored, then learned; no tokens."""
+    if order != "corpus":
+        raise ConfigError("the 4-gram model alone streams in corpus order")
+    model = _grams_model(grams)
+
+    def rows():
+        for msg in messages:
+            if msg.label not in (HAM_NAME, SPAM_NAME):
+                raise CorpusError(f"{msg.source}: online evaluation needs ham/spam labels, got {msg.label!r}")
+            yield msg.id, msg.label, None, parsed_bytes(msg.raw, msg.kind)
+            if progress is not None:
+                progress(msg)
+
+    return online_run(rows(), model, settings={"model": "grams", "grams": model.get_params(), "order": order})
+
+
+def online_model(model: str, alpha: float = 1.0, fisher: dict | None = None, stack: dict | None = None,
+                 rate: float = DEFAULT_RATE):
+    """A fresh model of :data:`ONLINE_MODELS` for :func:`online_run` (Naive Bayes with the fitted prior)."""
+    if model not in ONLINE_MODELS:
+        raise ConfigError(f"online evaluation supports {', '.join(ONLINE_MODELS)}, not {model!r}")
+    return make_model(model, alpha=alpha, fisher=fisher, stack=stack, rate=rate)
+
+
+def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed: int = 0,
+               regime: str = "all", margin: float = 2.0, settings: dict | None = None,
+               active: int | None = None, active_b: float = 1.0, context=None, context_bytes: int = 3000,
+               grams=None) -> OnlineResult:
+    """The TREC protocol over ``rows`` of ``(id, label, x)`` (x a one-row feature matrix), in order.
+
+    ``context`` (a :class:`~spamkit.models.context.ByteContextModel`, new, reading
+    ``context_bytes`` bytes) and ``grams`` (a :class:`~spamkit.models.bytegrams.ByteGramLogistic`,
+    new): the side models of a stack with as many side inputs; the rows are then ``(id, label,
+    x, raw)``, raw the message's bytes. They score each message before the stack's combiner does
+    (the context model's ratio per symbol, the 4-gram model's log-odds: the side scores, in that
+    order) and learn whatever the stack learns. ``model`` may also be a ByteGramLogistic alone
+    (fitted on no message yet), which reads ``raw`` and no ``x``.
+
+    Each row is scored by ``model`` as it stands, then (when its feedback arrives) learned with
+    ``partial_fit``; see :func:`online_evaluate` for the parameters. A stacked model's combiner
+    is refitted every :data:`COMBINER_REFIT` messages on the component scores the messages got
+    before they were learned. Scripts that compare many models on one stream (``scripts/ablation.py``)
+    vectorize the stream once and call this directly.
+
+    ``active``: online active learning with a label quota (the TREC 2007 active-learning task;
+    D. Sculley, "Online Active Learning Methods for Fast Label-Efficient Spam Filtering", CEAS
+    2007). The filter asks for the label of a message with probability ``b / (b + |z|)``, z the
+    log-odds it gave the message (selective sampling: N. Cesa-Bianchi, C. Gentile and L. Zaniboni,
+    "Worst-case analysis of selective sampling for linear classification", JMLR 7, 2006), until
+    ``active`` labels have been asked for; only asked messages are learned. Uncertain messages
+    (z near 0) are almost always asked about, confident ones rarely.
+    """
+    if regime not in REGIMES:
+        raise ConfigError(f"regime must be one of {', '.join(REGIMES)}, got {regime!r}")
+    if delay < 0:
+        raise ConfigError(f"delay must be >= 0, got {delay}")
+    if not 0.0 < feedback_fraction <= 1.0:
+        raise ConfigError(f"feedback fraction must be in (0, 1], got {feedback_fraction}")
+    if active is not None and (active < 1 or feedback_fraction < 1.0):
+        raise ConfigError("active learning needs a quota of at least 1 label and no --feedback-fraction "
+                          "(the filter, not chance, chooses what is learned)")
+    if not active_b > 0:
+        raise ConfigError(f"the active-learning b must be > 0, got {active_b}")
+    stacked = isinstance(model, FisherNBStack)
+    alone = isinstance(model, ByteGramLogistic)
+    side_grams = model if alone else grams          # the model that reads the 4-grams, if any
+    n_side = (context is not None) + (grams is not None)
+    if n_side and not (stacked and model.side_inputs == n_side):
+        raise ConfigError(f"a context model and a 4-gram model are side inputs of a stack with side_inputs={n_side}")
+    if stacked and model.side_inputs != n_side:
+        raise ConfigError("this stack weighs side inputs: pass the models that score them (context=, grams=)")
+    asked = 0
+    history_side: list = []
+    history_scores: list = []
+    history_labels: list = []
+    classes = [HAM_NAME, SPAM_NAME]
+    rng = np.random.default_rng(seed)
+    pending: list = []
+    result = OnlineResult(settings={**(settings or {}), "delay": delay, "feedback_fraction": feedback_fraction,
+                                    "seed": seed, "regime": regime,
+                                    **({"margin": margin} if regime == "near-error" else {}),
+                                    **({"active": active, "active_b": active_b} if active is not None else {})})
+    fitted = False
+    started = time.perf_counter()
+    for row in rows:
+        ident, label, x = row[:3]
+        raw = row[3] if n_side or alone else None
+        keys = context_keys([raw], context.order, context.bits, context_bytes) if context is not None else None
+        slots = (gram_rows([raw], side_grams.n_bytes, side_grams.bits)
+                 if side_grams is not None else None)
+        if alone:
+            score = float(model.decision_function(slots)[0]) if fitted else 0.0
+        elif fitted and stacked:
+            components = model.component_log_odds(x)[0]
+            side = None
+            if n_side:
+                side = np.array([[*((context.mean_log_ratio(keys)[0],) if context is not None else ()),
+                                  *((grams.decision_function(slots)[0],) if grams is not None else ())]])
+                history_side.append(side[0])
+            score = float(model.combined_log_odds(components[None, :], side)[0])
+            history_scores.append(components)
+            history_labels.append(label == SPAM_NAME)
+            seen = len(history_labels)
+            due = seen % COMBINER_REFIT == 0 or (model.combiner_center is not None and seen < EARLY_MESSAGES
+                                                 and seen % EARLY_REFIT == 0)
+            if due and 0 < sum(history_labels) < seen:
+                model.fit_combiner(np.array(history_scores), np.array(history_labels),
+                                   np.array(history_side) if n_side else None)
+        elif fitted:
+            jll = model.joint_log_likelihood(x)[0]
+            score = float(jll[1] - jll[0])
+        else:
+            score = 0.0
+        result.ids.append(ident)
+        result.gold.append(label)
+        result.scores.append(score)
+        if active is not None:
+            if asked < active and rng.random() < active_b / (active_b + abs(score)):
+                asked += 1
+                pending.append((x, label, score, keys, slots))
+        elif rng.random() < feedback_fraction:
+            pending.append((x, label, score, keys, slots))
+        while len(pending) > delay:
+            x_learn, label_learn, given, keys_learn, slots_learn = pending.pop(0)
+            if not fitted or regime == "all" or (given > 0) != (label_learn == SPAM_NAME) or (
+                    regime == "near-error" and abs(given) < margin):
+                if alone:
+                    model.partial_fit(slots_learn, [label_learn], classes=classes)
+                else:
+                    model.partial_fit(x_learn, [label_learn], classes=classes)
+                if context is not None:
+                    context.partial_fit(keys_learn, [label_learn == SPAM_NAME], classes=[False, True])
+                if grams is not None:
+                    grams.partial_fit(slots_learn, [label_learn], classes=classes)
+                result.n_learned += 1
+                fitted = alone or bool(model.class_count_.min() > 0)
+    result.seconds = time.perf_counter() - started
+    if not result.ids:
+        raise CorpusError("online evaluation read no message")
+    gold = np.array([g == SPAM_NAME for g in result.gold])
+    if gold.all() or not gold.any():
+        raise CorpusError("online evaluation needs both ham and spam in the stream")
+    scores = np.asarray(result.scores)
+    result.measures = trec_measures(gold, scores, 0.0)
+    # the default three-way decision on P(spam) = sigmoid(log-odds): what a user of the filter gets
+    result.measures["default_decision"] = three_way_rates(gold, expit(scores), *DEFAULT_BAND)
+    result.learning_curve = learning_curve(gold, scores)
+    if active is not None:
+        result.settings["asked"] = asked
+    return result
+
+
+def both_class_resamples(is_spam, n_boot: int, seed: int = 0):
+    """``n_boot`` bootstrap resamples of the messages (index arrays, drawn with replacement), each
+    holding both classes (one that does not is drawn again); none where the messages are of one
+    class. The same ``seed`` gives the same resamples, so two scorings of the same messages can
+    be compared on them (a paired bootstrap)."""
+    y = np.asarray(is_spam, dtype=bool)
+    if y.all() or not y.any():
+        return
+    rng = np.random.default_rng(seed)
+    made = 0
+    while made < n_boot:
+        idx = rng.integers(0, len(y), len(y))
+        if y[idx].all() or not y[idx].any():
+            continue
+        made += 1
+        yield idx
+
+
+def bootstrap_auc(is_spam, scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """Percentile bootstrap confidence interval of the ROC AUC (messages resampled with replacement).
+
+    Resamples that hold one class only are drawn again. Returns the point estimate, the
+    interval, and the same for (1 - AUC)% (the TREC (1-ROCA)%); all NaN where the messages are
+    of one class (no resample could hold both).
+    """
+    from ..decide.metrics import roc_auc
+    y = np.asarray(is_spam, dtype=bool)
+    s = np.asarray(scores, dtype=np.float64)
+    if y.all() or not y.any():
+        nan = float("nan")
+        return {"auc": nan, "auc_low": nan, "auc_high": nan, "level": level, "n_boot": 0,
+                "roca_pct": nan, "roca_pct_low": nan, "roca_pct_high": nan}
+    values = [roc_auc(y[idx], s[idx]) for idx in both_class_resamples(y, n_boot, seed)]
+    lo, hi = np.quantile(values, [(1 - level) / 2, 1 - (1 - level) / 2])
+    auc = roc_auc(y, s)
+    return {"auc": float(auc), "auc_low": float(lo), "auc_high": float(hi), "level": level, "n_boot": n_boot,
+            "roca_pct": 100 * (1 - float(auc)), "roca_pct_low": 100 * (1 - float(hi)),
+            "roca_pct_high": 100 * (1 - float(lo))}
+
+
+def reliability_bins(is_spam, p_spam, n_bins: int = 10) -> list:
+    """Reliability diagram data: per bin of predicted P(spam), the mean prediction and the observed spam rate."""
+    y = np.asarray(is_spam, dtype=bool)
+    p = np.asarray(p_spam, dtype=np.float64)
+    edges = np.linspace(0, 1, n_bins + 1)
+    which = np.clip(np.digitize(p, edges[1:-1]), 0, n_bins - 1)
+    out = []
+    for b in range(n_bins):
+        inside = which == b
+        n = int(inside.sum())
+        out.append({"low": float(edges[b]), "high": float(edges[b + 1]), "n": n,
+                    "mean_predicted": float(p[inside].mean()) if n else None,
+                    "observed": float(y[inside].mean()) if n else None})
+    return out
+
+
+def probability_scores(is_spam, p_spam) -> dict:
+    """Brier score and log loss (natural log, probabilities clipped to [1e-15, 1 - 1e-15]) of P(spam)."""
+    y = np.asarray(is_spam, dtype=np.float64)
+    p = np.clip(np.asarray(p_spam, dtype=np.float64), 1e-15, 1 - 1e-15)
+    return {"brier": float(np.mean((p - y) ** 2)),
+            "log_loss": float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))}
+
+
+def report_data(is_spam, log_odds, p_spam, decisions, c_fp: float = 1.0, c_fn: float = 1.0,
+                n_boot: int = 1000, seed: int = 0, max_points: int = 2000, p_raw=None,
+                c_unsure: float = 0.0) -> dict:
+    """Everything the HTML report shows beyond the measures of the result, computed once (the
+    JSON output carries the same numbers).
+
+    ``decisions``: the filter's own decision of each message, ``"spam"``, ``"ham"`` or
+    ``"unsure"``, as it decided them -- costs, unsure band,
+    familiarity guard and all. The ten most costly mistakes are ranked by what each decision
+    cost (``c_fp`` for a ham decided spam, ``c_fn`` for a spam decided ham, ``c_unsure`` for
+    either left unsure), then by how sure the filter was; each carries its decision. The
+    score histogram spans the scores there are, and the ROC's log axis starts at the smallest
+    false-positive rate these messages can show (one ham in all of them). ``p_raw``: the
+    model's P(spam) before the filter's calibration, so the report can measure what
+    calibration did.
+    """
+    from ..decide.metrics import average_precision, pr_curve, roc_curve
+    y = np.asarray(is_spam, dtype=bool)
+    s = finite_log_odds(log_odds)
+    decided = np.asarray(decisions, dtype=object)
+    fpr, tpr, _ = roc_curve(y, s)
+    precision, recall, _ = pr_curve(y, s)
+    keep = np.unique(np.linspace(0, len(fpr) - 1, min(len(fpr), max_points)).astype(int))
+    keep_pr = np.unique(np.linspace(0, len(recall) - 1, min(len(recall), max_points)).astype(int))
+    cost = (np.where((decided == "spam") & ~y, c_fp, 0.0) + np.where((decided == "ham") & y, c_fn, 0.0)
+            + np.where(decided == "unsure", c_unsure, 0.0))
+    wrong = np.flatnonzero(cost > 0)
+    ranked = wrong[np.lexsort((-np.abs(s[wrong]), -cost[wrong]))][:10]
+    low, high = histogram_range(s)
+    return {
+        "auc": bootstrap_auc(y, s, n_boot=n_boot, seed=seed),
+        "average_precision": float(average_precision(y, s)),
+        "roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist(),
+                "smallest_fpr": 1.0 / max(int((~y).sum()), 1)},
+        "pr": {"precision": precision[keep_pr].tolist(), "recall": recall[keep_pr].tolist()},
+        "reliability": reliability_bins(y, p_spam),
+        "histogram": {"ham": np.histogram(s[~y], bins=40, range=(low, high))[0].tolist(),
+                      "spam": np.histogram(s[y], bins=40, range=(low, high))[0].tolist(), "range": [low, high]},
+        "threshold": threshold_report(y, s, c_fp, c_fn),
+        "costly_mistakes": [int(i) for i in ranked],
+        "mistake_costs": [float(cost[i]) for i in ranked],
+        "calibration": {**probability_scores(y, p_spam),
+                        **({"raw": {**probability_scores(y, p_raw), "reliability": reliability_bins(y, p_raw)}}
+                           if p_raw is not None else {})},
+    }
+
+
+def histogram_range(scores) -> tuple[float, float]:
+    """The span of a score histogram: the scores' own, widened to whole numbers (and to at least
+    one unit), so that the bars are where the scores are.
+
+    >>> histogram_range([-9.6, 2.0, 14.2])
+    (-10.0, 15.0)
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    s = s[np.isfinite(s)]
+    if not s.size:
+        return -1.0, 1.0
+    low, high = float(np.floor(s.min())), float(np.ceil(s.max()))
+    return (low, high) if high > low else (low - 0.5, high + 0.5)
+
+
+def k_class_report_data(y_true, proba, classes, max_points: int = 500) -> dict:
+    """The curves of the K-class HTML report: for each class against the rest, and micro-averaged
+    over every (message, class) pair, the ROC curve and the precision-recall curve (at most
+    ``max_points`` points each; the AUC and average precision are in the result's
+    ``one_vs_rest``)."""
+    from ..decide.metrics import pr_curve, roc_curve
+    labels = [str(c) for c in classes]
+    y = np.asarray([str(v) for v in y_true])
+    P = np.asarray(proba, dtype=np.float64)
+
+    def curves(truth, scores):
+        fpr, tpr, _ = roc_curve(truth, scores)
+        precision, recall, _ = pr_curve(truth, scores)
+        keep = np.unique(np.linspace(0, len(fpr) - 1, min(len(fpr), max_points)).astype(int))
+        keep_pr = np.unique(np.linspace(0, len(recall) - 1, min(len(recall), max_points)).astype(int))
+        return {"roc": {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist()},
+                "pr": {"precision": precision[keep_pr].tolist(), "recall": recall[keep_pr].tolist()}}
+
+    per_class = {label: curves(y == label, P[:, k]) for k, label in enumerate(labels) if 0 < np.sum(y == label) < len(y)}
+    onehot = (y[:, None] == np.asarray(labels)[None, :]).ravel()
+    return {"per_class": per_class, "micro": curves(onehot, P.ravel())}
+
+
+#: models that learn one message at a time for any number of classes (counting models)
+ONLINE_K_MODELS = ("multinomial", "complement", "bernoulli")
+
+
+def online_evaluate_classes(messages, analyzer, model: str = "multinomial", alpha: float = 1.0,
+                            hashing: int = 2 ** 20, complement: dict | None = None, progress=None,
+                            tokenize=None, points: int = 10, keep_proba: bool = False) -> dict:
+    """Classify each message, then learn it, for any number of classes (the TREC protocol
+    without the spam-track measures).
+
+    ``messages`` are read first (their labels name the classes the model learns); each is then
+    scored by the model as it stands -- the classes not learned yet have no messages, so
+    probability 0; before the first message every class gets 1/K -- and learned with one
+    ``partial_fit``. The measures are those of the K-class ``evaluate`` on the stream's
+    pre-learning predictions (accuracy, macro F1, per-class precision/recall/F1, the confusion
+    matrix, one-vs-rest ROC AUC and average precision, log loss) and a learning curve: the
+    accuracy over a sliding window (a fifth of the stream, at least 200) at ``points`` steps.
+    ``keep_proba``: also return each message's class probabilities before it was learned
+    (``"proba"``, rows in stream order, columns in the order of ``"classes"``).
+    """
+    from ..decide.metrics import multiclass_report, one_vs_rest
+    if model not in ONLINE_K_MODELS:
+        raise ConfigError(f"online evaluation of more than two classes supports {', '.join(ONLINE_K_MODELS)}, "
+                          f"not {model!r}")
+    listed = list(messages)
+    if not listed:
+        raise CorpusError("no messages to evaluate")
+    unlabelled = [m.source for m in listed if m.label is None]
+    if unlabelled:
+        raise CorpusError(f"{unlabelled[0]}: message has no class (and {len(unlabelled) - 1} more)")
+    classes = sorted({str(m.label) for m in listed})
+    if len(classes) < 2:
+        raise CorpusError(f"online evaluation needs at least 2 classes, found only {classes[0]!r}")
+    learner = make_model(model, alpha=alpha, complement=complement)
+    vectorizer = Vectorizer.hashed(hashing, "binary" if model == "bernoulli" else "tf")
+    ahead: deque = deque()
+
+    def stream():
+        for msg in listed:
+            ahead.append(msg)
+            yield msg
+
+    token_lists = (tokenize(stream()) if tokenize is not None
+                   else ((analyzer(parse_message(m.raw, m.kind)), ()) for m in stream()))
+    k = len(classes)
+    proba = np.empty((len(listed), k))
+    learned = np.zeros(k, dtype=bool)
+    started = time.perf_counter()
+    for i, (tokens, _) in enumerate(token_lists):
+        msg = ahead.popleft()
+        x = vectorizer.transform([tokens])
+        if learned.any():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lp = learner.joint_log_likelihood(x)[0]
+            lp = np.where(learned, lp, -np.inf)
+            lp = lp - np.logaddexp.reduce(lp[learned])
+            proba[i] = np.exp(lp)
+        else:
+            proba[i] = 1.0 / k
+        learner.partial_fit(x, [str(msg.label)], classes=classes)
+        learned[classes.index(str(msg.label))] = True
+        if progress is not None:
+            progress(msg)
+    seconds = time.perf_counter() - started
+    truth = np.asarray([str(m.label) for m in listed], dtype=object)
+    pred = np.asarray(classes, dtype=object)[np.argmax(proba, axis=1)]
+    report = multiclass_report(truth, pred, classes)
+    own = proba[np.arange(len(truth)), [classes.index(v) for v in truth]]
+    n = len(truth)
+    window = max(200, n // 5)
+    curve = []
+    for step in range(1, points + 1):
+        end = round(step * n / points)
+        start = max(0, end - window)
+        curve.append({"start": start, "end": end, "accuracy": float(np.mean(pred[start:end] == truth[start:end]))})
+    return {"n": n, "classes": classes, "measures": {
+                **report, "log_loss": float(-np.mean(np.log(np.maximum(own, 1e-15)))),
+                "one_vs_rest": one_vs_rest(truth, proba, classes)},
+            "learning_curve": curve, "messages_per_second": n / seconds if seconds > 0 else None,
+            **({"proba": proba} if keep_proba else {}),
+            "settings": {"model": model, "alpha": alpha, "hashing": hashing, "classes": classes,
+                         **({"complement": learner.get_params()} if model == "complement" else {}),
+                         "analyzer": {k: v for k, v in analyzer.get_config().items() if k != "stop_word_list"}}}

@@ -1,0 +1,597 @@
+"""One message through a filter file with the standard library alone: pipe mode's fast path.
+
+A mail delivery agent starts ``spamkit filter MODEL -`` once per message, so what matters
+there is start-up: importing NumPy costs ~100 ms, SciPy's sparse matrices another ~130 ms and
+scikit-learn about a second, while scoring one message needs a few hundred table lookups.
+:class:`LeanFilter` reads the filter file and scores a message with ``math``, ``array`` and
+``zipfile`` only, for the filters that are counting tables over a vocabulary -- the default
+stack (:class:`~spamkit.models.stack.FisherNBStack`) and Robinson/Fisher
+(:class:`~spamkit.models.robinson.RobinsonFisher`) -- with the same decision layer as
+:class:`~spamkit.filterfile.spamfilter.SpamFilter` (calibration, prior correction, saved threshold,
+costs with an unsure decision, the familiarity floor) -- and the accurate configuration,
+that stack with a byte-context model as a side input (``spamkit train --context-model``),
+whose score of one message is the compiled loop ``spamkit.speedups.context_ratios`` over the
+counts of that message's slots alone, copied from the file's packed table
+(``context_index``, ``context_gather``; no NumPy, and never the 128 MB table). Any other
+filter (:func:`lean_filter` returns None) takes the full path, which gives the same answer.
+
+The formulas are the scoring core's (:mod:`spamkit.scoring`, standard library only), the
+same definitions the models' array forms are tested against; this module finds a message's
+columns and the file's numbers and hands them to it. ``tests/test_lean.py`` holds the two
+routes together: on messages of every shared mail corpus and for every configuration this
+module accepts, P(spam) agrees with :meth:`SpamFilter.verdict` to 1e-9 and the verdicts are
+the same.
+
+The file is checked as :func:`spamkit.filterfile.persist.load_filter` checks it (it is hostile data):
+the manifest's structure, each member's size against what the manifest implies and its
+SHA-256, array types and shapes, counts finite and non-negative.
+"""
+
+from __future__ import annotations
+
+import array
+import ast
+import bisect
+import math
+import os
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError, ModelFormatError
+from ..filterfile.manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
+                       member_chunks, open_zip, read_lines, read_member, term_hash, value_problem)
+from ..parse.message import parse_message
+from ..names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
+from ..scoring import (LOG_ODDS_LIMIT, LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combined_log_odds, finite_log_odds,
+                      fisher_clue_sums, fisher_log_probabilities, isotonic_log_proba, length_input, nb_log_odds,
+                      normalised, platt_log_proba, two_class_log_proba)
+
+#: the model types scored here (file names, as :func:`spamkit.filterfile.persist.model_type_of` writes them)
+LEAN_MODELS = ("fisher-nb", "fisher")
+#: spamkit.features.bytekeys's multiplier of the byte 4-grams' hash
+GRAM_MULTIPLIER = 2654435761
+
+
+# ---------------------------------------------------------------- the file
+
+#: .npy type -> array typecode, for the arrays read here
+_TYPECODES = {"<f8": "d", "<u8": "Q", "<i8": "q", "<f4": "f"}
+
+
+def _npy_values(data: bytes, path: Path, name: str, meta: dict) -> array.array:
+    """The numbers of a ``.npy`` member of little-endian float64, uint64, int64 or float32 (a
+    4-gram model's weights), as an ``array``."""
+    parsed = _npy_header(data, path, name)
+    if parsed is None:
+        format_error(path, f"array {name} is not a .npy array")
+    header, start = parsed
+    shape = list(header.get("shape", ()))
+    typecode = _TYPECODES.get(header.get("descr"))
+    if typecode is None or header.get("fortran_order") is not False or shape != meta["shape"]:
+        format_error(path, f"array {name} has the wrong shape or type")
+    values = array.array(typecode)
+    if values.itemsize != (4 if typecode == "f" else 8) or (len(data) - start) % values.itemsize:
+        format_error(path, f"array {name} has the wrong shape or type")
+    values.frombytes(data[start:])
+    if len(values) != math.prod(shape):
+        format_error(path, f"array {name} has the wrong shape or type")
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values
+
+
+def _npy_header(data: bytes, path: Path, name: str) -> tuple[dict, int] | None:
+    """The header of a ``.npy`` member and where its data starts, or None while ``data`` holds
+    less than the whole header."""
+    if len(data) < 10:
+        return None
+    if data[:6] != b"\x93NUMPY":
+        format_error(path, f"array {name} is not a .npy array")
+    length_bytes = 2 if data[6] == 1 else 4
+    start = 8 + length_bytes + int.from_bytes(data[8:8 + length_bytes], "little")
+    if len(data) < start:
+        return None
+    try:
+        header = ast.literal_eval(data[8 + length_bytes:start].decode("latin-1"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        format_error(path, f"array {name} has a damaged header")
+    if not isinstance(header, dict):
+        format_error(path, f"array {name} has a damaged header")
+    return header, start
+
+
+def _npy_uint32(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
+    """A ``.npy`` member of little-endian uint32 (the dense context table, ``filter.context_table``,
+    of files written before the packed one: 128 MB) read piece by piece into one ``bytearray`` made beforehand, seen as
+    unsigned 32-bit numbers: no second copy of it in memory. The member's size and checksum are checked as :func:`read_member` checks them,
+    before it is returned. A little-endian machine's (:func:`_accepts_context`)."""
+    target = memoryview(bytearray(4 * math.prod(meta["shape"])))
+    head, filled = b"", None
+    for piece in member_chunks(z, path, meta, limit):
+        if filled is None:                                      # the header is still being read
+            head += piece
+            parsed = _npy_header(head, path, name)
+            if parsed is None:
+                continue
+            header, start = parsed
+            if (header.get("descr") != "<u4" or header.get("fortran_order") is not False
+                    or list(header.get("shape", ())) != meta["shape"]):
+                format_error(path, f"array {name} has the wrong shape or type")
+            piece, filled, head = head[start:], 0, b""
+        if filled + len(piece) > len(target):
+            format_error(path, f"array {name} holds more data than its shape")
+        target[filled:filled + len(piece)] = piece
+        filled += len(piece)
+    if filled != len(target):
+        format_error(path, f"array {name} holds less data than its shape")
+    return target.cast("I")
+
+
+def _npy_bytes(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
+    """A one-dimensional ``.npy`` member of uint8 (the packed context table), as its bytes."""
+    data = read_member(z, path, meta, limit)
+    parsed = _npy_header(data, path, name)
+    if parsed is None:
+        format_error(path, f"array {name} is not a .npy array")
+    header, start = parsed
+    if (header.get("descr") != "|u1" or header.get("fortran_order") is not False
+            or list(header.get("shape", ())) != meta["shape"] or len(meta["shape"]) != 1
+            or len(data) - start != meta["shape"][0]):
+        format_error(path, f"array {name} has the wrong shape or type")
+    return memoryview(data)[start:]
+
+
+#: every byte below 0x80: what is left after deleting them is the bytes with the sign bit set
+_LOW_BYTES = bytes(range(0x80))
+
+
+def _any_negative(values: array.array) -> bool:
+    """Whether float64 ``values`` hold a number below 0, looking at the sign bits first (a
+    C-speed pass over the bytes; only when one is set are the numbers themselves compared)."""
+    raw = values.tobytes()
+    top = 7 if sys.byteorder == "little" else 0
+    return bool(raw[top::8].translate(None, _LOW_BYTES)) and min(values) < 0
+
+
+def _finite_sum(values, path: Path, name: str) -> float:
+    """The sum of float values, which is finite exactly when no value is a NaN or an infinity
+    (for counts and weights far below 1e308)."""
+    total = sum(values)
+    if not math.isfinite(total):
+        format_error(path, f"array {name} holds values that are not finite numbers")
+    return total
+
+
+class LeanFilter:
+    """A two-class counting filter read from its file, scoring one message at a time.
+
+    :func:`lean_filter` makes one (or says this file needs the full path); :meth:`verdict`
+    is :meth:`spamkit.filterfile.spamfilter.SpamFilter.verdict`.
+    """
+
+    def __init__(self, path: Path, manifest: dict, arrays: dict, terms: list[str] | None, analyzer):
+        model = manifest["model"]
+        self.path = path
+        self.kind = model["type"]
+        self.params = model["params"]
+        self.classes = [str(c) for c in model["classes"]]
+        self.spam = self.classes.index("spam")
+        self.analyzer = analyzer
+        self.n_features = d = model["n_features"]
+        #: the vocabulary as a dict (without a hash index), else the index's (sorted keys, columns)
+        self.index = dict(zip(terms, range(d))) if terms is not None else None
+        self.hash_index = None if terms is not None else (arrays["filter.term_hash"],
+                                                          arrays["filter.term_hash_column"])
+        shapes = {"model.class_count_": [2], "model.feature_count_": [2, d]}
+        if self.kind == "fisher-nb":
+            with_logistic = bool(self.params.get("logistic"))
+            self.length_aware = bool(self.params.get("length_aware", False))
+            self.side_inputs = int(self.params.get("side_inputs", 0) or 0)
+            shapes["model.combiner_"] = [(4 if with_logistic else 3) + 2 * self.length_aware + self.side_inputs]
+            if self.length_aware:
+                shapes["model.length_range_"] = [2]
+            if with_logistic:
+                shapes.update({"model.logistic_coef_": [d], "model.logistic_intercept_": [1]})
+        for name, shape in shapes.items():
+            if name not in arrays:
+                format_error(path, f"array {name} is missing")
+            if manifest["arrays"][name]["shape"] != shape:
+                format_error(path, f"array {name} has shape {manifest['arrays'][name]['shape']}; "
+                             f"{self.kind} with {d} features makes it {shape}")
+        self.class_count = arrays["model.class_count_"]
+        fc = arrays["model.feature_count_"]
+        self.counts = (fc[:d], fc[d:])                         # rows of class 0 and class 1
+        # integer-valued counts: these sums are exact whatever the order
+        self.totals = tuple(_finite_sum(row, path, "model.feature_count_") for row in self.counts)
+        _finite_sum(self.class_count, path, "model.class_count_")
+        for name in ("model.class_count_", "model.feature_count_"):
+            if _any_negative(arrays[name]):
+                format_error(path, f"array {name} holds negative counts")
+        if self.kind == "fisher-nb":
+            for name in ("model.combiner_", "model.logistic_coef_", "model.logistic_intercept_", "model.length_range_"):
+                if name in shapes:
+                    _finite_sum(arrays[name], path, name)
+            combiner = list(arrays["model.combiner_"])
+            self.coef, self.intercept = combiner[:-1], combiner[-1]
+            if self.length_aware:
+                self.length_range = tuple(arrays["model.length_range_"])
+                if not self.length_range[0] <= self.length_range[1]:
+                    format_error(path, "array model.length_range_ is not two numbers, the smaller first")
+            self.logistic = None
+            if with_logistic:
+                self.logistic = (arrays["model.logistic_coef_"], arrays["model.logistic_intercept_"][0])
+        extra = manifest.get("extra", {})
+        self.context = self.grams = None
+        if self.kind == "fisher-nb" and self.side_inputs:
+            if "context" in extra:
+                self.context = _LeanContext(path, extra.get("context"), arrays)
+            if "grams" in extra:
+                self.grams = _LeanGrams(path, extra["grams"], arrays)
+        center = self.params.get("combiner_center") if self.kind == "fisher-nb" else None
+        #: a stack with a combiner prior is less sure until it has learned PRIOR_WARMUP messages
+        self.warmup = min(1.0, math.fsum(self.class_count) / PRIOR_WARMUP) if center is not None else 1.0
+        self.calibration = extra.get("calibration")
+        threshold = extra.get("threshold")
+        self.threshold = float(threshold["p_spam"]) if threshold else None
+        self.guard = extra.get("familiarity")
+        self.costs = None
+        decision = extra.get("decision")
+        if decision:
+            self.set_costs(decision["costs"], decision["classes"], decision["decisions"])
+        self.prior_shift = 0.0
+
+    # ------------------------------------------------------------- settings (as SpamFilter's)
+
+    def set_costs(self, costs, classes, decisions) -> None:
+        """Decide by minimum expected cost: ``costs[d][c]`` for decision d and true class c."""
+        classes = [str(c) for c in classes]
+        if sorted(classes) != sorted(self.classes) or len(classes) != len(self.classes):
+            raise ModelFormatError(f"{self.path}: the costs name classes {classes}, the model has {self.classes}")
+        order = [classes.index(c) for c in self.classes]
+        self.costs = ([[float(row[j]) for j in order] for row in costs], [str(d) for d in decisions])
+
+    def set_spam_rate(self, rate: float | None) -> None:
+        """The prior correction of :meth:`SpamFilter.set_spam_rate` (log-odds move by
+        logit(rate) - logit(training rate))."""
+        if rate is None:
+            self.prior_shift = 0.0
+            return
+        if self.kind == "fisher" and self.calibration is None:
+            raise ConfigError("an uncalibrated fisher filter ignores class priors, so its prior cannot be "
+                              "corrected; train it with --calibrate platt (or use fisher-nb)")
+        train = self.class_count[self.spam] / math.fsum(self.class_count)
+        for name, r in (("training", train), ("deployment", rate)):
+            if not 0.0 < r < 1.0:
+                raise ConfigError(f"the {name} spam rate must be strictly between 0 and 1, got {r}")
+        self.prior_shift = math.log(rate / (1 - rate)) - math.log(train / (1 - train))
+
+    # ------------------------------------------------------------- scoring
+
+    def columns(self, tokens: list[str]) -> list[int]:
+        """The distinct known columns of a token list, in column order."""
+        if self.index is not None:
+            index = self.index
+            cols = sorted({index[t] for t in tokens if t in index})
+        else:
+            keys, columns = self.hash_index
+            found = set()
+            for t in set(tokens):
+                h = term_hash(t)
+                i = bisect.bisect_left(keys, h)
+                if i < len(keys) and keys[i] == h:
+                    found.add(columns[i])
+            cols = sorted(found)
+            if cols and not (0 <= cols[0] and cols[-1] < self.n_features):
+                format_error(self.path, "the term index (filter.term_hash_column) points outside the vocabulary")
+        return cols
+
+    def fisher(self, cols: list[int]) -> tuple[float, float]:
+        """(log P(c0), log P(c1)) of Robinson/Fisher (``RobinsonFisher.joint_log_likelihood``)."""
+        p = self.params
+        s, x = float(p.get("strength", FISHER_STRENGTH)), float(p.get("prior", FISHER_PRIOR))
+        min_dev, max_clues = float(p.get("min_dev", FISHER_MIN_DEV)), int(p.get("max_clues", FISHER_MAX_CLUES))
+        n, log_f, log_1mf = fisher_clue_sums(cols, *self.counts, *self.class_count, s, x, min_dev, max_clues)
+        return fisher_log_probabilities(log_f, log_1mf, n)
+
+    def nb_log_odds(self, cols: list[int]) -> float:
+        """Multinomial NB on presence (``FisherNBStack._nb_log_odds``)."""
+        return nb_log_odds(cols, *self.counts, self.class_count, self.totals, float(self.params.get("alpha", 1.0)),
+                           self.n_features)
+
+    def log_proba(self, cols: list[int], side=None) -> tuple[float, float]:
+        """log P(c0 | x), log P(c1 | x) of the model (``predict_log_proba``); ``side``: the
+        side models' scores (the context model's, then the 4-gram model's), for a stack with
+        those side inputs: a number for one, a tuple for several."""
+        log_c0, log_c1 = self.fisher(cols)
+        if self.kind == "fisher":
+            return normalised(log_c0, log_c1)
+        components = [finite_log_odds(log_c1 - log_c0), self.nb_log_odds(cols)]
+        if self.logistic is not None:
+            coef, intercept = self.logistic
+            components.append(clip(math.fsum(coef[j] for j in cols) + intercept, LOGISTIC_LIMIT))
+        length = length_input(len(cols), self.length_range) if self.length_aware else None   # distinct columns
+        side = side if isinstance(side, tuple) else () if side is None else (side,)
+        z = combined_log_odds(components, self.coef, self.intercept, self.params.get("squash", "clip"), length, side,
+                              self.warmup)
+        return normalised(*two_class_log_proba(z))
+
+    def adjusted(self, lp: tuple[float, float]) -> tuple[float, float]:
+        """After the calibration and the prior correction (``SpamFilter.adjust_log_proba``)."""
+        cal = self.calibration
+        if cal is not None:
+            score = lp[1] - lp[0]
+            if cal["method"] == "platt":
+                lp = platt_log_proba(score, float(cal["a"]), float(cal["b"]))
+            else:
+                lp = isotonic_log_proba(score, cal["x"], cal["p"], int(cal["n"]))
+        if self.prior_shift:
+            s = self.spam
+            z = lp[s] - lp[1 - s] + self.prior_shift
+            lp = two_class_log_proba(z) if s == 1 else two_class_log_proba(-z)
+        return lp
+
+    def decide(self, proba: tuple[float, float], familiarity: float) -> str:
+        """``SpamFilter.decide`` for one message (the guard sees only this message: no stream)."""
+        if self.threshold is not None:
+            return self.classes[self.spam] if proba[self.spam] > self.threshold else self.classes[1 - self.spam]
+        if self.costs is None:
+            return self.classes[0] if proba[0] >= proba[1] else self.classes[1]
+        rows, decisions = self.costs
+        expected = [proba[0] * row[0] + proba[1] * row[1] for row in rows]
+        decision = decisions[expected.index(min(expected))]
+        if self.guard is not None and "unsure" in decisions and decision == "spam" \
+                and familiarity < float(self.guard["floor"]):
+            decision = "unsure"
+        return decision
+
+    def spam_threshold(self) -> float:
+        """The P(spam) above which :meth:`decide` says spam (``SpamFilter.spam_threshold``)."""
+        if self.threshold is not None:
+            return float(self.threshold)
+        low, high = 0.0, 1.0
+        for _ in range(50):
+            mid = (low + high) / 2
+            proba = [0.0, 0.0]
+            proba[self.spam], proba[1 - self.spam] = mid, 1 - mid
+            if self.decide((proba[0], proba[1]), 1.0) == "spam":
+                high = mid
+            else:
+                low = mid
+        return high
+
+    def verdict(self, raw: bytes) -> tuple[str, float]:
+        """``(verdict, P(spam))`` of one raw message: "spam", "ham" or "unsure"."""
+        msg = parse_message(raw)
+        tokens = self.analyzer(msg)
+        cols = self.columns(tokens)
+        distinct = len(set(tokens))
+        familiarity = min(len(cols) / distinct, 1.0) if distinct else 1.0
+        # the side models read the bytes parsed (without spamkit's own tags: message.parsed_bytes)
+        side = tuple(model.score(msg.raw) for model in (self.context, self.grams) if model is not None) or None
+        lp = self.adjusted(self.log_proba(cols, side))
+        proba = (math.exp(lp[0]), math.exp(lp[1]))
+        decision = self.decide(proba, familiarity)
+        label = decision if decision in ("spam", "unsure") else "ham"
+        return label, proba[self.spam]
+
+
+class _LeanContext:
+    """The byte-context model of a filter file, scoring one message: its log-likelihood ratio
+    per symbol (:meth:`spamkit.models.context.ByteContextModel.mean_log_ratio` of the first
+    ``max_bytes`` bytes of the raw message, :meth:`spamkit.filterfile.spamfilter.SpamFilter.side_text`),
+    by the same compiled loop over the same counts: a packed table (``filter.context_packed``) is
+    checked and indexed once, and each message's slots are copied from it before it is scored
+    (a few thousand lookups, about 5 ms, where unpacking the whole table took 0.15-0.2 s and
+    128 MB); a dense table (older files) is read whole."""
+
+    def __init__(self, path: Path, spec, arrays: dict):
+        from ..compiled import speedups
+        self.speedups = speedups()
+        try:
+            self.order, self.bits, self.max_bytes = int(spec["order"]), int(spec["bits"]), int(spec["max_bytes"])
+            self.beta = float(spec["beta"])
+            ok = (spec["order"] == self.order and spec["bits"] == self.bits and spec["max_bytes"] == self.max_bytes
+                  and 0 <= self.order <= 16 and 8 <= self.bits <= 30 and self.max_bytes >= 1
+                  and math.isfinite(self.beta) and self.beta > 0)
+        except (KeyError, TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            format_error(path, f"damaged context model ({spec!r})")
+        self.packed = self.index = None
+        if "filter.context_packed" in arrays:
+            # the packed table checked whole and indexed by blocks of 64 slots; each message's slots
+            # are then copied from it into a table of anonymous memory (context_gather), whose
+            # other pages are never written: the system maps them to its zero page, and nothing the
+            # size of the table is made (small pages: a huge page would be zeroed whole at the
+            # first write into it)
+            import mmap
+            self.packed = arrays["filter.context_packed"]
+            try:
+                self.index = self.speedups.context_index(self.packed, self.bits)
+            except ValueError as exc:
+                format_error(path, f"damaged context model ({exc})")
+            memory = mmap.mmap(-1, 8 << self.bits)
+            if hasattr(mmap, "MADV_NOHUGEPAGE"):
+                memory.madvise(mmap.MADV_NOHUGEPAGE)
+            self.table = memoryview(memory).cast("I")
+        else:
+            self.table = arrays["filter.context_table"]
+        if len(self.table) != 2 << self.bits:
+            format_error(path, f"damaged context model (its table has {len(self.table)} counts; bits {self.bits} "
+                         f"make it {2 << self.bits})")
+        self.texts, self.symbols = arrays["filter.context_class_count"], arrays["filter.context_symbol_count"]
+        for name in ("filter.context_class_count", "filter.context_symbol_count"):
+            _finite_sum(arrays[name], path, name)
+            if _any_negative(arrays[name]):
+                format_error(path, f"array {name} holds negative counts")
+
+    def score(self, raw: bytes) -> float:
+        out, lengths = array.array("d", [0.0]), array.array("q", [0])
+        text = raw[:self.max_bytes]
+        if self.packed is not None:                # the counts of the slots this text reads, and no others
+            self.speedups.context_gather([text], self.order, self.bits, self.max_bytes, self.packed, self.index,
+                                         self.table)
+        self.speedups.context_ratios([text], self.order, self.bits, self.max_bytes, self.table,
+                                     self.texts[0], self.texts[1], self.symbols[0], self.symbols[1], self.beta,
+                                     out, lengths)
+        return out[0] / max(lengths[0], 1)
+
+
+class _LeanGrams:
+    """The byte 4-gram model of a filter file (:class:`spamkit.models.bytegrams.ByteGramLogistic`),
+    scoring one message: the sum of the weights of the distinct slots of the 4-grams of its first
+    ``n_bytes`` raw bytes (:func:`spamkit.features.bytekeys.gram_slots`: each 4-gram read as a big-endian
+    32-bit number, times :data:`GRAM_MULTIPLIER` modulo 2**32, its top ``bits`` bits), clipped to
+    ±700 as ``decision_function`` clips it. The weights are read whole (float32, 4 bytes a slot)."""
+
+    def __init__(self, path: Path, spec, arrays: dict):
+        try:
+            self.n_bytes, self.bits = int(spec["n_bytes"]), int(spec["bits"])
+            ok = spec["n_bytes"] == self.n_bytes and spec["bits"] == self.bits and self.n_bytes >= 4 and 8 <= self.bits <= 30
+        except (KeyError, TypeError, ValueError, OverflowError):
+            ok = False
+        weights = arrays.get("filter.grams_weights")
+        if not ok or weights is None or weights.typecode != "f" or len(weights) != 1 << self.bits:
+            format_error(path, f"damaged 4-gram model ({str(spec)[:200]})")
+        self.weights = weights
+
+    def score(self, raw: bytes) -> float:
+        data = raw[:self.n_bytes]
+        shift, mask, multiplier = 32 - self.bits, 0xFFFFFFFF, GRAM_MULTIPLIER
+        value = int.from_bytes(data[:3], "big")
+        slots = set()
+        for byte in data[3:]:
+            value = ((value << 8) | byte) & mask
+            slots.add(((value * multiplier) & mask) >> shift)
+        w = self.weights
+        z = math.fsum(w[slot] for slot in slots)
+        return min(max(z, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)
+
+
+#: the dtypes of the arrays of numbers this module reads (``_TYPECODES``), as a manifest names them
+_DTYPES = ("float64", "int64", "uint64", "float32")
+
+
+def _check_values(values: array.array, path: Path, name: str, dtype: str) -> None:
+    """:func:`spamkit.filterfile.manifest.value_problem` for an array read here: the sum first (finite when
+    every value is, unless it overflows: then each value is looked at), the sign bits next."""
+    kind = dtype[0] if dtype[0] in "fiu" else "f"
+    total = float(sum(values))
+    all_finite = math.isfinite(total) or all(map(math.isfinite, values)) if kind == "f" else True
+    counts = is_count_array(name)
+    smallest = (-1.0 if _any_negative(values) else 0.0) if counts and kind == "f" else (
+        min(values, default=0) if counts else None)
+    problem = value_problem(name, kind, all_finite, smallest, total if counts else None,
+                            list(values) if name in RANGE_ARRAYS else None)
+    if problem is not None:
+        format_error(path, f"array {name} {problem}")
+
+
+#: the arrays of the file this module reads (the rest serve learning and explaining)
+_ARRAYS = ("model.class_count_", "model.feature_count_", "model.combiner_", "model.logistic_coef_",
+           "model.logistic_intercept_", "model.length_range_")
+#: the hash index of the vocabulary (see :func:`term_hash`), read instead of ``terms.txt`` when present
+_INDEX = {"filter.term_hash": "uint64", "filter.term_hash_column": "int64"}
+
+
+#: the context model's arrays (``ByteContextModel.state_arrays``, saved among the filter's arrays),
+#: and its table: packed, or dense as older files hold it (both are read)
+_CONTEXT = {"filter.context_class_count": "float64", "filter.context_symbol_count": "float64"}
+_CONTEXT_TABLE = {"filter.context_packed": "uint8", "filter.context_table": "uint32"}
+
+
+def _accepts_context(manifest: dict) -> bool:
+    """Whether the side inputs this file's stack weighs (if any) are ones this module scores: a
+    context model (its arrays as saved, and the compiled loop) and byte 4-grams (their float32
+    weights), as many as the stack has side inputs."""
+    side = manifest["model"]["params"].get("side_inputs") or 0
+    extra = manifest.get("extra", {})
+    has_context, has_grams = "context" in extra, "grams" in extra
+    if not side and not has_context and not has_grams:
+        return True
+    described = manifest["arrays"]
+    if side != has_context + has_grams or manifest["model"]["type"] != "fisher-nb":
+        return False
+    if has_grams and not (described.get("filter.grams_weights", {}).get("dtype") == "float32"
+                          and array.array("f").itemsize == 4):
+        return False
+    if not has_context:
+        return True
+    from ..compiled import speedups
+    return (speedups() is not None
+            and array.array("I").itemsize == 4 and sys.byteorder == "little"
+            and all(name in described and described[name]["dtype"] == dtype for name, dtype in _CONTEXT.items())
+            and any(name in described and described[name]["dtype"] == dtype for name, dtype in _CONTEXT_TABLE.items()))
+
+
+def _accepts(manifest: dict) -> bool:
+    """Whether this module scores the filter: a two-class counting model over a vocabulary (and
+    a context model as the stack's side input where the compiled loops are built)."""
+    model, vectorizer = manifest["model"], manifest["vectorizer"]
+    classes = [str(c) for c in model["classes"]]
+    calibration = manifest.get("extra", {}).get("calibration")
+    return (model["type"] in LEAN_MODELS and len(classes) == 2 and "spam" in classes and _accepts_context(manifest)
+            and manifest.get("terms") is not None and vectorizer.get("hashing") is None
+            and not model.get("texts") and (calibration is None or calibration.get("method") in ("platt", "isotonic"))
+            and all(dtype_of(meta["dtype"]) == ("f", 8) for name, meta in manifest["arrays"].items()
+                    if name in _ARRAYS))
+
+
+def lean_failed(exc: BaseException) -> None:
+    """Say on standard error that the lean route failed on a message and the full route scores it
+    (a bug of this module's: the two must agree; the line is what a report needs)."""
+    sys.stderr.write(f"spamkit filter: the lean route failed ({type(exc).__name__}: {exc}); the full route "
+                     "scores this message\n")
+
+
+def lean_filter(path, trusted: bool = False) -> LeanFilter | None:
+    """The filter file at ``path`` as a :class:`LeanFilter`, or None when it needs the full path
+    (or when the environment sets ``SPAMKIT_LEAN=0``).
+
+    Raises :class:`~spamkit.errors.ModelFormatError` for a damaged or hostile file, as
+    :func:`spamkit.filterfile.persist.load_filter` does.
+    """
+    from ..text import Analyzer
+    if os.environ.get("SPAMKIT_LEAN") == "0":            # the full path, for comparison or as an escape hatch
+        return None
+    path = Path(path)
+    with open_zip(path) as z:
+        manifest = check_manifest(z, path)
+        if not _accepts(manifest):
+            return None
+        sizes = expected_sizes(manifest, path, z)
+        d = manifest["model"]["n_features"]
+        described = manifest["arrays"]
+        indexed = all(name in described and described[name]["dtype"] == dtype and described[name]["shape"] == [d]
+                      for name, dtype in _INDEX.items())
+        # every array of numbers is read and its values checked by the rule the full route applies
+        # (spamkit.filterfile.manifest.value_problem), those this module does not use among them: both routes
+        # accept the same files; the vocabulary's hash keys only when indexed (they are not values)
+        wanted = [name for name, meta in described.items()
+                  if name not in _INDEX or indexed] if all(meta["dtype"] in _DTYPES or name in _CONTEXT_TABLE
+                                                          for name, meta in described.items()) else None
+        if wanted is None:
+            return None                                  # an array of another type: the full route reads it
+        readers = {"filter.context_table": _npy_uint32, "filter.context_packed": _npy_bytes}
+        try:
+            arrays = {name: (readers[name](z, path, name, meta, sizes[meta["file"]]) if name in readers
+                             else _npy_values(read_member(z, path, meta, sizes[meta["file"]]), path, name, meta))
+                      for name, meta in described.items() if name in wanted}
+            for name, values in arrays.items():
+                if name not in _INDEX and name not in readers:
+                    _check_values(values, path, name, described[name]["dtype"])
+            terms = None
+            if not indexed:
+                terms = read_lines(z, path, manifest["terms"], sizes[manifest["terms"]["file"]])
+                if len(terms) != d:
+                    format_error(path, f"model has {d} features, the vocabulary {len(terms)}; the file is inconsistent")
+            analyzer = Analyzer.from_config(manifest["analyzer"], trusted=trusted)
+            lean = LeanFilter(path, manifest, arrays, terms, analyzer)
+        except ModelFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, EOFError, OSError,
+                MemoryError, OverflowError, ConfigError) as exc:
+            raise ModelFormatError(f"{path}: damaged filter file ({type(exc).__name__}: {exc})") from None
+    if lean.index is not None and len(lean.index) != len(terms):
+        format_error(path, "the vocabulary (terms.txt) lists a term twice")
+    return lean

@@ -1,0 +1,1047 @@
+"""The resident filter process (``spamkit serve``) and spamkit's own wire protocol.
+
+``spamkit serve MODEL --socket PATH`` loads the filter once and answers on a Unix-domain
+socket; ``spamkit-pipe --socket PATH`` (:mod:`spamkit.serve.client`, standard library only) sends
+one message and writes the tagged message to standard output, with the exit status of
+``spamkit filter MODEL -``. The machinery here — loaded filters that reload when their file
+changes (:class:`FilterCache`), worker processes (:class:`Workers`), the event loop that
+reads the connections and keeps the limits on clients, bytes and time (:class:`ServeLoop`) —
+is shared with SpamAssassin's protocol (:mod:`spamkit.serve.spamd`, ``spamkit serve --spamd``).
+
+Protocol (all lengths 8-byte big-endian unsigned):
+
+    request:  length, message bytes
+    reply:    status byte, length, bytes
+              0 spam, 1 ham, 2 unsure: the tagged message
+              3 error: the message unchanged
+              4 refused (too big, server busy): a UTF-8 reason; the client keeps its copy
+
+Built to hold under abuse (issue "Hostile inputs"):
+
+* **Concurrency.** One event loop in the main process (:class:`ServeLoop`) reads every
+  connection as its bytes arrive, so a client that connects and sends nothing, or sends
+  slowly, costs a few hundred bytes and no thread; the listen backlog (:data:`BACKLOG`)
+  absorbs bursts. Classification is CPU-bound Python, so it runs in ``workers`` processes
+  forked after the filter is loaded (they share its arrays copy-on-write), which uses every
+  core; ``workers=0`` classifies in the loop itself. A worker takes one request, or, when
+  more are waiting than workers are idle, several at once, scored together for less work
+  each (:data:`MAX_BATCH`, :class:`Work`; the same answers as one by one).
+* **Timeouts.** A request must arrive in full within ``timeout`` seconds of the
+  connection (a slow-loris client is cut off and costs nothing meanwhile); a
+  classification that has not ended ``timeout`` seconds after the request's last byte
+  (waiting for a worker included) is answered with the message unchanged (status 3), and
+  its worker is killed and replaced.
+* **Bounded memory.** A request longer than ``max_size`` is read and discarded in small
+  pieces and refused (status 4) with the reason; the bytes of all requests being held at
+  once are limited by ``memory_budget``, taken as they arrive (never as a request declares
+  them: connections that announce 16 MiB and send nothing hold nothing) beyond each
+  connection's first :data:`FREE_BYTES` (so a full budget never holds up a small request);
+  a connection with no room waits, unread, and is refused when none frees up within the
+  timeout. Parsing itself is bounded (:mod:`spamkit.parse.message`).
+* **The socket.** Created with mode 0600 unless ``socket_mode`` says otherwise; only a
+  stale socket of a process that is gone is ever removed from the path (a regular file
+  there is refused).
+* **Connections.** At most ``max_clients`` are served at once (default
+  :data:`MAX_CLIENTS`); when all are taken, a new connection takes the slot of the one that
+  has sent nothing for longest, if that is over :data:`IDLE_EVICT` seconds and it is still
+  sending its request (idle sockets cannot starve clients that send); otherwise it is
+  refused at once with "server busy" (status 4) and the client keeps its message. One TCP
+  address may hold at most a quarter of the slots (``max_per_host``): a host that keeps its
+  connections busy cannot take the others' turn.
+* **Who may connect.** A TCP listener answers only clients whose address is in its
+  :class:`AllowList` (``--allowed-ips``; by default the loopback networks, as spamd's
+  ``--allowed-ips`` defaults to 127.0.0.1 and ::1); any other connection is closed at once,
+  unread, and logged (at most once a minute per address). spamc then passes the message on
+  unchanged. Unix sockets are guarded by their file mode instead.
+* **Reloading.** The filter file is checked (one ``stat``) before each message and
+  reloaded when it changed — ``spamkit learn`` replaces it atomically — and every filter
+  is reloaded after SIGHUP; messages in flight finish with the filter they started with.
+"""
+
+from __future__ import annotations
+
+import collections
+import errno
+import ipaddress
+import multiprocessing
+import os
+import signal
+import socket
+import selectors
+import stat
+import sys
+import threading
+import time
+
+from .client import LENGTH as _LENGTH
+from ..mail import tag
+from ..passthrough import EXIT_ERROR, EXIT_REFUSED, VERDICT_STATUS
+
+#: largest message classified (bytes); a bigger one is refused and the client passes it on
+MAX_MESSAGE = 16 << 20
+#: bytes each connection may have read before it takes from the memory budget
+FREE_BYTES = 64 << 10
+#: seconds a connection must have sent nothing before a new one may take its slot when all are taken
+IDLE_EVICT = 1.0
+#: bytes of requests held at once, all connections together
+MEMORY_BUDGET = 64 << 20
+#: seconds a client has to send its request, and the server to classify it
+TIMEOUT = 30.0
+#: pending connections the kernel queues before refusing (capped by net.core.somaxconn)
+BACKLOG = 1024
+#: connections served at once; more are answered "busy" at once (spamd's --max-children)
+MAX_CLIENTS = 256
+#: filter files kept loaded at once (per-user filters): the least recently used is dropped
+MAX_FILTERS = 64
+#: seconds an answered client that still sends (a refused one) is read from before it is cut off
+DRAIN_SECONDS = 2.0
+
+
+def log(text: str) -> None:
+    print(f"spamkit serve: {text}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- loaded filters
+
+class FilterCache:
+    """Filter files loaded once and reloaded when they change: after ``spamkit learn`` (the file
+    is replaced: new inode, size or time) or when :meth:`reload_all` is called (SIGHUP).
+
+    ``load(path)`` makes a filter. Requests in flight keep the filter they started with; a file
+    that fails to load keeps the previous filter in use (and says so once). At most
+    ``max_filters`` stay loaded, the least recently used dropped first. ``generation``, a shared
+    counter (``multiprocessing.Value``), makes :meth:`reload_all` reach worker processes too.
+    """
+
+    def __init__(self, load, max_filters: int = MAX_FILTERS, generation=None, max_bytes: int | None = None,
+                 weigh=None):
+        self.load = load
+        self.max_filters = max_filters
+        # at most max_bytes of loaded filters (weigh(filter) each; the one in use always stays):
+        # rotating spamc -u over 70 users' filters took a worker from 159 MB to 2.4 GB
+        self.max_bytes, self.weigh = max_bytes, weigh or filter_memory
+        self.generation = generation if generation is not None else multiprocessing.Value("L", 0, lock=False)
+        self._filters: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._failed: dict = {}
+
+    def after_fork(self) -> None:
+        """In a new worker process: fresh locks (another thread may have held them at the fork)."""
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def signature(path) -> tuple:
+        """What tells a file's versions apart; for a tuple of paths (a site filter and what a user
+        taught over it), each one's."""
+        if isinstance(path, tuple):
+            return tuple(FilterCache.signature(p) for p in path)
+        st = os.stat(path)
+        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+    def reload_all(self) -> None:
+        """Reload every filter at its next use (SIGHUP)."""
+        self.generation.value += 1
+
+    def get(self, path):
+        """The filter of ``path`` (or of a tuple of paths ``load`` takes), loaded or reloaded as needed."""
+        path = path if isinstance(path, tuple) else str(path)
+        signature = (self.signature(path), self.generation.value)
+        with self._lock:
+            entry = self._filters.get(path)
+            if entry is not None and entry[0] == signature:
+                self._filters.move_to_end(path)
+                return entry[1]
+        try:
+            loaded = self.load(path)
+        except Exception as exc:                  # noqa: BLE001 -- keep serving with what we have
+            if entry is None:
+                raise
+            if self._failed.get(path) != signature:
+                self._failed[path] = signature
+                log(f"{path} changed but cannot be loaded ({type(exc).__name__}: {exc}); still using the "
+                    "filter loaded before")
+            return entry[1]
+        weight = self.weigh(loaded) if self.max_bytes is not None else 0
+        with self._lock:
+            self._filters[path] = (signature, loaded, weight)
+            self._filters.move_to_end(path)
+            while len(self._filters) > self.max_filters or (
+                    self.max_bytes is not None and len(self._filters) > 1
+                    and sum(entry[2] for entry in self._filters.values()) > self.max_bytes):
+                self._filters.popitem(last=False)
+        if entry is not None:
+            log(f"reloaded {path}")
+        return loaded
+
+
+def filter_memory(spam_filter) -> int:
+    """About how many bytes a loaded filter holds: its model's, vectorizer's and context model's
+    arrays (whatever has ``nbytes``), and 80 bytes a vocabulary term (a ``str``, its list slot
+    and its share of the vocabulary's dict)."""
+    total = 0
+    for part in (getattr(spam_filter, "model", None), getattr(spam_filter, "vectorizer", None),
+                 getattr(spam_filter, "context", None)):
+        for value in (vars(part).values() if hasattr(part, "__dict__") else ()):
+            total += getattr(value, "nbytes", 0) if isinstance(getattr(value, "nbytes", 0), int) else 0
+    terms = getattr(getattr(spam_filter, "vectorizer", None), "terms_", None)
+    return total + 80 * len(terms or ())
+
+
+# ----------------------------------------------------------------------------- worker processes
+
+_WORKER: dict = {}                                # set in the parent before the workers fork
+
+
+def worker_state() -> dict:
+    """What the jobs of this process share: ``cache`` (a :class:`FilterCache`) and the settings
+    the server put there before the workers forked."""
+    return _WORKER
+
+
+def _worker_init() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the workers
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the parent reloads (through the shared generation)
+    cache = _WORKER.get("cache")
+    if cache is not None:
+        cache.after_fork()
+
+
+def _worker_loop(conn) -> None:
+    """A worker process: run the jobs that come down its pipe, one at a time, until it closes."""
+    _worker_init()
+    while True:
+        try:
+            job, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = ("ok", job(*args))
+        except Exception as exc:                  # noqa: BLE001 -- the parent decides what it means
+            reply = ("error", exc)
+        try:
+            conn.send(reply)
+        except Exception:                         # noqa: BLE001 -- an exception that does not pickle
+            conn.send(("error", RuntimeError(f"{type(reply[1]).__name__}: {reply[1]}")))
+
+
+class _Worker:
+    """One worker process and the parent's end of its pipe."""
+
+    def __init__(self, context):
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_worker_loop, args=(child,), daemon=True)
+        self.process.start()
+        child.close()
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+
+class Workers:
+    """``n`` worker processes forked now, with what :func:`worker_state` holds, for
+    :class:`ServeLoop` to hand jobs (module-level functions) to; ``n`` = 0: none, the loop runs
+    each job itself.
+
+    Classification is CPU-bound Python, so processes use every core; they are forked before
+    any thread exists and share the loaded filters copy-on-write. Each worker has its own
+    pipe and takes one job at a time (one request, or a batch of them: :func:`run_batch`), so
+    nothing is shared between processes that a dying worker could leave locked: a worker that
+    dies or overruns the loop's timeout is killed and replaced (:meth:`replace`), and only the
+    request it was running is answered with the protocol's fallback (a batch whose worker
+    died is handed out again request by request, so that only the request that kills a
+    worker gets it; a batch that overran gets it whole).
+    """
+
+    def __init__(self, n: int, state: dict):
+        _WORKER.clear()
+        _WORKER.update(state)
+        self.n = n
+        self._context = multiprocessing.get_context("fork")
+        self.idle: list = [_Worker(self._context) for _ in range(n)]
+        self.all: set = set(self.idle)
+
+    def replace(self, worker: _Worker) -> _Worker:
+        """Kill ``worker`` (dead, or overrunning) and start another in its place: the new one."""
+        worker.kill()
+        self.all.discard(worker)
+        new = _Worker(self._context)
+        self.all.add(new)
+        return new
+
+    def close(self) -> None:
+        workers, self.all, self.idle = list(self.all), set(), []
+        for worker in workers:
+            worker.kill()
+
+
+def run_inline(job, args, fallback):
+    """``job(*args)`` in this process (``--workers 0``); what it raises is answered with ``fallback``."""
+    try:
+        return job(*args)
+    except Exception as exc:                      # noqa: BLE001 -- the protocol's answer, never a crash
+        log(f"{type(exc).__name__}: {exc}")
+        return fallback("failed", f"{type(exc).__name__}: {exc}")
+
+
+# ----------------------------------------------------------------------------- the event loop
+
+class Budget:
+    """Bytes of requests held at once, all connections together (taken as they arrive, given back
+    as the protocol drops them and when their connection closes)."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+
+    def take(self, n: int) -> bool:
+        if self.used + n > self.limit:
+            return False
+        self.used += n
+        return True
+
+    def give(self, n: int) -> None:
+        self.used -= n
+
+
+class Reply:
+    """A protocol's step: answer ``data`` and close the connection."""
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+
+class Work:
+    """A protocol's step: run ``job(*args)`` (in a worker) and answer what it returns;
+    ``fallback(kind, text)`` answers instead when the job overruns (``kind`` "timeout") or its
+    worker dies (``kind`` "failed").
+
+    ``batch``, if given, is a module-level function that answers several such requests at once:
+    ``batch([args, ...])`` returns the list of what ``job(*args)`` returns for each, the same
+    answers (a filter scores a message the same alone and in a batch), for less work than the
+    jobs one by one. The loop hands an idle worker several queued requests of the same
+    ``batch`` when more are waiting than workers are idle (:func:`run_batch`).
+    """
+    __slots__ = ("job", "args", "fallback", "batch")
+
+    def __init__(self, job, args: tuple, fallback, batch=None):
+        self.job, self.args, self.fallback, self.batch = job, args, fallback, batch
+
+
+#: requests handed to one worker at once, at most (see :class:`Work`)
+MAX_BATCH = 8
+#: bytes of requests handed to one worker at once, at most (beyond one request): batching saves
+#: the per-call cost of scoring, which a big message does not notice, and a batch shares one
+#: timeout, which a few big messages together could overrun where each alone would not
+MAX_BATCH_BYTES = 1 << 20
+
+
+def run_batch(job, batch, args_list: list) -> list:
+    """Several requests in one worker: ``("ok", answer)`` or ``("error", text)`` for each, in order.
+
+    ``batch(args_list)`` answers them together; should it fail as a whole, each request is
+    answered by ``job`` alone, so that one request's failure is that request's alone.
+    """
+    try:
+        answers = batch(args_list)
+        if len(answers) == len(args_list):
+            return [("ok", a) for a in answers]
+        log(f"a batch of {len(args_list)} requests gave {len(answers)} answers; answering them one by one")
+    except Exception as exc:                      # noqa: BLE001 -- each request is then tried alone
+        log(f"{type(exc).__name__}: {exc}; answering a batch of {len(args_list)} requests one by one")
+    out = []
+    for args in args_list:
+        try:
+            out.append(("ok", job(*args)))
+        except Exception as exc:                  # noqa: BLE001 -- that request's fallback answers it
+            out.append(("error", f"{type(exc).__name__}: {exc}"))
+    return out
+
+
+#: a protocol's step: close the connection without an answer
+CLOSE = object()
+
+
+class Connection:
+    """One client: what it sent so far (``buf``; ``eof`` once it closed its side), the protocol's
+    own state (``ctx``), the budget it holds, its deadline, and what is left to write."""
+    __slots__ = ("sock", "protocol", "buf", "eof", "ctx", "held", "deadline", "state", "out", "work", "events",
+                 "last", "free", "host")
+
+    def __init__(self, sock, protocol, deadline: float):
+        self.sock, self.protocol, self.deadline = sock, protocol, deadline
+        self.last = time.monotonic()             # when it last sent a byte (or connected)
+        self.free = 0                            # bytes read within its allowance (ServeLoop.free_bytes)
+        self.host = None                         # a TCP client's address (ServeLoop.max_per_host)
+        self.buf = bytearray()
+        self.eof = False
+        self.ctx: dict = {}
+        self.held = 0
+        self.state = "reading"                   # reading, budget, queued, working, writing, draining
+        self.out = None
+        self.work = None
+        self.events = 0                          # what the loop's selector watches it for
+
+
+class AllowList:
+    """The client addresses a TCP listener answers: IPv4 and IPv6 networks, as spamd's
+    ``--allowed-ips`` takes them -- an address (``10.1.2.3``, ``::1``), a network in CIDR
+    notation (``192.0.2.0/24``, ``[2001:db8::]/32``: IPv6 may be in brackets), or an IPv4
+    prefix of one to three octets with a trailing dot (``10.`` is 10.0.0.0/8). Hostnames are
+    refused, as spamd refuses them (a name's addresses can change under a running server). An
+    IPv4 client on an IPv6 socket (``::ffff:127.0.0.1``) is matched as its IPv4 address.
+
+    >>> allowed = AllowList.parse(["127.0.0.1, 10.", "[2001:db8::]/32"])
+    >>> [allowed.allows(a) for a in ("10.9.8.7", "::ffff:10.0.0.1", "2001:db8::5", "11.0.0.1", "::1")]
+    [True, True, True, False, False]
+    """
+
+    #: spamd's default: only this host (any loopback address)
+    LOOPBACK = ("127.0.0.0/8", "::1")
+
+    def __init__(self, networks):
+        self.networks = tuple(networks)
+
+    @classmethod
+    def parse(cls, items) -> "AllowList":
+        """From option values, each one or more comma-separated entries; ValueError names a bad one."""
+        networks = []
+        for item in items:
+            for entry in str(item).split(","):
+                entry = entry.strip()
+                if entry:
+                    networks.append(cls._network(entry))
+        if not networks:
+            raise ValueError("no address or network given")
+        return cls(networks)
+
+    @staticmethod
+    def _network(entry: str):
+        text = entry
+        if text.startswith("["):                          # [2001:db8::]/32 or [::1]
+            inside, bracket, rest = text[1:].partition("]")
+            if not bracket or rest and not rest.startswith("/"):
+                raise ValueError(f"{entry!r} is not an IP address or network")
+            text = inside + rest
+        if text.endswith(".") and 1 <= text.count(".") <= 3:   # spamd's "10." and "192.168." prefixes
+            octets = text[:-1].split(".")
+            text = ".".join(octets + ["0"] * (4 - len(octets))) + f"/{8 * len(octets)}"
+        try:
+            return ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            raise ValueError(f"{entry!r} is not an IP address or network (hostnames are not taken)") from None
+
+    def allows(self, host: str) -> bool:
+        try:
+            address = ipaddress.ip_address(host.split("%", 1)[0])          # a scope (fe80::1%eth0) dropped
+        except ValueError:
+            return False
+        if address.version == 6 and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        return any(address.version == network.version and address in network for network in self.networks)
+
+    def __str__(self) -> str:
+        return ", ".join(map(str, self.networks))
+
+
+class ServeLoop:
+    """Every listening socket and connection of ``spamkit serve``, in one thread of the main
+    process: requests are read as their bytes arrive (a client that sends nothing, or slowly,
+    costs a few hundred bytes and no thread), handed whole to an idle worker process, and the
+    answer the worker built is written back as the client takes it.
+
+    One thread and no locks: a message costs the main process an ``accept``, a few reads, one
+    write down a worker's pipe and one read back, and the answer's write (about 14 system calls),
+    and the worker builds the whole answer. The thread per connection this replaces handed the
+    interpreter lock around every socket and pipe call (54 ``futex`` calls per message); the main
+    process's CPU per 20 KB message under 8 spamc clients fell from 0.40-0.49 ms to 0.20-0.30
+    (``scripts/spamd_cpu.py --compare``, docs/mail-filtering.md). Run it in a process's only
+    thread, as ``spamkit serve`` does: it forks a worker's replacement from there.
+
+    Limits: ``timeout`` seconds to send a request (from the connection), again to classify it
+    (from the request's last byte, waiting for a worker included) and again to take the answer;
+    ``max_size`` per request (enforced by the protocols); ``memory_budget`` bytes of requests held
+    at once (a request waits for room until its deadline); ``max_clients`` connections open at
+    once (one more is answered the protocol's "busy" at once).
+    """
+
+    #: seconds between checks of the deadlines (they are seconds long; this is their resolution)
+    TICK = 0.1
+
+    def __init__(self, workers: Workers, *, max_size: int, memory_budget: int, timeout: float, max_clients: int,
+                 free_bytes: int = FREE_BYTES, max_per_host: int | None = None):
+        self.workers = workers
+        self.max_size, self.timeout, self.max_clients = max_size, timeout, max_clients
+        self.free_bytes = free_bytes
+        # one TCP address may hold a quarter of the slots: a host that keeps them busy (sending a
+        # byte a second, which no idle rule catches) leaves the rest to the others
+        self.max_per_host = max_per_host if max_per_host is not None else max(8, max_clients // 4)
+        self.per_host: dict = {}
+        self.budget = Budget(max(memory_budget, max_size))
+        self.selector = selectors.DefaultSelector()
+        self.listeners: list = []
+        self.connections: set = set()
+        self.budget_waiting: collections.deque = collections.deque()
+        self.queued: collections.deque = collections.deque()
+        self.busy: dict = {}                     # worker -> (its connections, deadline)
+        self.batches: collections.Counter = collections.Counter()   # requests per hand-out -> hand-outs
+        self.resting: list = []                  # listening sockets whose accept failed, until the next check
+        self.allowed: dict = {}                  # TCP listening socket -> its AllowList
+        self.refused: collections.OrderedDict = collections.OrderedDict()   # address -> when last logged
+        self._accept_failed_said = -1e9
+        self.evicted = 0                         # idle connections closed to let new ones in
+        self.stopped = False
+        for worker in workers.idle:
+            self.selector.register(worker.conn, selectors.EVENT_READ, ("worker", worker))
+
+    # -- set-up and shut-down
+
+    def listen(self, sock, protocol, allowed: AllowList | None = None) -> None:
+        """Serve ``protocol`` on the listening socket ``sock`` (a Unix-domain socket's file is
+        removed on :meth:`close`); on a TCP socket, only to the clients ``allowed`` lets in
+        (None: the loopback networks)."""
+        sock.setblocking(False)
+        self.listeners.append((sock, sock.getsockname() if sock.family == socket.AF_UNIX else None))
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            self.allowed[sock] = allowed or AllowList.parse(AllowList.LOOPBACK)
+        self.selector.register(sock, selectors.EVENT_READ, ("listen", sock, protocol))
+
+    def stop(self) -> None:
+        """End :meth:`run` within :attr:`TICK` seconds (safe from a signal handler)."""
+        self.stopped = True
+
+    def summary(self) -> str:
+        """What the workers were handed: requests, and how many of them went in batches."""
+        requests = sum(size * count for size, count in self.batches.items())
+        batched = sum(size * count for size, count in self.batches.items() if size > 1)
+        return (f"{requests} requests handed to the workers, {batched} of them in "
+                f"{sum(count for size, count in self.batches.items() if size > 1)} batches")
+
+    def close(self) -> None:
+        for sock, path in self.listeners:
+            sock.close()
+            if path:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        self.listeners = []
+        for conn in list(self.connections):
+            self._close(conn)
+        self.selector.close()
+
+    def run(self) -> None:
+        """Serve until :meth:`stop`."""
+        next_check = time.monotonic() + self.TICK
+        while not self.stopped:
+            for key, events in self.selector.select(self.TICK):
+                kind = key.data[0]
+                if kind == "conn":
+                    conn = key.data[1]
+                    if events & selectors.EVENT_READ and conn.state == "reading":
+                        self._read(conn)
+                    elif events & selectors.EVENT_WRITE and conn.state == "writing":
+                        self._write(conn)
+                    elif events & selectors.EVENT_READ and conn.state == "draining":
+                        self._drain(conn)
+                elif kind == "worker":
+                    self._worker_done(key.data[1])
+                else:
+                    self._accept(key.data[1], key.data[2])
+            now = time.monotonic()
+            if now >= next_check:
+                self._expire(now)
+                next_check = now + self.TICK
+
+    # -- connections
+
+    def _accept(self, listener, protocol) -> None:
+        for _ in range(64):                      # then let the others' events be served too
+            try:
+                sock, peer = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                # e.g. out of file descriptors: the socket stays readable, so the loop would spin on it;
+                # rest it until the next deadline check and serve the connections already open
+                now = time.monotonic()
+                if now - self._accept_failed_said >= 10.0:     # said once in ten seconds, not every tick
+                    log(f"accept failed ({exc}); trying again every {self.TICK:g} s")
+                    self._accept_failed_said = now
+                self.selector.unregister(listener)
+                self.resting.append((listener, protocol))
+                return
+            allowed = self.allowed.get(listener)
+            if allowed is not None and not allowed.allows(peer[0]):
+                self._refuse(sock, peer[0], allowed)
+                continue
+            sock.setblocking(False)
+            conn = Connection(sock, protocol, time.monotonic() + self.timeout)
+            host = peer[0] if allowed is not None else None      # a TCP client's address (Unix: none)
+            conn.host = host
+            crowded = (host is not None and self.per_host.get(host, 0) >= self.max_per_host
+                       and not self._evict_idlest(conn.last, host))
+            busy = crowded or (len(self.connections) >= self.max_clients and not self._evict_idlest(conn.last))
+            if host is not None:
+                self.per_host[host] = self.per_host.get(host, 0) + 1
+            self.connections.add(conn)
+            if busy:
+                self._answer(conn, protocol.busy())
+                continue
+            self._watch(conn, selectors.EVENT_READ)
+            self._read(conn)                      # the request often arrives with the connection
+
+    def _evict_idlest(self, now: float, host: str | None = None) -> bool:
+        """Make room for a new connection when every slot is taken: close the connection that has
+        sent nothing for longest, if it is still sending its request and has been quiet for at
+        least :data:`IDLE_EVICT` seconds (260 idle sockets made every spamc call pass its message
+        through untagged; a client that connects and waits now gives way to one that sends). A
+        connection already answered that is only being drained (told "busy" while it sent) goes
+        before any. A request being classified or its answer being written is never closed. True if one was closed. ``host``:
+        among that address's connections only (its share is full)."""
+        idlest = None
+        for conn in self.connections:
+            if host is not None and conn.host != host:
+                continue
+            if conn.state == "draining":              # answered already (told "busy"): it goes first
+                idlest = conn
+                break
+            if conn.state in ("reading", "budget") and (idlest is None or conn.last < idlest.last):
+                idlest = conn
+        if idlest is None or idlest.state != "draining" and now - idlest.last < IDLE_EVICT:
+            return False
+        self.evicted += 1
+        self._close(idlest)                        # its client still holds its message
+        return True
+
+    def _refuse(self, sock, host: str, allowed: AllowList) -> None:
+        """Close a connection from an address the listener does not allow, unread (as spamd
+        does: the client passes its message on unchanged); logged at most once a minute per
+        address, the log's memory of addresses bounded."""
+        sock.close()
+        now = time.monotonic()
+        if now - self.refused.get(host, -1e9) >= 60.0:
+            log(f"refused a connection from {host}: not in --allowed-ips ({allowed})")
+            self.refused[host] = now
+            self.refused.move_to_end(host)
+            while len(self.refused) > 1024:
+                self.refused.popitem(last=False)
+
+    def _read(self, conn: Connection) -> None:
+        # memory is taken from the budget as bytes arrive, not as a request declares them: four
+        # connections that announced 16 MiB each and sent nothing held the whole budget, and every
+        # real client waited out its deadline. The first free_bytes of each connection (a request
+        # line, most whole messages) are not counted: a full budget never keeps a small request
+        # waiting (at most max_clients * free_bytes more: 16 MiB by default)
+        free = self.free_bytes - conn.free
+        room = self.budget.limit - self.budget.used + free
+        if room <= 0:
+            return self._wait_for_budget(conn)
+        try:
+            chunk = conn.sock.recv(min(1 << 18, room))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            return self._close(conn)
+        if chunk:
+            conn.buf += chunk
+            first = min(len(chunk), free)        # a connection's first bytes are its own allowance
+            conn.free += first
+            self.budget.take(len(chunk) - first)
+            conn.held += len(chunk) - first
+            conn.last = time.monotonic()
+        else:
+            conn.eof = True
+        self._step(conn)
+
+    def _wait_for_budget(self, conn: Connection) -> None:
+        """No room in the budget: stop reading ``conn`` (the kernel holds its bytes) until another
+        connection gives some back, or its deadline passes (then the protocol's refusal)."""
+        conn.state = "budget"
+        self._watch(conn, 0)
+        self.budget_waiting.append(conn)
+
+    def _step(self, conn: Connection) -> None:
+        """Ask the protocol what the bytes so far call for, and do it."""
+        while True:
+            step = conn.protocol.step(conn)
+            if not isinstance(step, Work) and conn.held > len(conn.buf):
+                self._give_back(conn, conn.held - len(conn.buf))     # parsed or dropped: room for others
+            if step is None:
+                if conn.eof:                      # it will send nothing more: the request cannot be completed
+                    self._close(conn)
+                return
+            if step is CLOSE:
+                return self._close(conn)
+            if isinstance(step, Reply):
+                return self._answer(conn, step.data)
+            conn.work = step
+            conn.buf = bytearray()                # the request is in the job's arguments now
+            self._watch(conn, 0)
+            conn.deadline = time.monotonic() + self.timeout
+            conn.state = "queued"
+            self.queued.append(conn)
+            return self._dispatch()
+
+    def _answer(self, conn: Connection, data: bytes) -> None:
+        conn.state, conn.out, conn.work = "writing", memoryview(data), None
+        conn.deadline = time.monotonic() + self.timeout
+        self._write(conn)
+
+    def _write(self, conn: Connection) -> None:
+        try:
+            sent = conn.sock.send(conn.out)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            return self._close(conn)              # the client went away; it still holds its message
+        conn.out = conn.out[sent:]
+        if len(conn.out):
+            return self._watch(conn, selectors.EVENT_WRITE)
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+            left = not conn.eof and conn.sock.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            left = False                          # nothing unread: closing sends an orderly end
+        except OSError:
+            left = False
+        if left:
+            # Bytes the request did not use (a refused or "busy" client still sending): closing
+            # now would reset the connection, and the client could lose the answer it has not
+            # read yet. Read and drop them until the client closes, for DRAIN_SECONDS at most.
+            conn.state, conn.deadline = "draining", time.monotonic() + DRAIN_SECONDS
+            return self._watch(conn, selectors.EVENT_READ)
+        self._close(conn)
+
+    def _drain(self, conn: Connection) -> None:
+        try:
+            if conn.sock.recv(1 << 16):
+                return
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            pass
+        self._close(conn)
+
+    def _watch(self, conn: Connection, events: int) -> None:
+        """Have the selector watch ``conn`` for ``events`` (0: not at all)."""
+        if events == conn.events:
+            return
+        if not events:
+            self.selector.unregister(conn.sock)
+        elif conn.events:
+            self.selector.modify(conn.sock, events, ("conn", conn))
+        else:
+            self.selector.register(conn.sock, events, ("conn", conn))
+        conn.events = events
+
+    def _close(self, conn: Connection) -> None:
+        if conn not in self.connections:
+            return
+        self.connections.discard(conn)
+        if conn.host is not None:
+            left = self.per_host.get(conn.host, 1) - 1
+            if left:
+                self.per_host[conn.host] = left
+            else:
+                self.per_host.pop(conn.host, None)
+        self._watch(conn, 0)
+        conn.sock.close()
+        conn.state = "closed"
+        if conn.held:
+            self._give_back(conn, conn.held)
+
+    def _give_back(self, conn: Connection, n: int) -> None:
+        self.budget.give(n)
+        conn.held -= n
+        self._budget_freed()
+
+    @staticmethod
+    def _first(waiting: collections.deque, state: str):
+        """The first connection of ``waiting`` still in ``state`` (those that moved on meanwhile,
+        answered or closed, are dropped from it), or None."""
+        while waiting and waiting[0].state != state:
+            waiting.popleft()
+        return waiting[0] if waiting else None
+
+    def _budget_freed(self) -> None:
+        while self.budget.used < self.budget.limit and (conn := self._first(self.budget_waiting, "budget")) is not None:
+            self.budget_waiting.popleft()
+            conn.state = "reading"
+            self._watch(conn, selectors.EVENT_READ)
+            self._read(conn)                     # the bytes that came meanwhile are still to be read
+
+    # -- work
+
+    def _dispatch(self) -> None:
+        while (conn := self._first(self.queued, "queued")) is not None:
+            if self.workers.n and not self.workers.idle:
+                return
+            self.queued.popleft()
+            work = conn.work
+            if self.workers.n == 0:
+                self._answer(conn, run_inline(work.job, work.args, work.fallback))
+                continue
+            conns = [conn]
+            if work.batch is not None and not conn.ctx.get("alone"):
+                conns += self._batch_mates(work.batch, conn.held + conn.free)
+            worker = self.workers.idle.pop()
+            try:
+                if len(conns) == 1:
+                    worker.conn.send((work.job, work.args))
+                else:
+                    worker.conn.send((run_batch, (work.job, work.batch, [c.work.args for c in conns])))
+            except (OSError, EOFError):
+                # it died while idle (its end of the pipe is gone): its replacement takes the requests
+                self.queued.extendleft(reversed(conns))
+                self._worker_lost(worker, (), "an idle worker process died; it has been replaced")
+                continue
+            for c in conns:
+                c.state = "working"
+            self.busy[worker] = (conns, time.monotonic() + self.timeout)
+            self.batches[len(conns)] += 1
+
+    def _batch_mates(self, batch, first_size: int) -> list:
+        """The queued connections to hand out with one of ``batch`` (of ``first_size`` bytes) just
+        taken off the queue: as many as make the waiting requests' share of one idle worker (none
+        when every waiting request has an idle worker of its own), up to :data:`MAX_BATCH` in all
+        and :data:`MAX_BATCH_BYTES` of requests (the bytes each was read with), each of the same
+        ``batch`` and next in the queue."""
+        waiting = sum(1 for c in self.queued if c.state == "queued")
+        share = min(MAX_BATCH, -(-(waiting + 1) // len(self.workers.idle)))
+        mates = []
+        size = first_size
+        while len(mates) + 1 < share:
+            nxt = self._first(self.queued, "queued")
+            if (nxt is None or nxt.work.batch is not batch or nxt.ctx.get("alone")
+                    or size + nxt.held + nxt.free > MAX_BATCH_BYTES):
+                break
+            size += nxt.held + nxt.free
+            mates.append(self.queued.popleft())
+        return mates
+
+    def _worker_done(self, worker) -> None:
+        if worker not in self.workers.all:
+            return                                # replaced earlier in the same batch of events
+        conns, _ = self.busy.pop(worker, ((), None))
+        try:
+            status, value = worker.conn.recv()
+        except (EOFError, OSError):
+            if len(conns) > 1:
+                # one of the batch may have killed it: each goes again alone, so that only that
+                # one is answered with the fallback
+                for conn in conns:
+                    if conn.state == "working":
+                        conn.state, conn.ctx["alone"] = "queued", True
+                self.queued.extendleft(reversed(conns))
+                conns = ()
+            return self._worker_lost(worker, conns, "a worker process died; it has been replaced")
+        self.workers.idle.append(worker)
+        if len(conns) > 1 and status == "ok":
+            results = value
+        else:
+            results = [(status, value)] * len(conns)
+        for conn, (status, value) in zip(conns, results):
+            if conn.state != "working":
+                continue
+            if status == "ok":
+                self._answer(conn, value)
+            else:
+                text = value if isinstance(value, str) else f"{type(value).__name__}: {value}"
+                log(text)
+                self._answer(conn, conn.work.fallback("failed", text))
+        self._dispatch()
+
+    def _worker_lost(self, worker, conns, text: str, kind: str = "failed") -> None:
+        """A worker died or overran: a new one in its place; its requests answered with the fallback."""
+        self.busy.pop(worker, None)
+        if worker in self.workers.idle:
+            self.workers.idle.remove(worker)
+        try:
+            self.selector.unregister(worker.conn)
+        except (KeyError, ValueError):
+            pass
+        new = self.workers.replace(worker)
+        self.selector.register(new.conn, selectors.EVENT_READ, ("worker", new))
+        self.workers.idle.append(new)
+        log(text)
+        for conn in conns:
+            if conn.state in ("working", "queued"):
+                self._answer(conn, conn.work.fallback(kind, text))
+        self._dispatch()
+
+    def _expire(self, now: float) -> None:
+        for listener, protocol in self.resting:
+            self.selector.register(listener, selectors.EVENT_READ, ("listen", listener, protocol))
+        self.resting = []
+        for worker, (conns, deadline) in list(self.busy.items()):
+            if now > deadline:
+                self._worker_lost(worker, conns, f"the filter took over {self.timeout:g} s", "timeout")
+        for conn in list(self.connections):
+            if now <= conn.deadline:
+                continue
+            if conn.state == "budget":
+                self._answer(conn, conn.protocol.too_many_bytes())
+            elif conn.state == "queued":
+                text = f"every worker was busy for {self.timeout:g} s"
+                log(text)
+                self._answer(conn, conn.work.fallback("timeout", text))
+            elif conn.state in ("reading", "writing", "draining"):
+                self._close(conn)                 # too slow; the client still holds its message
+
+
+# ----------------------------------------------------------------------------- listening sockets
+
+def unix_socket_ready(path: str) -> None:
+    """Make ``path`` free for a new socket: only a stale socket of a process that is gone is
+    removed; a regular file, or a socket someone answers on, is refused (OSError)."""
+    if not os.path.lexists(path):
+        return
+    if not stat.S_ISSOCK(os.lstat(path).st_mode):
+        raise OSError(f"{path} exists and is not a socket; not replacing it (choose another socket path)")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        os.unlink(path)                            # stale socket of a process that is gone
+    else:
+        raise OSError(f"{path}: another server is already answering here")
+    finally:
+        probe.close()
+
+
+def unix_listener(path, socket_mode: int):
+    """A listening Unix-domain socket at ``path`` (after :func:`unix_socket_ready`), created
+    with ``socket_mode`` (the umask is set while it is made, so it is never more open, even for
+    an instant)."""
+    path = str(path)
+    unix_socket_ready(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        old = os.umask(0o777 & ~socket_mode)
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(old)
+        os.chmod(path, socket_mode)
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise _named(exc, path) if exc.filename is None and exc.errno is not None else exc from None
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def tcp_listener(address: tuple[str, int]):
+    """A listening TCP socket on ``(host, port)`` (IPv6 when the host has a colon)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET, socket.SOCK_STREAM)
+    host, port = address[0], address[1]
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise _named(exc, where, port) from None
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _named(exc: OSError, where: str, port: int | None = None) -> OSError:
+    """``exc`` as one line that names the address it was about (Python's says only "[Errno 98]
+    Address already in use"); its text is the whole message, without the errno."""
+    if exc.errno == errno.EADDRINUSE:
+        return OSError(f"{where}: address already in use (another server listens there: stop it "
+                       "or choose another address)")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return OSError(f"{where}: no interface of this machine has that address")
+    if exc.errno == errno.EACCES and port is not None and port < 1024:
+        return OSError(f"{where}: permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)")
+    return OSError(f"{where}: {exc.strerror or exc}")
+
+
+# ----------------------------------------------------------------------------- the spamkit protocol
+
+def frame(status: int, payload: bytes) -> bytes:
+    """One reply of spamkit's protocol: the status byte, the length, the bytes."""
+    return bytes([status]) + _LENGTH.pack(len(payload)) + payload
+
+
+def answer_job(model: str, raw: bytes) -> bytes:
+    """The reply to one message of the spamkit protocol (in a worker): the tagged message and
+    its verdict's status, or the message unchanged (status 3) if anything fails; never loses it."""
+    try:
+        spam_filter = _WORKER["cache"].get(model)
+        verdict, p = spam_filter.verdict(raw)
+        return frame(VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id,
+                                                  getattr(spam_filter, "points_threshold", 0.5)))
+    except Exception as exc:                      # noqa: BLE001 -- a mail filter must pass mail on
+        log(f"{type(exc).__name__}: {exc}; message passed through")
+        return frame(EXIT_ERROR, raw)
+
+
+def answer_batch(items: list) -> list:
+    """:func:`answer_job` for several ``(model, raw)`` requests, the same replies: each filter
+    file's messages scored together, then each tagged (a message that fails to tag goes back
+    unchanged, as alone)."""
+    replies: list = [None] * len(items)
+    groups: dict = {}
+    for i, (model, _raw) in enumerate(items):
+        groups.setdefault(model, []).append(i)
+    for model, members in groups.items():
+        spam_filter = _WORKER["cache"].get(model)
+        proba, familiarity = spam_filter.score([items[i][1] for i in members])
+        for i, row, known in zip(members, proba, familiarity):
+            raw = items[i][1]
+            try:
+                verdict, p = spam_filter.verdict_from(row, known, alone=True)
+                replies[i] = frame(VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id,
+                                                                getattr(spam_filter, "points_threshold", 0.5)))
+            except Exception as exc:              # noqa: BLE001 -- a mail filter must pass mail on
+                log(f"{type(exc).__name__}: {exc}; message passed through")
+                replies[i] = frame(EXIT_ERROR, raw)
+    return replies
+
+
+class SpamkitProtocol:
+    """spamkit's own protocol (the module docstring), for ``spamkit-pipe``, on the filter file
+    ``model`` (reloaded when it changes: the workers' :class:`FilterCache`)."""
+
+    def __init__(self, model: str, max_size: int):
+        self.model, self.max_size = str(model), max_size
+
+    @staticmethod
+    def busy() -> bytes:
+        return frame(EXIT_REFUSED, b"server busy: too many clients at once; try again")
+
+    @staticmethod
+    def too_many_bytes() -> bytes:
+        return frame(EXIT_REFUSED, b"server busy: too many bytes in flight; try again")
+
+    def step(self, conn: Connection):
+        ctx, buf = conn.ctx, conn.buf
+        if "length" not in ctx:
+            if len(buf) < _LENGTH.size:
+                return None
+            (length,) = _LENGTH.unpack(buf[:_LENGTH.size])
+            del buf[:_LENGTH.size]
+            ctx["length"] = length
+            if length > self.max_size:
+                ctx["refuse"], ctx["dropped"] = (f"message of {length} bytes is over the server's limit of "
+                                                 f"{self.max_size} (spamkit serve --max-size)").encode(), 0
+        length = ctx["length"]
+        if "refuse" in ctx:                       # read and drop it all, then refuse: the client keeps it
+            ctx["dropped"] += len(buf)
+            buf.clear()
+            return Reply(frame(EXIT_REFUSED, ctx["refuse"])) if ctx["dropped"] >= length else None
+        if len(buf) < length:
+            return None
+        raw = bytes(buf[:length])
+        return Work(answer_job, (self.model, raw), lambda kind, text: frame(EXIT_ERROR, raw), answer_batch)
