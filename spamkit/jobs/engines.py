@@ -37,28 +37,17 @@ from ..processes import start_context, worker_pool
 #: messages per task sent to a worker, at most
 CHUNK = 256
 #: raw mail per task: a chunk ends at CHUNK messages or once it holds this many bytes. Bounding
-#: the bytes rather than the messages alone lets a chunk of short messages (Enron's, 2.4 KB on
-#: average) be large -- fewer hand-overs through the pool's queues, whose threads share this
-#: process with the reading -- while one of long messages stays bounded in memory. Measured in
-#: turns (`spamkit train --jobs 2`): trec07p-dev + Enron1-6 5.33-5.65 s (medians of 4) at 256 KB
-#: against 5.80 s with chunks of 64 messages; trec07p-dev alone 2.11-2.32 s at 256 KB, 1.87-2.43
-#: at 512 KB, 1.94-2.07 at 1 MB; peak memory for trec07p-dev + Enron1 (10,172 messages) 145,
-#: 147 and 150 MB: 512 KB keeps the goal of 150 MB with room. With the driver listing the messages (trec07p-dev,
-#: median of 12 pairwise differences against 512 KB): 1 MB +75 ms,
-#: 256 KB +70 ms.
+#: the bytes rather than the messages alone lets a chunk of short messages be large (fewer
+#: hand-overs through the pool's queues, whose threads share this process with the reading)
+#: while one of long messages stays bounded in memory; 512 KB was the fastest of 256 KB, 512 KB
+#: and 1 MB within the 150 MB goal for 10,000 messages (the measurements: docs/results.md).
 CHUNK_BYTES = 512 * 1024
 #: numbers training runs, so that a worker knows when to start numbering terms again
 _SESSIONS = itertools.count()
 #: what :meth:`ProcessEngine.count_ahead` gives the workers before ``spamkit train`` turns to its
 #: own imports (NumPy, SciPy and the models: 0.2-0.3 s, during which nothing takes results): at
-#: most this many messages or bytes of raw mail. At two workers' pace on TREC mail (about 200 µs
-#: a message each), 4,096 messages are work for 0.4 s. In turns on trec07p-dev (the median
-#: of 12 pairwise differences against this window): 4,096 messages or 32 MB +30 ms (2 of
-#: 12 pairs faster), 1,024 or 8 MB -20 ms (7 of 12): no better beyond noise. Once the
-#: workers were a fifth faster they ran dry before the driver took results: 4,096 messages or 32
-#: MB against 2,048 or 16 MB, trec07p-dev -33 ms (7 of 12 pairs faster), trec07p-dev + Enron1
-#: -117 ms (6 of 8), peak +0.7 MB; 8,192 or 64 MB against 4,096, +34 ms (5 of 12). What waits
-#: meanwhile is the workers' results, 8-10 MB for 4,096 TREC messages.
+#: most this many messages or bytes of raw mail, about 0.4 s of two workers' work on TREC mail;
+#: a smaller window let the workers run dry, a larger one gained nothing beyond noise (docs/results.md).
 AHEAD_MESSAGES = 4096
 AHEAD_BYTES = 32 * 1024 * 1024
 
