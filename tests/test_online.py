@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from click.testing import CliRunner
 
 from spamkit.cli import cli
@@ -145,6 +147,8 @@ def test_online_html_report_matches_the_json(tmp_path):
     assert float(found["measures.roca_pct"]) == data["measures"]["roca_pct"]
     assert float(found["learning_curve.9.roca_pct"]) == data["learning_curve"][9]["roca_pct"]
     assert float(found["measures.default_decision.ham_misfiled"]) == data["measures"]["default_decision"]["ham_misfiled"]
+    assert (float(found["measures.stream_cut_decision.spam_caught"])
+            == data["measures"]["stream_cut_decision"]["spam_caught"])
     assert data["settings"]["rate"] == DEFAULT_RATE == 0.1 and data["report"]["roc"]["fpr"][0] == 0.0
 
 
@@ -223,3 +227,45 @@ def test_k_class_online_on_the_command_line(tmp_path):
     assert bad.exit_code == 2 and "--delay" in bad.output and "ham/spam streams" in bad.output
     bad = CliRunner().invoke(cli, ["online", str(path), "--classes", "any", "--model", "fisher"])
     assert bad.exit_code == 2 and "learns with multinomial, complement, bernoulli" in bad.output
+
+
+def _cuts_by_the_rule_written_out(y, p, low, floor, c_fp, c_unsure, every, after):
+    """stream_spam_cuts by brute force: at each re-choice, every candidate's cost on the earlier
+    messages summed message by message."""
+    cuts, current = [], floor
+    for t in range(len(p)):
+        if t >= after and (t - after) % every == 0:
+            candidates = sorted({floor, *(q for q in p[:t] if q > floor)})
+            costs = [sum(c_fp for q, s in zip(p[:t], y[:t]) if q > c and not s)
+                     + sum(c_unsure for q in p[:t] if low < q <= c) for c in candidates]
+            current = candidates[costs.index(min(costs))]
+        cuts.append(current)
+    return cuts
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from([0.1, 0.5, 0.97, 0.981, 0.99, 0.995, 0.999, 0.9999])),
+                min_size=1, max_size=60),
+       st.integers(1, 7), st.integers(0, 20))
+def test_the_stream_cut_is_the_rule_written_out(messages, every, after):
+    from spamkit.decide.decision import stream_spam_cuts
+    y = [s for s, _ in messages]
+    p = [q for _, q in messages]
+    got = stream_spam_cuts(y, p, 0.2, 0.98, 100.0, 2.0, every=every, after=after).tolist()
+    assert got == _cuts_by_the_rule_written_out(y, p, 0.2, 0.98, 100.0, 2.0, every, after)
+    assert min(got) >= 0.98                               # it never goes below the costs' own cut
+
+
+def test_online_reports_the_decision_with_the_cut_chosen_on_the_stream(stream):
+    from scipy.special import expit
+    from spamkit.decide.decision import DEFAULT_BAND, STREAM_CUT_AFTER, STREAM_CUT_EVERY
+    result = online_evaluate(iter(stream), Analyzer(), model="multinomial", hashing=2 ** 12)
+    c = result.measures["stream_cut_decision"]
+    p = expit(np.asarray(result.scores))
+    y = [g == "spam" for g in result.gold]
+    cuts = np.array(_cuts_by_the_rule_written_out(y, p.tolist(), DEFAULT_BAND[0], DEFAULT_BAND[1], 100.0, 2.0,
+                                                  STREAM_CUT_EVERY, STREAM_CUT_AFTER))
+    ham = ~np.array(y)
+    assert c["ham_misfiled"] == pytest.approx(100 * np.mean(p[ham] > cuts[ham]))
+    assert c["spam_caught"] == pytest.approx(100 * np.mean(p[~ham] > cuts[~ham]))
+    assert c["high"] == cuts[-1] and c["high_range"] == [cuts.min(), cuts.max()]

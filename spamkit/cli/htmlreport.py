@@ -485,6 +485,15 @@ def render_online_html(result: dict, command: str) -> str:
         rows.append(("default decision: spam caught / unsure",
                      _value("measures.default_decision.spam_caught", d["spam_caught"], "{:.2f}%") + " / "
                      + _value("measures.default_decision.spam_unsure", d["spam_unsure"], "{:.2f}%")))
+    c = m.get("stream_cut_decision")
+    if c:
+        rows.append((f"with the spam cut chosen on the stream so far ({c['high_range'][0]:g} to {c['high_range'][1]:g}):"
+                     " ham misfiled / unsure",
+                     _value("measures.stream_cut_decision.ham_misfiled", c["ham_misfiled"], "{:.3f}%") + " / "
+                     + _value("measures.stream_cut_decision.ham_unsure", c["ham_unsure"], "{:.3f}%")))
+        rows.append(("with the spam cut chosen on the stream so far: spam caught / unsure",
+                     _value("measures.stream_cut_decision.spam_caught", c["spam_caught"], "{:.2f}%") + " / "
+                     + _value("measures.stream_cut_decision.spam_unsure", c["spam_unsure"], "{:.2f}%")))
     if "active" in st:
         rows.append(("labels asked for (active learning)", _value("settings.asked", st["asked"], "{}")
                      + f" of at most {st['active']}"))

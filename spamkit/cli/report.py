@@ -378,6 +378,11 @@ def render_online(r: dict, output: str | None) -> str:
         lines.append(f"  default decision (ham below P(spam) {d['low']:g}, spam above {d['high']:g}): ham misfiled "
                      f"{d['ham_misfiled']:.3f}%, ham unsure {d['ham_unsure']:.3f}%; spam caught "
                      f"{d['spam_caught']:.2f}%, spam unsure {d['spam_unsure']:.2f}%")
+    c = m.get("stream_cut_decision")
+    if c:
+        lines.append(f"  with the spam cut chosen on the stream so far (from {c['high_range'][0]:g} to "
+                     f"{c['high_range'][1]:g}, last {c['high']:g}): ham misfiled {c['ham_misfiled']:.3f}%, ham unsure "
+                     f"{c['ham_unsure']:.3f}%; spam caught {c['spam_caught']:.2f}%, spam unsure {c['spam_unsure']:.2f}%")
     if "active" in st:
         lines.append(f"  active     asked for {st['asked']} of at most {st['active']} labels (b {st['active_b']:g})")
     lines.append(f"  speed      {r['messages_per_second']:.0f} messages/s ({r['seconds']:.1f} s)")

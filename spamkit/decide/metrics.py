@@ -348,8 +348,10 @@ def spam_caught_at(y_true, scores, ham_rate: float) -> float | None:
     return float(tpr[fpr <= ham_rate + 1e-12].max())
 
 
-def three_way_rates(y_true, p_spam, low: float, high: float) -> dict:
-    """What a three-way decision does with ham and spam: ham below ``low``, spam above ``high``.
+def three_way_rates(y_true, p_spam, low: float, high) -> dict:
+    """What a three-way decision does with ham and spam: ham below ``low``, spam above ``high``
+    (one cut, or each message's own: :func:`spamkit.decide.decision.stream_spam_cuts`; then
+    ``high`` reports the last and ``high_range`` the lowest and highest).
 
     Returns percentages: ``ham_misfiled`` (ham decided spam), ``ham_unsure``, ``spam_caught``
     (spam decided spam), ``spam_unsure``, and the counts of each class. A score equal to a
@@ -360,13 +362,20 @@ def three_way_rates(y_true, p_spam, low: float, high: float) -> dict:
     (25.0, 50.0, 50.0, 50.0)
     """
     y, p = _binary_inputs(y_true, p_spam)
-    spam, ham = p > high, p < low
+    cuts = np.asarray(high, dtype=np.float64)
+    spam, ham = p > cuts, p < low
     n_spam, n_ham = int(y.sum()), int((~y).sum())
-    return {"ham_misfiled": 100.0 * _ratio(float((spam & ~y).sum()), n_ham),
-            "ham_unsure": 100.0 * _ratio(float((~spam & ~ham & ~y).sum()), n_ham),
-            "spam_caught": 100.0 * _ratio(float((spam & y).sum()), n_spam),
-            "spam_unsure": 100.0 * _ratio(float((~spam & ~ham & y).sum()), n_spam),
-            "n_ham": n_ham, "n_spam": n_spam, "low": float(low), "high": float(high)}
+    out = {"ham_misfiled": 100.0 * _ratio(float((spam & ~y).sum()), n_ham),
+           "ham_unsure": 100.0 * _ratio(float((~spam & ~ham & ~y).sum()), n_ham),
+           "spam_caught": 100.0 * _ratio(float((spam & y).sum()), n_spam),
+           "spam_unsure": 100.0 * _ratio(float((~spam & ~ham & y).sum()), n_spam),
+           "n_ham": n_ham, "n_spam": n_spam, "low": float(low)}
+    if cuts.ndim:
+        out.update(high=float(cuts[-1]) if len(cuts) else float("nan"),
+                   high_range=[float(cuts.min()), float(cuts.max())] if len(cuts) else [])
+    else:
+        out["high"] = float(cuts)
+    return out
 
 
 def learning_curve(y_true, scores, window: int | None = None, points: int = 10) -> list[dict]:

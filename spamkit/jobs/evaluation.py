@@ -16,7 +16,7 @@ import numpy as np
 import time
 
 from ..features.bytekeys import context_keys, gram_rows
-from ..decide.decision import DEFAULT_BAND
+from ..decide.decision import DEFAULT_BAND, stream_spam_cuts
 from ..errors import ConfigError, CorpusError
 from ..features.vectorizer import Vectorizer
 from ..labels import HAM_NAME, SPAM_NAME
@@ -377,7 +377,12 @@ def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed
     scores = np.asarray(result.scores)
     result.measures = trec_measures(gold, scores, 0.0)
     # the default three-way decision on P(spam) = sigmoid(log-odds): what a user of the filter gets
-    result.measures["default_decision"] = three_way_rates(gold, expit(scores), *DEFAULT_BAND)
+    p_spam = expit(scores)
+    result.measures["default_decision"] = three_way_rates(gold, p_spam, *DEFAULT_BAND)
+    # the same with the spam cut a filter re-chooses on the stream it has judged (only ever above
+    # the costs' own): decision.stream_spam_cuts
+    result.measures["stream_cut_decision"] = three_way_rates(gold, p_spam, DEFAULT_BAND[0],
+                                                             stream_spam_cuts(gold, p_spam))
     result.learning_curve = learning_curve(gold, scores)
     if active is not None:
         result.settings["asked"] = asked
