@@ -5,7 +5,8 @@ AddressSanitizer and UndefinedBehaviorSanitizer.
 The compiled loops parse hostile mail (MIME headers, HTML, URLs, tar headers) and index tables
 with numbers read from files; a read past a buffer or an overflowing shift there is silent in
 an optimised build. This script copies the package to a temporary folder, builds
-``spamkit.speedups``, ``spamkit.gramloops`` and ``spamkit.scoring.chisquare`` there with ``-fsanitize=address,undefined``
+``spamkit.speedups`` (from its sources, as setup.py lists them), ``spamkit.gramloops`` and
+``spamkit.scoring.chisquare`` there with ``-fsanitize=address,undefined``
 (every undefined-behaviour report fatal), checks that Python imports those builds, and runs
 :data:`TESTS` against the copy with the sanitizer runtimes preloaded. Exit status: pytest's
 (0: every test passed and no sanitizer report), 2 when no C compiler or sanitizer runtime is
@@ -28,6 +29,19 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def setup_list(name: str) -> list[str]:
+    """A list of strings assigned to ``name`` in setup.py (read, not run: running it would build)."""
+    import ast
+    for node in ast.parse((REPO / "setup.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise SystemExit(f"sanitized_tests: setup.py has no {name}")
+
+
+#: spamkit.speedups's sources, as setup.py lists them
+SPEEDUPS = setup_list("SPEEDUPS")
 #: the test files whose tests call the compiled loops most: the tokenizer, HTML, MIME and URL
 #: parsing, the vocabulary's numbering and hashing, archives, the stack's sums, the context
 #: model's tables, the byte 4-grams, worker processes, hostile filter files and the chi-square tails
@@ -35,9 +49,9 @@ TESTS = ["tests/test_text.py", "tests/test_htmltext.py", "tests/test_mime.py", "
          "tests/test_features.py", "tests/test_stack.py", "tests/test_context.py", "tests/test_context_filter.py",
          "tests/test_corpus.py", "tests/test_engines.py", "tests/test_bytegrams.py", "tests/test_persist_hostile.py",
          "tests/test_scoring.py", "tests/test_robinson.py"]
-#: (module under spamkit/, source, extra flags)
-EXTENSIONS = [("speedups", "spamkit/speedups.c", ["-pthread"]), ("gramloops", "spamkit/gramloops.c", []),
-              ("scoring/chisquare", "spamkit/scoring/chisquare.c", [])]
+#: (module under spamkit/, its sources, extra flags): setup.py's extensions
+EXTENSIONS = [("speedups", SPEEDUPS, ["-pthread", "-Ispamkit"]), ("gramloops", ["spamkit/gramloops.c"], []),
+              ("scoring/chisquare", ["spamkit/scoring/chisquare.c"], [])]
 FLAGS = ["-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
          "-fno-sanitize-recover=undefined", "-ffp-contract=off"]
 
@@ -65,11 +79,12 @@ def main(argv: list[str]) -> int:
         run.mkdir()
         package = lib / "spamkit"
         shutil.copytree(REPO / "spamkit", package, ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
-        for module, source, extra in EXTENSIONS:
-            built = subprocess.run([cc, *FLAGS, *extra, f"-I{include}", str(REPO / source), "-o",
-                                    str(package / f"{module}{suffix}")], capture_output=True, text=True)
+        for module, sources, extra in EXTENSIONS:
+            built = subprocess.run([cc, *FLAGS, *extra, f"-I{include}", *(str(REPO / source) for source in sources),
+                                    "-o", str(package / f"{module}{suffix}")], capture_output=True, text=True,
+                                   cwd=REPO)
             if built.returncode != 0:
-                print(f"sanitized_tests: {source} did not build:\n{built.stderr}", file=sys.stderr)
+                print(f"sanitized_tests: {', '.join(sources)} did not build:\n{built.stderr}", file=sys.stderr)
                 return built.returncode
         env = {**os.environ, "PYTHONPATH": str(lib), "LD_PRELOAD": ":".join(libs),
                "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",

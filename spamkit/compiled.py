@@ -1,6 +1,7 @@
 """The compiled inner loops, or None: what the hot paths ask for.
 
-``pip install`` builds ``spamkit.speedups`` (``spamkit/speedups.c``), ``spamkit.gramloops``
+``pip install`` builds ``spamkit.speedups`` (``spamkit/speedups.c`` and one source per area: setup.py's
+``SPEEDUPS``), ``spamkit.gramloops``
 (``spamkit/gramloops.c``, the byte 4-gram model's loops) and ``spamkit.scoring.chisquare``
 (``spamkit/scoring/chisquare.c``, the chi-square tails of the scoring core) where a C compiler is present; without
 it, or with ``SPAMKIT_PURE_PYTHON=1`` in the environment (to measure or rule out the
