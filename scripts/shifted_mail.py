@@ -12,7 +12,8 @@ spamkit's decision is printed under several rules of its familiarity guard
 alone, and with no guard.
 
 Cases: trec06p -> trec07p-dev and CSDMC2010; CSDMC2010 -> trec07p-dev; trec07p-dev -> CSDMC2010;
-and within one corpus, its first 2,000 messages -> the rest (trec07p-dev, trec06p's first 10,000).
+and within one corpus, its first 2,000 messages -> the rest (trec07p-dev, trec06p's first 10,000),
+and trec06p's first 3,000 -> its messages 15,001-20,000 and its last 7,821 (mail months later).
 With ``--save DIR`` each case's scores, familiarities and labels are kept (``CASE.npz``) for
 other decision rules to be compared on.
 
@@ -53,6 +54,9 @@ CASES = {
     "trec07p-dev->csdmc": ("trec07p-dev", slice(None), "csdmc", slice(None)),
     "trec07p-dev first 2000->rest": ("trec07p-dev", slice(0, 2000), "trec07p-dev", slice(2000, None)),
     "trec06p first 2000->next 8000": ("trec06p", slice(0, 2000), "trec06p", slice(2000, 10000)),
+    # later mail, months later: where the guard's earlier window gave up on the spam
+    "trec06p first 3000->15000-20000": ("trec06p", slice(0, 3000), "trec06p", slice(15000, 20000)),
+    "trec06p first 3000->last 7821": ("trec06p", slice(0, 3000), "trec06p", slice(30000, None)),
 }
 
 
@@ -114,7 +118,7 @@ def main(argv=None) -> int:
         if args.save is not None:
             args.save.mkdir(parents=True, exist_ok=True)
             np.savez(args.save / f"{case.replace(' ', '_').replace(',', '')}.npz", p_spam=p, familiarity=familiarity,
-                     spam=y, floor=guard.floor, window_floor=guard.window_floor, band=np.array(DEFAULT_BAND))
+                     spam=y, floor=guard.floor, window_floor=guard.typical, band=np.array(DEFAULT_BAND))
         if exe is not None:
             s = bogofilter_scores(exe, train, judged)
             d = np.where(s >= 0.99, "spam", np.where(s >= 0.45, "unsure", "ham"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -41,7 +43,7 @@ def test_leave_one_out_familiarity_by_hand():
     # whose only token "purple" is in no other message: familiarity 0.
     # 21 messages: the 1st percentile interpolates between 0 and 1 at 0.2, the 5th at 1.
     assert f.guard.floor == pytest.approx(0.2)
-    assert f.guard.window_floor == pytest.approx(1.0)
+    assert f.guard.typical == pytest.approx(1.0)
     X = f.transform([b"Subject: a\n\nred unseen words here"])
     tokens = [f.tokens(b"Subject: a\n\nred unseen words here")]
     # distinct tokens: red, unseen, words, here -> 1 known of 4
@@ -49,18 +51,61 @@ def test_leave_one_out_familiarity_by_hand():
 
 
 def test_the_guard_turns_spam_into_unsure_never_ham():
-    g = FamiliarityGuard(floor=0.5, window_floor=0.7, window=10, min_window=5)
+    g = FamiliarityGuard(floor=0.5, typical=0.7, window=10, min_window=5)
     d = g.apply(np.array(["spam", "ham", "spam", "unsure"], dtype=object), [0.4, 0.1, 0.9, 0.2])
     assert d.tolist() == ["unsure", "ham", "spam", "unsure"]      # the ham at 0.1 stays ham
     assert g.counts == {"messages": 4, "unfamiliar": 3, "drift": 0, "spam_to_unsure": 1,
                         "spam_to_unsure_unfamiliar": 1, "spam_to_unsure_drift": 0}
-    # a drifted stream: median of the window under 0.7 though each message passes the floor
-    g = FamiliarityGuard(floor=0.5, window_floor=0.7, window=4, min_window=3)
-    d = g.apply(np.array(["spam"] * 5, dtype=object), [0.6, 0.6, 0.65, 0.9, 0.95])
-    assert d.tolist() == ["spam", "spam", "unsure", "unsure", "spam"]   # medians 0.6, 0.625, 0.775
+    # a drifted stream: the median of the window 0.25 spreads (0.7 - 0.5) under 0.7, below 0.65,
+    # though each message passes the floor
+    g = FamiliarityGuard(floor=0.5, typical=0.7, window=4, min_window=3)
+    assert g.drift_level == pytest.approx(0.65)
+    d = g.apply(np.array(["spam"] * 5, dtype=object), [0.6, 0.6, 0.62, 0.9, 0.95])
+    assert d.tolist() == ["spam", "spam", "unsure", "unsure", "spam"]   # medians 0.6, 0.61, 0.775
     with pytest.raises(Exception, match="floors"):
         FamiliarityGuard(1.5, 0.5)
     assert FamiliarityGuard.from_training([0.9] * 19) is None             # too few to know what is usual
+
+
+def test_the_margin_by_hand():
+    """Between the floor (1st percentile) and the typical familiarity (5th), a spam decision must
+    clear the costs' cut (P(spam) 0.98, log-odds ln 49 = 3.892) by a margin falling linearly from
+    2 at the floor to 0 at the typical familiarity."""
+    g = FamiliarityGuard(floor=0.6, typical=0.8)                    # margin 2, the default
+    assert g.discount(0.9) == 0.0 and g.discount(0.8) == 0.0
+    assert g.discount(0.7) == pytest.approx(1.0) and g.discount(0.6) == pytest.approx(2.0)
+    assert g.discount(0.59) is None
+    costs = CostMatrix.default()
+
+    def redecide(i, extra, p=(0.985, 0.999, 0.9999, 0.995)):
+        from spamkit.decide.familiar import discounted_p_spam
+        q = discounted_p_spam(p[i], extra)
+        return costs.decide_row([1 - q, q])
+
+    # at familiarity 0.7 the margin is 1: P(spam) must exceed expit(ln 49 + 1) = 49e / (49e + 1) = 0.992548;
+    # at 0.65 it is 1.5: 49e^1.5 / (49e^1.5 + 1) = 0.995467
+    assert 1 / (1 + math.exp(-(math.log(49) + 1))) == pytest.approx(0.992548, abs=1e-6)
+    d = g.apply(np.array(["spam"] * 4, dtype=object), [0.7, 0.7, 0.65, 0.65], redecide=redecide)
+    assert d.tolist() == ["unsure", "spam", "spam", "unsure"]      # 0.985 < 0.992548 < 0.999; 0.995 < 0.995467 < 0.9999
+    assert g.counts["spam_to_unsure_unfamiliar"] == 2 and g.counts["unfamiliar"] == 4
+    assert g.why().startswith("unfamiliar: 65% of its tokens") and "1.50 more log-odds" in g.why()
+    # without a way to decide again, only the floor and the drift apply (the rule before the margin)
+    assert FamiliarityGuard(0.6, 0.8).apply(np.array(["spam"], dtype=object), [0.7]).tolist() == ["spam"]
+
+
+def test_files_of_before_the_margin_keep_their_guard():
+    """A guard saved before the margin (``window_floor`` for the typical familiarity, a window of
+    50) is read with the default margin and drift, both routes alike."""
+    from spamkit.decide.familiar import GUARD_DRIFT, GUARD_MARGIN, guard_settings
+    old = {"floor": 0.6, "window_floor": 0.8, "window": 50, "min_window": 20}
+    g = FamiliarityGuard.from_dict(old)
+    assert (g.floor, g.typical, g.margin, g.drift, g.window) == (0.6, 0.8, GUARD_MARGIN, GUARD_DRIFT, 50)
+    assert guard_settings(old)["typical"] == 0.8
+    assert FamiliarityGuard.from_dict(g.as_dict()).as_dict() == g.as_dict()
+    for bad in ({"floor": 0.6}, {"floor": 2, "typical": 0.8}, {"floor": 0.6, "typical": 0.8, "margin": -1},
+                {"floor": 0.6, "typical": 0.8, "window": 10, "min_window": 11}, []):
+        with pytest.raises((KeyError, ValueError)):
+            guard_settings(bad)
 
 
 def test_a_filter_saves_its_guard_and_the_pipe_uses_the_floor(tmp_path):
@@ -181,18 +226,19 @@ def test_the_guard_sees_a_filter_run_alike_on_one_and_on_two_processes(tmp_path)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(0, 1) | st.sampled_from([0.5, 0.7, 0.7000000000000001]), min_size=1, max_size=120),
+@given(st.lists(st.floats(0, 1) | st.sampled_from([0.5, 0.7, 0.5000000000000001]), min_size=1, max_size=120),
        st.integers(1, 12), st.integers(1, 12))
 def test_the_guard_one_message_at_a_time_is_the_guard_on_arrays(values, window, min_window):
     """A filter run asks the guard message by message (:meth:`FamiliarityGuard.observe_one`, a
     sorted window); against the definition with np.median over the last ``window`` values at or
     above the floor (a value below it is judged by the floor and kept out of the window)."""
     window, min_window = max(window, min_window), min(window, min_window)
-    g = FamiliarityGuard(floor=0.3, window_floor=0.7, window=window, min_window=min_window)
+    g = FamiliarityGuard(floor=0.3, typical=0.7, drift=0.5, window=window, min_window=min_window)
+    assert g.drift_level == pytest.approx(0.5)
     for i, value in enumerate(values):
         kept = [v for v in values[:i + 1] if v >= 0.3]
         recent = kept[max(0, len(kept) - window):]
-        expected = value < 0.3 or (len(recent) >= min_window and float(np.median(recent)) < 0.7)
+        expected = value < 0.3 or (len(recent) >= min_window and float(np.median(recent)) < g.drift_level)
         assert g.observe_one(value) == expected, (i, recent)
     assert g.counts["messages"] == len(values)
     g.reset()
@@ -205,7 +251,7 @@ def test_a_filter_decides_one_row_as_it_decides_arrays():
     and with neither."""
     f = build_filter(**BEST).fit(HAM + SPAM, ["ham"] * len(HAM) + ["spam"] * len(SPAM))
     rng = np.random.default_rng(3)
-    p = np.concatenate([rng.random(300), [0.0, 1.0, 0.2, 0.98, 0.5]])
+    p = np.concatenate([rng.random(300), 1 - 0.05 * rng.random(200), [0.0, 1.0, 0.2, 0.98, 0.5]])
     fam = rng.random(len(p))
     proba = np.column_stack([1 - p, p]) if f.spam_column == 1 else np.column_stack([p, 1 - p])
     f.guard = FamiliarityGuard(0.2, 0.45, window=10, min_window=4)
@@ -220,6 +266,10 @@ def test_a_filter_decides_one_row_as_it_decides_arrays():
         assert [v for v, _ in by_row] == by_array and f.guard.counts == counts
         assert [q for _, q in by_row] == p.tolist()
         seen.append((counts["spam_to_unsure"], sorted(set(by_array))))
+        if costs is not None and threshold is None:        # every rule spoke: the floor, the margin, the drift
+            assert counts["spam_to_unsure_drift"] > 0 and counts["spam_to_unsure_unfamiliar"] > 0
+            assert any(d == "unsure" and f.guard.floor <= fam[k] < f.guard.typical and p[k] > 0.98
+                       for k, d in enumerate(by_array))
     assert seen[0][0] > 0 and seen[0][1] == ["ham", "spam", "unsure"]        # the guard and the band both spoke
     assert seen[1] == (0, ["ham", "spam"]) and seen[2] == (0, ["ham", "spam"])
 
@@ -274,3 +324,29 @@ def test_classify_says_which_rule_of_the_guard_made_a_message_unsure(tmp_path):
     text = CliRunner().invoke(cli, ["classify", str(model), str(tmp_path / "box"), "-q"]).stdout.splitlines()
     assert sum(line.endswith("\tguard:drift") for line in text) == sum(r["guard"]["rule"] == "drift" for r in guarded)
     assert all(len(line.split("\t")) == 3 for line, r in zip(text, records) if "guard" not in r)
+
+
+def test_pipe_modes_lean_route_applies_the_same_margin(tmp_path):
+    """The lean route (no NumPy) and the full route decide a message judged alone with the same
+    floor and margin: a grid of P(spam) around the margin's cuts and familiarities across the
+    floor and the typical familiarity."""
+    from spamkit.decide.familiar import guard_settings
+    from spamkit.mail.lean import lean_filter
+    f = build_filter(**BEST).fit(HAM + SPAM, ["ham"] * len(HAM) + ["spam"] * len(SPAM))
+    f.set_costs(CostMatrix.default())
+    f.save(tmp_path / "f.spamkit")
+    lean = lean_filter(tmp_path / "f.spamkit")
+    assert lean is not None
+    f.guard = FamiliarityGuard(0.3, 0.7)
+    lean.guard = guard_settings(f.guard.as_dict())
+    s = f.spam_column
+    for p in (0.5, 0.979, 0.981, 0.99, 0.992, 0.9925, 0.993, 0.995, 0.999, 1.0):
+        for fam in (0.0, 0.29, 0.3, 0.4, 0.5, 0.6, 0.69, 0.7, 0.9, float("nan")):
+            row = [0.0, 0.0]
+            row[s], row[1 - s] = p, 1 - p
+            full = f.verdict_from(row, fam, alone=True)[0]
+            assert lean.decide((row[0], row[1]), fam) == full, (p, fam)
+    # the margin spoke: spam at 0.992 for a familiar message, unsure at 0.5 of the way to the floor
+    assert f.verdict_from([0.008, 0.992][::1 if s == 1 else -1], 0.9, alone=True)[0] == "spam"
+    assert f.verdict_from([0.008, 0.992][::1 if s == 1 else -1], 0.5, alone=True)[0] == "unsure"
+    assert f.verdict_from([0.001, 0.999][::1 if s == 1 else -1], 0.5, alone=True)[0] == "spam"

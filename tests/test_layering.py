@@ -62,8 +62,8 @@ ALLOWED = {
     "distributed": {"corpus", "decide", "errors", "features", "filterfile", "jobs", "labels", "models", "parse",
                     "scoring", "text"},
     # filtering mailboxes and pipe mode (filterfile: its lean route reads the file's manifest)
-    "mail": {"compiled", "corpus", "durable", "errors", "filterfile", "names", "parse", "passthrough", "processes",
-             "scoring", "text", "version"},
+    "mail": {"compiled", "corpus", "decide", "durable", "errors", "filterfile", "names", "parse", "passthrough",
+             "processes", "scoring", "text", "version"},
     # the resident filter: spamkit's protocol and spamd's (jobs: TELL learns through them)
     "serve": {"corpus", "durable", "errors", "jobs", "mail", "parse", "passthrough"},
     # the command line, its reports
@@ -82,7 +82,8 @@ ALLOWED = {
 MODULE_RULES = {
     # pipe mode's fast path: the standard library, the file's manifest, the message, the scoring
     # core's definitions (not its NumPy forms)
-    "mail/lean.py": {"compiled", "errors", "filterfile.manifest", "names", "parse.message", "scoring", "text"},
+    "mail/lean.py": {"compiled", "decide.familiar", "errors", "filterfile.manifest", "names", "parse.message", "scoring",
+                     "text"},
     # a filter file's manifest, read and checked with the standard library alone
     "filterfile/manifest.py": {"errors", "version"},
     # the terms a worker process numbers (the workers start before NumPy is imported)

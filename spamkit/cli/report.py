@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..decide.familiar import guard_settings
 from ..errors import counted
 
 
@@ -122,7 +123,7 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
             f = ev["familiarity"]
             g = f["guarded"]
             lines.append(f"  familiarity     median {f['median']:.0%} of a message's tokens known (training: "
-                         f"99% of messages above {f['floor']:.0%}); " + guard_text(g))
+                         f"99% of messages above {f['floor']:.0%}, 95% above {f['typical']:.0%}); " + guard_text(g))
         return "\n".join(lines)
     ovr = ev.get("one_vs_rest")
     lines = [f"{title}: {counted(ev['n'], 'message')}, accuracy {_pct(ev['accuracy'])}, macro F1 {_pct(ev['macro_f1'])}",
@@ -239,9 +240,11 @@ def render_info(manifest: dict, path: str) -> str:
         lines.append(f"  decision    {_describe_costs(decision)}")
     familiar = manifest.get("extra", {}).get("familiarity")
     if familiar:
-        lines.append(f"  guard       spam becomes unsure for a message with under {familiar['floor']:.0%} known tokens, "
-                     f"or while the median of the last {familiar['window']} is under {familiar['window_floor']:.0%} "
-                     "(mail unlike the training mail)")
+        g = guard_settings(familiar)
+        drift = g["typical"] - g["drift"] * max(g["typical"] - g["floor"], 0.0)
+        lines.append(f"  guard       spam becomes unsure for a message with under {g['floor']:.0%} known tokens; "
+                     f"under {g['typical']:.0%}, spam needs up to {g['margin']:g} more log-odds; and while the "
+                     f"median of the last {g['window']} is under {drift:.0%} (mail unlike the training mail)")
     if t:
         per_class = ", ".join(f"{k} {n}" for k, n in t.get("per_class", {}).items())
         lines.append(f"  trained on  {counted(t.get('n_messages'), 'message')} ({per_class})")
@@ -291,12 +294,12 @@ def guard_text(g: dict) -> str:
 
     >>> guard_text({"spam_to_unsure": 5, "spam_to_unsure_unfamiliar": 2, "spam_to_unsure_drift": 3,
     ...             "unfamiliar": 9, "drift": 40})
-    '5 spam decisions made unsure (2 of a message unlike the training mail, 3 in a stream unlike it); of all messages, 9 unfamiliar, 40 judged in a drifted stream'
+    '5 spam decisions made unsure (2 of a message unlike the training mail, 3 in a stream unlike it); of all messages, 9 less familiar than usual, 40 judged in a drifted stream'
     """
     made = g.get("spam_to_unsure", 0)
     alone, drift = g.get("spam_to_unsure_unfamiliar", 0), g.get("spam_to_unsure_drift", 0)
     return (f"{counted(made, 'spam decision')} made unsure ({alone} of a message unlike the training mail, {drift} "
-            f"in a stream unlike it); of all messages, {g.get('unfamiliar', 0)} unfamiliar, "
+            f"in a stream unlike it); of all messages, {g.get('unfamiliar', 0)} less familiar than usual, "
             f"{g.get('drift', 0)} judged in a drifted stream")
 
 

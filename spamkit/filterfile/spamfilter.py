@@ -22,6 +22,7 @@ from ..features.bytekeys import context_keys, packed_gram_rows
 from ..decide.calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
 from ..corpus import LabelledMessage, require_classes
 from ..decide.decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
+from ..decide.familiar import discounted_p_spam
 from .. import errors
 from ..errors import ConfigError, CorpusError, ModelFormatError, WorkerError
 from ..features.vectorizer import IndexedChunk, Vectorizer, columns_per_row, numbered_here
@@ -683,8 +684,20 @@ class SpamFilter:
             return np.asarray([str(c) for c in self.classes_], dtype=object)[np.argmax(proba, axis=1)]
         decisions = self.costs.decide(proba)
         if familiarity is not None and self.guard is not None and UNSURE_NAME in self.costs.decisions:
-            decisions = self.guard.apply(decisions, familiarity)
+            rows = np.asarray(proba, dtype=np.float64)
+            decisions = self.guard.apply(decisions, familiarity,
+                                         redecide=lambda i, extra: self._discounted_decision(rows[i], extra))
         return decisions
+
+    def _discounted_decision(self, row, extra: float) -> str:
+        """The costs' decision on a row of class probabilities with ``extra`` log-odds taken from
+        P(spam) (the familiarity guard's margin: :func:`spamkit.decide.familiar.discounted_p_spam`),
+        in plain Python, so that arrays and single rows decide alike."""
+        s = self.spam_column
+        row = [float(x) for x in row]
+        row[s] = discounted_p_spam(row[s], extra)
+        row[1 - s] = 1.0 - row[s]
+        return self.costs.decide_row(row)
 
     def spam_threshold(self) -> float:
         """The P(spam) above which :meth:`decide` says spam (before the familiarity guard): the saved
@@ -744,7 +757,8 @@ class SpamFilter:
         else:
             decision = self.costs.decide_row(row)
             if self.guard is not None and UNSURE_NAME in self.costs.decisions:
-                decision = self.guard.apply_one(decision, familiarity, alone)
+                decision = self.guard.apply_one(decision, familiarity, alone,
+                                                redecide=lambda extra: self._discounted_decision(row, extra))
         return Verdict.of(decision).label, row[s]
 
     # ------------------------------------------------------------------ files

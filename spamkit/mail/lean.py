@@ -37,6 +37,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..decide.familiar import discount, discounted_p_spam, guard_settings
 from ..errors import ConfigError, ModelFormatError
 from ..filterfile.manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
                        member_chunks, open_zip, read_lines, read_member, term_hash, value_problem)
@@ -233,7 +234,11 @@ class LeanFilter:
         self.calibration = extra.get("calibration")
         threshold = extra.get("threshold")
         self.threshold = float(threshold["p_spam"]) if threshold else None
-        self.guard = extra.get("familiarity")
+        familiar = extra.get("familiarity")
+        try:
+            self.guard = guard_settings(familiar) if familiar else None
+        except (KeyError, TypeError, ValueError) as exc:
+            format_error(path, f"damaged familiarity guard ({exc})")
         self.costs = None
         decision = extra.get("decision")
         if decision:
@@ -336,13 +341,25 @@ class LeanFilter:
             return self.classes[self.spam] if proba[self.spam] > self.threshold else self.classes[1 - self.spam]
         if self.costs is None:
             return self.classes[0] if proba[0] >= proba[1] else self.classes[1]
+        decision = self._cheapest(proba)
+        if self.guard is not None and "unsure" in self.costs[1] and decision == "spam":
+            g = self.guard
+            extra = discount(familiarity, g["floor"], g["typical"], g["margin"])
+            if extra is None:
+                return "unsure"
+            if extra:
+                p = [0.0, 0.0]
+                p[self.spam] = discounted_p_spam(proba[self.spam], extra)
+                p[1 - self.spam] = 1.0 - p[self.spam]
+                if self._cheapest((p[0], p[1])) != "spam":
+                    return "unsure"
+        return decision
+
+    def _cheapest(self, proba: tuple[float, float]) -> str:
+        """The decision of least expected cost (``CostMatrix.decide_row``)."""
         rows, decisions = self.costs
         expected = [proba[0] * row[0] + proba[1] * row[1] for row in rows]
-        decision = decisions[expected.index(min(expected))]
-        if self.guard is not None and "unsure" in decisions and decision == "spam" \
-                and familiarity < float(self.guard["floor"]):
-            decision = "unsure"
-        return decision
+        return decisions[expected.index(min(expected))]
 
     def spam_threshold(self) -> float:
         """The P(spam) above which :meth:`decide` says spam (``SpamFilter.spam_threshold``)."""
