@@ -216,16 +216,33 @@ def test_long_runs_show_the_total_and_the_time_left_where_it_is_known(tmp_path):
         box.add(p.read_bytes())
     run = CliRunner().invoke(cli, ["-v", "filter", str(model), str(tmp_path / "inbox"), "--tag"])
     assert run.exit_code == 0 and "filtering: 1 of 7 messages (" in run.stderr, run.stderr
-    # an archive is not counted ahead (it would wait for its decompression): count and rate only
+    # an archive is listed when it is opened: counted as a folder is
     import tarfile
     archive = tmp_path / "sample.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(SAMPLE, arcname="sample")
     with Corpus(archive) as corpus:
-        assert corpus.cheap_count() is None
+        assert corpus.cheap_count() == 240 and corpus.estimated_count() == (240, True)
     again = CliRunner().invoke(cli, ["-v", "evaluate", str(model), str(archive)])
     first = next(line for line in again.stderr.splitlines() if line.startswith("evaluating: "))
-    assert again.exit_code == 0 and first.startswith("evaluating: 1 message (") and " of " not in first
+    assert again.exit_code == 0 and first.startswith("evaluating: 1 of 240 messages ("), first
+    # an mbox is not split ahead, but its envelope lines are counted: "of about"
+    mbox = mailbox.mbox(tmp_path / "box.mbox")
+    for p in sorted((SAMPLE / "spam").iterdir())[:9]:
+        mbox.add(p.read_bytes())
+    mbox.flush()
+    with Corpus(tmp_path / "box.mbox", label="spam") as corpus:
+        assert corpus.cheap_count() is None and corpus.estimated_count() == (9, False)
+    run = CliRunner().invoke(cli, ["-v", "filter", str(model), str(tmp_path / "box.mbox"), "--dry-run"])
+    assert run.exit_code == 0 and "filtering: 1 of about 9 messages (" in run.stderr, run.stderr
+    run = CliRunner().invoke(cli, ["-v", "evaluate", str(model), "--spam", str(tmp_path / "box.mbox")])
+    assert run.exit_code == 0 and "evaluating: 1 of about 9 messages (" in run.stderr, run.stderr
+    # a table is not counted: count and rate only
+    table = tmp_path / "t.tsv"
+    table.write_text("ham\thello there friend\nspam\tbuy cheap pills now\n" * 20)
+    run = CliRunner().invoke(cli, ["-v", "evaluate", str(model), str(table)])
+    first = next(line for line in run.stderr.splitlines() if line.startswith("evaluating: "))
+    assert run.exit_code == 0 and first.startswith("evaluating: 1 message (") and " of " not in first
 
 
 def test_cv_shows_its_folds_with_verbose():

@@ -249,8 +249,10 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
             else:
                 from ..jobs.engines import default_jobs
                 from ..mail.mailboxes import count_messages
-                counts = [count_messages(m) for m in mailboxes]
-                progress.expect(None if None in counts else sum(counts))
+                counts = [count_messages(m) for m in mailboxes] if progress.enabled else [None]
+                known = None not in counts
+                progress.expect(sum(n for n, _ in counts) if known else None,
+                                exact=known and all(exact for _, exact in counts))
                 runner = MailFilter(spam_filter.stream_verdict, model_id_of(model), tag=do_tag, move=move, dry_run=dry_run,
                                     force=force, wait=wait, progress=progress.step, on_message=on_message,
                                     threshold=spam_filter.spam_threshold(), jobs=jobs or default_jobs(),

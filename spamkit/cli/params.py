@@ -376,11 +376,18 @@ def reading_corpora(corpus, ham, spam, extra, fmt, classes):
         close_corpora(corpora)
 
 
-def expected_messages(corpora) -> int | None:
-    """The messages of all the corpora, when every one can count them without reading them
-    (:meth:`~spamkit.corpus.Corpus.cheap_count`), else None."""
-    counts = [c.cheap_count() for c in corpora]
-    return None if any(n is None for n in counts) else sum(counts)
+def expected_messages(corpora, estimate: bool = True) -> tuple[int | None, bool]:
+    """``(messages, exact)``: the messages of all the corpora, when every one can count them
+    without reading them (:meth:`~spamkit.corpus.Corpus.cheap_count`) or, with ``estimate``,
+    tell about how many it holds (an mbox: :meth:`~spamkit.corpus.Corpus.estimated_count`, a
+    scan of its bytes: ask only for a display someone sees); else None."""
+    counts = []
+    for c in corpora:
+        n = c.estimated_count() if estimate else c.cheap_count()
+        counts.append((n, True) if isinstance(n, int) else n)
+    if any(n is None for n in counts):
+        return None, True
+    return sum(n for n, _ in counts), all(exact for _, exact in counts)
 
 
 def close_corpora(corpora) -> None:

@@ -57,7 +57,8 @@ def _clock(seconds: float) -> str:
 
 class Progress:
     """Counts messages and redraws ``label: N messages (R/s)`` at most ten times a second, or,
-    when the total is known (:meth:`expect`), ``N of T messages (R/s, about M:SS left)``; a
+    when the total is known (:meth:`expect`), ``N of T messages (R/s, about M:SS left)`` (``of
+    about T`` for an estimate; past it, the count and the rate); a
     stage of known size (:meth:`stage`) shows ``done of total`` and the time left.
 
     On a terminal (and not ``-q``) the line is redrawn in place; with ``-v`` and no terminal
@@ -89,11 +90,14 @@ class Progress:
             self.stream.write(f"{self.label}: {text}\n")
         self.stream.flush()
 
-    def expect(self, total: int | None) -> "Progress":
+    def expect(self, total: int | None, exact: bool = True) -> "Progress":
         """The number of messages the run will count, when known (None: unknown, the display
-        shows the count and the rate only)."""
-        self.total = total
+        shows the count and the rate only); ``exact=False`` for an estimate (an mbox's envelope
+        lines counted), shown as "of about"."""
+        self.total, self.exact = total, exact
         return self
+
+    exact = True
 
     def step(self, *_):
         self.count += 1
@@ -103,7 +107,9 @@ class Progress:
             rate = self.count / elapsed
             if self.total is not None and self.count <= self.total:
                 left = elapsed / self.count * (self.total - self.count)
-                self._show(f"{self.count:,} of {counted(self.total, 'message')} ({rate:.0f}/s, about {_clock(left)} left)")
+                about = "" if self.exact else "about "
+                self._show(f"{self.count:,} of {about}{counted(self.total, 'message')} ({rate:.0f}/s, about "
+                           f"{_clock(left)} left)")
             else:
                 self._show(f"{counted(self.count, 'message')} ({rate:.0f}/s)")
 

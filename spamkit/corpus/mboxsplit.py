@@ -144,3 +144,37 @@ def _counted_body(length: int, line, take, pending: deque):
             line = after
     pending.extendleft(reversed(body + ([line] if line is not None else [])))
     return None
+
+
+#: a line starting "From " after a blank line, whole (the candidates for an envelope)
+_AFTER_BLANK = re.compile(rb"\n\r?\n(From [^\n]*\n)")
+
+
+def estimate_messages(stream, chunk: int = 1 << 20) -> int:
+    """About how many messages :func:`split_mbox` finds in the mbox read from ``stream`` (a
+    binary file), without splitting it: the first line if it starts with ``From ``, and every
+    envelope-shaped line after a blank line, counted over the bytes in pieces of ``chunk`` (for
+    a progress display: a few milliseconds for 50 MB where splitting takes a second). It errs
+    only where a ``Content-Length:`` body holds envelope lines; a file with none is one message.
+
+    >>> import io
+    >>> box = (b"From a@b Mon Apr  9 07:14:25 2007\\nSubject: x\\n\\nhi\\n\\nFrom the desk of Mr Smith\\n"
+    ...        b"\\r\\n\\r\\nFrom c@d Mon Apr  9 07:15:00 2007\\n\\nyo\\n")
+    >>> estimate_messages(io.BytesIO(box)), estimate_messages(io.BytesIO(box), chunk=7)
+    (2, 2)
+    """
+    first = stream.read(chunk)
+    count = 1 if first.startswith(b"From ") else 0
+    carry, data = b"", first
+    while data:
+        buffer = carry + data
+        cut = buffer.rfind(b"\n")
+        if cut < 0:
+            carry = buffer
+        else:
+            count += sum(1 for m in _AFTER_BLANK.finditer(buffer, 0, cut + 1) if is_envelope(m.group(1)))
+            carry = buffer[max(cut - 2, 0):]
+        data = stream.read(chunk)
+    if carry:
+        count += sum(1 for m in _AFTER_BLANK.finditer(carry + b"\n") if is_envelope(m.group(1)))
+    return max(count, 1)
