@@ -9,10 +9,15 @@ turns settings into filters).
 
 from __future__ import annotations
 
+#: the stack (Robinson/Fisher, naive Bayes and logistic regression combined: the default model)
+#: and Robinson/Fisher alone, the two models with Fisher's combining
+STACK_MODEL, FISHER_MODEL = "fisher-nb", "fisher"
+#: the model ``spamkit train`` and ``spamkit online`` use unless told otherwise
+DEFAULT_MODEL = STACK_MODEL
 #: every model name, in the order the command line lists them
-MODEL_NAMES = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli", "complement", "knn")
+MODEL_NAMES = (STACK_MODEL, FISHER_MODEL, "logistic", "multinomial", "bernoulli", "complement", "knn")
 #: the models online evaluation learns one message at a time
-ONLINE_MODELS = ("fisher-nb", "fisher", "logistic", "multinomial", "bernoulli", "grams")
+ONLINE_MODELS = (STACK_MODEL, FISHER_MODEL, "logistic", "multinomial", "bernoulli", "grams")
 #: how messages become tokens: "mail" (Analyzer.mail(), every header field, case kept) or
 #: "words" (lower-cased words of the body and of a few header fields) or "bogofilter" (bogofilter
 #: 1.2's lexer on the raw message: spamkit.text.bogolex)
@@ -73,7 +78,7 @@ FISHER_STRENGTH, FISHER_PRIOR, FISHER_MIN_DEV, FISHER_MAX_CLUES = 0.45, 0.5, 0.1
 #: the best published peer on trec06p's 37,821 messages where it was 0.86 without, better on eight
 #: of ten streams, the other two within 6% (``python scripts/fusion.py``; docs/results.md, "The
 #: default stack with the 4-gram regression").
-MODEL_DEFAULTS = {"fisher-nb": {"grams": True},
+MODEL_DEFAULTS = {STACK_MODEL: {"grams": True},
                   "knn": {"tokens": "words", "representation": "tfidf"},
                   "multinomial": {"alpha": 0.01},
                   "bernoulli": {"alpha": 0.1, "min_df": 2},

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..names import ONLINE_MODELS, REGIMES
+from ..names import DEFAULT_MODEL, ONLINE_MODELS, REGIMES, STACK_MODEL
 from .report import render_online, to_json
 from . import cli
 from .params import (OutputPath, corpus_options, engine_from_options, expected_messages, fisher_params, model_options,
@@ -77,9 +77,9 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
                                hashing, report_path, jobs, as_json,
                                {"--regime": regime != "all", "--delay": delay != 0, "--feedback-fraction":
                                 feedback_fraction != 1.0, "--active": active is not None, "--order": order != "corpus"})
-    model = model or "fisher-nb"
+    model = model or DEFAULT_MODEL
     for flag, given in (("--context-model", context_model), ("--byte-grams", byte_grams)):
-        if given and model != "fisher-nb":
+        if given and model != STACK_MODEL:
             raise click.BadParameter(f"{flag} adds an input to the fisher-nb stack's combiner; use --model fisher-nb"
                                      + (" (--model grams is the 4-gram model alone)" if flag == "--byte-grams" else ""),
                                      param_hint=flag)

@@ -6,6 +6,7 @@ import json
 
 from ..decide.familiar import guard_settings
 from ..errors import counted
+from ..names import FISHER_MODEL, STACK_MODEL
 
 
 def human_bytes(n: float) -> str:
@@ -210,7 +211,7 @@ def render_info(manifest: dict, path: str) -> str:
              f"  classes     {', '.join(map(str, m['classes']))}",
              f"  features    {m['n_features']} ({vec})",
              f"  analyzer    {ana}"]
-    if m["type"] == "logistic" or (m["type"] == "fisher-nb" and m["params"].get("logistic")):
+    if m["type"] == "logistic" or (m["type"] == STACK_MODEL and m["params"].get("logistic")):
         lines.append("  unlearning  approximate: a logistic regression learns by gradient steps, and a step "
                      "cannot be subtracted exactly (spamkit learn --forget takes a step back)")
     context = manifest.get("extra", {}).get("context")
@@ -347,7 +348,7 @@ def render_online_classes(r: dict) -> str:
 def render_online(r: dict, output: str | None) -> str:
     """An online (TREC-style) run's summary."""
     m, st = r["measures"], r["settings"]
-    if st["model"] in ("fisher", "fisher-nb"):
+    if st["model"] in (FISHER_MODEL, STACK_MODEL):
         f = st.get("fisher", {})
         context = st.get("context")
         stacked = "Robinson/Fisher + multinomial NB" + (

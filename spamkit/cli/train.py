@@ -8,7 +8,8 @@ import sys
 import click
 
 from ..text.stem import SNOWBALL_LANGUAGES, STEMMERS
-from ..names import CALIBRATIONS, METRICS, MODEL_NAMES as MODELS, REPRESENTATIONS, SPLIT_METHODS, WEIGHTS
+from ..names import (CALIBRATIONS, DEFAULT_MODEL, FISHER_MODEL, METRICS, MODEL_NAMES as MODELS, REPRESENTATIONS,
+                     SPLIT_METHODS, STACK_MODEL, WEIGHTS)
 from ..labels import HAM_NAME, SPAM_NAME
 from .report import render_condensed, render_engine_run, render_train, render_tuning, to_json
 from . import cli
@@ -22,7 +23,7 @@ from .progress import Progress, verbosity_options
 @corpus_options
 @click.option("-o", "--output", required=True, type=OutputPath(),
               help="Filter file to write (e.g. model.spamkit).")
-@click.option("--model", type=click.Choice(MODELS), default="fisher-nb", show_default=True,
+@click.option("--model", type=click.Choice(MODELS), default=DEFAULT_MODEL, show_default=True,
               help="fisher-nb: Robinson/Fisher, multinomial NB and online logistic regression stacked "
                    "(two classes; the best filter); fisher: Robinson/Fisher chi-square combining alone; "
                    "logistic: online logistic regression alone; multinomial or bernoulli Naive Bayes; "
@@ -133,14 +134,14 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
     tokens = tokens or MODEL_DEFAULTS.get(model, {}).get("tokens", "mail")
     context = None
     if context_model:
-        if model != "fisher-nb":
+        if model != STACK_MODEL:
             raise click.BadParameter(f"a context model is a side input of the fisher-nb stack, not of {model}",
                                      param_hint="--context-model")
         context = {**({"max_bytes": context_bytes} if context_bytes else {}),
                    **({"bits": context_bits} if context_bits else {})}
     elif context_bytes or context_bits:
         raise click.BadParameter("set the context model: add --context-model", param_hint="--context-bytes/--context-bits")
-    if byte_grams and model != "fisher-nb":
+    if byte_grams and model != STACK_MODEL:
         raise click.BadParameter(f"the byte 4-gram model is a side input of the fisher-nb stack, not of {model}",
                                  param_hint="--byte-grams")
     if byte_grams is None:
@@ -176,7 +177,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
             max_features=max_features, select=select, hashing=hashing, stem=stem, language=language,
             stop_words=stop_words, ngrams=ngrams, char_ngrams=char_ngrams, digit_prefixes=digit_prefixes,
             calibrate=calibrate, fisher=fisher_params(strength, prior, min_dev, max_clues) if model in (
-                "fisher", "fisher-nb") else None, stack=stack_for_rate(rate), rate=rate,
+                FISHER_MODEL, STACK_MODEL) else None, stack=stack_for_rate(rate), rate=rate,
             knn=knn if model == "knn" else None, condense=condense, tf_transform=tf_transform,
             length_norm=length_norm, weight_norm=weight_norm, context=context, grams=grams)
         spam_filter = settings.build()

@@ -17,8 +17,9 @@ from ..errors import ConfigError
 from ..models.base import ClassifierMixin, Estimator
 from ..features.vectorizer import Vectorizer
 from ..models.registry import make_model
-from ..names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_RATE, METRICS, MODEL_DEFAULTS, MODEL_NAMES, REPRESENTATIONS,
-                    SELECTIONS, TOKENS, WEIGHTS, model_default)
+from ..names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_MODEL, DEFAULT_RATE, FISHER_MODEL, METRICS,
+                    MODEL_DEFAULTS, MODEL_NAMES, REPRESENTATIONS, SELECTIONS, STACK_MODEL, TOKENS, WEIGHTS,
+                    model_default)
 from ..models.bytegrams import GRAM_BITS, GRAM_BYTES, GRAM_RATE, ByteGramLogistic
 from ..models.stack import BEST_STACK, accurate_center
 from .spamfilter import SpamFilter
@@ -36,7 +37,7 @@ MODELS = MODEL_NAMES
 
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (docs/results.md, "Beating bogofilter"),
 #: with the byte 4-gram regression as a side input, chosen on long streams as well (spamkit.names.MODEL_DEFAULTS)
-BEST = {"model": "fisher-nb", "tokens": "mail", **({"grams": {}} if MODEL_DEFAULTS["fisher-nb"]["grams"] else {})}
+BEST = {"model": DEFAULT_MODEL, "tokens": "mail", **({"grams": {}} if MODEL_DEFAULTS[DEFAULT_MODEL]["grams"] else {})}
 
 #: what asking for kNN gives unless told otherwise: cosine kNN on TF-IDF of words, k = 15, softmax
 #: weights (tau 0.1). ``python scripts/knn_defaults.py`` (first half of each corpus stored, second
@@ -91,7 +92,7 @@ class FilterSettings:
     True
     """
 
-    model: str = "fisher-nb"
+    model: str = DEFAULT_MODEL
     tokens: str | None = None
     alpha: float | None = None
     representation: str | None = None
@@ -123,7 +124,7 @@ class FilterSettings:
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         if self.model not in MODEL_NAMES:
             raise ConfigError(f"unknown model {self.model!r}; choose one of {', '.join(MODEL_NAMES)}")
-        if (self.context is not None or isinstance(self.grams, MappingProxyType)) and self.model != "fisher-nb":
+        if (self.context is not None or isinstance(self.grams, MappingProxyType)) and self.model != STACK_MODEL:
             what = "a context model" if self.context is not None else "a byte 4-gram model"
             raise ConfigError(f"{what} is a side input of the fisher-nb stack, not of {self.model!r}")
         if self.condense not in ("none", "condense", "edit"):
@@ -184,10 +185,11 @@ class FilterSettings:
         return replace(
             self, tokens=self.tokens or MODEL_DEFAULTS.get(model, {}).get("tokens", "mail"),
             alpha=model_default(model, "alpha", self.alpha, 1.0), min_df=model_default(model, "min_df", self.min_df, 1),
-            representation=self.representation or ("binary" if model in ("bernoulli", "fisher", "fisher-nb", "logistic")
-                                                   else MODEL_DEFAULTS.get(model, {}).get("representation", "tf")),
-            calibrate=self.calibrate or ("platt" if model == "fisher" else "none"),
-            stack=stack_for_rate(self.rate) if self.stack is None and model == "fisher-nb" else self.stack,
+            representation=self.representation or (
+                "binary" if model in ("bernoulli", FISHER_MODEL, STACK_MODEL, "logistic")
+                else MODEL_DEFAULTS.get(model, {}).get("representation", "tf")),
+            calibrate=self.calibrate or ("platt" if model == FISHER_MODEL else "none"),
+            stack=stack_for_rate(self.rate) if self.stack is None and model == STACK_MODEL else self.stack,
             knn={**KNN_BEST, **(self.knn or {})} if model == "knn" else None, context=context, grams=grams,
             **complement)
 
@@ -223,9 +225,9 @@ class FilterSettings:
         to its model, as JSON)."""
         r = self.resolved()
         out = {"model": r.model, "tokens": r.tokens, "calibrate": r.calibrate}
-        if r.model in ("fisher", "fisher-nb"):
+        if r.model in (FISHER_MODEL, STACK_MODEL):
             out["fisher"] = _plain(r.fisher) or {}
-        if r.model in ("fisher-nb", "logistic"):
+        if r.model in (STACK_MODEL, "logistic"):
             out["rate"] = r.rate
         out.update(alpha=r.alpha, representation=r.representation, min_df=r.min_df, max_features=r.max_features,
                    select=r.select, hashing=r.hashing, stem=r.stem, language=r.language, stop_words=r.stop_words,
@@ -333,7 +335,7 @@ class FilterClassifier(ClassifierMixin, Estimator):
     ['spam']
     """
 
-    def __init__(self, model="fisher-nb", tokens="mail", alpha=None, representation=None, min_df=None,
+    def __init__(self, model=DEFAULT_MODEL, tokens="mail", alpha=None, representation=None, min_df=None,
                  max_df=1.0, max_features=None, select="frequency", hashing=None, stem="none",
                  language="english", stop_words="none", ngrams=1, knn=None, fisher=None, calibrate="none",
                  stack=None, rate=DEFAULT_RATE, char_ngrams=0, digit_prefixes=False, condense="none",

@@ -29,7 +29,7 @@ from ..models.base import finite_log_odds
 from ..models.bytegrams import ByteGramLogistic
 from ..models.context import ByteContextModel
 from ..models.registry import make_model
-from ..names import ONLINE_MODELS, REGIMES
+from ..names import FISHER_MODEL, ONLINE_MODELS, REGIMES, STACK_MODEL
 from ..scoring.arrays import expit
 from ..decide.selection import threshold_report
 
@@ -159,11 +159,11 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
     learner = online_model(model, alpha=alpha, fisher=fisher, stack=stack, rate=rate)
     context_model, max_bytes, grams_model = None, None, None
     if grams is not None:
-        if model != "fisher-nb":
+        if model != STACK_MODEL:
             raise ConfigError(f"a byte 4-gram model is a side input of the fisher-nb stack, not of {model!r}")
         grams_model = _grams_model(grams)
     if context is not None:
-        if model != "fisher-nb":
+        if model != STACK_MODEL:
             raise ConfigError(f"a context model is a side input of the fisher-nb stack, not of {model!r}")
         context = dict(context)
         max_bytes = int(context.pop("max_bytes", 3000))
@@ -178,7 +178,7 @@ def online_evaluate(messages, analyzer, model: str = "multinomial", alpha: float
         learner.set_params(combiner_center=accurate_center(learner))
     vectorizer = Vectorizer.hashed(hashing, "tf" if model == "multinomial" else "binary")
     settings = {"model": model, "alpha": alpha, "hashing": hashing, "order": order,
-                **({"fisher": learner.get_params()} if model in ("fisher", "fisher-nb") else {}),
+                **({"fisher": learner.get_params()} if model in (FISHER_MODEL, STACK_MODEL) else {}),
                 **({"rate": rate} if model == "logistic" else {}),
                 **({"context": {**context_model.get_params(), "max_bytes": max_bytes}} if context_model else {}),
                 **({"grams": grams_model.get_params()} if grams_model else {}),

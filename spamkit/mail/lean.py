@@ -42,13 +42,13 @@ from ..errors import ConfigError, ModelFormatError
 from ..filterfile.manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
                        member_chunks, open_zip, read_lines, read_member, term_hash, value_problem)
 from ..parse.message import parse_message
-from ..names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
+from ..names import FISHER_MODEL, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, STACK_MODEL
 from ..scoring import (LOG_ODDS_LIMIT, LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combined_log_odds, finite_log_odds,
                       fisher_clue_sums, fisher_log_probabilities, isotonic_log_proba, length_input, nb_log_odds,
                       normalised, platt_log_proba, two_class_log_proba)
 
 #: the model types scored here (file names, as :func:`spamkit.filterfile.persist.model_type_of` writes them)
-LEAN_MODELS = ("fisher-nb", "fisher")
+LEAN_MODELS = (STACK_MODEL, FISHER_MODEL)
 #: spamkit.features.bytekeys's multiplier of the byte 4-grams' hash
 GRAM_MULTIPLIER = 2654435761
 
@@ -184,7 +184,7 @@ class LeanFilter:
         self.hash_index = None if terms is not None else (arrays["filter.term_hash"],
                                                           arrays["filter.term_hash_column"])
         shapes = {"model.class_count_": [2], "model.feature_count_": [2, d]}
-        if self.kind == "fisher-nb":
+        if self.kind == STACK_MODEL:
             with_logistic = bool(self.params.get("logistic"))
             self.length_aware = bool(self.params.get("length_aware", False))
             self.side_inputs = int(self.params.get("side_inputs", 0) or 0)
@@ -208,7 +208,7 @@ class LeanFilter:
         for name in ("model.class_count_", "model.feature_count_"):
             if _any_negative(arrays[name]):
                 format_error(path, f"array {name} holds negative counts")
-        if self.kind == "fisher-nb":
+        if self.kind == STACK_MODEL:
             for name in ("model.combiner_", "model.logistic_coef_", "model.logistic_intercept_", "model.length_range_"):
                 if name in shapes:
                     _finite_sum(arrays[name], path, name)
@@ -223,12 +223,12 @@ class LeanFilter:
                 self.logistic = (arrays["model.logistic_coef_"], arrays["model.logistic_intercept_"][0])
         extra = manifest.get("extra", {})
         self.context = self.grams = None
-        if self.kind == "fisher-nb" and self.side_inputs:
+        if self.kind == STACK_MODEL and self.side_inputs:
             if "context" in extra:
                 self.context = _LeanContext(path, extra.get("context"), arrays)
             if "grams" in extra:
                 self.grams = _LeanGrams(path, extra["grams"], arrays)
-        center = self.params.get("combiner_center") if self.kind == "fisher-nb" else None
+        center = self.params.get("combiner_center") if self.kind == STACK_MODEL else None
         #: a stack with a combiner prior is less sure until it has learned PRIOR_WARMUP messages
         self.warmup = min(1.0, math.fsum(self.class_count) / PRIOR_WARMUP) if center is not None else 1.0
         self.calibration = extra.get("calibration")
@@ -261,7 +261,7 @@ class LeanFilter:
         if rate is None:
             self.prior_shift = 0.0
             return
-        if self.kind == "fisher" and self.calibration is None:
+        if self.kind == FISHER_MODEL and self.calibration is None:
             raise ConfigError("an uncalibrated fisher filter ignores class priors, so its prior cannot be "
                               "corrected; train it with --calibrate platt (or use fisher-nb)")
         train = self.class_count[self.spam] / math.fsum(self.class_count)
@@ -527,7 +527,7 @@ def _accepts_context(manifest: dict) -> bool:
     if not side and not has_context and not has_grams:
         return True
     described = manifest["arrays"]
-    if side != has_context + has_grams or manifest["model"]["type"] != "fisher-nb":
+    if side != has_context + has_grams or manifest["model"]["type"] != STACK_MODEL:
         return False
     if has_grams and not (described.get("filter.grams_weights", {}).get("dtype") == "float32"
                           and array.array("f").itemsize == 4):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .knn import KNNClassifier
-from ..names import DEFAULT_RATE, MODEL_NAMES
+from ..names import DEFAULT_RATE, MODEL_NAMES, STACK_MODEL
 from .logistic import OnlineLogistic
 from .complement import ComplementNB
 from .naive_bayes import BernoulliNB, MultinomialNB
@@ -23,7 +23,7 @@ def make_model(name: str, alpha: float = 1.0, fit_prior: bool = True, fisher: di
     normalisation (tf_transform, length_norm, norm; default: weight-normalised counts)."""
     if name == "fisher":
         return RobinsonFisher(**(fisher or {}))
-    if name == "fisher-nb":
+    if name == STACK_MODEL:
         return FisherNBStack(**(fisher or {}), alpha=alpha, **(BEST_STACK if stack is None else stack))
     if name == "logistic":
         return OnlineLogistic(rate=rate)
