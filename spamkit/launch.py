@@ -82,7 +82,7 @@ def _lean_pipe(args: list[str], raw: bytes) -> tuple[int, bytes]:
     from .passthrough import VERDICT_STATUS
 
     model = next(a for a in args[1:-1] if not a.startswith("-"))
-    lean = lean_filter(model)
+    lean = lean_filter(model, with_sha256=True)
     if lean is None:
         return _run_command_line(args, raw)
     try:
@@ -101,7 +101,7 @@ def _lean_pipe(args: list[str], raw: bytes) -> tuple[int, bytes]:
             else:
                 os.environ["SPAMKIT_LEAN"] = previous
     status = 0 if "--exit-zero" in args else VERDICT_STATUS[verdict]
-    return status, tag(raw, verdict, p, model_id_of(model), lean.spam_threshold())
+    return status, tag(raw, verdict, p, model_id_of(model, lean.sha256), lean.spam_threshold())
 
 
 def main(argv=None) -> int:

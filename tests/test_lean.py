@@ -438,3 +438,30 @@ def test_both_routes_agree_on_mutants(tmp_path, only, count):
     assert out.returncode == 0 and summary["exceptions"] == 0 and summary["disagreements"] == 0, \
         (summary["exceptions_by_place"], summary["first_disagreements"], out.stderr[-2000:])
     assert summary["routes_compared"] == count
+
+
+def test_pipe_mode_reads_the_file_once_and_tags_it_with_that_files_sha256(mail, tmp_path, monkeypatch):
+    """The lean route reads the filter file whole, once: its tag's @hash is the SHA-256 of those
+    bytes (the same as the full route's), a FIFO in its place is not waited on, and a file over
+    the size a filter may have is opened in place (and refused as the full route refuses it)."""
+    import hashlib
+    from spamkit.filterfile.manifest import whole_file
+    f = _trained(mail, **BEST)
+    f.set_costs(CostMatrix.default())
+    path = tmp_path / "f.spamkit"
+    f.save(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    lean = lean_filter(path, with_sha256=True)
+    assert lean.sha256 == digest and lean_filter(path).sha256 is None
+    out = subprocess.run([*PIPE, str(path), "-"], input=mail["trec"][0].raw, capture_output=True, timeout=120,
+                         env=ENV)
+    assert f"f.spamkit@{digest[:12]}".encode() in out.stdout, out.stdout[:400]
+    fifo = tmp_path / "fifo.spamkit"
+    os.mkfifo(fifo)
+    assert whole_file(fifo) is None and whole_file(tmp_path / "missing") is None
+    with pytest.raises(ModelFormatError, match="no such filter file"):
+        lean_filter(tmp_path / "missing")
+    monkeypatch.setenv("SPAMKIT_MAX_FILTER_BYTES", "1000")
+    assert whole_file(path) is None
+    with pytest.raises(ModelFormatError):
+        lean_filter(path)

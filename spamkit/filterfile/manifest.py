@@ -10,9 +10,11 @@ The standard library only (array dtypes are read from their NumPy names by
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import os
+import stat
 import zipfile
 from pathlib import Path
 import re
@@ -144,9 +146,30 @@ def read_manifest(path) -> dict:
         return check_manifest(z, path)
 
 
-def open_zip(path: Path) -> zipfile.ZipFile:
+def whole_file(path: Path) -> bytes | None:
+    """The bytes of the filter file at ``path`` in one read, when it is a regular file no larger
+    than a filter may be (:func:`max_filter_bytes`); None otherwise, or when it cannot be read
+    or changed size while it was read (:func:`open_zip` then opens it in place and says what is
+    wrong). Pipe mode reads a file once for its members and its SHA-256."""
     try:
-        return zipfile.ZipFile(path)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO does not wait for a writer
+    except (OSError, ValueError):
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > max_filter_bytes():
+                return None
+            data = fh.read(st.st_size + 1)
+        except (OSError, ModelFormatError):
+            return None
+    return data if len(data) == st.st_size else None
+
+
+def open_zip(path: Path, data: bytes | None = None) -> zipfile.ZipFile:
+    """The filter file at ``path`` as a zip archive (from ``data``, its bytes, when given)."""
+    try:
+        return zipfile.ZipFile(path if data is None else io.BytesIO(data))
     except FileNotFoundError:
         raise ModelFormatError(f"{path}: no such filter file") from None
     except IsADirectoryError:

@@ -73,6 +73,14 @@ from ..text import Analyzer
 from .ziparchive import ZipWriter, fits, pack
 
 
+#: arrays written without compression: those one-shot pipe mode reads whole for every message
+#: (the lean route: counts, weights, document frequencies, the vocabulary's columns). Inflating
+#: them was 26-31 ms of its ~130; stored, the lean route loads trec07p-dev's default filter in
+#: 42-46 ms instead of 62-82, and the file takes 10.8 MB instead of 5.3 (the counts deflate
+#: twelvefold, the weights by a tenth to a third). docs/results.md, "Start-up".
+STORED_ARRAYS = frozenset({"model.feature_count_", "model.logistic_coef_", "vectorizer.df", "filter.grams_weights",
+                           "filter.term_hash_column"})
+
 # model type -> (class, constructor parameters stored). Each class says what else it stores
 # through state_arrays() (arrays and text lists) and rebuilds itself with restore_state().
 # GaussianNB is a library estimator for dense numeric features; text filters use these.
@@ -358,7 +366,8 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
     array_members: dict[str, np.ndarray] = {}     # written straight into the zip (see write)
     texts_meta = {}
 
-    def add_array(name, array, compress: bool = True):
+    def add_array(name, array, compress: bool | None = None):
+        compress = name not in STORED_ARRAYS if compress is None else compress
         array = np.ascontiguousarray(array)
         if array.dtype == object:
             raise ModelFormatError(f"array {name} holds Python objects and cannot be saved safely")

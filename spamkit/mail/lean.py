@@ -32,6 +32,7 @@ from __future__ import annotations
 import array
 import ast
 import bisect
+import hashlib
 import math
 import os
 import sys
@@ -40,7 +41,8 @@ from pathlib import Path
 from ..decide.familiar import discount, discounted_p_spam, guard_settings
 from ..errors import ConfigError, ModelFormatError
 from ..filterfile.manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
-                       member_chunks, open_zip, read_lines, read_member, term_hash, value_problem)
+                       member_chunks, open_zip, read_lines, read_member, term_hash, value_problem,
+                       whole_file)
 from ..parse.message import parse_message
 from ..names import FISHER_MODEL, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, STACK_MODEL
 from ..scoring import (LOG_ODDS_LIMIT, LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combined_log_odds, finite_log_odds,
@@ -59,9 +61,11 @@ GRAM_MULTIPLIER = 2654435761
 _TYPECODES = {"<f8": "d", "<u8": "Q", "<i8": "q", "<f4": "f"}
 
 
-def _npy_values(data: bytes, path: Path, name: str, meta: dict) -> array.array:
+def _npy_values(data: bytes, path: Path, name: str, meta: dict):
     """The numbers of a ``.npy`` member of little-endian float64, uint64, int64 or float32 (a
-    4-gram model's weights), as an ``array``."""
+    4-gram model's weights), as a ``memoryview`` of that type: on a little-endian machine a view of
+    the member's own bytes (no copy: every array of the file is read for every message), else of
+    a byte-swapped ``array``."""
     parsed = _npy_header(data, path, name)
     if parsed is None:
         format_error(path, f"array {name} is not a .npy array")
@@ -70,15 +74,16 @@ def _npy_values(data: bytes, path: Path, name: str, meta: dict) -> array.array:
     typecode = _TYPECODES.get(header.get("descr"))
     if typecode is None or header.get("fortran_order") is not False or shape != meta["shape"]:
         format_error(path, f"array {name} has the wrong shape or type")
+    itemsize = 4 if typecode == "f" else 8
+    if (array.array(typecode).itemsize != itemsize or (len(data) - start) % itemsize
+            or (len(data) - start) // itemsize != math.prod(shape)):
+        format_error(path, f"array {name} has the wrong shape or type")
+    if sys.byteorder == "little":
+        return memoryview(data)[start:].cast(typecode)
     values = array.array(typecode)
-    if values.itemsize != (4 if typecode == "f" else 8) or (len(data) - start) % values.itemsize:
-        format_error(path, f"array {name} has the wrong shape or type")
-    values.frombytes(data[start:])
-    if len(values) != math.prod(shape):
-        format_error(path, f"array {name} has the wrong shape or type")
-    if sys.byteorder != "little":
-        values.byteswap()
-    return values
+    values.frombytes(memoryview(data)[start:])
+    values.byteswap()
+    return memoryview(values)
 
 
 def _npy_header(data: bytes, path: Path, name: str) -> tuple[dict, int] | None:
@@ -146,12 +151,13 @@ def _npy_bytes(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
 _LOW_BYTES = bytes(range(0x80))
 
 
-def _any_negative(values: array.array) -> bool:
-    """Whether float64 ``values`` hold a number below 0, looking at the sign bits first (a
-    C-speed pass over the bytes; only when one is set are the numbers themselves compared)."""
+def _any_negative(values) -> bool:
+    """Whether signed ``values`` (float or int, any width) hold a number below 0, looking at the
+    sign bits first (a C-speed pass over the bytes; only when one is set are the numbers
+    themselves compared: -0.0 is not below 0)."""
     raw = values.tobytes()
-    top = 7 if sys.byteorder == "little" else 0
-    return bool(raw[top::8].translate(None, _LOW_BYTES)) and min(values) < 0
+    top = values.itemsize - 1 if sys.byteorder == "little" else 0
+    return bool(raw[top::values.itemsize].translate(None, _LOW_BYTES)) and min(values) < 0
 
 
 def _finite_sum(values, path: Path, name: str) -> float:
@@ -169,6 +175,9 @@ class LeanFilter:
     :func:`lean_filter` makes one (or says this file needs the full path); :meth:`verdict`
     is :meth:`spamkit.filterfile.spamfilter.SpamFilter.verdict`.
     """
+
+    #: the hex SHA-256 of the bytes the filter was read from (:func:`lean_filter`'s ``with_sha256``), or None
+    sha256: str | None = None
 
     def __init__(self, path: Path, manifest: dict, arrays: dict, terms: list[str] | None, analyzer):
         model = manifest["model"]
@@ -202,16 +211,10 @@ class LeanFilter:
         self.class_count = arrays["model.class_count_"]
         fc = arrays["model.feature_count_"]
         self.counts = (fc[:d], fc[d:])                         # rows of class 0 and class 1
-        # integer-valued counts: these sums are exact whatever the order
+        # integer-valued counts: these sums are exact whatever the order (every array's values
+        # were checked as the full route checks them: lean_filter, _check_values)
         self.totals = tuple(_finite_sum(row, path, "model.feature_count_") for row in self.counts)
-        _finite_sum(self.class_count, path, "model.class_count_")
-        for name in ("model.class_count_", "model.feature_count_"):
-            if _any_negative(arrays[name]):
-                format_error(path, f"array {name} holds negative counts")
         if self.kind == STACK_MODEL:
-            for name in ("model.combiner_", "model.logistic_coef_", "model.logistic_intercept_", "model.length_range_"):
-                if name in shapes:
-                    _finite_sum(arrays[name], path, name)
             combiner = list(arrays["model.combiner_"])
             self.coef, self.intercept = combiner[:-1], combiner[-1]
             if self.length_aware:
@@ -468,7 +471,7 @@ class _LeanGrams:
         except (KeyError, TypeError, ValueError, OverflowError):
             ok = False
         weights = arrays.get("filter.grams_weights")
-        if not ok or weights is None or weights.typecode != "f" or len(weights) != 1 << self.bits:
+        if not ok or weights is None or weights.format != "f" or len(weights) != 1 << self.bits:
             format_error(path, f"damaged 4-gram model ({str(spec)[:200]})")
         self.weights = weights
 
@@ -489,15 +492,35 @@ class _LeanGrams:
 _DTYPES = ("float64", "int64", "uint64", "float32")
 
 
-def _check_values(values: array.array, path: Path, name: str, dtype: str) -> None:
-    """:func:`spamkit.filterfile.manifest.value_problem` for an array read here: the sum first (finite when
-    every value is, unless it overflows: then each value is looked at), the sign bits next."""
+#: the top bytes (the sign and the exponent's seven high bits) of float64 values below 2**993, and of
+#: float32 values below 2**125, in magnitude: finite, and fewer than 2**31 of them sum to a finite number
+_SMALL_TOP = bytes(b for b in range(256) if b & 0x7F <= 0x7D)
+
+
+def _finite_and_small(values) -> bool:
+    """Whether every float of ``values`` is finite and far from overflowing a sum, from the top
+    byte of each alone (a C-speed pass: ``bytes.translate``); False says only "look closer"."""
+    raw = values.tobytes()
+    top = values.itemsize - 1 if sys.byteorder == "little" else 0
+    return not raw[top::values.itemsize].translate(None, _SMALL_TOP)
+
+
+def _check_values(values, path: Path, name: str, dtype: str) -> None:
+    """:func:`spamkit.filterfile.manifest.value_problem` for an array read here. Floats: every value's
+    top byte first (finite and small: so is the sum); else the sum (finite when every value is,
+    unless it overflows: then each value is looked at). Counts: the sign bits, then the numbers
+    where one is set. Integers are finite and their sums exact."""
     kind = dtype[0] if dtype[0] in "fiu" else "f"
-    total = float(sum(values))
-    all_finite = math.isfinite(total) or all(map(math.isfinite, values)) if kind == "f" else True
     counts = is_count_array(name)
-    smallest = (-1.0 if _any_negative(values) else 0.0) if counts and kind == "f" else (
-        min(values, default=0) if counts else None)
+    total = None                                   # None: known to be finite
+    if kind == "f" and not _finite_and_small(values):
+        total = float(sum(values))
+        all_finite = math.isfinite(total) or all(map(math.isfinite, values))
+    else:
+        all_finite = True
+    smallest = None
+    if counts:
+        smallest = -1.0 if kind != "u" and _any_negative(values) else 0.0
     problem = value_problem(name, kind, all_finite, smallest, total if counts else None,
                             list(values) if name in RANGE_ARRAYS else None)
     if problem is not None:
@@ -561,9 +584,11 @@ def lean_failed(exc: BaseException) -> None:
                      "scores this message\n")
 
 
-def lean_filter(path, trusted: bool = False) -> LeanFilter | None:
+def lean_filter(path, trusted: bool = False, with_sha256: bool = False) -> LeanFilter | None:
     """The filter file at ``path`` as a :class:`LeanFilter`, or None when it needs the full path
-    (or when the environment sets ``SPAMKIT_LEAN=0``).
+    (or when the environment sets ``SPAMKIT_LEAN=0``). The file is read once, whole; with
+    ``with_sha256`` the filter's ``sha256`` is that of those bytes (the id its tags carry:
+    :func:`spamkit.mail.tags.model_id_of`), else None.
 
     Raises :class:`~spamkit.errors.ModelFormatError` for a damaged or hostile file, as
     :func:`spamkit.filterfile.persist.load_filter` does.
@@ -572,7 +597,8 @@ def lean_filter(path, trusted: bool = False) -> LeanFilter | None:
     if os.environ.get("SPAMKIT_LEAN") == "0":            # the full path, for comparison or as an escape hatch
         return None
     path = Path(path)
-    with open_zip(path) as z:
+    data = whole_file(path)
+    with open_zip(path, data) as z:
         manifest = check_manifest(z, path)
         if not _accepts(manifest):
             return None
@@ -611,4 +637,5 @@ def lean_filter(path, trusted: bool = False) -> LeanFilter | None:
             raise ModelFormatError(f"{path}: damaged filter file ({type(exc).__name__}: {exc})") from None
     if lean.index is not None and len(lean.index) != len(terms):
         format_error(path, "the vocabulary (terms.txt) lists a term twice")
+    lean.sha256 = hashlib.sha256(data).hexdigest() if with_sha256 and data is not None else None
     return lean

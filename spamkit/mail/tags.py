@@ -98,9 +98,10 @@ def recorded_verdict(raw: bytes, model_id: str):
     return WORD_STATUS[word], p
 
 
-def model_id_of(path) -> str:
-    """``NAME@HASH``: the filter file's name and the first 12 hex digits of its SHA-256."""
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+def model_id_of(path, sha256: str | None = None) -> str:
+    """``NAME@HASH``: the filter file's name and the first 12 hex digits of its SHA-256 (``sha256``,
+    its hex digest when the caller has it, else the file is read)."""
+    digest = (sha256 or hashlib.sha256(Path(path).read_bytes()).hexdigest())[:12]
     return f"{Path(path).name}@{digest}"
 
 
