@@ -80,3 +80,17 @@ def discounted_p_spam(p_spam: float, extra: float) -> float:
     0.980198
     """
     return p_spam / (p_spam + (1.0 - p_spam) * math.exp(extra)) if p_spam > 0.0 else 0.0
+
+
+def discounted_row(row, spam: int, extra: float) -> list[float]:
+    """A two-class row of probabilities (``spam``: the spam column) with ``extra`` log-odds taken
+    from P(spam) (:func:`discounted_p_spam`), for the costs to decide again: what both routes do
+    with the guard's margin.
+
+    >>> [round(p, 6) for p in discounted_row([0.01, 0.99], 1, math.log(2))]
+    [0.019802, 0.980198]
+    """
+    out = [0.0, 0.0]
+    out[spam] = discounted_p_spam(float(row[spam]), extra)
+    out[1 - spam] = 1.0 - out[spam]
+    return out

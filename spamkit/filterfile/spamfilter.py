@@ -22,7 +22,7 @@ from ..features.bytekeys import context_keys, packed_gram_rows
 from ..decide.calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
 from ..corpus import LabelledMessage, require_classes
 from ..decide.decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
-from ..decide.familiar import discounted_p_spam
+from ..decide.familiar import discounted_row
 from .. import errors
 from ..errors import ConfigError, CorpusError, ModelFormatError, WorkerError
 from ..features.vectorizer import IndexedChunk, Vectorizer, columns_per_row, numbered_here
@@ -691,13 +691,9 @@ class SpamFilter:
 
     def _discounted_decision(self, row, extra: float) -> str:
         """The costs' decision on a row of class probabilities with ``extra`` log-odds taken from
-        P(spam) (the familiarity guard's margin: :func:`spamkit.decide.familiar.discounted_p_spam`),
+        P(spam) (the familiarity guard's margin: :func:`spamkit.decide.familiar.discounted_row`),
         in plain Python, so that arrays and single rows decide alike."""
-        s = self.spam_column
-        row = [float(x) for x in row]
-        row[s] = discounted_p_spam(row[s], extra)
-        row[1 - s] = 1.0 - row[s]
-        return self.costs.decide_row(row)
+        return self.costs.decide_row(discounted_row(row, self.spam_column, extra))
 
     def spam_threshold(self) -> float:
         """The P(spam) above which :meth:`decide` says spam (before the familiarity guard): the saved

@@ -38,7 +38,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..decide.familiar import discount, discounted_p_spam, guard_settings
+from ..decide.familiar import discount, discounted_row, guard_settings
 from ..errors import ConfigError, ModelFormatError
 from ..filterfile.manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
                        member_chunks, open_zip, read_lines, read_member, term_hash, value_problem,
@@ -350,12 +350,8 @@ class LeanFilter:
             extra = discount(familiarity, g["floor"], g["typical"], g["margin"])
             if extra is None:
                 return "unsure"
-            if extra:
-                p = [0.0, 0.0]
-                p[self.spam] = discounted_p_spam(proba[self.spam], extra)
-                p[1 - self.spam] = 1.0 - p[self.spam]
-                if self._cheapest((p[0], p[1])) != "spam":
-                    return "unsure"
+            if extra and self._cheapest(discounted_row(proba, self.spam, extra)) != "spam":
+                return "unsure"
         return decision
 
     def _cheapest(self, proba: tuple[float, float]) -> str:
