@@ -239,7 +239,7 @@ def engine_options(fn):
     """--engine, --scheduler, --partition-size, --ship (the Dask engine, :mod:`spamkit.distributed`)."""
     options = [
         click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
-                     help="dask: parse, tokenize and count on a Dask cluster (pip install 'spamkit[dask]'); "
+                     help="dask: parse, tokenize and count on a Dask cluster (pip install 'dask[distributed]'); "
                           "the results equal the local engine's."),
         click.option("--scheduler", default="local", show_default=True, metavar="tcp://HOST:PORT|local[:N]",
                      help="--engine dask: a running 'dask scheduler', or a local cluster of N worker processes."),

@@ -1,6 +1,6 @@
 """Scale out on Dask: train and search on a cluster, with results identical to one process.
 
-Optional (``pip install 'spamkit[dask]'``): nothing here is imported unless ``--engine dask``
+Optional (``pip install 'dask[distributed]'``): nothing here is imported unless ``--engine dask``
 is asked for, and the single-process path never imports Dask.
 
 Training. Naive Bayes and Robinson/Fisher filters are sums: class document counts,

@@ -18,7 +18,7 @@ def _import_dask():
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise ConfigError("the dask engine needs Dask: pip install 'spamkit[dask]'") from None
+        raise ConfigError("the dask engine needs Dask: pip install 'dask[distributed]'") from None
     return Client, LocalCluster
 
 
