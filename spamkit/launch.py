@@ -146,7 +146,7 @@ def archive_arguments(args: list[str]) -> list[str]:
 def archives_early(args: list[str]):
     """For ``train`` and ``evaluate``, start decompressing the compressed tar archives among the
     arguments now, before the command line (click, the commands' modules: 40-50 ms) is imported;
-    :func:`spamkit.corpus.tree.decompressing_ahead` is what ``archives_ahead`` uses later, which
+    :func:`spamkit.corpus.archives.decompressing_ahead` is what ``archives_ahead`` uses later, which
     finds them started. Opening a ``.tar.gz`` waits for its decompression (its messages are
     listed in the archive's order, the index first), and the worker processes wait for the
     listing: trec07p-dev's first messages reached them at 0.19-0.25 s of a 1.0-1.3 s run.
@@ -156,7 +156,7 @@ def archives_early(args: list[str]):
     if not paths:
         import contextlib
         return contextlib.nullcontext()
-    from .corpus.tree import decompressing_ahead
+    from .corpus.archives import decompressing_ahead
     return decompressing_ahead(paths)
 
 

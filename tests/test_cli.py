@@ -270,7 +270,7 @@ def test_train_and_evaluate_start_decompressing_their_archives_before_anything_e
     import tarfile
 
     from spamkit.cli import params
-    from spamkit.corpus import tree
+    from spamkit.corpus import archives
     archive = tmp_path / "sample.tar.gz"
     with tarfile.open(archive, "w:gz") as tf:
         tf.add(SAMPLE, arcname="sample")
@@ -282,7 +282,7 @@ def test_train_and_evaluate_start_decompressing_their_archives_before_anything_e
     monkeypatch.setattr(params, "decompressing_ahead", recording)
     model = tmp_path / "m.spamkit"
     assert CliRunner().invoke(cli, ["train", str(archive), "-o", str(model)]).exit_code == 0
-    assert seen[0] == [str(archive)] and tree._AHEAD == {}
+    assert seen[0] == [str(archive)] and archives._AHEAD == {}
     seen.clear()
     result = CliRunner().invoke(cli, ["evaluate", str(model), str(archive)])
-    assert result.exit_code == 0 and seen[0] == [str(archive)] and tree._AHEAD == {}
+    assert result.exit_code == 0 and seen[0] == [str(archive)] and archives._AHEAD == {}

@@ -453,7 +453,7 @@ def _tarfile_index(path: Path) -> list:
 
 def _plain_index(path: Path) -> list | None:
     import gzip
-    from spamkit.corpus.tree import plain_tar_index
+    from spamkit.corpus.archives import plain_tar_index
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
         data = io.BytesIO(f.read())
@@ -471,7 +471,7 @@ def _plain_index(path: Path) -> list | None:
 @pytest.mark.parametrize("relative", ["trec07p-dev/trec07p-dev.tar.gz", "csdmc2010/csdmc2010.tar.gz",
                                       *[f"enron-spam/enron{i}.tar.gz" for i in range(1, 7)]])
 def test_plain_tar_index_equals_tarfile_on_the_shared_archives(relative):
-    """spamkit.corpus.tree.plain_tar_index reads the members' headers itself (a tenth of the cost of
+    """spamkit.corpus.archives.plain_tar_index reads the members' headers itself (a tenth of the cost of
     TarInfo objects): on every archive of the shared corpora the same names, kinds, sizes and bytes
     as tarfile."""
     from conftest import shared_corpus
@@ -482,7 +482,7 @@ def test_plain_tar_index_equals_tarfile_on_the_shared_archives(relative):
 
 
 def test_plain_tar_index_reads_plain_members_and_leaves_the_rest_to_tarfile(tmp_path):
-    from spamkit.corpus.tree import plain_tar_index
+    from spamkit.corpus.archives import plain_tar_index
     def member(tf, name, data=b"", kind=tarfile.REGTYPE):
         info = tarfile.TarInfo(name)
         info.type, info.size = kind, len(data)
@@ -529,11 +529,11 @@ def test_plain_tar_index_reads_plain_members_and_leaves_the_rest_to_tarfile(tmp_
 
 def _index_both_ways(data: bytes):
     """plain_tar_index of ``data`` with the compiled header scan and with the Python loop alone."""
-    from spamkit.corpus import tree
-    compiled = tree.plain_tar_index(io.BytesIO(data))
+    from spamkit.corpus import archives
+    compiled = archives.plain_tar_index(io.BytesIO(data))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tree, "_TAR_HEADERS", None)
-        python = tree.plain_tar_index(io.BytesIO(data))
+        mp.setattr(archives, "_TAR_HEADERS", None)
+        python = archives.plain_tar_index(io.BytesIO(data))
     return compiled, python
 
 
@@ -585,8 +585,8 @@ def test_the_compiled_tar_header_scan_on_shared_archives(relative):
     import gzip
 
     from conftest import compiled_expected, shared_corpus
-    from spamkit.corpus import tree
-    assert tree._TAR_HEADERS is not None or not compiled_expected(), "the compiled module is built in CI"
+    from spamkit.corpus import archives
+    assert archives._TAR_HEADERS is not None or not compiled_expected(), "the compiled module is built in CI"
     with gzip.open(shared_corpus(relative), "rb") as f:
         data = f.read()
     compiled, python = _index_both_ways(data)
@@ -636,9 +636,9 @@ def test_a_compressed_archive_is_read_while_it_is_decompressed(suffix, with_isal
     # comes back as tarfile reads it, and a cut archive is "damaged" however far the index got
     import builtins
     import random
-    from spamkit.corpus import tree
+    from spamkit.corpus import archives
     from spamkit.corpus.tree import ArchiveTree
-    monkeypatch.setattr(tree, "_may_fork", lambda: in_child)
+    monkeypatch.setattr(archives, "_may_fork", lambda: in_child)
     if not with_isal:
         real_import = builtins.__import__
         monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name))
@@ -694,7 +694,7 @@ def test_archives_decompressed_ahead_read_the_same_and_leave_nothing_behind(tmp_
     # opened in turn: the same messages; an archive the block did not open is stopped and its
     # temporary file closed; no thread outlives the block; a damaged archive still says so
     import threading
-    from spamkit.corpus import tree as module
+    from spamkit.corpus import archives as module
     first = _tar(enron, tmp_path / "one.tar.gz", "w:gz")
     second = _tar(enron, tmp_path / "two.tar.bz2", "w:bz2")
     plain = _tar(enron, tmp_path / "three.tar", "w")
@@ -761,7 +761,7 @@ def test_spool_reads_give_the_archive_bytes_at_any_offsets_in_any_order(reads, k
     # archive is still being decompressed or after, the bytes are the file's
     import gzip
     import os
-    from spamkit.corpus import tree as module
+    from spamkit.corpus import archives as module
     folder = tmp_path_factory.mktemp("spool")
     data = os.urandom(1000) * 60                                  # 60,000 bytes
     path = folder / ("a.tar" if kind == "plain" else "a.tar.gz")
@@ -822,7 +822,8 @@ def test_a_gzip_archive_damaged_from_its_start_is_reported_as_damaged(tmp_path):
     OSError) while the archive's kind is sniffed; the corpus reports a damaged archive, naming
     it, instead of a traceback."""
     import random
-    from spamkit.corpus.tree import ArchiveTree, archive_kind
+    from spamkit.corpus.archives import archive_kind
+    from spamkit.corpus.tree import ArchiveTree
     rng = random.Random(7)
     (tmp_path / "src" / "ham").mkdir(parents=True)
     (tmp_path / "src" / "ham" / "1.eml").write_bytes(bytes(rng.getrandbits(8) for _ in range(20000)))
@@ -844,9 +845,9 @@ def test_an_archive_decompressed_by_a_child_process_leaves_none_behind(tmp_path,
     back from the child as the reader raised it."""
     import gzip
     from conftest import shared_corpus
-    from spamkit.corpus import tree
-    from spamkit.corpus.tree import Spool, gzip_open
-    monkeypatch.setattr(tree, "_may_fork", lambda: True)
+    from spamkit.corpus import archives
+    from spamkit.corpus.archives import Spool, gzip_open
+    monkeypatch.setattr(archives, "_may_fork", lambda: True)
     path = shared_corpus("trec07p-dev/trec07p-dev.tar.gz")
     whole = Spool(path, gzip_open)
     child = whole._child
@@ -873,7 +874,7 @@ def test_an_archive_decompressed_by_a_child_process_leaves_none_behind(tmp_path,
     def no_fork():
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(tree.os, "fork", no_fork)           # no process to spare: the thread does it
+    monkeypatch.setattr(archives.os, "fork", no_fork)       # no process to spare: the thread does it
     spool = Spool(path, gzip_open)
     assert spool._child is None and spool._thread is not None
     spool.finish()
@@ -886,7 +887,7 @@ def test_located_lists_members_a_forked_process_reads_and_reads_the_rest(tmp_pat
     where it lies (its bytes the same when read), every other message as usual -- a folder's
     files, an mbox -- and nothing changes outside the block."""
     from spamkit.corpus import Unread
-    from spamkit.corpus.tree import read_where
+    from spamkit.corpus.archives import read_where
     sample = Path(__file__).resolve().parents[1] / "corpora" / "sample"
     archive = tmp_path / "sample.tar.gz"
     with tarfile.open(archive, "w:gz", format=tarfile.USTAR_FORMAT) as tf:

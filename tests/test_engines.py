@@ -276,7 +276,7 @@ def test_the_compiled_numbering_refuses_what_python_refuses():
 _WHERE_SCRIPT = """
 import json, sys, threading
 from spamkit.jobs import engines
-from spamkit.corpus import Corpus, tree
+from spamkit.corpus import Corpus, archives
 from spamkit.jobs.engines import ProcessEngine
 from spamkit.pipeline import BEST, build_filter
 archive, out, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
@@ -291,12 +291,12 @@ if other is not None:
     other.start()                            # a second thread: workers from a forkserver
 with Corpus(archive) as corpus:
     msgs = list(corpus)
-    located = all(m.where is not None and m.where[0] in tree.complete_spools() for m in msgs)
-    again = [tree.read_where(m.where[1:]) for m in msgs] == [m.raw for m in msgs]
+    located = all(m.where is not None and m.where[0] in archives.complete_spools() for m in msgs)
+    again = [archives.read_where(m.where[1:]) for m in msgs] == [m.raw for m in msgs]
     with ProcessEngine(jobs=2, chunk=4) as engine:
         remote = build_filter(**BEST)
         engine.fit(remote, msgs)
-closed = tree.complete_spools().isdisjoint({m.where[0] for m in msgs})
+closed = archives.complete_spools().isdisjoint({m.where[0] for m in msgs})
 stop.set()
 remote.save(out)
 print(json.dumps({"sent": len(sent), "by_where": sum(isinstance(s[0], tuple) for s in sent), "n": len(msgs),
@@ -387,13 +387,13 @@ def _on_a_sample_archive(script: str, tmp_path, thread: bool, grams: bool = True
 
 
 def test_a_message_read_again_elsewhere_must_come_back_whole(tmp_path):
-    from spamkit.corpus import tree
+    from spamkit.corpus import archives
     path = tmp_path / "f"
     path.write_bytes(b"abcdef")
     with open(path, "rb") as fh:
-        assert tree.read_where((fh.fileno(), 2, 3)) == b"cde"
+        assert archives.read_where((fh.fileno(), 2, 3)) == b"cde"
         with pytest.raises(OSError, match="short"):
-            tree.read_where((fh.fileno(), 4, 10))
+            archives.read_where((fh.fileno(), 4, 10))
 
 
 _AHEAD_SCRIPT = """

@@ -11,7 +11,7 @@ import click
 from pathlib import Path
 
 from ..corpus import FORMATS, Corpus
-from ..corpus.tree import decompressing_ahead
+from ..corpus.archives import decompressing_ahead
 from ..errors import ConfigError
 from ..labels import normalise_label
 from ..durable import check_writable
@@ -97,7 +97,7 @@ class CorpusPath(click.ParamType):
     name = "PATH"
 
     def convert(self, value, param, ctx):
-        from ..corpus.tree import split_member
+        from ..corpus.archives import split_member
         if split_member(value) is not None:
             return value
         return click.Path(exists=True, dir_okay=True, readable=True).convert(value, param, ctx)
@@ -282,7 +282,7 @@ def running(engine, progress):
 
 def archives_ahead(command):
     """A command whose compressed corpus archives start decompressing before it imports what it
-    needs (:func:`spamkit.corpus.tree.decompressing_ahead`): the decompressors let go of the GIL,
+    needs (:func:`spamkit.corpus.archives.decompressing_ahead`): the decompressors let go of the GIL,
     so the 0.3-0.45 s of importing NumPy, SciPy and the models overlaps them, and opening the
     archives later only indexes them. Put it under the click decorators."""
     @functools.wraps(command)
@@ -342,7 +342,7 @@ def importing_ahead(modules=HEAVY_MODULES):
     """Within the block, ``modules`` are imported by a thread of their own; at its end the thread
     is waited for (no thread is left for a later ``fork``). The imports let go of the GIL while
     they read files, and this thread meanwhile waits for its archives to decompress as it opens
-    them (:func:`spamkit.corpus.tree.decompressing_ahead`): ``spamkit train`` forks its workers
+    them (:func:`spamkit.corpus.archives.decompressing_ahead`): ``spamkit train`` forks its workers
     first (they must not hold NumPy), then opens its corpora while this imports. An import that
     fails here fails again where the command imports the module, with the reason."""
     import importlib

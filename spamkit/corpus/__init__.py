@@ -47,8 +47,8 @@ from .mboxsplit import estimate_messages
 from .mailboxes import is_maildir, is_mh, iter_files, iter_maildir, iter_mbox, iter_mh, looks_like_mbox
 from .tabular import iter_csv, iter_tsv, sniff_table
 from .trec import find_trec_index, iter_trec
-from .tree import (ArchiveTree, DirTree, ListingTree, LocatedTree, Tree, Unread, WrappedTree, archive_kind, open_tree,
-                   tree_address)
+from .archives import archive_kind
+from .tree import ArchiveTree, DirTree, ListingTree, LocatedTree, Tree, Unread, WrappedTree, open_tree, tree_address
 
 __all__ = ["Corpus", "LabelledMessage", "ReadStats", "FORMATS", "LABELLED_FORMATS",
            "MAILBOX_FORMATS", "PATH_FORMATS", "Unread", "KINDS", "detect_format", "iter_corpora", "sniff_date",

@@ -26,7 +26,8 @@ from collections import deque
 from functools import partial
 
 from ..corpus.base import LabelledMessage
-from ..corpus.tree import Unread, open_spools, read_where
+from ..corpus.archives import open_spools, read_where
+from ..corpus.tree import Unread
 from ..compiled import gramloops
 from ..errors import CorpusError, WorkerError
 from .engine import Engine
@@ -73,7 +74,7 @@ def _on_the_wire(shared: frozenset = frozenset()):
     """``wire(item)``: what a worker needs of an item to tokenize it. A LabelledMessage travels as
     its bytes and kind (pickling the whole record cost the driver and each worker three times as
     much) or, when it is a member of an archive whose spool the workers inherited (``shared``:
-    :func:`spamkit.corpus.tree.open_spools` when they were forked), as where to read it:
+    :func:`spamkit.corpus.archives.open_spools` when they were forked), as where to read it:
     ``((fd, offset, size), kind)``, so that its bytes do not go through a pipe (in turns on
     trec07p-dev + Enron1-6, ``--jobs 2``: 6.11 -> 5.67 s, the CPU of all processes 9.44 -> 8.88 s,
     medians of four)."""
