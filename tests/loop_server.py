@@ -25,6 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from spamkit.serve import listen  # noqa: E402
+from spamkit.serve import pool as workers  # noqa: E402
 from spamkit.serve import server as srv  # noqa: E402
 
 
@@ -79,19 +81,19 @@ class LineProtocol:
                     worker.process.join()
             if command == b"stats":
                 states = sorted(c.state for c in self.loop.connections if c is not conn)
-                return srv.Reply(json.dumps({"budget": self.loop.budget.used - conn.held, "states": states,
+                return workers.Reply(json.dumps({"budget": self.loop.budget.used - conn.held, "states": states,
                                              "workers": sorted(w.process.pid for w in self.loop.workers.all),
                                              "batches": {str(k): v for k, v in self.loop.batches.items()}}
                                             ).encode())
         if len(conn.buf) < ctx["size"]:
             return None
         batch = batch_job if ctx["command"] in (b"becho", b"bdie", b"bfail") else None
-        return srv.Work(job, (ctx["command"], bytes(conn.buf[:ctx["size"]])), fallback, batch)
+        return workers.Work(job, (ctx["command"], bytes(conn.buf[:ctx["size"]])), fallback, batch)
 
 
 def main(path: str, options: str) -> None:
     limits = {"max_size": 1 << 20, "memory_budget": 1 << 20, "timeout": 5.0, "max_clients": 64, **json.loads(options)}
-    pool = srv.Workers(limits.pop("workers", 2), {})
+    pool = workers.Workers(limits.pop("workers", 2), {})
     nofile = limits.pop("nofile", None)
     if nofile:                                   # this many file descriptors beyond those open now
         import resource
@@ -100,7 +102,7 @@ def main(path: str, options: str) -> None:
     loop = srv.ServeLoop(pool, **limits)
     protocol = LineProtocol()
     protocol.loop = loop
-    loop.listen(srv.unix_listener(path, 0o600), protocol)
+    loop.listen(listen.unix_listener(path, 0o600), protocol)
     signal.signal(signal.SIGTERM, lambda signum, frame: loop.stop())
     print("ready", flush=True)
     try:

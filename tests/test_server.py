@@ -169,6 +169,7 @@ def test_the_socket_mode_can_open_it_to_the_group(model, tmp_path):
 def test_a_batch_of_messages_gets_the_replies_each_would_get_alone(model):
     """answer_batch (several queued spamkit-pipe requests handed to one worker) replies exactly as
     answer_job does to each alone, hostile messages included."""
+    from spamkit.serve import pool
     from spamkit.serve import server as srv
     from spamkit.pipeline import SpamFilter
 
@@ -177,17 +178,17 @@ def test_a_batch_of_messages_gets_the_replies_each_would_get_alone(model):
             spam_filter = SpamFilter.load(path)
             spam_filter.model_id = "m"
             return spam_filter
-        return {"cache": srv.FilterCache(load), "model": str(model)}
+        return {"cache": pool.FilterCache(load), "model": str(model)}
 
     raws = [p.read_bytes() for label in ("spam", "ham") for p in sorted((SAMPLE / label).iterdir())[:5]]
     raws += [b"", b"\xff\xfe\x00garbage", b"Subject: only a header", b"From x\n\n" + b"A" * 100000]
     items = [(str(model), raw) for raw in raws]
     try:
-        srv.Workers(0, state())
+        pool.Workers(0, state())
         alone = [srv.answer_job(*item) for item in items]
-        srv.Workers(0, state())
+        pool.Workers(0, state())
         together = srv.answer_batch(items)
     finally:
-        srv.worker_state().clear()
+        pool.worker_state().clear()
     assert together == alone
     assert {reply[0] for reply in together} >= {EXIT_SPAM, EXIT_HAM}

@@ -354,7 +354,7 @@ def test_a_bad_allow_list_is_refused_with_the_reason(model, options, problem):
 
 
 def test_the_allow_list_reads_spamds_forms():
-    from spamkit.serve.server import AllowList
+    from spamkit.serve.listen import AllowList
     allowed = AllowList.parse(["10.", "192.168.", "172.16.5.", "[2001:db8::]/32", "[::2]", "198.51.100.0/24"])
     assert [str(n) for n in allowed.networks] == ["10.0.0.0/8", "192.168.0.0/16", "172.16.5.0/24",
                                                   "2001:db8::/32", "::2/128", "198.51.100.0/24"]
@@ -436,7 +436,7 @@ def test_requests_are_read_as_their_bytes_come(model):
 def _worker_state(model, users: Path) -> dict:
     """What ``spamkit serve`` gives its workers, with a fresh filter cache (so each run starts
     its familiarity guard afresh)."""
-    from spamkit.serve.server import FilterCache
+    from spamkit.serve.pool import FilterCache
 
     def load(path):
         spam_filter = SpamFilter.load(path)
@@ -453,7 +453,7 @@ def test_a_batch_of_requests_gets_the_answers_each_would_get_alone(model, tmp_pa
     and the default), compressed bodies, and the requests refused on their own."""
     import copy
     import zlib
-    from spamkit.serve import server as srv
+    from spamkit.serve import pool
     from spamkit.serve.spamd import SCORING, Request, spamd_batch, spamd_job
 
     users = tmp_path / "users"
@@ -477,12 +477,12 @@ def test_a_batch_of_requests_gets_the_answers_each_would_get_alone(model, tmp_pa
              for r in requests]
     kept = copy.deepcopy(items)
     try:
-        srv.Workers(0, _worker_state(model, users))
+        pool.Workers(0, _worker_state(model, users))
         alone = [spamd_job(*copy.deepcopy(item)) for item in items]
-        srv.Workers(0, _worker_state(model, users))
+        pool.Workers(0, _worker_state(model, users))
         together = spamd_batch(items)
     finally:
-        srv.worker_state().clear()
+        pool.worker_state().clear()
     assert together == alone
     assert [(r.command, r.headers, r.body) for r, _, _ in items] == [(r.command, r.headers, r.body) for r, _, _ in kept]
     codes = [a.split(b"\r\n", 1)[0].split()[1] for a in together]
@@ -491,11 +491,11 @@ def test_a_batch_of_requests_gets_the_answers_each_would_get_alone(model, tmp_pa
     # alice's requests were scored by her filter (Fisher alone), not the default one (REPORT:
     # the probability to six digits; CHECK's rounded points can agree)
     try:
-        srv.Workers(0, _worker_state(model, users))
+        pool.Workers(0, _worker_state(model, users))
         as_default = [spamd_job(Request(r.command, "1.5", {}, r.body), "test-host", 1 << 20)
                       for r in requests if r.headers.get("user") == "alice" and r.command == "REPORT"]
     finally:
-        srv.worker_state().clear()
+        pool.worker_state().clear()
     as_alice = [a for r, a in zip(requests, together) if r.headers.get("user") == "alice" and r.command == "REPORT"]
     assert len(as_alice) == 2 and all(a != d for a, d in zip(as_alice, as_default))
 

@@ -16,8 +16,9 @@ from ..errors import counted
 from ..mail import MailFilter, model_id_of, recover_mbox, tag
 from ..passthrough import VERDICT_STATUS, guard
 from .report import guard_text, to_json
-from ..serve.server import (MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, AllowList, FilterCache, ServeLoop,
-                      SpamkitProtocol, Workers, log, tcp_listener, unix_listener)
+from ..serve.listen import AllowList, tcp_listener, unix_listener
+from ..serve.pool import FilterCache, Workers, log
+from ..serve.server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, ServeLoop, SpamkitProtocol
 from . import cli
 from .params import (CostsParam, OutputPath, SizeParam, close_corpora, corpus_options, costs_or_none, imap_options,
                      jobs_option, open_corpora, spam_rate_option)

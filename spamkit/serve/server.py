@@ -4,7 +4,8 @@
 socket; ``spamkit-pipe --socket PATH`` (:mod:`spamkit.serve.client`, standard library only) sends
 one message and writes the tagged message to standard output, with the exit status of
 ``spamkit filter MODEL -``. The machinery here — loaded filters that reload when their file
-changes (:class:`FilterCache`), worker processes (:class:`Workers`), the event loop that
+changes (:class:`~spamkit.serve.pool.FilterCache`), worker processes
+(:class:`~spamkit.serve.pool.Workers`), the event loop that
 reads the connections and keeps the limits on clients, bytes and time (:class:`ServeLoop`) —
 is shared with SpamAssassin's protocol (:mod:`spamkit.serve.spamd`, ``spamkit serve --spamd``).
 
@@ -20,12 +21,12 @@ Built to hold under abuse (issue "Hostile inputs"):
 
 * **Concurrency.** One event loop in the main process (:class:`ServeLoop`) reads every
   connection as its bytes arrive, so a client that connects and sends nothing, or sends
-  slowly, costs a few hundred bytes and no thread; the listen backlog (:data:`BACKLOG`)
+  slowly, costs a few hundred bytes and no thread; the listen backlog (:data:`spamkit.serve.listen.BACKLOG`)
   absorbs bursts. Classification is CPU-bound Python, so it runs in ``workers`` processes
   forked after the filter is loaded (they share its arrays copy-on-write), which uses every
   core; ``workers=0`` classifies in the loop itself. A worker takes one request, or, when
   more are waiting than workers are idle, several at once, scored together for less work
-  each (:data:`MAX_BATCH`, :class:`Work`; the same answers as one by one).
+  each (:data:`~spamkit.serve.pool.MAX_BATCH`, :class:`~spamkit.serve.pool.Work`; the same answers as one by one).
 * **Timeouts.** A request must arrive in full within ``timeout`` seconds of the
   connection (a slow-loris client is cut off and costs nothing meanwhile); a
   classification that has not ended ``timeout`` seconds after the request's last byte
@@ -49,7 +50,7 @@ Built to hold under abuse (issue "Hostile inputs"):
   address may hold at most a quarter of the slots (``max_per_host``): a host that keeps its
   connections busy cannot take the others' turn.
 * **Who may connect.** A TCP listener answers only clients whose address is in its
-  :class:`AllowList` (``--allowed-ips``; by default the loopback networks, as spamd's
+  :class:`~spamkit.serve.listen.AllowList` (``--allowed-ips``; by default the loopback networks, as spamd's
   ``--allowed-ips`` defaults to 127.0.0.1 and ::1); any other connection is closed at once,
   unread, and logged (at most once a minute per address). spamc then passes the message on
   unchanged. Unix sockets are guarded by their file mode instead.
@@ -61,21 +62,17 @@ Built to hold under abuse (issue "Hostile inputs"):
 from __future__ import annotations
 
 import collections
-import errno
-import ipaddress
-import multiprocessing
 import os
-import signal
 import socket
 import selectors
-import stat
-import sys
-import threading
 import time
 
 from .client import LENGTH as _LENGTH
 from ..mail import tag
 from ..passthrough import EXIT_ERROR, EXIT_REFUSED, VERDICT_STATUS
+from .listen import AllowList
+from .pool import (MAX_BATCH, MAX_BATCH_BYTES, Budget, Reply, Work, Workers, log, run_batch, run_inline,
+                   worker_state)
 
 #: largest message classified (bytes); a bigger one is refused and the client passes it on
 MAX_MESSAGE = 16 << 20
@@ -87,280 +84,12 @@ IDLE_EVICT = 1.0
 MEMORY_BUDGET = 64 << 20
 #: seconds a client has to send its request, and the server to classify it
 TIMEOUT = 30.0
-#: pending connections the kernel queues before refusing (capped by net.core.somaxconn)
-BACKLOG = 1024
 #: connections served at once; more are answered "busy" at once (spamd's --max-children)
 MAX_CLIENTS = 256
-#: filter files kept loaded at once (per-user filters): the least recently used is dropped
-MAX_FILTERS = 64
 #: seconds an answered client that still sends (a refused one) is read from before it is cut off
 DRAIN_SECONDS = 2.0
 
 
-def log(text: str) -> None:
-    print(f"spamkit serve: {text}", file=sys.stderr, flush=True)
-
-
-# ----------------------------------------------------------------------------- loaded filters
-
-class FilterCache:
-    """Filter files loaded once and reloaded when they change: after ``spamkit learn`` (the file
-    is replaced: new inode, size or time) or when :meth:`reload_all` is called (SIGHUP).
-
-    ``load(path)`` makes a filter. Requests in flight keep the filter they started with; a file
-    that fails to load keeps the previous filter in use (and says so once). At most
-    ``max_filters`` stay loaded, the least recently used dropped first. ``generation``, a shared
-    counter (``multiprocessing.Value``), makes :meth:`reload_all` reach worker processes too.
-    """
-
-    def __init__(self, load, max_filters: int = MAX_FILTERS, generation=None, max_bytes: int | None = None,
-                 weigh=None):
-        self.load = load
-        self.max_filters = max_filters
-        # at most max_bytes of loaded filters (weigh(filter) each; the one in use always stays):
-        # rotating spamc -u over 70 users' filters took a worker from 159 MB to 2.4 GB
-        self.max_bytes, self.weigh = max_bytes, weigh or filter_memory
-        self.generation = generation if generation is not None else multiprocessing.Value("L", 0, lock=False)
-        self._filters: collections.OrderedDict = collections.OrderedDict()
-        self._lock = threading.Lock()
-        self._failed: dict = {}
-
-    def after_fork(self) -> None:
-        """In a new worker process: fresh locks (another thread may have held them at the fork)."""
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def signature(path) -> tuple:
-        """What tells a file's versions apart; for a tuple of paths (a site filter and what a user
-        taught over it), each one's."""
-        if isinstance(path, tuple):
-            return tuple(FilterCache.signature(p) for p in path)
-        st = os.stat(path)
-        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-    def reload_all(self) -> None:
-        """Reload every filter at its next use (SIGHUP)."""
-        self.generation.value += 1
-
-    def get(self, path):
-        """The filter of ``path`` (or of a tuple of paths ``load`` takes), loaded or reloaded as needed."""
-        path = path if isinstance(path, tuple) else str(path)
-        signature = (self.signature(path), self.generation.value)
-        with self._lock:
-            entry = self._filters.get(path)
-            if entry is not None and entry[0] == signature:
-                self._filters.move_to_end(path)
-                return entry[1]
-        try:
-            loaded = self.load(path)
-        except Exception as exc:                  # noqa: BLE001 -- keep serving with what we have
-            if entry is None:
-                raise
-            if self._failed.get(path) != signature:
-                self._failed[path] = signature
-                log(f"{path} changed but cannot be loaded ({type(exc).__name__}: {exc}); still using the "
-                    "filter loaded before")
-            return entry[1]
-        weight = self.weigh(loaded) if self.max_bytes is not None else 0
-        with self._lock:
-            self._filters[path] = (signature, loaded, weight)
-            self._filters.move_to_end(path)
-            while len(self._filters) > self.max_filters or (
-                    self.max_bytes is not None and len(self._filters) > 1
-                    and sum(entry[2] for entry in self._filters.values()) > self.max_bytes):
-                self._filters.popitem(last=False)
-        if entry is not None:
-            log(f"reloaded {path}")
-        return loaded
-
-
-def filter_memory(spam_filter) -> int:
-    """About how many bytes a loaded filter holds: its model's, vectorizer's and context model's
-    arrays (whatever has ``nbytes``), and 80 bytes a vocabulary term (a ``str``, its list slot
-    and its share of the vocabulary's dict)."""
-    total = 0
-    for part in (getattr(spam_filter, "model", None), getattr(spam_filter, "vectorizer", None),
-                 getattr(spam_filter, "context", None)):
-        for value in (vars(part).values() if hasattr(part, "__dict__") else ()):
-            total += getattr(value, "nbytes", 0) if isinstance(getattr(value, "nbytes", 0), int) else 0
-    terms = getattr(getattr(spam_filter, "vectorizer", None), "terms_", None)
-    return total + 80 * len(terms or ())
-
-
-# ----------------------------------------------------------------------------- worker processes
-
-_WORKER: dict = {}                                # set in the parent before the workers fork
-
-
-def worker_state() -> dict:
-    """What the jobs of this process share: ``cache`` (a :class:`FilterCache`) and the settings
-    the server put there before the workers forked."""
-    return _WORKER
-
-
-def _worker_init() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the workers
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the parent reloads (through the shared generation)
-    cache = _WORKER.get("cache")
-    if cache is not None:
-        cache.after_fork()
-
-
-def _worker_loop(conn) -> None:
-    """A worker process: run the jobs that come down its pipe, one at a time, until it closes."""
-    _worker_init()
-    while True:
-        try:
-            job, args = conn.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            reply = ("ok", job(*args))
-        except Exception as exc:                  # noqa: BLE001 -- the parent decides what it means
-            reply = ("error", exc)
-        try:
-            conn.send(reply)
-        except Exception:                         # noqa: BLE001 -- an exception that does not pickle
-            conn.send(("error", RuntimeError(f"{type(reply[1]).__name__}: {reply[1]}")))
-
-
-class _Worker:
-    """One worker process and the parent's end of its pipe."""
-
-    def __init__(self, context):
-        self.conn, child = context.Pipe()
-        self.process = context.Process(target=_worker_loop, args=(child,), daemon=True)
-        self.process.start()
-        child.close()
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.join(5)
-        self.conn.close()
-
-
-class Workers:
-    """``n`` worker processes forked now, with what :func:`worker_state` holds, for
-    :class:`ServeLoop` to hand jobs (module-level functions) to; ``n`` = 0: none, the loop runs
-    each job itself.
-
-    Classification is CPU-bound Python, so processes use every core; they are forked before
-    any thread exists and share the loaded filters copy-on-write. Each worker has its own
-    pipe and takes one job at a time (one request, or a batch of them: :func:`run_batch`), so
-    nothing is shared between processes that a dying worker could leave locked: a worker that
-    dies or overruns the loop's timeout is killed and replaced (:meth:`replace`), and only the
-    request it was running is answered with the protocol's fallback (a batch whose worker
-    died is handed out again request by request, so that only the request that kills a
-    worker gets it; a batch that overran gets it whole).
-    """
-
-    def __init__(self, n: int, state: dict):
-        _WORKER.clear()
-        _WORKER.update(state)
-        self.n = n
-        self._context = multiprocessing.get_context("fork")
-        self.idle: list = [_Worker(self._context) for _ in range(n)]
-        self.all: set = set(self.idle)
-
-    def replace(self, worker: _Worker) -> _Worker:
-        """Kill ``worker`` (dead, or overrunning) and start another in its place: the new one."""
-        worker.kill()
-        self.all.discard(worker)
-        new = _Worker(self._context)
-        self.all.add(new)
-        return new
-
-    def close(self) -> None:
-        workers, self.all, self.idle = list(self.all), set(), []
-        for worker in workers:
-            worker.kill()
-
-
-def run_inline(job, args, fallback):
-    """``job(*args)`` in this process (``--workers 0``); what it raises is answered with ``fallback``."""
-    try:
-        return job(*args)
-    except Exception as exc:                      # noqa: BLE001 -- the protocol's answer, never a crash
-        log(f"{type(exc).__name__}: {exc}")
-        return fallback("failed", f"{type(exc).__name__}: {exc}")
-
-
-# ----------------------------------------------------------------------------- the event loop
-
-class Budget:
-    """Bytes of requests held at once, all connections together (taken as they arrive, given back
-    as the protocol drops them and when their connection closes)."""
-
-    def __init__(self, limit: int):
-        self.limit, self.used = limit, 0
-
-    def take(self, n: int) -> bool:
-        if self.used + n > self.limit:
-            return False
-        self.used += n
-        return True
-
-    def give(self, n: int) -> None:
-        self.used -= n
-
-
-class Reply:
-    """A protocol's step: answer ``data`` and close the connection."""
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes):
-        self.data = data
-
-
-class Work:
-    """A protocol's step: run ``job(*args)`` (in a worker) and answer what it returns;
-    ``fallback(kind, text)`` answers instead when the job overruns (``kind`` "timeout") or its
-    worker dies (``kind`` "failed").
-
-    ``batch``, if given, is a module-level function that answers several such requests at once:
-    ``batch([args, ...])`` returns the list of what ``job(*args)`` returns for each, the same
-    answers (a filter scores a message the same alone and in a batch), for less work than the
-    jobs one by one. The loop hands an idle worker several queued requests of the same
-    ``batch`` when more are waiting than workers are idle (:func:`run_batch`).
-    """
-    __slots__ = ("job", "args", "fallback", "batch")
-
-    def __init__(self, job, args: tuple, fallback, batch=None):
-        self.job, self.args, self.fallback, self.batch = job, args, fallback, batch
-
-
-#: requests handed to one worker at once, at most (see :class:`Work`)
-MAX_BATCH = 8
-#: bytes of requests handed to one worker at once, at most (beyond one request): batching saves
-#: the per-call cost of scoring, which a big message does not notice, and a batch shares one
-#: timeout, which a few big messages together could overrun where each alone would not
-MAX_BATCH_BYTES = 1 << 20
-
-
-def run_batch(job, batch, args_list: list) -> list:
-    """Several requests in one worker: ``("ok", answer)`` or ``("error", text)`` for each, in order.
-
-    ``batch(args_list)`` answers them together; should it fail as a whole, each request is
-    answered by ``job`` alone, so that one request's failure is that request's alone.
-    """
-    try:
-        answers = batch(args_list)
-        if len(answers) == len(args_list):
-            return [("ok", a) for a in answers]
-        log(f"a batch of {len(args_list)} requests gave {len(answers)} answers; answering them one by one")
-    except Exception as exc:                      # noqa: BLE001 -- each request is then tried alone
-        log(f"{type(exc).__name__}: {exc}; answering a batch of {len(args_list)} requests one by one")
-    out = []
-    for args in args_list:
-        try:
-            out.append(("ok", job(*args)))
-        except Exception as exc:                  # noqa: BLE001 -- that request's fallback answers it
-            out.append(("error", f"{type(exc).__name__}: {exc}"))
-    return out
-
-
-#: a protocol's step: close the connection without an answer
 CLOSE = object()
 
 
@@ -383,67 +112,6 @@ class Connection:
         self.out = None
         self.work = None
         self.events = 0                          # what the loop's selector watches it for
-
-
-class AllowList:
-    """The client addresses a TCP listener answers: IPv4 and IPv6 networks, as spamd's
-    ``--allowed-ips`` takes them -- an address (``10.1.2.3``, ``::1``), a network in CIDR
-    notation (``192.0.2.0/24``, ``[2001:db8::]/32``: IPv6 may be in brackets), or an IPv4
-    prefix of one to three octets with a trailing dot (``10.`` is 10.0.0.0/8). Hostnames are
-    refused, as spamd refuses them (a name's addresses can change under a running server). An
-    IPv4 client on an IPv6 socket (``::ffff:127.0.0.1``) is matched as its IPv4 address.
-
-    >>> allowed = AllowList.parse(["127.0.0.1, 10.", "[2001:db8::]/32"])
-    >>> [allowed.allows(a) for a in ("10.9.8.7", "::ffff:10.0.0.1", "2001:db8::5", "11.0.0.1", "::1")]
-    [True, True, True, False, False]
-    """
-
-    #: spamd's default: only this host (any loopback address)
-    LOOPBACK = ("127.0.0.0/8", "::1")
-
-    def __init__(self, networks):
-        self.networks = tuple(networks)
-
-    @classmethod
-    def parse(cls, items) -> "AllowList":
-        """From option values, each one or more comma-separated entries; ValueError names a bad one."""
-        networks = []
-        for item in items:
-            for entry in str(item).split(","):
-                entry = entry.strip()
-                if entry:
-                    networks.append(cls._network(entry))
-        if not networks:
-            raise ValueError("no address or network given")
-        return cls(networks)
-
-    @staticmethod
-    def _network(entry: str):
-        text = entry
-        if text.startswith("["):                          # [2001:db8::]/32 or [::1]
-            inside, bracket, rest = text[1:].partition("]")
-            if not bracket or rest and not rest.startswith("/"):
-                raise ValueError(f"{entry!r} is not an IP address or network")
-            text = inside + rest
-        if text.endswith(".") and 1 <= text.count(".") <= 3:   # spamd's "10." and "192.168." prefixes
-            octets = text[:-1].split(".")
-            text = ".".join(octets + ["0"] * (4 - len(octets))) + f"/{8 * len(octets)}"
-        try:
-            return ipaddress.ip_network(text, strict=False)
-        except ValueError:
-            raise ValueError(f"{entry!r} is not an IP address or network (hostnames are not taken)") from None
-
-    def allows(self, host: str) -> bool:
-        try:
-            address = ipaddress.ip_address(host.split("%", 1)[0])          # a scope (fe80::1%eth0) dropped
-        except ValueError:
-            return False
-        if address.version == 6 and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        return any(address.version == network.version and address in network for network in self.networks)
-
-    def __str__(self) -> str:
-        return ", ".join(map(str, self.networks))
 
 
 class ServeLoop:
@@ -806,8 +474,8 @@ class ServeLoop:
     def _batch_mates(self, batch, first_size: int) -> list:
         """The queued connections to hand out with one of ``batch`` (of ``first_size`` bytes) just
         taken off the queue: as many as make the waiting requests' share of one idle worker (none
-        when every waiting request has an idle worker of its own), up to :data:`MAX_BATCH` in all
-        and :data:`MAX_BATCH_BYTES` of requests (the bytes each was read with), each of the same
+        when every waiting request has an idle worker of its own), up to :data:`~spamkit.serve.pool.MAX_BATCH` in all
+        and :data:`~spamkit.serve.pool.MAX_BATCH_BYTES` of requests (the bytes each was read with), each of the same
         ``batch`` and next in the queue."""
         waiting = sum(1 for c in self.queued if c.state == "queued")
         share = min(MAX_BATCH, -(-(waiting + 1) // len(self.workers.idle)))
@@ -894,81 +562,6 @@ class ServeLoop:
 
 # ----------------------------------------------------------------------------- listening sockets
 
-def unix_socket_ready(path: str) -> None:
-    """Make ``path`` free for a new socket: only a stale socket of a process that is gone is
-    removed; a regular file, or a socket someone answers on, is refused (OSError)."""
-    if not os.path.lexists(path):
-        return
-    if not stat.S_ISSOCK(os.lstat(path).st_mode):
-        raise OSError(f"{path} exists and is not a socket; not replacing it (choose another socket path)")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(path)
-    except OSError:
-        os.unlink(path)                            # stale socket of a process that is gone
-    else:
-        raise OSError(f"{path}: another server is already answering here")
-    finally:
-        probe.close()
-
-
-def unix_listener(path, socket_mode: int):
-    """A listening Unix-domain socket at ``path`` (after :func:`unix_socket_ready`), created
-    with ``socket_mode`` (the umask is set while it is made, so it is never more open, even for
-    an instant)."""
-    path = str(path)
-    unix_socket_ready(path)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        old = os.umask(0o777 & ~socket_mode)
-        try:
-            sock.bind(path)
-        finally:
-            os.umask(old)
-        os.chmod(path, socket_mode)
-        sock.listen(BACKLOG)
-    except OSError as exc:
-        sock.close()
-        raise _named(exc, path) if exc.filename is None and exc.errno is not None else exc from None
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-def tcp_listener(address: tuple[str, int]):
-    """A listening TCP socket on ``(host, port)`` (IPv6 when the host has a colon)."""
-    sock = socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET, socket.SOCK_STREAM)
-    host, port = address[0], address[1]
-    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(BACKLOG)
-    except OSError as exc:
-        sock.close()
-        raise _named(exc, where, port) from None
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-def _named(exc: OSError, where: str, port: int | None = None) -> OSError:
-    """``exc`` as one line that names the address it was about (Python's says only "[Errno 98]
-    Address already in use"); its text is the whole message, without the errno."""
-    if exc.errno == errno.EADDRINUSE:
-        return OSError(f"{where}: address already in use (another server listens there: stop it "
-                       "or choose another address)")
-    if exc.errno == errno.EADDRNOTAVAIL:
-        return OSError(f"{where}: no interface of this machine has that address")
-    if exc.errno == errno.EACCES and port is not None and port < 1024:
-        return OSError(f"{where}: permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)")
-    return OSError(f"{where}: {exc.strerror or exc}")
-
-
-# ----------------------------------------------------------------------------- the spamkit protocol
-
 def frame(status: int, payload: bytes) -> bytes:
     """One reply of spamkit's protocol: the status byte, the length, the bytes."""
     return bytes([status]) + _LENGTH.pack(len(payload)) + payload
@@ -978,7 +571,7 @@ def answer_job(model: str, raw: bytes) -> bytes:
     """The reply to one message of the spamkit protocol (in a worker): the tagged message and
     its verdict's status, or the message unchanged (status 3) if anything fails; never loses it."""
     try:
-        spam_filter = _WORKER["cache"].get(model)
+        spam_filter = worker_state()["cache"].get(model)
         verdict, p = spam_filter.verdict(raw)
         return frame(VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id,
                                                   getattr(spam_filter, "points_threshold", 0.5)))
@@ -996,7 +589,7 @@ def answer_batch(items: list) -> list:
     for i, (model, _raw) in enumerate(items):
         groups.setdefault(model, []).append(i)
     for model, members in groups.items():
-        spam_filter = _WORKER["cache"].get(model)
+        spam_filter = worker_state()["cache"].get(model)
         proba, familiarity = spam_filter.score([items[i][1] for i in members])
         for i, row, known in zip(members, proba, familiarity):
             raw = items[i][1]
@@ -1012,7 +605,7 @@ def answer_batch(items: list) -> list:
 
 class SpamkitProtocol:
     """spamkit's own protocol (the module docstring), for ``spamkit-pipe``, on the filter file
-    ``model`` (reloaded when it changes: the workers' :class:`FilterCache`)."""
+    ``model`` (reloaded when it changes: the workers' :class:`~spamkit.serve.pool.FilterCache`)."""
 
     def __init__(self, model: str, max_size: int):
         self.model, self.max_size = str(model), max_size

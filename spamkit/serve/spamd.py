@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 
 from ..mail.tags import add_spamassassin_fields, points, rule_names, spamassassin_fields, REQUIRED_POINTS
 from ..parse.message import header_end
-from .server import CLOSE, Reply, Work, log, worker_state
+from .pool import Reply, Work, log, worker_state
+from .server import CLOSE
 
 #: spamd's exit codes (sysexits.h) used in answers
 EX_OK, EX_USAGE, EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL, EX_PROTOCOL, EX_NOPERM = (
@@ -342,7 +343,7 @@ def spamd_batch(items: list) -> list:
     answers: the messages of each filter file are scored together (:func:`score_jobs`), which
     a worker does in about three quarters of the time per message for batches of two to four
     20 KB messages; ``TELL`` and refused requests are answered one by one. The requests are not
-    changed (should this fail, :func:`spamkit.serve.server.run_batch` answers each with
+    changed (should this fail, :func:`spamkit.serve.pool.run_batch` answers each with
     :func:`spamd_job`)."""
     answers: list = [None] * len(items)
     groups: dict = {}                                  # filter file -> [(position, inflated body)]
