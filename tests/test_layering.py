@@ -73,6 +73,8 @@ ALLOWED = {
     "launch": {"cli", "corpus", "mail", "passthrough"},
     # the one-import facade for scripts
     "pipeline": {"decide", "filterfile", "jobs", "models"},
+    # the models and the whole filter as scikit-learn BaseEstimators (imports scikit-learn)
+    "estimators": {"filterfile", "models"},
     "__main__": {"launch"},
     "__init__": set(),
 }
