@@ -52,7 +52,8 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     chosen = engine_from_options(engine, scheduler, partition_size, ship, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, \
             Progress("evaluating") as progress, running(chosen, progress) as running_engine:
-        progress.expect(*expected_messages(corpora, estimate=progress.enabled))
+        if progress.enabled:                  # a total only for a display someone sees
+            progress.expect(*expected_messages(corpora))
         result = evaluate_filter(spam_filter, corpora, progress.step, detail=report_path is not None,
                                  engine=running_engine, positive=positive)
     if chosen.name == "dask":

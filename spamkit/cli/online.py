@@ -95,7 +95,8 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
     chosen = engine_from_options("local", "local", 0, False, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress, \
             running(chosen, progress) as engine:
-        progress.expect(*expected_messages(corpora, estimate=progress.enabled))
+        if progress.enabled:                  # a total only for a display someone sees
+            progress.expect(*expected_messages(corpora))
         result = online_filter(corpora, analyzer=make_analyzer(tokens or "mail"), model=model, alpha=alpha, engine=engine,
                                fisher=fisher_params(strength, prior, min_dev, max_clues), regime=regime,
                                stack=stack_for_rate(rate), rate=rate,
@@ -136,7 +137,8 @@ def _online_classes(corpus, ham, spam, extra, fmt, classes, output, model, token
     chosen = engine_from_options("local", "local", 0, False, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress, \
             running(chosen, progress) as engine:
-        progress.expect(*expected_messages(corpora, estimate=progress.enabled))
+        if progress.enabled:                  # a total only for a display someone sees
+            progress.expect(*expected_messages(corpora))
         result = online_filter_classes(corpora, analyzer=make_analyzer(tokens or "mail"), model=model,
                                        alpha=model_default(model, "alpha", alpha, 1.0), hashing=hashing,
                                        complement=complement, engine=engine, progress=progress.step)

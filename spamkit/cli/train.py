@@ -186,7 +186,8 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
         chosen.check(spam_filter)
         parameters.update(chosen.parameters())
         with Progress("training") as progress, running(chosen, progress) as running_engine:
-            progress.expect(*expected_messages(corpora, estimate=progress.enabled))
+            if progress.enabled:                  # a total only for a display someone sees
+                progress.expect(*expected_messages(corpora))
             report = train_filter(spam_filter, corpora, test_fraction, split, seed, progress.step, parameters,
                                   engine=running_engine)
     from ..decide.decision import CostMatrix
