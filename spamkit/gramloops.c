@@ -218,9 +218,9 @@ typedef struct {
     int packed;
 } row_t;
 
-/* The rows (a sequence of uint32 arrays or packed rows) as views, each slot checked < size;
-   -1 on error with every view taken released. */
-static int row_views(PyObject *rows, row_t **views_out, Py_ssize_t *n_out, Py_ssize_t size)
+/* The rows (a sequence of uint32 arrays or packed rows) as views, unchecked (check_rows checks
+   them without the GIL); -1 on error with every view taken released. */
+static int row_views(PyObject *rows, row_t **views_out, Py_ssize_t *n_out)
 {
     PyObject *seq = PySequence_Fast(rows, "rows must be a sequence of uint32 arrays or packed rows");
     if (seq == NULL)
@@ -236,33 +236,10 @@ static int row_views(PyObject *rows, row_t **views_out, Py_ssize_t *n_out, Py_ss
     for (; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
         row_t *r = &views[i];
-        if (PyBytes_Check(item)) {
-            r->packed = 1;
-            if (PyObject_GetBuffer(item, &r->view, PyBUF_SIMPLE) < 0)
-                break;
-            uint32_t last;
-            int got = check_packed(r->view.buf, r->view.len, &last);
-            if (got < 0 || (r->view.len && (Py_ssize_t)last >= size)) {
-                if (got < 0)
-                    PyErr_Format(PyExc_ValueError, "row %zd is not a packed row of slots", i);
-                else
-                    PyErr_Format(PyExc_ValueError, "row %zd has slot %u, outside the %zd weights", i, last, size);
-                PyBuffer_Release(&r->view);
-                break;
-            }
-            continue;
-        }
-        if (get_view(item, &r->view, 'I', 4, 0, "a row of slots") < 0)
+        r->packed = PyBytes_Check(item);
+        if (r->packed ? PyObject_GetBuffer(item, &r->view, PyBUF_SIMPLE) < 0
+                      : get_view(item, &r->view, 'I', 4, 0, "a row of slots") < 0)
             break;
-        const uint32_t *s = r->view.buf;
-        Py_ssize_t k = 0, m = r->view.shape[0];
-        while (k < m && (Py_ssize_t)s[k] < size)
-            k++;
-        if (k < m) {
-            PyErr_Format(PyExc_ValueError, "row %zd has slot %u, outside the %zd weights", i, s[k], size);
-            PyBuffer_Release(&r->view);
-            break;
-        }
     }
     Py_DECREF(seq);
     if (i < n) {
@@ -276,6 +253,54 @@ static int row_views(PyObject *rows, row_t **views_out, Py_ssize_t *n_out, Py_ss
     return 0;
 }
 
+/* The first bad row of a check_rows: its index, what is wrong (1 not a packed row, 2 a slot
+   outside the table) and that slot. */
+typedef struct {
+    Py_ssize_t row;
+    int kind;
+    uint32_t slot;
+} bad_row_t;
+
+/* Whether every slot of every row is below `size` (and every packed row well formed): 0, or -1
+   with the first bad row in *bad. Reads the rows' memory only, so it runs without the GIL
+   (each training pass of the 4-gram model checked every row holding it: as long as the steps). */
+static int check_rows(const row_t *views, Py_ssize_t n, Py_ssize_t size, bad_row_t *bad)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const row_t *r = &views[i];
+        bad->row = i;
+        if (r->packed) {
+            uint32_t last;
+            if (check_packed(r->view.buf, r->view.len, &last) < 0) {
+                bad->kind = 1;
+                return -1;
+            }
+            if (r->view.len && (Py_ssize_t)last >= size) {
+                bad->kind = 2;
+                bad->slot = last;
+                return -1;
+            }
+            continue;
+        }
+        const uint32_t *s = r->view.buf;
+        for (Py_ssize_t k = 0, m = r->view.shape[0]; k < m; k++)
+            if ((Py_ssize_t)s[k] >= size) {
+                bad->kind = 2;
+                bad->slot = s[k];
+                return -1;
+            }
+    }
+    return 0;
+}
+
+static void raise_bad_row(const bad_row_t *bad, Py_ssize_t size)
+{
+    if (bad->kind == 1)
+        PyErr_Format(PyExc_ValueError, "row %zd is not a packed row of slots", bad->row);
+    else
+        PyErr_Format(PyExc_ValueError, "row %zd has slot %u, outside the %zd weights", bad->row, bad->slot, size);
+}
+
 static void release_rows(row_t *views, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++)
@@ -284,7 +309,7 @@ static void release_rows(row_t *views, Py_ssize_t n)
 }
 
 /* A checked packed row's slots into out (room for one slot a word; rows are checked by
-   row_views, so no bound is tested here): how many. */
+   check_rows, so no bound is tested here): how many. */
 static Py_ssize_t decode_row(const row_t *r, uint32_t *out)
 {
     const uint16_t *w = r->view.buf;
@@ -360,7 +385,7 @@ static PyObject *steps(PyObject *self, PyObject *args)
     }
     row_t *views = NULL;
     Py_ssize_t n = 0;
-    if (row_views(rows, &views, &n, w.shape[0]) < 0) {
+    if (row_views(rows, &views, &n) < 0) {
         PyBuffer_Release(&w);
         PyBuffer_Release(&t);
         return NULL;
@@ -382,8 +407,12 @@ static PyObject *steps(PyObject *self, PyObject *args)
     double *z_out = (double *)PyBytes_AS_STRING(out);
     float *wv = w.buf;
     const double *target = t.buf;
+    bad_row_t bad;
+    int checked;
+    Py_ssize_t size = w.shape[0];
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
+    checked = check_rows(views, n, size, &bad);         /* every slot before any step */
+    for (Py_ssize_t i = 0; checked == 0 && i < n; i++) {
         Py_ssize_t m;
         const uint32_t *s = row_slots(&views[i], scratch, &m);
         double z = row_sum(wv, s, m);
@@ -394,6 +423,10 @@ static PyObject *steps(PyObject *self, PyObject *args)
         z_out[i] = z;
     }
     Py_END_ALLOW_THREADS
+    if (checked < 0) {
+        raise_bad_row(&bad, size);
+        Py_CLEAR(out);
+    }
     PyMem_Free(scratch);
 done:
     release_rows(views, n);
@@ -413,7 +446,7 @@ static PyObject *scores(PyObject *self, PyObject *args)
         return NULL;
     row_t *views = NULL;
     Py_ssize_t n = 0;
-    if (row_views(rows, &views, &n, w.shape[0]) < 0) {
+    if (row_views(rows, &views, &n) < 0) {
         PyBuffer_Release(&w);
         return NULL;
     }
@@ -423,13 +456,21 @@ static PyObject *scores(PyObject *self, PyObject *args)
     if (out != NULL) {
         double *z = (double *)PyBytes_AS_STRING(out);
         const float *wv = w.buf;
+        bad_row_t bad;
+        int checked;
+        Py_ssize_t size = w.shape[0];
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
+        checked = check_rows(views, n, size, &bad);
+        for (Py_ssize_t i = 0; checked == 0 && i < n; i++) {
             Py_ssize_t m;
             const uint32_t *s = row_slots(&views[i], scratch, &m);
             z[i] = row_sum(wv, s, m);
         }
         Py_END_ALLOW_THREADS
+        if (checked < 0) {
+            raise_bad_row(&bad, size);
+            Py_CLEAR(out);
+        }
     }
     PyMem_Free(scratch);
     release_rows(views, n);

@@ -183,6 +183,8 @@ def test_packed_rows_are_the_slots_in_half_the_bytes_and_learn_the_same():
     for bad in (b"\x05", escape + b"\x01\x00", (escape + b"\xff\xff\xff\xff") * 2, pack_slots([5, 1 << 18])):
         with pytest.raises(ConfigError):                # half a word, an escape cut short, past 2**32, outside
             b.partial_fit([packed[0], bad], ["ham", "spam"])
+        with pytest.raises(ConfigError):                # scoring checks them as learning does
+            b.decision_function([packed[1], bad])
         with pytest.raises(ConfigError):
             b.slots(bad)
     assert np.array_equal(b.weights_, before)
