@@ -8,7 +8,7 @@ comes later, or from elsewhere. For each case (training mail -> mail judged) the
 same messages and classifies the same. Printed: the ROC AUC of each, and at each one's own
 three-way decision the ham misfiled as spam, the spam caught and the messages left unsure (%).
 spamkit's decision is printed under several rules of its familiarity guard
-(``spamkit.decide.decision.FamiliarityGuard``): as a mailbox run judges a stream, as each message
+(``spamkit.decide.guard.FamiliarityGuard``): as a mailbox run judges a stream, as each message
 alone, and with no guard.
 
 Cases: trec06p -> trec07p-dev and CSDMC2010; CSDMC2010 -> trec07p-dev; trec07p-dev -> CSDMC2010;

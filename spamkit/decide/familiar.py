@@ -10,7 +10,7 @@ suffices (the message is unsure, never spam). The margin is measured in units of
 mail's own spread (``typical - floor``), so one setting serves filters trained on mail of any
 kind.
 
-Both routes that decide a message use these definitions: :class:`spamkit.decide.decision.FamiliarityGuard`
+Both routes that decide a message use these definitions: :class:`spamkit.decide.guard.FamiliarityGuard`
 (arrays and filter runs, which add the stream's drift) and pipe mode's lean route
 (:mod:`spamkit.mail.lean`, which imports no NumPy). Why these numbers: docs/results.md,
 "Train once, judge later mail or mail from elsewhere" (``scripts/shifted_mail.py``).

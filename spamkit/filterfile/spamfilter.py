@@ -21,7 +21,8 @@ import numpy as np
 from ..features.bytekeys import context_keys, packed_gram_rows
 from ..decide.calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
 from ..corpus import LabelledMessage, require_classes
-from ..decide.decision import UNSURE_NAME, CostMatrix, FamiliarityGuard, Verdict, prior_shift
+from ..decide.decision import UNSURE_NAME, CostMatrix, Verdict, prior_shift
+from ..decide.guard import FamiliarityGuard
 from ..decide.familiar import discounted_row
 from .. import errors
 from ..errors import ConfigError, CorpusError, ModelFormatError, WorkerError
@@ -402,7 +403,7 @@ class SpamFilter:
 
     # ------------------------------------------------------------------ familiarity
 
-    #: the familiarity guard (spamkit.decide.decision.FamiliarityGuard) of a ham/spam filter, or None
+    #: the familiarity guard (spamkit.decide.guard.FamiliarityGuard) of a ham/spam filter, or None
     guard = None
     #: hashed filters: which columns training saw (vocabulary filters know only what they saw)
     seen_columns = None
@@ -673,7 +674,7 @@ class SpamFilter:
         else the cheapest under ``costs``, else the most probable class.
 
         With ``familiarity`` (:meth:`score`) and a decision layer that can say "unsure", the
-        :class:`~spamkit.decide.decision.FamiliarityGuard` turns "spam" into "unsure" for mail unlike
+        :class:`~spamkit.decide.guard.FamiliarityGuard` turns "spam" into "unsure" for mail unlike
         the training mail (rows are taken as a stream, in order).
         """
         if self.threshold is not None:
