@@ -1,0 +1,511 @@
+"""The analyzer: a parsed message (or plain text, or raw bytes) to its list of tokens, under one
+configuration (:class:`Analyzer`; :meth:`Analyzer.mail` for raw mail); the token kinds are listed
+in :mod:`spamkit.text`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+
+from ..errors import ConfigError
+from ..parse.message import Message, defect_families, parse_message
+from ..names import TOKENS
+from .stem import STEMMERS, CachedStemmer
+from .stopwords import english, load_stop_words
+from .tokenize import (NAMED_PATTERNS, WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, cjk_bigrams,
+                       find_urls, is_number, speedups, url_hosts)
+
+__all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
+
+#: header fields whose words become field-prefixed tokens by default
+DEFAULT_HEADERS = ("subject", "from", "reply-to", "to", "cc", "sender", "x-mailer", "user-agent",
+                   "content-type")
+NUMBER_MODES = ("keep", "drop", "collapse")
+#: how a message is cut into tokens: spamkit's analyzer, or bogofilter's lexer (spamkit.text.bogolex)
+LEXERS = ("spamkit", "bogofilter")
+#: ``headers=ALL_HEADERS`` tokenizes every header field
+ALL_HEADERS = ("*",)
+_IPV4 = re.compile(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])")
+_DIGIT_RUN = re.compile(r"\d+")
+_SPACE_RUN = re.compile(r"\s+")
+_URL_PIECES = re.compile(r"[\s/?#=&.:;,_+%~!@\-]+")
+
+
+def digit_shapes(text: str, out: list, cap: int = 20) -> None:
+    """Appends ``shape:dN`` to ``out`` for each run of decimal digits of ``text``, N its length
+    (at most ``cap``): how long the numbers of a message are, not what they are. In C
+    (``spamkit.speedups.digit_shapes``, tests/test_text.py compares) when it was built.
+
+    >>> out = []; digit_shapes("call 0800 123456 now, ref 7", out); out
+    ['shape:d4', 'shape:d6', 'shape:d1']
+    """
+    if speedups is not None:
+        speedups.digit_shapes(text, cap, out)
+        return
+    out.extend(f"shape:d{min(len(run), cap)}" for run in _DIGIT_RUN.findall(text))
+
+
+def digit_prefixes(text: str, out: list, cap: int = 20, shortest: int = 5) -> None:
+    """Appends ``shape:PPdN`` to ``out`` for each run of at least ``shortest`` decimal digits of
+    ``text``: PP its first two digits, N its length (at most ``cap``). Where ``shape:dN`` says
+    only how long a number is, these say what kind of number it is, by the prefix the numbering
+    plans give its kind: premium-rate, freephone and mobile telephone numbers (in the United
+    Kingdom's plan 09, 08 and 07, Ofcom's National Telephone Numbering Plan), a country code
+    (+44, +1), an account or a card number.
+
+    >>> out = []; digit_prefixes("call 09058094583 or 0800 505060, ref 7", out); out
+    ['shape:09d11', 'shape:50d6']
+    """
+    out.extend(f"shape:{run[:2]}d{min(len(run), cap)}" for run in _DIGIT_RUN.findall(text) if len(run) >= shortest)
+
+
+def url_part_tokens(urls: list, out: list) -> None:
+    """Appends ``url:part:P`` to ``out`` for each piece P of 2 to 30 characters of each URL, lower
+    case, cut at white space and URL punctuation: the words of a link's path and query, which a
+    spammer changes less than its host. In C (``spamkit.speedups.url_parts``, tests/test_text.py
+    compares) when it was built.
+
+    >>> out = []; url_part_tokens(["http://X.example/Buy-Now?id=42&a=b"], out); out
+    ['url:part:http', 'url:part:example', 'url:part:buy', 'url:part:now', 'url:part:id', 'url:part:42']
+    """
+    if speedups is not None:
+        speedups.url_parts(urls, out)
+        return
+    for url in urls:
+        out.extend("url:part:" + p for p in _URL_PIECES.split(url.lower()) if 2 <= len(p) <= 30)
+
+
+def received_ip_tokens(values: list, out: list) -> None:
+    """Appends, for each dotted quad of the ``Received:`` field values whose numbers are all at
+    most 255, ``received:ip:A.B.C.D`` and its /24 and /16 prefixes ``received:ip:A.B.C`` and
+    ``received:ip:A.B`` to ``out``: the relays a message passed through, and their networks.
+    In C (``spamkit.speedups.received_ips``, tests/test_text.py compares) when it was built.
+
+    >>> out = []; received_ip_tokens(["from x ([192.0.2.7]) by mx; 1.2.3.4.5 and 300.1.1.1"], out); out
+    ['received:ip:192.0.2.7', 'received:ip:192.0.2', 'received:ip:192.0']
+    """
+    if speedups is not None:
+        speedups.received_ips(values, out)
+        return
+    for value in values:
+        for m in _IPV4.finditer(value):
+            octets = m.groups()
+            if all(int(o) <= 255 for o in octets):
+                out.extend(("received:ip:" + ".".join(octets), "received:ip:" + ".".join(octets[:3]),
+                            "received:ip:" + ".".join(octets[:2])))
+
+
+def _check_untrusted(config: dict, stop_list) -> None:
+    """Refuse an analyzer configuration that would make spamkit open a file or run a foreign regex."""
+    pattern = config.get("token_pattern", WORD_PATTERN)
+    if pattern not in NAMED_PATTERNS.values():
+        raise ConfigError(f"the filter file brings its own token pattern {str(pattern)[:60]!r}; only "
+                          f"spamkit's named patterns ({', '.join(NAMED_PATTERNS)}) are run from a filter file")
+    stop_words = config.get("stop_words", "none")
+    if stop_words not in ("none", "english", "custom"):
+        raise ConfigError(f"the filter file names a stop-word file ({str(stop_words)[:60]!r}); a filter file "
+                          "must carry its stop words, never a path")
+    if stop_list is not None and not (isinstance(stop_list, list) and len(stop_list) <= 1_000_000
+                                      and all(isinstance(w, str) and len(w) <= 200 for w in stop_list)):
+        raise ConfigError("the filter file's stop-word list is not a list of words")
+    if stop_words != "none" and stop_list is None:
+        raise ConfigError(f"the filter file uses stop words {stop_words!r} but does not carry the list")
+    for key in ("headers", "skip_headers"):
+        headers = config.get(key, ())
+        if not (isinstance(headers, (list, tuple)) and len(headers) <= 10_000
+                and all(isinstance(h, str) and len(h) <= 200 for h in headers)):
+            raise ConfigError(f"the filter file's {key} is not a list of field names")
+
+
+@dataclass
+class Analyzer:
+    """Message or text to tokens; its configuration is saved in every model.
+
+    Parameters
+    ----------
+    lowercase : bool
+        Lower-case before tokenizing.
+    token_pattern : str
+        Regular expression of one word (default :data:`~spamkit.text.tokenize.WORD_PATTERN`).
+    numbers : {"keep", "drop", "collapse"}
+        What to do with tokens that are numbers; "collapse" turns each into ``meta:number``.
+    min_len, max_len : int
+        Words shorter than ``min_len`` are dropped; longer than ``max_len`` become ``meta:long-token``.
+    ngram_max : int
+        Also emit word n-grams up to this length (1 = words only), joined by a space.
+    stop_words : str
+        ``"none"``, ``"english"`` (shipped list), or a path to a file of words.
+    stemmer : {"none", "porter", "snowball", "lancaster"}
+    language : str
+        Snowball language.
+    headers : tuple of str
+        Header fields tokenized with a ``field:`` prefix; ``("*",)`` (:data:`ALL_HEADERS`)
+        for every field.
+    skip_headers : tuple of str
+        Header fields never tokenized, even with :data:`ALL_HEADERS` (their names still count
+        for ``header_names``): fields whose values are new in every message, which bogofilter
+        ignores as "MTA cruft" (its man page: "dates and message-IDs are ignored").
+    urls : bool
+        Emit ``url:host`` tokens.
+    meta : bool
+        Emit ``attach:``, ``meta:html`` and ``meta:defect:`` tokens.
+    header_names : bool
+        Emit ``header:NAME`` for each header field present (which fields a mailer writes,
+        and in what mix, tells mailers apart).
+    received_ips : bool
+        Emit ``received:ip:`` tokens for each IPv4 address in the Received fields, with its
+        /24 and /16 prefixes (senders' networks, as bogofilter's ``block_on_subnets``).
+    digit_shapes : bool
+        Emit ``shape:dN`` for each run of N digits in the body (N capped at 20): phone
+        numbers, short codes and prices generalise by their length, not their digits. On the
+        SMS Spam Collection this takes Platt-calibrated Robinson/Fisher from 97.85% to 98.08%
+        accuracy (``scripts/reproduce_almeida.py``).
+    digit_prefixes : bool
+        Emit ``shape:PPdN`` for each run of five or more digits in the body, PP its first two
+        digits and N its length (:func:`digit_prefixes`): the kind of a telephone number
+        (premium-rate, freephone, mobile) or of an account number, which its length alone
+        does not tell.
+    url_parts : bool
+        Emit ``url:part:`` tokens for the pieces of each URL's host and path (split at
+        ``/ ? # = & . : - _`` and the like), 2 to 30 characters long.
+    char_ngrams : int
+        0 (off) or n from 3 to 6: also emit ``cn:`` + each distinct run of n characters of the
+        first ``char_window`` characters of the body, once per message, in order of first
+        appearance. Character n-grams see through the obfuscations a word tokenizer splits
+        (``v1agra``, ``f r e e``, words glued to punctuation) and need no idea of a word; the
+        best runs of the TREC 2007 spam track learned on overlapping byte 4-grams of each
+        message's first 2,500-3,000 bytes (G. V. Cormack, "University of Waterloo
+        Participation in the TREC 2007 Spam Track"). spamkit takes them from the decoded
+        body text, so base64 and quoted-printable parts give the same grams as plain ones,
+        and read each run of white space as one space.
+    char_window : int
+        How many characters of the body the character n-grams look at.
+    lexer : {"spamkit", "bogofilter"}
+        ``"bogofilter"``: bogofilter 1.2's tokens from the raw message
+        (:mod:`spamkit.text.bogolex`), so that a filter can carry counts imported from a
+        bogofilter word list (``spamkit import-wordlist``); every other setting is then unused.
+
+    Examples
+    --------
+    >>> a = Analyzer(stop_words="english", stemmer="porter")
+    >>> a("Winning the lottery: visit http://www.prize.example.com/claim now!")
+    ['win', 'lotteri', 'visit', 'http', 'www.prize.example.com', 'claim', 'url:prize.example.com', 'url:example.com']
+    >>> m = parse_message(b"Subject: Free money\\nFrom: Bob <bob@spam.example>\\n\\nfree offer")
+    >>> Analyzer()(m)
+    ['free', 'offer', 'subject:free', 'subject:money', 'from:bob', 'from:bob', 'from:spam.example']
+    """
+
+    lowercase: bool = True
+    token_pattern: str = WORD_PATTERN
+    numbers: str = "keep"
+    min_len: int = 2
+    max_len: int = 40
+    ngram_max: int = 1
+    stop_words: str = "none"
+    stemmer: str = "none"
+    language: str = "english"
+    headers: tuple = DEFAULT_HEADERS
+    skip_headers: tuple = ()
+    urls: bool = True
+    meta: bool = True
+    header_names: bool = False
+    received_ips: bool = False
+    url_parts: bool = False
+    digit_shapes: bool = False
+    digit_prefixes: bool = False
+    char_ngrams: int = 0
+    char_window: int = 3000
+    lexer: str = "spamkit"
+    cjk_bigrams: bool = False
+    _stop_list: frozenset = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.numbers not in NUMBER_MODES:
+            raise ConfigError(f"numbers must be one of {', '.join(NUMBER_MODES)}, got {self.numbers!r}")
+        if not (isinstance(self.min_len, int) and isinstance(self.max_len, int)
+                and 1 <= self.min_len <= self.max_len):
+            raise ConfigError(f"need 1 <= min_len <= max_len, got {self.min_len}, {self.max_len}")
+        if not (isinstance(self.ngram_max, int) and 1 <= self.ngram_max <= 5):
+            raise ConfigError(f"ngram_max must be 1 to 5, got {self.ngram_max!r}")
+        if not (isinstance(self.char_ngrams, int) and (self.char_ngrams == 0 or 3 <= self.char_ngrams <= 6)):
+            raise ConfigError(f"char_ngrams must be 0 (off) or 3 to 6, got {self.char_ngrams!r}")
+        if self.lexer not in LEXERS:
+            raise ConfigError(f"lexer must be one of {', '.join(LEXERS)}, got {self.lexer!r}")
+        if not (isinstance(self.char_window, int) and self.char_window >= 1):
+            raise ConfigError(f"char_window must be a positive number of characters, got {self.char_window!r}")
+        try:
+            self._regex = re.compile(self.token_pattern)
+        except re.error as exc:
+            raise ConfigError(f"token_pattern is not a regular expression: {exc}") from None
+        # the default word pattern and length: the engine itself drops one-character words
+        self._regex_min = (re.compile(WORD_PATTERN_MIN2_FAST)
+                           if self.token_pattern == WORD_PATTERN and self.min_len == 2 else None)
+        self._regex_min_ascii = re.compile(WORD_PATTERN_MIN2_ASCII) if self._regex_min is not None else None
+        self.headers = tuple(h.lower() for h in self.headers)
+        self.skip_headers = tuple(h.lower() for h in self.skip_headers)
+        if self._stop_list is None:
+            self._stop_list = load_stop_words(self.stop_words)
+        self._stem = CachedStemmer(self.stemmer, self.language)
+
+    @classmethod
+    def mail(cls, **overrides) -> "Analyzer":
+        """The analyzer for raw mail of spamkit's best filter (see the module docstring).
+
+        >>> Analyzer.mail().headers, Analyzer.mail().lowercase
+        (('*',), False)
+        """
+        settings = dict(lowercase=False, headers=ALL_HEADERS, header_names=True, received_ips=True,
+                        url_parts=True, digit_shapes=True, cjk_bigrams=True)
+        settings.update(overrides)
+        return cls(**settings)
+
+    # ----------------------------------------------------------- configuration
+
+    def get_config(self) -> dict:
+        """A JSON-serialisable configuration; a user's stop-word file is stored as its words."""
+        config = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+        config["headers"] = list(self.headers)
+        config["skip_headers"] = list(self.skip_headers)
+        if self.stop_words not in ("none", "english"):
+            config["stop_words"] = "custom"
+            config["stop_word_list"] = sorted(self._stop_list)
+        elif self.stop_words == "english":
+            # The shipped list may change between versions; the model keeps the one it used.
+            config["stop_word_list"] = sorted(english())
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict, trusted: bool = True) -> "Analyzer":
+        """Rebuild the analyzer a model was trained with.
+
+        ``trusted=False`` (a filter file from elsewhere) accepts data only: the stop words
+        must come as a list, never as a file to open, and the token pattern must be one
+        of :data:`~spamkit.text.tokenize.NAMED_PATTERNS`.
+        """
+        config = dict(config)
+        stop_list = config.pop("stop_word_list", None)
+        known = {f.name for f in fields(cls) if not f.name.startswith("_")}
+        unknown = set(config) - known
+        if unknown:
+            raise ConfigError(f"unknown analyzer settings {sorted(unknown)}; "
+                              "was this model written by a newer spamkit?")
+        if not trusted:
+            _check_untrusted(config, stop_list)
+        if config.get("stop_words") == "custom" or stop_list is not None:
+            config["stop_words"] = config.get("stop_words", "custom")
+            return cls(**{**config, "headers": tuple(config.get("headers", DEFAULT_HEADERS)),
+                          "skip_headers": tuple(config.get("skip_headers", ()))},
+                       _stop_list=frozenset(stop_list or ()))
+        return cls(**{**config, "headers": tuple(config.get("headers", DEFAULT_HEADERS)),
+                      "skip_headers": tuple(config.get("skip_headers", ()))})
+
+    def __getstate__(self):                      # picklable for multiprocessing, not for files
+        return self.get_config()
+
+    def __setstate__(self, state):
+        self.__dict__.update(Analyzer.from_config(state).__dict__)
+
+    # ----------------------------------------------------------- tokenizing
+
+    def words(self, text: str) -> list[str]:
+        """Word tokens of ``text``: pattern, case, numbers, lengths, stop words, stemming, n-grams
+        (Han and kana text as character bigrams with ``cjk_bigrams``: :func:`~spamkit.text.tokenize.cjk_bigrams`)."""
+        if self.lowercase:
+            text = text.lower()
+        if self.cjk_bigrams:
+            text = cjk_bigrams(text)
+        stop, stem = self._stop_list, self._stem
+        min_len, max_len, numbers = self.min_len, self.max_len, self.numbers
+        if not stop and stem.function is None and numbers == "keep":
+            # The common configuration, as one comprehension: same result as the loop below.
+            if self._regex_min is not None and speedups is not None:
+                out = speedups.words(text, max_len, None, "meta:long-token")   # the same words, in C
+            elif self._regex_min is not None:
+                out = (self._regex_min_ascii if text.isascii() else self._regex_min).findall(text)
+                if out and max(map(len, out)) > max_len:     # rare: a word too long to keep
+                    out = [t if len(t) <= max_len else "meta:long-token" for t in out]
+            else:
+                out = [t if len(t) <= max_len else "meta:long-token"
+                       for t in self._regex.findall(text) if len(t) >= min_len]
+            if self.ngram_max > 1:
+                self._add_ngrams(out)
+            return out
+        out = []
+        for token in self._regex.findall(text):
+            if numbers != "keep" and is_number(token):
+                if numbers == "collapse":
+                    out.append("meta:number")
+                continue
+            n = len(token)
+            if n < min_len:
+                continue
+            if n > max_len:
+                out.append("meta:long-token")
+                continue
+            if token in stop:
+                continue
+            out.append(stem(token))
+        if self.ngram_max > 1:
+            self._add_ngrams(out)
+        return out
+
+    def char_grams(self, text: str) -> list[str]:
+        """The distinct character n-grams of the first ``char_window`` characters, prefixed ``cn:``.
+
+        Each run of white space counts as one space (line breaks and tabs are layout, and a
+        token never holds a line break).
+
+        >>> Analyzer(char_ngrams=3).char_grams("abcabcd")
+        ['c3:abc', 'c3:bca', 'c3:cab', 'c3:bcd']
+        """
+        n, text = self.char_ngrams, _SPACE_RUN.sub(" ", text[:self.char_window])
+        prefix = f"c{n}:"
+        return list(dict.fromkeys([prefix + text[i:i + n] for i in range(len(text) - n + 1)]))
+
+    def _add_ngrams(self, out: list[str]) -> None:
+        grams = [t for t in out if not t.startswith("meta:")]
+        for n in range(2, self.ngram_max + 1):
+            out.extend(" ".join(grams[i:i + n]) for i in range(len(grams) - n + 1))
+
+    def _field_tokens(self, fields, wanted, every: bool, skip, scan, tokens: list) -> None:
+        """Appends the words of the wanted header ``fields``, each prefixed with its name and a
+        colon, markers left out; ``scan`` is the compiled word scanner where it applies."""
+        for name, value in fields:
+            if (every or name in wanted) and name not in skip:
+                if scan is not None:
+                    tokens.extend(scan(value.lower() if self.lowercase else value, self.max_len, name + ":",
+                                       "meta:long-token"))
+                    continue
+                words = self.words(value)
+                # markers (meta:long-token, meta:number) are not field tokens: drop them
+                if self.numbers == "collapse" or "meta:long-token" in words:
+                    words = [t for t in words if not t.startswith("meta:")]
+                tokens.extend(map((name + ":").__add__, words))
+
+    def __call__(self, doc) -> list[str]:
+        """Tokens of a :class:`~spamkit.parse.message.Message`, a ``str`` of plain text, or raw ``bytes``."""
+        if self.lexer == "bogofilter":
+            from .bogolex import bogofilter_tokens      # (here: only bogofilter's lexer needs it)
+            return bogofilter_tokens(doc.raw if isinstance(doc, Message) else
+                                     doc.encode("utf-8", "surrogatepass") if isinstance(doc, str) else bytes(doc))
+        if isinstance(doc, (bytes, bytearray)):
+            doc = parse_message(bytes(doc))
+        if isinstance(doc, str):
+            doc = Message(body=doc, kind="text", size=len(doc))
+        if not isinstance(doc, Message):
+            raise ConfigError(f"cannot analyze a {type(doc).__name__}; pass a Message, str or bytes")
+        tokens = self.words(doc.body)
+        headers = doc.headers
+        if self.cjk_bigrams and self.headers and not all(value.isascii() for _, value in headers):
+            headers = [(name, cjk_bigrams(value)) for name, value in headers]
+        if self.urls or self.url_parts:
+            urls = find_urls(doc.body) + list(doc.urls)
+            if self.urls and speedups is not None:
+                speedups.url_host_tokens(urls, url_hosts, tokens)      # the same tokens, in C
+            elif self.urls:
+                for url in urls:
+                    tokens.extend("url:" + h for h in url_hosts(url))
+            if self.url_parts:
+                url_part_tokens(urls, tokens)
+        if self.headers:
+            wanted = self.headers
+            every = wanted == ALL_HEADERS
+            skip = self.skip_headers
+            # the default words of a field, prefixed and without markers, in one call to C
+            scan = (speedups.words if speedups is not None and self._regex_min is not None and self.ngram_max == 1
+                    and not self._stop_list and self._stem.function is None and self.numbers == "keep" else None)
+            if (scan is not None and every and not skip and not self.lowercase
+                    and isinstance(headers, (list, tuple))):
+                # every field as _field_tokens takes them, in one call (speedups.header_words)
+                speedups.header_words(headers, self.max_len, "meta:long-token", tokens)
+            else:
+                self._field_tokens(headers, wanted, every, skip, scan, tokens)
+        if self.char_ngrams:
+            tokens.extend(self.char_grams(doc.body))
+        if self.digit_shapes:
+            digit_shapes(doc.body, tokens)
+        if self.digit_prefixes:
+            digit_prefixes(doc.body, tokens)
+        if self.header_names:
+            known = _HEADER_NAME_TOKENS
+            tokens.extend([known.get(name) or _header_name_token(name) for name, _ in doc.headers])
+        if self.received_ips:
+            received_ip_tokens(doc.get_all("received"), tokens)
+        if self.meta:
+            if doc.html_tags:
+                tokens.append("meta:html")
+            for att in doc.attachments:
+                tokens.append("attach:type:" + att.content_type.lower())
+                if "." in att.filename:
+                    tokens.append("attach:ext:" + att.filename.rsplit(".", 1)[1].lower()[:10])
+            for family in sorted(defect_families(doc)):
+                tokens.append("meta:defect:" + family)
+        return encodable(tokens)
+
+
+def encodable(tokens: list) -> list:
+    """``tokens``, each with a UTF-8 form: a lone surrogate (an 8-bit byte of a header that the
+    MIME reader keeps as one, in a content type or a file name that no decoder saw) becomes the
+    byte it stood for, read as UTF-8, U+FFFD where that is not UTF-8. Filter files store terms,
+    and pipe mode hashes them, as UTF-8: a token without that form failed both (one byte in a
+    ``Content-Type:`` let the message through pipe mode untagged, and stopped training).
+    The check costs one join of the tokens; nearly every message passes it unchanged.
+
+    >>> encodable(["attach:type:\\udcfftext/html", "ok", "caf\\udcc3\\udca9"])
+    ['attach:type:\\ufffdtext/html', 'ok', 'café']
+    """
+    joined = "".join(tokens)
+    if joined.isascii():
+        return tokens
+    try:
+        joined.encode("utf-8")
+        return tokens
+    except UnicodeEncodeError:
+        pass
+    return [token if token.isascii() else _mend(token) for token in tokens]
+
+
+def _mend(token: str) -> str:
+    try:
+        token.encode("utf-8")
+        return token
+    except UnicodeEncodeError:
+        pass
+    try:
+        data = token.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:                       # a surrogate no byte stands for
+        data = token.encode("utf-8", "surrogatepass")
+    return data.decode("utf-8", "replace")
+
+
+#: "header:" + a field name, one str per name (its hash taken once: the numbering looks every
+#: token up), for the mail tokens' field names; bounded, for the names come from the mail
+_HEADER_NAME_TOKENS: dict = {}
+_HEADER_NAME_TOKENS_SIZE = 4096
+
+
+def _header_name_token(name: str) -> str:
+    if len(_HEADER_NAME_TOKENS) >= _HEADER_NAME_TOKENS_SIZE:
+        _HEADER_NAME_TOKENS.clear()
+    token = _HEADER_NAME_TOKENS[name] = "header:" + name
+    return token
+
+
+def analyzer_for(tokens: str = "words", stem: str = "none", language: str = "english", stop_words: str = "none",
+                 ngrams: int = 1, char_ngrams: int = 0, digit_prefixes: bool = False) -> Analyzer:
+    """The analyzer that ``spamkit train``'s options (and :func:`spamkit.filterfile.config.build_filter`'s)
+    name: one mapping for both, so that the analyzer ``train`` gives its workers before the
+    filter exists is the filter's own (:meth:`spamkit.jobs.engines.ProcessEngine.count_ahead`)."""
+    return make_analyzer(tokens, stemmer=stem, language=language, stop_words=stop_words, ngram_max=ngrams,
+                         char_ngrams=char_ngrams, digit_prefixes=digit_prefixes)
+
+
+def make_analyzer(tokens: str = "words", **settings) -> Analyzer:
+    """The analyzer of a token scheme (:data:`TOKENS`), with Analyzer settings on top."""
+    if tokens == "mail":
+        return Analyzer.mail(**settings)
+    if tokens == "words":
+        return Analyzer(**{"cjk_bigrams": True, **settings})
+    if tokens == "bogofilter":
+        return Analyzer(lexer="bogofilter", **settings)
+    raise ConfigError(f"unknown token scheme {tokens!r}; choose one of {', '.join(TOKENS)}")
