@@ -41,7 +41,8 @@ import numpy as np
 from spamkit.features.bytekeys import gram_rows
 from spamkit.corpus import Corpus
 from spamkit.decide.decision import DEFAULT_BAND
-from spamkit.jobs.evaluation import both_class_resamples, online_evaluate
+from spamkit.jobs.evaluation import online_evaluate
+from spamkit.jobs.reports import both_class_resamples
 from spamkit.decide.metrics import roc_auc, three_way_rates
 from spamkit.models.bytegrams import ByteGramLogistic
 from spamkit.models.stack import BEST_STACK

@@ -48,7 +48,7 @@ def test_report_embeds_plots_and_matches_the_json(tmp_path):
 def test_probability_scores_against_scikit_learn():
     import numpy as np
     from sklearn.metrics import brier_score_loss, log_loss
-    from spamkit.jobs.evaluation import probability_scores
+    from spamkit.jobs.reports import probability_scores
     rng = np.random.default_rng(0)
     y = rng.random(200) < 0.3
     p = np.clip(rng.random(200), 0.01, 0.99)

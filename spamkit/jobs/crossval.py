@@ -60,7 +60,7 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
     configuration's out-of-fold probabilities are also decided by these costs, with the realised
     and the expected cost per message (:meth:`~spamkit.decide.decision.CostMatrix.outcome`).
     """
-    from .evaluation import bootstrap_auc
+    from .reports import bootstrap_auc
     from ..decide.metrics import roc_auc, roc_curve, trec_measures
     results = []
     steps = len(configs) * (folds + 1)

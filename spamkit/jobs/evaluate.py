@@ -88,7 +88,7 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
     """Classify every message of labelled corpora and measure the result.
 
     With ``detail`` (two-class ham/spam filters), ``result["report"]`` holds the data of the
-    HTML report (:func:`spamkit.jobs.evaluation.report_data`: curves, bootstrap interval of the AUC,
+    HTML report (:func:`spamkit.jobs.reports.report_data`: curves, bootstrap interval of the AUC,
     reliability bins, the cost curve, the ten most costly mistakes with their explaining tokens).
     ``engine``: where the messages are scored (:meth:`spamkit.jobs.engine.Engine.score`; the same
     result everywhere).
@@ -115,10 +115,10 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
                                  "guarded": dict(spam_filter.guard.counts)}
     result["corpora"] = describe_corpora(corpora)
     if detail and "spam_recall" not in result:               # K classes (or two not named ham/spam)
-        from .evaluation import k_class_report_data
+        from .reports import k_class_report_data
         result["report"] = k_class_report_data(labels, proba, spam_filter.classes_)
     elif detail:
-        from .evaluation import report_data
+        from .reports import report_data
         positive = result["positive"]
         s = [str(c) for c in spam_filter.classes_].index(positive)
         with np.errstate(invalid="ignore"):
