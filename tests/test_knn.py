@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from spamkit import estimators
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
 from spamkit.errors import ConfigError, NotFittedError
@@ -252,7 +253,8 @@ def test_contract_and_errors():
         KNNClassifier(metric="minkowski", p=0.5).fit([[1, 0]], [0])
 
 
-@parametrize_with_checks([KNNClassifier(k=3), KNNRegressor(k=3)])
+# on the BaseEstimator twins (spamkit.estimators: the same code, what scikit-learn users import)
+@parametrize_with_checks([estimators.KNNClassifier(k=3), estimators.KNNRegressor(k=3)])
 def test_sklearn_estimator_checks(estimator, check):
     import warnings
     with warnings.catch_warnings():

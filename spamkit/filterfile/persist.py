@@ -513,9 +513,10 @@ def _check_arrays(arrays: dict, manifest: dict, path: Path) -> None:
         if array.dtype.kind not in "fiu":
             continue
         counts = is_count_array(name)
+        with np.errstate(over="ignore"):              # a sum past the largest float is the finding, not a warning
+            total = float(array.sum(dtype=np.float64)) if counts else None
         problem = value_problem(name, array.dtype.kind, array.dtype.kind != "f" or bool(np.isfinite(array).all()),
-                                array.min() if counts and array.size else None,
-                                float(array.sum(dtype=np.float64)) if counts else None,
+                                array.min() if counts and array.size else None, total,
                                 array.tolist() if name in RANGE_ARRAYS else None)
         if problem is not None:
             format_error(path, f"array {name} {problem}")
