@@ -41,8 +41,10 @@ class Cluster:
                 raise ConfigError(f"--scheduler {scheduler!r}: expected local or local:N") from None
             if workers < 1:
                 raise ConfigError(f"--scheduler {scheduler!r}: need at least one worker")
+            # the scheduler's HTTP server on a free port: None still meant 8787, which another
+            # cluster (or anything else) may hold, and Dask then warned and took another
             self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                         dashboard_address=None)
+                                         dashboard_address=":0")
             self.client = Client(self._cluster)
         else:
             try:
