@@ -310,14 +310,14 @@ def _second_group_fails(kind, model, tmp_path, monkeypatch, make_it_fail, sync: 
     messages carry spamkit's fields and the others are as they were (those of the groups after
     the failed one too, the run's last, partial group among them), nothing is lost, no
     temporary is left."""
-    from spamkit.mail import run as run_module
+    from spamkit.mail import commit as commit_module
     from spamkit.pipeline import SpamFilter
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
     build(kind, inbox, 100)
     originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
     order = stored(kind, inbox) if kind == "mh" else [
         (inbox / sub / name).read_bytes() for sub in ("new", "cur") for name in sorted(os.listdir(inbox / sub))]
-    monkeypatch.setattr(run_module, "GROUP_COMMIT", 30)
+    monkeypatch.setattr(commit_module, "GROUP_COMMIT", 30)
     runner = MailFilter(SpamFilter.load(model).verdict, "m@test", tag=True, move={"spam": junk}, sync=sync)
     make_it_fail()
     with pytest.raises(FilterError, match="input/output error|Input/output error"):
@@ -866,13 +866,13 @@ def test_a_dead_worker_leaves_the_run_to_judge_the_rest(kind, tmp_path):
 def test_folders_are_fsynced_per_group_and_before_the_messages_are_reported(kind, tmp_path, monkeypatch):
     # a rename is reported only after the folders it touched were fsynced, but those fsyncs
     # come once per group of GROUP_COMMIT messages, not two or three per message
-    from spamkit.mail import run as run_module
+    from spamkit.mail import commit as commit_module
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
     build(kind, inbox, 150)
     originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
     events = []
-    monkeypatch.setattr(run_module, "GROUP_COMMIT", 40)
-    monkeypatch.setattr(run_module, "fsync_dir", lambda folder: events.append(("fsync", Path(folder))))
+    monkeypatch.setattr(commit_module, "GROUP_COMMIT", 40)
+    monkeypatch.setattr(commit_module, "fsync_dir", lambda folder: events.append(("fsync", Path(folder))))
 
     def reported(ref, verdict, p, tagged, moved_to):
         events.append(("report", Path(ref), moved_to))
@@ -928,7 +928,7 @@ def _recording_syncfs(monkeypatch, on_sync):
     """Replace the run's syncfs by one that calls ``on_sync(path of the descriptor)`` and then
     the real one (this kernel's, or a no-op where it has none), so that a test sees the order."""
     from spamkit.durable import filesystem_sync
-    from spamkit.mail import run as run_module
+    from spamkit.mail import commit as commit_module
     real = filesystem_sync() or (lambda fd: None)
 
     def make(path=None):
@@ -936,7 +936,7 @@ def _recording_syncfs(monkeypatch, on_sync):
             on_sync(os.readlink(f"/proc/self/fd/{fd}"))
             real(fd)
         return sync
-    monkeypatch.setattr(run_module, "filesystem_sync", make)
+    monkeypatch.setattr(commit_module, "filesystem_sync", make)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/fd and syncfs are Linux's")
@@ -946,11 +946,11 @@ def test_a_group_takes_two_syncfs_new_versions_before_renames_and_renames_before
     # sync="filesystem" (the default): one syncfs makes a group's new versions durable before
     # any of them replaces a message, a second one its renames before any is reported; no
     # fsync at all
-    from spamkit.mail import run as run_module
+    from spamkit.mail import commit as commit_module
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
     build(kind, inbox, 150)
     originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
-    monkeypatch.setattr(run_module, "GROUP_COMMIT", 40)
+    monkeypatch.setattr(commit_module, "GROUP_COMMIT", 40)
     events, written, durable, renamed = [], set(), set(), []
     real_replace, real_rename, real_open = os.replace, os.rename, os.open
 

@@ -27,7 +27,7 @@ Never losing a message
     of one). Moving is a rename into the destination folder. A SIGKILL at any instant
     therefore leaves every message exactly once, tagged or not. The fsyncs, renames and
     folder fsyncs are done 64 messages at a time, in order, by a thread of their own while
-    the next messages are read and judged (:class:`~spamkit.mail.run.GroupCommit`).
+    the next messages are read and judged (:class:`~spamkit.mail.commit.GroupCommit`).
     Before its new version replaces it, a message is hard-linked to a second, hidden name
     beside the temporaries (so the rename does not free the old file); those names are
     removed once the renames are durable, or by the next run's clean-up after a crash --

@@ -183,7 +183,7 @@ class FolderMailbox:
     file over the message (atomic), :meth:`move` renames a message into a destination
     (atomic) and returns the folder it went to. None fsyncs a folder: the run fsyncs the
     folders its renames touched once per group of messages, before it reports them (see
-    :class:`spamkit.mail.run.GroupCommit`).
+    :class:`spamkit.mail.commit.GroupCommit`).
     """
 
     kind = ""
@@ -228,7 +228,7 @@ class FolderMailbox:
 
     def aside_for(self, file) -> str:
         """Where the message ``file`` is hard-linked before its new version replaces it (see
-        :meth:`spamkit.mail.run.GroupCommit.set_aside`); a name :meth:`clean_up` removes
+        :meth:`spamkit.mail.commit.GroupCommit.set_aside`); a name :meth:`clean_up` removes
         once the run that made it is gone."""
         raise NotImplementedError
 
