@@ -145,7 +145,7 @@ def test_the_compiled_sort_of_terms_is_sorted(terms):
     """speedups.sort_terms against its definition, sorted() over positions (stable: equal
     terms keep their order)."""
     from spamkit import speedups
-    from spamkit.features.vectorizer import sort_order
+    from spamkit.features.counting import sort_order
     expected = sorted(range(len(terms)), key=terms.__getitem__)
     order = speedups.sort_terms(terms)
     assert np.frombuffer(order, dtype=np.int64).tolist() == expected
@@ -184,7 +184,7 @@ def test_the_compiled_sort_gives_the_terms_in_order_too(terms):
     """speedups.sort_terms(terms, True): the order sort_terms gives and the terms taken in it (the same
     objects), against their definitions; features.sorted_with_order the same with or without it."""
     from spamkit import speedups
-    from spamkit.features.vectorizer import sorted_with_order
+    from spamkit.features.counting import sorted_with_order
     expected = sorted(range(len(terms)), key=terms.__getitem__)
     order, in_order = speedups.sort_terms(terms, True)
     assert np.frombuffer(order, dtype=np.int64).tolist() == expected
@@ -226,7 +226,7 @@ def _rows_and_renumbering(draw):
 def test_compiled_renumbering_of_rows_is_its_definition(case):
     """speedups.renumber_rows (a radix sort of each row by its new columns, in place) against
     new_col[indices] then scipy's sort_indices: the same indices, values and pointers."""
-    from spamkit.features.vectorizer import renumber_columns
+    from spamkit.features.counting import renumber_columns
     X, new_col = case
     expected = _renumbered_by_definition(X, new_col)
     got = X.copy()
@@ -246,7 +246,7 @@ def test_compiled_column_counts_are_bincounts(columns, extra, wide):
     """speedups.column_counts (no int64 copy of int32 indices) and features.column_counts with its
     fallback (COUNT_SLICE entries at a time) against np.bincount, int32 and int64 indices; an
     index outside the columns is an error, never a write out of bounds."""
-    from spamkit.features import vectorizer as features
+    from spamkit.features import counting as features
     indices = np.array(columns, dtype=np.int64 if wide else np.int32)
     n_cols = (max(columns) + 1 if columns else 0) + extra
     expected = np.bincount(indices, minlength=n_cols)
@@ -290,7 +290,7 @@ def test_compiled_renumbering_refuses_what_it_cannot_do():
 
 def test_the_compiled_sort_refuses_what_is_not_a_list_of_str():
     from spamkit import speedups
-    from spamkit.features.vectorizer import sort_order
+    from spamkit.features.counting import sort_order
     assert speedups.sort_terms(["a", b"b"]) is None and speedups.sort_terms([]) == b""
     with_surrogate = ["b", "\ud800", "a"]                 # no UTF-8 form: sorted in Python
     assert speedups.sort_terms(with_surrogate) is None and sort_order(with_surrogate).tolist() == [2, 0, 1]
@@ -402,7 +402,7 @@ def test_numbered_chunks_give_the_matrix_and_vocabulary_of_the_token_lists():
     # worker processes send training documents in chunks, each worker numbering terms its own
     # way; in corpus order the chunks must give the token lists' vocabulary and matrix
     from collections import Counter, defaultdict
-    from spamkit.features.vectorizer import count_matrix
+    from spamkit.features.counting import count_matrix
     from spamkit.features.numbering import IndexedChunk
     docs = [["b", "a", "b", "c"], [], ["c", "c", "d"], ["a"], ["e", "a", "d", "e"], ["f"]]
     chunks_of = [("A", [0, 1]), ("B", [2, 3]), ("A", [4]), ("B", [5])]     # which worker read which
@@ -466,7 +466,7 @@ def test_token_lists_numbered_here_give_their_own_matrix_and_vocabulary(docs, ba
     (features.numbered_here), as a worker process does: the vocabulary, in its order, and the
     matrix of the token lists themselves, whatever the chunk size (and tuples are token lists too)."""
     from collections import defaultdict
-    from spamkit.features.vectorizer import count_matrix, numbered_here
+    from spamkit.features.counting import count_matrix, numbered_here
     plain = defaultdict()
     plain.default_factory = plain.__len__
     X = count_matrix(docs, plain, grow=True)
@@ -526,7 +526,7 @@ def _same_matrix(a, b) -> bool:
 def test_one_message_row_is_the_general_loops_row(tokens):
     # a message scored alone (spamd, pipe mode) takes features.one_row: the same matrix as
     # count_matrix makes of the one token list, known tokens or none, repeated or not
-    from spamkit.features.vectorizer import count_matrix, one_row
+    from spamkit.features.counting import count_matrix, one_row
     index = {t: j for j, t in enumerate(["free", "money", "é", "\U0001F600", "", "url:x", "a", "b", "ab"])}
     fast = one_row(tokens, index)
     assert fast is not None
@@ -536,7 +536,7 @@ def test_one_message_row_is_the_general_loops_row(tokens):
 
 def test_one_message_row_leaves_what_it_cannot_do_to_the_general_loop():
     from spamkit import speedups as module
-    from spamkit.features.vectorizer import count_matrix, one_row
+    from spamkit.features.counting import count_matrix, one_row
 
     class Word(str):
         pass
@@ -610,7 +610,7 @@ def test_frozen_table_refuses_what_the_dict_path_handles_otherwise():
 def test_count_matrix_and_one_row_are_the_same_with_the_frozen_table(monkeypatch):
     """Vectorizer.transform gives the same matrix (values, index arrays, their types) whether the
     vocabulary's lookups go through the dict or the compiled table, batch and one message."""
-    from spamkit.features import vectorizer as features
+    from spamkit.features import counting as features
     from spamkit.corpus import Corpus
     from spamkit.parse.message import parse_message
     from spamkit.text import Analyzer

@@ -12,7 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError, CorpusError
-from ..features.vectorizer import Vectorizer, count_matrix, information_gain
+from ..features.counting import count_matrix
+from ..features.vectorizer import Vectorizer, information_gain
 from ..parse.message import parse_message
 from ..models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from ..text import Analyzer

@@ -2,7 +2,7 @@
 
 A worker process numbers the terms of the messages it tokenized with numbers of its own
 (:func:`number_terms`), and sends the numbers, the counts and only the terms it had not
-sent before; the process that counts (:func:`spamkit.features.vectorizer.count_matrix`) maps them to
+sent before; the process that counts (:func:`spamkit.features.counting.count_matrix`) maps them to
 its columns. Standard library (and the compiled table of ``spamkit.speedups``) only: the
 workers of ``spamkit train`` start before NumPy and SciPy are imported
 (:meth:`spamkit.jobs.engines.ProcessEngine.count_ahead`), and never import them.
@@ -25,7 +25,7 @@ class IndexedChunk(NamedTuple):
     process that counts looks up only those by name and maps the rest with an array.
 
     Given in corpus order, chunks give the same vocabulary, in the same order, and the same
-    matrix as the documents' token lists (:func:`spamkit.features.vectorizer.count_matrix`).
+    matrix as the documents' token lists (:func:`spamkit.features.counting.count_matrix`).
     """
 
     source: object            # which worker numbered the terms (its numbering is its own)

@@ -26,7 +26,9 @@ from ..decide.guard import FamiliarityGuard
 from ..decide.familiar import discounted_row
 from .. import errors
 from ..errors import ConfigError, CorpusError, ModelFormatError, WorkerError
-from ..features.vectorizer import IndexedChunk, Vectorizer, columns_per_row, numbered_here
+from ..features.counting import numbered_here
+from ..features.numbering import IndexedChunk
+from ..features.vectorizer import Vectorizer, columns_per_row
 from ..labels import HAM_NAME, SPAM_NAME
 from ..parse.message import Message, defect_families, parse_message, parsed_bytes
 from ..models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher

@@ -37,7 +37,8 @@ import numpy as np
 
 from ..decide.decision import CostMatrix
 from ..errors import CorpusError
-from ..features.vectorizer import Vectorizer, sorted_with_order
+from ..features.counting import sorted_with_order
+from ..features.vectorizer import Vectorizer
 from ..labels import HAM_NAME, SPAM_NAME
 from .manifest import MAX_LINE_BYTES
 from ..models import FisherNBStack, RobinsonFisher
