@@ -48,7 +48,7 @@ from spamkit.models.stack import FisherNBStack
 from spamkit.pipeline import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, online_spamicities  # noqa: E402  (standard library only)
+from _bogofilter import ensure_bogofilter, online_spamicities  # standard library only
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 CORPORA = {

@@ -36,7 +36,7 @@ from spamkit.decide.metrics import trec_measures
 from spamkit.pipeline import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, online_spamicities  # noqa: E402  (standard library only)
+from _bogofilter import ensure_bogofilter, online_spamicities  # standard library only
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "trec07p-dev" / "trec07p-dev.tar.gz"
 

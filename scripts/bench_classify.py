@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter  # noqa: E402  (standard library only)
-from _measure import compile_package, run_child  # noqa: E402
-from bench_train import ONE_CPU, SHARED, bogofilter_train, print_medians, write_messages  # noqa: E402
+from _bogofilter import ensure_bogofilter  # standard library only
+from _measure import compile_package, run_child
+from bench_train import ONE_CPU, SHARED, bogofilter_train, print_medians, write_messages
 
 DEFAULT = [SHARED / "trec07p-dev" / "trec07p-dev.tar.gz"]
 

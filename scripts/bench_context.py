@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import compile_package, run_child  # noqa: E402
+from _measure import compile_package, run_child
 
 CORPORA = {"trec": "trec07p-dev/trec07p-dev.tar.gz", "csdmc": "csdmc2010/csdmc2010.tar.gz",
            **{f"enron{i}": f"enron-spam/enron{i}.tar.gz" for i in range(1, 7)}}

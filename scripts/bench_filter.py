@@ -36,10 +36,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter  # noqa: E402  (standard library only)
-from _measure import compile_package, run_child  # noqa: E402
+from _bogofilter import ensure_bogofilter  # standard library only
+from _measure import compile_package, run_child
 
-from spamkit.durable import filesystem_sync  # noqa: E402  (standard library only)
+from spamkit.durable import filesystem_sync  # standard library only
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 

@@ -88,10 +88,10 @@ def main():
         for k in (1, 5, 15):
             ours = KNNClassifier(k=k, memory_limit=args.memory_limit).fit(X, y)
             theirs = KNeighborsClassifier(n_neighbors=k, metric="cosine", algorithm="brute").fit(X, y)
-            t_ours = best_time(lambda: ours.predict_proba(Q), args.repeat)
-            t_theirs = best_time(lambda: theirs.predict_proba(Q), args.repeat)
-            m_ours = peak(lambda: ours.predict_proba(Q))
-            m_theirs = peak(lambda: theirs.predict_proba(Q))
+            t_ours = best_time(lambda ours=ours, Q=Q: ours.predict_proba(Q), args.repeat)
+            t_theirs = best_time(lambda theirs=theirs, Q=Q: theirs.predict_proba(Q), args.repeat)
+            m_ours = peak(lambda ours=ours, Q=Q: ours.predict_proba(Q))
+            m_theirs = peak(lambda theirs=theirs, Q=Q: theirs.predict_proba(Q))
             agree = np.mean(np.all(np.isclose(ours.predict_proba(Q), theirs.predict_proba(Q)), axis=1))
             n = Q.shape[0]
             print(f"{name:<8} {X.shape[0]:>6} {n:>7} {k:>3} | {n / t_ours:>11.0f} {m_ours:>8.1f} | "

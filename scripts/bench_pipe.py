@@ -40,9 +40,9 @@ from spamkit.corpus import Corpus
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, serving, trained_wordlist  # noqa: E402
-from _measure import compile_package, run_clients  # noqa: E402
-from bench_bogofilter import DEFAULT_CORPUS  # noqa: E402
+from _bogofilter import ensure_bogofilter, serving, trained_wordlist
+from _measure import compile_package, run_clients
+from bench_bogofilter import DEFAULT_CORPUS
 
 
 def timed(cmd, data: bytes, env: dict | None = None) -> float:

@@ -95,8 +95,8 @@ def main():
         if not path.exists():
             print(f"{name:<12} (missing: {path})")
             continue
-        n, nb, t, _, fb = best(lambda: run_spamkit(path), args.repeat)
-        rn, rnb, rt, rfail, _ = best(lambda: run_reference(path, enron), args.repeat)
+        n, nb, t, _, fb = best(lambda path=path: run_spamkit(path), args.repeat)
+        rn, rnb, rt, rfail, _ = best(lambda path=path, enron=enron: run_reference(path, enron), args.repeat)
         print(f"{name:<12} {n:>8} {nb / 1e6:>6.1f} | {n / t:>13.0f} {nb / 1e6 / t:>6.2f} {fb:>6} | "
               f"{rn / rt:>12.0f} {rnb / 1e6 / rt:>6.2f} {rfail:>6} | {(n / t) / (rn / rt):>5.2f}")
     print("\nratio = spamkit messages/s / reference messages/s (higher is faster). The reference on Enron "

@@ -34,8 +34,8 @@ from spamkit.parse.message import split_tags
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, serving, trained_wordlist  # noqa: E402
-from bench_bogofilter import DEFAULT_CORPUS  # noqa: E402
+from _bogofilter import ensure_bogofilter, serving, trained_wordlist
+from bench_bogofilter import DEFAULT_CORPUS
 
 
 def peak_mb(pid: int) -> float:

@@ -34,7 +34,7 @@ from spamkit.jobs.train import train_filter
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter  # noqa: E402
+from _bogofilter import ensure_bogofilter
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "trec07p-dev" / "trec07p-dev.tar.gz"
 

@@ -28,8 +28,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter  # noqa: E402  (standard library only)
-from _measure import compile_package, run_child  # noqa: E402
+from _bogofilter import ensure_bogofilter  # standard library only
+from _measure import compile_package, run_child
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 TEN_THOUSAND = [SHARED / "trec07p-dev" / "trec07p-dev.tar.gz", SHARED / "enron-spam" / "enron1.tar.gz"]

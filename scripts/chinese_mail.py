@@ -29,12 +29,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, online_spamicities  # noqa: E402
+from _bogofilter import ensure_bogofilter, online_spamicities
 
-from spamkit.corpus import Corpus  # noqa: E402
-from spamkit.jobs.evaluation import online_evaluate  # noqa: E402
-from spamkit.decide.metrics import roc_auc  # noqa: E402
-from spamkit.text import make_analyzer  # noqa: E402
+from spamkit.corpus import Corpus
+from spamkit.jobs.evaluation import online_evaluate
+from spamkit.decide.metrics import roc_auc
+from spamkit.text import make_analyzer
 
 MIME_NAMES = ("mime-version", "content-type", "content-transfer-encoding")
 MIME_FIELDS = re.compile(rb"^(" + "|".join(MIME_NAMES).encode() + rb"):", re.IGNORECASE)

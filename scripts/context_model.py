@@ -66,7 +66,7 @@ from spamkit.models.stack import BEST_STACK
 from spamkit.text import Analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ablation import CORPORA, RESOLUTION, hashed_rows, load  # noqa: E402
+from ablation import CORPORA, RESOLUTION, hashed_rows, load
 
 NAMES = ("default filter", "context model alone", "default + context model")
 
@@ -145,7 +145,7 @@ def parse_variant(spec: str) -> tuple:
             raise ValueError
         return source, int(order), int(max_bytes), int(bits)
     except ValueError:
-        raise SystemExit(f"a context variant is SOURCE:ORDER:MAX_BYTES:BITS with SOURCE text or raw, got {spec!r}")
+        raise SystemExit(f"a context variant is SOURCE:ORDER:MAX_BYTES:BITS with SOURCE text or raw, got {spec!r}") from None
 
 
 def online_corpus(messages, variants, beta: float) -> list:

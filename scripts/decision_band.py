@@ -28,8 +28,8 @@ from spamkit.decide.decision import DEFAULT_COSTS, unsure_band
 from spamkit.decide.metrics import three_way_rates
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ablation import CONFIGS, CORPORA, corpus_arguments, hashed_rows, load, online_scores, run_bogofilter  # noqa: E402
-from _bogofilter import ensure_bogofilter  # noqa: E402
+from ablation import CONFIGS, CORPORA, corpus_arguments, hashed_rows, load, online_scores, run_bogofilter
+from _bogofilter import ensure_bogofilter
 
 #: (c_FP, c_FN, unsure) candidates: the default first; the spam cut 1 - u / c_FP, the ham cut u / c_FN
 CANDIDATES = [(100.0, 10.0, 2.0), (200.0, 10.0, 2.0), (400.0, 10.0, 2.0), (1000.0, 10.0, 2.0),

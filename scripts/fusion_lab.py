@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ablation import CORPORA, DEFAULT_DIR, hashed_rows, load  # noqa: E402
+from ablation import CORPORA, DEFAULT_DIR, hashed_rows, load
 
-from spamkit.features.bytekeys import context_keys, gram_rows  # noqa: E402
-from spamkit.models.bytegrams import ByteGramLogistic  # noqa: E402
-from spamkit.models.context import ByteContextModel  # noqa: E402
-from spamkit.models.registry import make_model  # noqa: E402
+from spamkit.features.bytekeys import context_keys, gram_rows
+from spamkit.models.bytegrams import ByteGramLogistic
+from spamkit.models.context import ByteContextModel
+from spamkit.models.registry import make_model
 
 STREAMS = {**CORPORA, "trec06p": "trec06p/trec06p.tar.gz", "ccert": "ccert2004/ccert2004.tar.gz"}
 CONTEXT_BYTES = 3000
@@ -41,7 +41,7 @@ def collect(messages, rows) -> dict:
     grams = ByteGramLogistic()
     comps, ctx, grm, spam = [], [], [], []
     fitted = False
-    for (ident, label, raw, _), x in zip(messages, rows):
+    for (_ident, label, raw, _), x in zip(messages, rows):
         keys = context_keys([raw], context.order, context.bits, CONTEXT_BYTES)
         slots = gram_rows([raw], grams.n_bytes, grams.bits)
         if fitted:

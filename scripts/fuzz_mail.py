@@ -375,7 +375,7 @@ def main(argv=None) -> int:
         summary.update({"routes_compared": routes_compared, "disagreements": disagreements,
                         "first_disagreements": disagreeing})
     args.crashers.mkdir(parents=True, exist_ok=True)
-    for rank, (dt, i, names, size, mutant) in enumerate(slow, 1):   # to time again, or profile
+    for rank, (_dt, i, _names, _size, mutant) in enumerate(slow, 1):   # to time again, or profile
         (args.crashers / f"slowest-{rank}-mutant-{i}.eml").write_bytes(mutant)
     print(json.dumps(summary, indent=2))
     if args.json:

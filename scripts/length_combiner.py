@@ -50,7 +50,7 @@ from spamkit.models.stack import BEST_STACK
 from spamkit.text import Analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ablation import CORPORA, DEFAULT_DIR, RESOLUTION, hashed_rows, load  # noqa: E402
+from ablation import CORPORA, DEFAULT_DIR, RESOLUTION, hashed_rows, load
 
 FORMS = ("nb", "all", "fisher", "bias", "nb-known")
 

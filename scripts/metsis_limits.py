@@ -44,7 +44,7 @@ from spamkit.models.logistic import fit_l2_logistic
 from spamkit.models.stack import BEST_STACK
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from context_model import balanced, dataset, held_out_context  # noqa: E402
+from context_model import balanced, dataset, held_out_context
 
 
 def evidence(path: Path, batch: int, order=6, bits=24, max_bytes=3000, beta=8.0) -> dict:

@@ -116,7 +116,7 @@ def main():
         print(f"{'configuration':<58} {'tokens':<6} " + " ".join(f"{c[:7]:>7}" for c in names)
               + f" {'worst':>6} {'mean':>6}")
         scored = []
-        for (m, config, tokens), r in rows.items():
+        for (_m, config, tokens), r in rows.items():
             regret = [r[c] / best[c] for c in names]
             scored.append((max(regret), float(np.mean(regret)), config, tokens))
             print(f"{config[:58]:<58} {tokens:<6} " + " ".join(f"{r[c]:7.2f}" for c in names)

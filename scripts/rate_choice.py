@@ -50,8 +50,8 @@ from spamkit.names import DEFAULT_RATE
 from spamkit.pipeline import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, online_spamicities  # noqa: E402  (standard library only)
-from chinese_mail import MIME_NAMES, body_only  # noqa: E402
+from _bogofilter import ensure_bogofilter, online_spamicities  # standard library only
+from chinese_mail import MIME_NAMES, body_only
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 STREAMS = {"trec06p": "trec06p/trec06p.tar.gz", "trec": "trec07p-dev/trec07p-dev.tar.gz",
@@ -157,7 +157,7 @@ def noise_aware_choice(results: dict, rates: list, worst: dict) -> tuple[float, 
 
     def typical(r):
         ratios = []
-        for name, res in results.items():
+        for _name, res in results.items():
             best_peer = min(v[0] for v in res["peers"].values())
             ratio, _ = ratio_text(res["runs"][r]["roca"][0], best_peer)
             if ratio is not None:

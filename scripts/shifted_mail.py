@@ -37,12 +37,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bogofilter import ensure_bogofilter, trained_wordlist  # noqa: E402
+from _bogofilter import ensure_bogofilter, trained_wordlist
 
-from spamkit.filterfile.config import BEST, build_filter  # noqa: E402
-from spamkit.corpus import Corpus  # noqa: E402
-from spamkit.decide.decision import DEFAULT_BAND, CostMatrix  # noqa: E402
-from spamkit.decide.metrics import roc_auc  # noqa: E402
+from spamkit.filterfile.config import BEST, build_filter
+from spamkit.corpus import Corpus
+from spamkit.decide.decision import DEFAULT_BAND, CostMatrix
+from spamkit.decide.metrics import roc_auc
 
 PATHS = {"trec07p-dev": "trec07p-dev/trec07p-dev.tar.gz", "csdmc": "csdmc2010/csdmc2010.tar.gz",
          "trec06p": "trec06p/trec06p.tar.gz"}

@@ -31,8 +31,8 @@ from spamkit.corpus import Corpus
 from spamkit.pipeline import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import run_clients  # noqa: E402
-from bench_pipe import DEFAULT_CORPUS, twenty_kb  # noqa: E402
+from _measure import run_clients
+from bench_pipe import DEFAULT_CORPUS, twenty_kb
 
 TICK = os.sysconf("SC_CLK_TCK")
 

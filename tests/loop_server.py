@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spamkit.serve import listen  # noqa: E402
-from spamkit.serve import pool as workers  # noqa: E402
-from spamkit.serve import server as srv  # noqa: E402
+from spamkit.serve import listen
+from spamkit.serve import pool as workers
+from spamkit.serve import server as srv
 
 
 def job(command: bytes, body: bytes) -> bytes:

@@ -139,7 +139,7 @@ def _sample(archive, n, names):
 def test_the_same_tokens_as_bogolexer_on_real_mail(archive, names):
     exe = bogolexer()
     exact, jaccard, n = 0, 0.0, 0
-    for name, raw in _sample(shared_corpus(archive), 250, names):
+    for _name, raw in _sample(shared_corpus(archive), 250, names):
         ref = set(filter(None, subprocess.run([exe, "-p", "-C"], input=raw, capture_output=True,
                                               check=True).stdout.split(b"\n")))
         ref = {token_text(t) for t in ref}

@@ -204,7 +204,7 @@ def test_spam_rate_correction_in_the_filter(tmp_path):
     from spamkit.corpus import Corpus
     from spamkit.decide.decision import correct_prior
     from spamkit.errors import ConfigError
-    from spamkit.pipeline import SpamFilter, build_filter
+    from spamkit.pipeline import build_filter
     from conftest import SAMPLE
 
     with Corpus(SAMPLE) as c:

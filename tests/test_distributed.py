@@ -20,15 +20,15 @@ from click.testing import CliRunner
 
 pytest.importorskip("dask.distributed")
 
-from spamkit.cli import cli  # noqa: E402
-from spamkit.corpus import Corpus, LabelledMessage  # noqa: E402
-from spamkit.distributed import (Cluster, RunReport, Stats, fit_on_cluster, merge_stats,  # noqa: E402
+from spamkit.cli import cli
+from spamkit.corpus import Corpus, LabelledMessage
+from spamkit.distributed import (Cluster, RunReport, Stats, fit_on_cluster, merge_stats,
                                  partition_stats, sharded_kneighbors, sharded_predict_proba)
-from spamkit.errors import ConfigError  # noqa: E402
-from spamkit.models import KNNClassifier  # noqa: E402
-from spamkit.pipeline import build_filter  # noqa: E402
+from spamkit.errors import ConfigError
+from spamkit.models import KNNClassifier
+from spamkit.pipeline import build_filter
 
-from conftest import SAMPLE, shared_corpus  # noqa: E402
+from conftest import SAMPLE, shared_corpus
 
 
 @pytest.fixture(scope="module")

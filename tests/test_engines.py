@@ -4,7 +4,6 @@ processes parse and tokenize, and every result equals the one-process result."""
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 
 import numpy as np
@@ -39,7 +38,7 @@ def test_a_chunk_travels_as_one_string_and_comes_back_the_same(monkeypatch):
     cases = [[["a", "b"], [], ["c"]], [["url:x\x00y", "b"], ["c"]], [[""], ["", "d"]], [[], []]]
     for token_lists in cases:
         it = iter(token_lists)
-        monkeypatch.setattr(engines, "_ANALYZER", lambda msg: next(it))
+        monkeypatch.setattr(engines, "_ANALYZER", lambda msg, it=it: next(it))
         monkeypatch.setattr("spamkit.filterfile.spamfilter.parse_item", lambda item: type("M", (), {"defects": ()})())
         sent = engines._tokenize_chunk([None] * len(token_lists))
         assert (sent[0] is None) == any("\x00" in t for tokens in token_lists for t in tokens)

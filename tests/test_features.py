@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from collections import defaultdict
 
 import numpy as np

@@ -140,7 +140,6 @@ def pages(tmp_path_factory):
 def test_the_report_reads_well_in_a_browser(pages, kind, tmp_path):
     import struct
 
-    import numpy as np
     from matplotlib.image import imread
     page = pages[kind]
     text = page.read_text(encoding="utf-8")

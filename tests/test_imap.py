@@ -290,7 +290,7 @@ def test_watch_misses_no_message_that_arrives_before_idle_begins(dovecot, model,
     def connect_again():
         client = connect(url, "secret", ca_file=str(dovecot.cert))
         hook = "run" if when == "while the folder is filtered" else "idle"
-        original = getattr(client, "idle") if hook == "idle" else None
+        original = client.idle if hook == "idle" else None
         if hook == "idle":
             def idle():
                 arrive()                                  # after the NOOP, before the IDLE command
@@ -381,6 +381,6 @@ def test_a_missing_folder_is_named_not_reported_as_a_failed_connection(dovecot, 
                  ["learn", str(path), "--spam", dovecot.url(user, "Nowhere")]):
         result = CliRunner().invoke(cli, [*args, "--ca-file", str(dovecot.cert)], env=env)
         assert result.exit_code == 1 and "Traceback" not in result.output, result.output
-        assert f"/Nowhere: no folder 'Nowhere' on this server (its folders: INBOX" in result.output, result.output
+        assert "/Nowhere: no folder 'Nowhere' on this server (its folders: INBOX" in result.output, result.output
         assert "connection" not in result.output
     assert path.read_bytes() == model.read_bytes()

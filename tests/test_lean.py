@@ -11,7 +11,6 @@ refused and the message delivered unchanged.
 from __future__ import annotations
 
 import itertools
-import math
 import os
 import subprocess
 import sys
@@ -30,7 +29,6 @@ from spamkit.errors import ModelFormatError
 from spamkit.mail.lean import lean_filter
 from spamkit.filterfile.manifest import term_hash
 from spamkit.parse.message import split_tags
-from spamkit.models import robinson
 from spamkit.passthrough import EXIT_ERROR, VERDICT_STATUSES
 from spamkit.filterfile.spamfilter import SpamFilter
 

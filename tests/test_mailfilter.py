@@ -262,7 +262,7 @@ def test_a_run_killed_while_taking_the_dot_lock_leaves_none_that_blocks(tmp_path
     inbox.write_bytes(b"From a@b Mon Jan  1 00:00:00 2024\nSubject: x\n\nbody\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     rng = random.Random(7)
-    for attempt in range(40):
+    for _attempt in range(40):
         proc = subprocess.Popen([sys.executable, "-c", _LOCK_LOOP, str(inbox)], env=env, stdout=subprocess.PIPE)
         assert proc.stdout.readline() == b"ready\n"
         time.sleep(rng.uniform(0.0, 0.05))                  # the loop takes and drops the locks all the time
@@ -407,7 +407,7 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(kind, model, tmp_
     check_exactly_once(kind, [inbox, junk], originals)
     rng = random.Random(f"kill-{kind}")
     kills = 0
-    for attempt in range(6):
+    for _attempt in range(6):
         _copy(kind, pristine, inbox)                         # every attempt starts again: half the mail moves
         _remove(junk)
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -547,10 +547,10 @@ def test_a_stop_after_the_last_message_interrupts_nothing(kind, tmp_path):
         build(kind, inbox, 10)
         seen = []
 
-        def classify(raw):
+        def classify(raw, seen=seen, stop_at=stop_at):
             seen.append(raw)
             if len(seen) == stop_at + 1:
-                run.stop_requested = True
+                run.stop_requested = True        # noqa: B023 -- the run of this iteration, made below
             return "ham", 0.1
 
         run = MailFilter(classify, "m@1", tag=True)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spamkit.errors import ModelFormatError
+from spamkit.errors import CorpusError, ModelFormatError
 from spamkit.filterfile.persist import FORMAT_VERSION, load_filter, read_manifest
 from spamkit.pipeline import SpamFilter, build_filter
 
@@ -255,7 +255,7 @@ def test_a_fit_that_fails_leaves_no_thread_behind():
     import threading
     f = build_filter(**{"model": "fisher-nb", "tokens": "mail"})
     before = threading.active_count()
-    with pytest.raises(Exception):
+    with pytest.raises(CorpusError, match="at least 2 classes"):
         f.fit([p.read_bytes() for p in MESSAGES[:3]], y=["ham"] * 3)   # one class: the fit refuses
     assert threading.active_count() == before
 

@@ -67,7 +67,7 @@ LOGFILE={tmp_path}/procmail.log
 {mail}/Junk/
 """)
     msgs = messages(model)
-    for label, raw in msgs.items():
+    for _label, raw in msgs.items():
         out = subprocess.run([procmail, "-m", str(rc)], input=b"From sender@example.org  Mon Jan  1 00:00:00 2024\n"
                              + raw, capture_output=True, timeout=120)
         assert out.returncode == 0, out.stderr.decode() + (tmp_path / "procmail.log").read_text()

@@ -339,7 +339,7 @@ def test_by_default_spamd_answers_only_this_host(model):
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
     log = proc.stderr.read().decode()
-    assert f"for 127.0.0.0/8, ::1" in log and f"refused a connection from {address}" in log
+    assert "for 127.0.0.0/8, ::1" in log and f"refused a connection from {address}" in log
 
 
 @pytest.mark.parametrize("options, problem", [

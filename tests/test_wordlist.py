@@ -103,7 +103,8 @@ def test_import_info_learn_and_export_round_trip(tmp_path):
     assert result.exit_code == 0, result.output
     lines = out.read_bytes().splitlines()
     assert b".MSG_COUNT 10 10" in lines[1]
-    assert sorted(l.rsplit(b" ", 1)[0] for l in lines[3:]) == sorted(l.rsplit(b" ", 1)[0] for l in DUMP.splitlines()[3:])
+    assert (sorted(line.rsplit(b" ", 1)[0] for line in lines[3:])
+            == sorted(line.rsplit(b" ", 1)[0] for line in DUMP.splitlines()[3:]))
     # a non-counting filter has no word list
     f = SpamFilter.load(model)
     f.model = object()
@@ -146,7 +147,7 @@ def test_an_imported_word_list_scores_new_mail_as_bogofilter_does(tmp_path):
     for label in ("spam", "ham"):
         folder = tmp_path / f"train-{label}"
         folder.mkdir()
-        _bulk(exe, wordlist, ["-s" if label == "spam" else "-n"], [r for l, r in train if l == label], folder)
+        _bulk(exe, wordlist, ["-s" if label == "spam" else "-n"], [r for lab, r in train if lab == label], folder)
     dump = tmp_path / "dump.txt"
     with dump.open("wb") as stream:
         subprocess.run([bogoutil, "-d", str(wordlist / "wordlist.db")], stdout=stream, check=True)
@@ -155,12 +156,13 @@ def test_an_imported_word_list_scores_new_mail_as_bogofilter_does(tmp_path):
     folder.mkdir()
     theirs = np.array([float(line.split()[-1]) for line in _bulk(exe, wordlist, ["-TT"], [r for _, r in test], folder)])
     ours = f.p_spam([r for _, r in test])
-    y = np.array([l == "spam" for l, _ in test])
+    y = np.array([lab == "spam" for lab, _ in test])
     # measured on 1,500 + 1,500 messages: (1-ROCA)% 0.0684 (spamkit) vs 0.0728 (bogofilter), the
     # same three-way verdict for 1,500 of 1,500 messages, largest score difference 0.051, median 0
     ours_roca, theirs_roca = 100 * (1 - roc_auc(y, ours)), 100 * (1 - roc_auc(y, theirs))
     assert abs(ours_roca - theirs_roca) <= max(0.1 * theirs_roca, 0.005), (ours_roca, theirs_roca)
-    verdict = lambda p: np.where(p < 0.45, 0, np.where(p >= 0.99, 2, 1))
+    def verdict(p):
+        return np.where(p < 0.45, 0, np.where(p >= 0.99, 2, 1))
     assert np.mean(verdict(ours) == verdict(theirs)) >= 0.995
     assert np.median(np.abs(ours - theirs)) < 1e-3
     # spamkit's decision is bogofilter's

@@ -33,7 +33,7 @@ def _load(model, cost, spam_rate=None):
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))
     spam_filter.set_spam_rate(spam_rate)
-    spam_filter.spam_column                       # a filter without a "spam" class cannot filter mail
+    spam_filter.spam_column     # noqa: B018 -- the property refuses a filter without a "spam" class: it cannot filter mail
     return spam_filter
 
 
@@ -520,20 +520,20 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, allowed_ips, 
     try:
         mode = int(socket_mode, 8)
     except ValueError:
-        raise click.BadParameter(f"{socket_mode!r} is not an octal mode like 600", param_hint="--socket-mode")
+        raise click.BadParameter(f"{socket_mode!r} is not an octal mode like 600", param_hint="--socket-mode") from None
     if mode & ~0o777 or not mode & 0o600 == 0o600:
         raise click.BadParameter(f"{socket_mode!r}: the owner needs read and write (6xx)", param_hint="--socket-mode")
     try:
         address = parse_address(spamd_address) if spamd_address else None
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--spamd")
+        raise click.BadParameter(str(exc), param_hint="--spamd") from exc
     if allowed_ips and not spamd_address:
         raise click.BadParameter("only a TCP listener has client addresses: give --spamd HOST:PORT too",
                                  param_hint="--allowed-ips")
     try:
         allowed = AllowList.parse(allowed_ips or AllowList.LOOPBACK)
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--allowed-ips")
+        raise click.BadParameter(str(exc), param_hint="--allowed-ips") from exc
     if user_models and not Path(user_models).is_dir():
         raise click.BadParameter(f"{user_models}: no such folder", param_hint="--user-models")
 

@@ -229,10 +229,10 @@ def render_k_class_html(result: dict, command: str, configuration: dict) -> str:
     averages = "".join(f"<tr><th>{kind}</th><td>{_value(f'one_vs_rest.{kind}.auc', ovr[kind]['auc'])}</td>"
                        f"<td>{_value(f'one_vs_rest.{kind}.average_precision', ovr[kind]['average_precision'])}</td></tr>"
                        for kind in ("macro", "weighted", "micro"))
-    confusion = ("<table><tr><th>true \\ decided</th>" + "".join(f"<th>{html.escape(l)}</th>" for l in labels) + "</tr>"
-                 + "".join(f"<tr><th>{html.escape(l)}</th>" + "".join(
+    confusion = ("<table><tr><th>true \\ decided</th>" + "".join(f"<th>{html.escape(label)}</th>" for label in labels) + "</tr>"
+                 + "".join(f"<tr><th>{html.escape(label)}</th>" + "".join(
                      f"<td>{_value(f'confusion.{i}.{j}', n, '{}')}</td>" for j, n in enumerate(row)) + "</tr>"
-                     for i, (l, row) in enumerate(zip(labels, result["confusion"]))) + "</table>")
+                     for i, (label, row) in enumerate(zip(labels, result["confusion"]))) + "</table>")
     body = f"""<p>{_value("n", result["n"], "{}")} messages; accuracy {_value("accuracy", result["accuracy"])}, macro F1
 {_value("macro_f1", result["macro_f1"])}.</p>
 <h2>Each class</h2><table>{head}{''.join(rows)}</table>

@@ -143,9 +143,9 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
             for kind in ("macro", "weighted", "micro")))
     if "confusion" in ev:
         labels = ev.get("labels", list(ev["per_class"]))
-        width = max(8, *(len(l) + 1 for l in labels))
+        width = max(8, *(len(label) + 1 for label in labels))
         lines.append("  confusion (rows: true, columns: decided)")
-        lines.append("  " + " " * 16 + "".join(f"{l:>{width}}" for l in labels))
+        lines.append("  " + " " * 16 + "".join(f"{label:>{width}}" for label in labels))
         for label, row in zip(labels, ev["confusion"]):
             lines.append(f"  {label:<16}" + "".join(f"{n:>{width}}" for n in row))
     if "costs" in ev:

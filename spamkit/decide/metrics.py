@@ -157,7 +157,7 @@ def multiclass_report(y_true, y_pred, labels) -> dict:
     f1s = [v["f1"] for v in per_class.values() if v["support"] > 0]
     return {"n": int(C.sum()), "accuracy": _ratio(np.trace(C), C.sum()),
             "macro_f1": float(np.nanmean(f1s)) if f1s else float("nan"),
-            "per_class": per_class, "confusion": C.tolist(), "labels": [str(l) for l in labels]}
+            "per_class": per_class, "confusion": C.tolist(), "labels": [str(label) for label in labels]}
 
 
 # ---------------------------------------------------------------------- curves
@@ -252,7 +252,7 @@ def one_vs_rest(y_true, proba, labels) -> dict:
     >>> r["per_class"]["a"]["auc"], round(r["per_class"]["b"]["auc"], 4), round(r["macro"]["auc"], 6)
     (0.875, 0.6667, 0.847222)
     """
-    labels = [str(l) for l in labels]
+    labels = [str(label) for label in labels]
     y = np.asarray([str(v) for v in y_true])
     P = np.asarray(proba, dtype=np.float64)
     if P.ndim != 2 or P.shape != (len(y), len(labels)):

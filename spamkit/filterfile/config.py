@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..models.base import ClassifierMixin, Estimator
@@ -25,6 +26,9 @@ from ..models.stack import BEST_STACK, accurate_center
 from .spamfilter import SpamFilter
 from ..text import analyzer_for, make_analyzer
 from ..text.stem import SNOWBALL_LANGUAGES, STEMMERS
+
+if TYPE_CHECKING:                                   # annotations only: the module needs no NumPy itself
+    import numpy as np
 
 __all__ = ["MODELS", "TOKENS", "BEST", "CONTEXT", "GRAMS", "KNN_BEST", "MODEL_DEFAULTS", "STACK", "DEFAULT_RATE", "CALIBRATIONS", "REPRESENTATIONS", "SELECTIONS",
            "STEMMERS", "SNOWBALL_LANGUAGES", "METRICS", "WEIGHTS", "CONFIG_KEYS", "make_analyzer", "build_filter",

@@ -62,12 +62,12 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
         token_lists, texts = spam_filter.read([msg])
         X = spam_filter.vectorizer.transform(token_lists)
 
-        def add(label):
+        def add(label, X=X, texts=texts):
             spam_filter.model.partial_fit(X, np.asarray([label]))
             if texts is not None:                 # a filter's side models learn the message's bytes
                 spam_filter.learn_side(texts, [label])
 
-        def remove(label):
+        def remove(label, X=X, texts=texts):
             spam_filter.model.unlearn(X, np.asarray([label]))
             if texts is not None:
                 spam_filter.unlearn_side(texts, [label])

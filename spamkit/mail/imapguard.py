@@ -46,7 +46,7 @@ class _Guard:
     command_seconds = COMMAND_SECONDS
     read_seconds: float | None = 60.0
 
-    def open(self, *args, **kwargs):                        # noqa: D102 -- imaplib's, and a buffer of our own
+    def open(self, *args, **kwargs):                        # imaplib's, and a buffer of our own
         self._inbuf = bytearray()
         self._deadline = None
         self._untagged = 0
@@ -73,8 +73,8 @@ class _Guard:
             data = self.sock.recv(1 << 16)
         except (socket.timeout, TimeoutError):
             if self._deadline is not None and time.monotonic() >= self._deadline:
-                raise self.abort(f"the server took over {self.command_seconds:g} s to answer {self._command_name}")
-            raise self.abort(f"the server sent nothing for {wait:.0f} s during {self._command_name or 'the greeting'}")
+                raise self.abort(f"the server took over {self.command_seconds:g} s to answer {self._command_name}") from None
+            raise self.abort(f"the server sent nothing for {wait:.0f} s during {self._command_name or 'the greeting'}") from None
         if not data:
             raise self.abort("socket error: EOF")
         self._inbuf += data

@@ -80,7 +80,7 @@ def _roll_forward(journal: Path, renames: dict) -> None:
         if os.path.exists(tmp):
             os.replace(tmp, final)
             fsync_dir(Path(final).parent)
-    for final, tmp in renames.items():
+    for tmp in renames.values():
         owner = owner_path(tmp)
         if owner.exists():
             owner.unlink()

@@ -27,7 +27,7 @@ from ..errors import ConfigError, DegenerateDataWarning
 
 #: log-odds are kept within LOG_ODDS_LIMIT (700: exp(700) is near the largest float) wherever
 #: they are compared or combined (a kNN vote or a Fisher score can be infinite)
-from ..scoring import LOG_ODDS_LIMIT  # noqa: E402  (the scoring core's, which pipe mode reads too)
+from ..scoring import LOG_ODDS_LIMIT  # the scoring core's, which pipe mode reads too
 
 
 def csr_index_arrays(X) -> tuple[np.ndarray, np.ndarray]:

@@ -44,10 +44,10 @@ from ..scoring import LOGISTIC_LIMIT as SCORE_LIMIT
 from ..scoring.arrays import expit, log_expit
 
 from ..compiled import speedups as _compiled
-
-speedups = _compiled()                   # spamkit/speedups.c, or None: the Python definition
 from .base import ProbabilisticClassifier, check_sample_weight, csr_index_arrays
 from .robinson import PRESENCE_FAILED_CHECKS, presence, two_class_presence_tags
+
+speedups = _compiled()                   # spamkit/speedups.c, or None: the Python definition
 
 #: why a weight is not a repetition here: a message of weight w is one gradient step w times as
 #: long, where w copies are w steps, each taken from where the last one left the weights

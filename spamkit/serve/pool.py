@@ -79,7 +79,7 @@ class FilterCache:
                 return entry[1]
         try:
             loaded = self.load(path)
-        except Exception as exc:                  # noqa: BLE001 -- keep serving with what we have
+        except Exception as exc:                  # keep serving with what we have
             if entry is None:
                 raise
             if self._failed.get(path) != signature:
