@@ -201,6 +201,33 @@ def test_progress_by_verbosity():
         set_verbosity(0)
 
 
+def test_the_total_is_counted_only_for_a_display_someone_sees():
+    # counting lists every corpus once more (or scans an mbox): a run nobody watches skips it
+    import io
+    from spamkit.cli.progress import Progress, set_verbosity
+
+    class Counted:
+        asked = 0
+
+        def __init__(self, answer):
+            self.answer = answer
+
+        def estimated_count(self):
+            Counted.asked += 1
+            return self.answer
+    try:
+        set_verbosity(0)
+        unseen = Progress("x", stream=io.StringIO())           # not a terminal, no -v
+        assert unseen.expect_corpora([Counted((5, True))]).total is None and Counted.asked == 0
+        set_verbosity(1)
+        seen = Progress("x", stream=io.StringIO())
+        assert seen.expect_corpora([Counted((5, True)), Counted((7, False))]).total == 12 and not seen.exact
+        assert Progress("x", stream=io.StringIO()).expect_corpora([Counted((5, True)), Counted(None)]).total is None
+        assert Counted.asked == 4
+    finally:
+        set_verbosity(0)
+
+
 def test_long_runs_show_the_total_and_the_time_left_where_it_is_known(tmp_path):
     # a folder corpus and a Maildir are counted by listing them (nothing read); the display
     # then says how many of how many, and when the run will end

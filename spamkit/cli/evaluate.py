@@ -10,7 +10,7 @@ import click
 from .report import render_engine_run, render_evaluation, to_json
 from . import cli
 from .params import (CostsParam, OutputPath, archives_ahead, corpus_options, costs_or_none, engine_from_options, engine_options,
-                     expected_messages, reading_corpora, running, spam_rate_option)
+                     reading_corpora, running, spam_rate_option)
 from .progress import Progress, verbosity_options
 
 
@@ -52,8 +52,7 @@ def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report
     chosen = engine_from_options(engine, scheduler, partition_size, ship, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, \
             Progress("evaluating") as progress, running(chosen, progress) as running_engine:
-        if progress.enabled:                  # a total only for a display someone sees
-            progress.expect(*expected_messages(corpora))
+        progress.expect_corpora(corpora)
         result = evaluate_filter(spam_filter, corpora, progress.step, detail=report_path is not None,
                                  engine=running_engine, positive=positive)
     if chosen.name == "dask":

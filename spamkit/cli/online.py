@@ -9,7 +9,7 @@ import click
 from ..names import DEFAULT_MODEL, ONLINE_MODELS, REGIMES, STACK_MODEL
 from .report import render_online, to_json
 from . import cli
-from .params import (OutputPath, corpus_options, engine_from_options, expected_messages, fisher_params, model_options,
+from .params import (OutputPath, corpus_options, engine_from_options, fisher_params, model_options,
                      reading_corpora, running)
 from .progress import Progress, verbosity_options
 
@@ -95,8 +95,7 @@ def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens
     chosen = engine_from_options("local", "local", 0, False, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress, \
             running(chosen, progress) as engine:
-        if progress.enabled:                  # a total only for a display someone sees
-            progress.expect(*expected_messages(corpora))
+        progress.expect_corpora(corpora)
         result = online_filter(corpora, analyzer=make_analyzer(tokens or "mail"), model=model, alpha=alpha, engine=engine,
                                fisher=fisher_params(strength, prior, min_dev, max_clues), regime=regime,
                                stack=stack_for_rate(rate), rate=rate,
@@ -137,8 +136,7 @@ def _online_classes(corpus, ham, spam, extra, fmt, classes, output, model, token
     chosen = engine_from_options("local", "local", 0, False, jobs)
     with reading_corpora(corpus, ham, spam, extra, fmt, classes) as corpora, Progress("online") as progress, \
             running(chosen, progress) as engine:
-        if progress.enabled:                  # a total only for a display someone sees
-            progress.expect(*expected_messages(corpora))
+        progress.expect_corpora(corpora)
         result = online_filter_classes(corpora, analyzer=make_analyzer(tokens or "mail"), model=model,
                                        alpha=model_default(model, "alpha", alpha, 1.0), hashing=hashing,
                                        complement=complement, engine=engine, progress=progress.step)

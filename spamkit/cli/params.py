@@ -155,12 +155,12 @@ def corpus_options(func):
 def open_corpora(corpus, ham, spam, extra, fmt, classes) -> list[Corpus]:
     """The :class:`Corpus` objects named by :func:`corpus_options`; raises ``UsageError`` if none."""
     allowed = None if classes.strip().lower() == "any" else tuple(c for c in classes.split(",") if c.strip())
-    specs = [(path, None) for path in corpus]
+    specs: list[tuple[str, str | None]] = [(path, None) for path in corpus]
     specs += [(path, "ham") for path in ham] + [(path, "spam") for path in spam]
     specs += [(path, name) for name, path in extra]
     if not specs:
         raise click.UsageError("name at least one corpus (CORPUS, --ham, --spam or --class)")
-    seen = {}
+    seen: dict = {}
     for path, label in specs:
         if str(path).lower().startswith(("imap://", "imaps://")):
             raise click.UsageError(f"{path}: IMAP folders are read by spamkit learn and spamkit filter; for this "
@@ -329,12 +329,12 @@ def import_without_numpy_extras(name: str, extras=NUMPY_EXTRAS):
     if name in sys.modules or not skipped or not isinstance(public, list) or listing is None:
         return importlib.import_module(name)
     numpy.__all__ = [n for n in public if n not in skipped]
-    numpy.__dir__ = lambda: [n for n in listing() if n not in skipped]
+    numpy.__dir__ = lambda: [n for n in listing() if n not in skipped]  # type: ignore[method-assign]
     try:
         return importlib.import_module(name)
     finally:
         numpy.__all__ = public
-        numpy.__dir__ = listing
+        numpy.__dir__ = listing                                            # type: ignore[method-assign]
 
 
 @contextlib.contextmanager
@@ -374,20 +374,6 @@ def reading_corpora(corpus, ham, spam, extra, fmt, classes):
         yield corpora
     finally:
         close_corpora(corpora)
-
-
-def expected_messages(corpora, estimate: bool = True) -> tuple[int | None, bool]:
-    """``(messages, exact)``: the messages of all the corpora, when every one can count them
-    without reading them (:meth:`~spamkit.corpus.Corpus.cheap_count`) or, with ``estimate``,
-    tell about how many it holds (an mbox: :meth:`~spamkit.corpus.Corpus.estimated_count`, a
-    scan of its bytes: ask only for a display someone sees); else None."""
-    counts = []
-    for c in corpora:
-        n = c.estimated_count() if estimate else c.cheap_count()
-        counts.append((n, True) if isinstance(n, int) else n)
-    if any(n is None for n in counts):
-        return None, True
-    return sum(n for n, _ in counts), all(exact for _, exact in counts)
 
 
 def close_corpora(corpora) -> None:

@@ -99,6 +99,24 @@ class Progress:
 
     exact = True
 
+    def expect_corpora(self, corpora) -> "Progress":
+        """:meth:`expect` the messages of all the ``corpora``, counted only for a display someone
+        sees (counting lists every corpus once more, or scans an mbox's bytes: about 0.15 s of a
+        training's driver on 10,000 messages, taken from the cores its workers count on). The
+        total is known when every corpus can count its messages without reading them
+        (:meth:`~spamkit.corpus.Corpus.cheap_count`) or tell about how many it holds (an mbox:
+        :meth:`~spamkit.corpus.Corpus.estimated_count`); else the display shows the count and
+        the rate only."""
+        if not self.enabled:
+            return self
+        counts = []
+        for corpus in corpora:
+            n = corpus.estimated_count()
+            counts.append((n, True) if isinstance(n, int) else n)
+        if any(n is None for n in counts):
+            return self.expect(None)
+        return self.expect(sum(n for n, _ in counts), all(exact for _, exact in counts))
+
     def step(self, *_):
         self.count += 1
         if self.enabled:

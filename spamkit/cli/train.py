@@ -14,7 +14,7 @@ from ..labels import HAM_NAME, SPAM_NAME
 from .report import render_condensed, render_engine_run, render_train, render_tuning, to_json
 from . import cli
 from .params import (CostsParam, OutputPath, archives_ahead, costs_or_none, corpus_options, engine_from_options, engine_options,
-                     expected_messages, fisher_params, importing_ahead, model_options, reading_corpora, running)
+                     fisher_params, importing_ahead, model_options, reading_corpora, running)
 from .progress import Progress, verbosity_options
 
 
@@ -186,8 +186,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
         chosen.check(spam_filter)
         parameters.update(chosen.parameters())
         with Progress("training") as progress, running(chosen, progress) as running_engine:
-            if progress.enabled:                  # a total only for a display someone sees
-                progress.expect(*expected_messages(corpora))
+            progress.expect_corpora(corpora)
             report = train_filter(spam_filter, corpora, test_fraction, split, seed, progress.step, parameters,
                                   engine=running_engine)
     from ..decide.decision import CostMatrix
