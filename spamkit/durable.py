@@ -47,8 +47,8 @@ def filesystem_type(path, mountinfo: str = "/proc/self/mountinfo") -> str | None
         device = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
         with open(mountinfo, encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                fields, _, after = line.partition(" - ")
-                fields = fields.split()
+                head, _, after = line.partition(" - ")
+                fields = head.split()
                 if len(fields) >= 5 and fields[2] == device and after.split():
                     return after.split()[0]
     except OSError:

@@ -9,6 +9,10 @@ turns settings into filters).
 
 from __future__ import annotations
 
+TYPE_CHECKING = False                  # typing is not imported at run time (pipe mode's start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
 #: the stack (Robinson/Fisher, naive Bayes and logistic regression combined: the default model)
 #: and Robinson/Fisher alone, the two models with Fisher's combining
 STACK_MODEL, FISHER_MODEL = "fisher-nb", "fisher"
@@ -78,7 +82,7 @@ FISHER_STRENGTH, FISHER_PRIOR, FISHER_MIN_DEV, FISHER_MAX_CLUES = 0.45, 0.5, 0.1
 #: the best published peer on trec06p's 37,821 messages where it was 0.86 without, better on eight
 #: of ten streams, the other two within 6% (``python scripts/fusion.py``; docs/results.md, "The
 #: default stack with the 4-gram regression").
-MODEL_DEFAULTS = {STACK_MODEL: {"grams": True},
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {STACK_MODEL: {"grams": True},
                   "knn": {"tokens": "words", "representation": "tfidf"},
                   "multinomial": {"alpha": 0.01},
                   "bernoulli": {"alpha": 0.1, "min_df": 2},

@@ -94,6 +94,7 @@ def _pipe(model, cost, spam_rate=None, exit_zero: bool = False) -> int:
         if spam_filter is None:
             spam_filter = _load(model, cost, spam_rate)
             verdict, p = spam_filter.verdict(raw)
+        assert verdict is not None                   # one of the two routes decided
         return (0 if exit_zero else VERDICT_STATUS[verdict],
                 tag(raw, verdict, p, model_id_of(model), spam_filter.spam_threshold()))
 

@@ -446,7 +446,7 @@ def render_comparison(r: dict) -> str:
 
 def _comparison_cost_lines(r: dict) -> list[str]:
     """The ``--cost`` results of ``cv`` / ``compare``: realised and expected cost per message, decisions."""
-    lines = []
+    lines: list[str] = []
     for c in r["configs"]:
         costs = c.get("costs")
         if costs is None:

@@ -172,6 +172,7 @@ class Corpus:
                 # Index paths climb out of full/ ("../data/inmail.1"): root the tree at the
                 # corpus folder whether the user named it, its full/ folder or the index.
                 index = self.tree.local_path(find_trec_index(self.tree, self.rel) or self.rel)
+                assert index is not None          # a folder tree: every member has a local path
                 self.tree = DirTree(index.parent.parent)
                 self.rel = f"{index.parent.name}/{index.name}"
             if self.label is not None and self.format in LABELLED_FORMATS:

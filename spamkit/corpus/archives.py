@@ -18,6 +18,7 @@ import os
 import signal
 import tarfile
 import tempfile
+from typing import BinaryIO
 import threading
 import zipfile
 import zlib
@@ -256,9 +257,10 @@ class Spool:
         self._stop = False
         self._pos = 0
         self._thread = None
-        self._child = self._progress = None                 # the decompressing child process and its pipe
+        self._child: int | None = None
+        self._progress: int | None = None                 # the decompressing child process and its pipe
         if opener is None:
-            self.file = open(path, "rb")
+            self.file: BinaryIO = open(path, "rb")
             _OPEN_SPOOLS.add(self.serial)
             self._ready, self._done = os.fstat(self.file.fileno()).st_size, True
             return
@@ -344,6 +346,7 @@ class Spool:
 
     def _pump(self) -> None:
         """Read what the child said (blocking until it says something or ends)."""
+        assert self._progress is not None                   # a child was started (_start)
         data = os.read(self._progress, 1 << 16)
         if not data:                                         # the child is gone
             self._reap()
@@ -368,7 +371,8 @@ class Spool:
             return
         _, status = os.waitpid(self._child, 0)
         self._child = None
-        os.close(self._progress)
+        if self._progress is not None:
+            os.close(self._progress)
         if status != 0 and self._error is None:
             self._error = OSError(f"decompressing stopped (child process status {status})")
 

@@ -60,7 +60,7 @@ def holdout_ids(records, test_fraction: float, method: str = "auto", seed: int =
     for r in records:
         by_class[r[1]].append(r[0])
     rng = np.random.default_rng(seed)
-    test = set()
+    test: set = set()
     for label in sorted(by_class, key=str):
         ids = by_class[label]
         k = round(test_fraction * len(ids))

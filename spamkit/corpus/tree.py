@@ -26,6 +26,7 @@ import os
 import re
 import tarfile
 import zipfile
+from typing import IO, Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -238,8 +239,11 @@ class ArchiveTree(Tree):
                 raise CorpusError(f"{self.path}: damaged {compressed[0]} file: its beginning cannot be decompressed")
             raise CorpusError(f"{self.path}: not a tar or zip archive")
         self.container = kind
-        self._spool = None
-        self._files: dict[str, object] = {}
+        self._spool: Spool | None = None
+        self._zip: zipfile.ZipFile | None = None
+        self._tar: tarfile.TarFile | None = None
+        #: each member's handle: a ZipInfo, a TarInfo, or (offset, size) in a plain tar's spool
+        self._files: dict[str, Any] = {}
         self._dirs: dict[str, dict[str, Entry]] = {"": {}}
         self._listed: set = {""}                    # folders whose parents _add has listed
         self._sorted: dict[str, list[Entry]] = {}    # entries() of each folder asked for
@@ -249,8 +253,6 @@ class ArchiveTree(Tree):
                 for info in self._zip.infolist():
                     self._add(info.filename, info.is_dir(), info.file_size, info)
             else:
-                self._zip = None
-                self._tar = None
                 opener = ARCHIVE_OPENERS[kind]
                 fh = self._spool = claim_ahead(self.path) or Spool(self.path, opener)
                 index = plain_tar_index(fh)
@@ -260,15 +262,13 @@ class ArchiveTree(Tree):
                         self._add(name, is_dir, size, (offset, size))
                 else:                                   # anything else: the standard library's reader
                     fh.seek(0)
-                    self._tar = tarfile.open(fileobj=fh, mode="r:")
+                    self._tar = tarfile.open(fileobj=fh, mode="r:")   # type: ignore[call-overload]  # a Spool reads, seeks and tells
                     for member in self._tar.getmembers():
                         if member.isdir() or member.isfile():
                             self._add(member.name, member.isdir(), member.size, member)
         except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError) as exc:
             self.close()
             raise CorpusError(f"{self.path}: damaged {kind} archive: {exc}") from exc
-
-    _tar = None
 
     def where(self, rel: str) -> tuple | None:
         """``(spool serial, file descriptor, offset, size)`` of a member read by offset from a
@@ -286,6 +286,7 @@ class ArchiveTree(Tree):
         offset, size = handle
         end = size if end is None else min(end, size)
         start = min(max(start, 0), end)
+        assert self._spool is not None               # offsets are indexed only in a spool
         data = self._spool.read_at(offset + start, end - start)
         if len(data) != end - start:
             raise CorpusError(f"{self.display(rel)}: cannot read member: the archive ends inside it")
@@ -336,6 +337,7 @@ class ArchiveTree(Tree):
         try:
             if self._zip is not None:
                 return self._zip.read(handle)
+            assert self._tar is not None                 # a member is in the zip or in the tar
             fh = self._tar.extractfile(handle)
             return fh.read() if fh is not None else b""
         except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError) as exc:
@@ -348,7 +350,14 @@ class ArchiveTree(Tree):
         if isinstance(handle, tuple):
             return self._member(rel, handle, start, end)
         try:
-            fh = self._zip.open(handle) if self._zip is not None else self._tar.extractfile(handle)
+            fh: IO[bytes] | None
+            if self._zip is not None:
+                fh = self._zip.open(handle)
+            else:
+                assert self._tar is not None             # a member is in the zip or in the tar
+                fh = self._tar.extractfile(handle)
+            if fh is None:                               # a tar member that is not a file
+                return b""
             with fh:
                 fh.seek(start)
                 return fh.read(end - start)
@@ -359,12 +368,16 @@ class ArchiveTree(Tree):
         handle = self._files.get(rel)
         if handle is None:
             raise CorpusError(f"{self.display(rel)}: no such file in the archive")
+        fh: IO[bytes] | None
         if isinstance(handle, tuple):
             fh = io.BytesIO(self._member(rel, handle))
         elif self._zip is not None:
             fh = self._zip.open(handle)
         else:
+            assert self._tar is not None
             fh = self._tar.extractfile(handle)
+        if fh is None:                                   # a tar member that is not a file
+            return
         with fh:
             yield from fh
 
@@ -404,6 +417,10 @@ class Unread(bytes):
     corpus can be cut into partitions by file without reading it (the Dask engine ships
     the paths and its workers read the files).
     """
+
+    tree: Tree
+    rel: str
+    span: tuple[int, int] | None
 
     def __new__(cls, tree: Tree, rel: str, span: tuple[int, int] | None = None):
         obj = super().__new__(cls, b"")

@@ -101,7 +101,8 @@ class PlattScaling:
             raise ConfigError(f"unknown calibration method {d.get('method')!r}")
         p = cls(balanced=bool(d.get("balanced", False)))
         p.a_, p.b_ = float(d["a"]), float(d["b"])
-        p.n_ = tuple(int(v) for v in d.get("n", (0, 0)))
+        n_neg, n_pos = (int(v) for v in d.get("n", (0, 0)))
+        p.n_ = (n_neg, n_pos)
         if not (np.isfinite(p.a_) and np.isfinite(p.b_)):
             raise ConfigError("calibration parameters are not finite")
         return p

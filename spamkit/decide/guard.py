@@ -81,7 +81,7 @@ class FamiliarityGuard:
         #: the familiarity below which the window's median says the stream has drifted
         self.drift_level = self.typical - self.drift * max(self.typical - self.floor, 0.0)
         #: the rule that fired for the last message judged ("unfamiliar", "drift"), or None
-        self.last = None
+        self.last: str | None = None
         #: the margin the last message's spam decision did not clear (None: the floor or the drift)
         self.last_margin: float | None = None
         self.last_familiarity = float("nan")

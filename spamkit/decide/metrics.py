@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from ..errors import ConfigError, DegenerateDataWarning
+from typing import Any
 
 
 def confusion_matrix(y_true, y_pred, labels) -> np.ndarray:
@@ -198,7 +199,7 @@ def roc_curve(y_true, scores):
 
 def auc_trapezoid(x, y) -> float:
     """Area under a curve given by points sorted on x (trapezoidal rule)."""
-    return float(np.trapezoid(y, x)) if hasattr(np, "trapezoid") else float(np.trapz(y, x))
+    return float(np.trapezoid(y, x)) if hasattr(np, "trapezoid") else float(np.trapz(y, x))  # type: ignore[attr-defined,unused-ignore]  # NumPy < 2
 
 
 def pr_curve(y_true, scores):
@@ -365,7 +366,7 @@ def three_way_rates(y_true, p_spam, low: float, high) -> dict:
     cuts = np.asarray(high, dtype=np.float64)
     spam, ham = p > cuts, p < low
     n_spam, n_ham = int(y.sum()), int((~y).sum())
-    out = {"ham_misfiled": 100.0 * _ratio(float((spam & ~y).sum()), n_ham),
+    out: dict[str, Any] = {"ham_misfiled": 100.0 * _ratio(float((spam & ~y).sum()), n_ham),
            "ham_unsure": 100.0 * _ratio(float((~spam & ~ham & ~y).sum()), n_ham),
            "spam_caught": 100.0 * _ratio(float((spam & y).sum()), n_spam),
            "spam_unsure": 100.0 * _ratio(float((~spam & ~ham & y).sum()), n_spam),
@@ -436,7 +437,7 @@ def window_comparison(y_true, fused, inputs: dict, floor: float = 0.005, window:
         part = slice(point["start"], point["end"])
         wy = y[part]
         values = {name: 100.0 * (1.0 - roc_auc(wy, v[part])) for name, v in columns.items()}
-        best = min(values, key=values.get)
+        best = min(values, key=lambda name: values[name])
         fused_value = point["roca_pct"]
         ratio = max(fused_value, floor) / max(values[best], floor)
         worse = False

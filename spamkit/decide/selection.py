@@ -126,6 +126,8 @@ def tune_knn(X, y, ks=(1, 3, 5, 7, 9, 15, 21, 31), weights=("uniform", "inverse"
             e = result.errors[w][col]
             if best is None or e < best[0] - 1e-12:
                 best = (e, k, w)
+    if best is None:
+        raise ConfigError("no k and weighting to choose from")
     result.best_error, result.best_k, result.best_weights = best
     return result
 

@@ -114,7 +114,7 @@ def partitions(items, size: int, report: RunReport, progress=None, on_message=No
             report.bytes_in += len(item.raw.rel) + (0 if item.raw.span is None else 16)
         else:
             address = None
-            entry = (item.raw, item.kind, str(item.label))
+            entry = (item.raw, item.kind, str(item.label))       # type: ignore[assignment]  # the bytes themselves, shipped
             report.bytes_in += len(item.raw)
         if address != where and batch:
             yield cut()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,7 +25,7 @@ from ..text import Analyzer
 class Shared:
     """One object sent once to every worker (``client.scatter`` would split a dict or a tuple)."""
 
-    value: object
+    value: Any
 
 
 @dataclass
@@ -37,7 +38,7 @@ class Stats:
     """
 
     labels: list
-    terms: object
+    terms: Any                    # list of str, or int64 column numbers with hashing
     tf: np.ndarray
     df: np.ndarray
     docs: np.ndarray
@@ -87,12 +88,12 @@ class Part:
     """A tokenized partition: counts over its own terms (kept on a worker between passes)."""
 
     X: sp.csr_matrix
-    terms: object                 # list of str, or int64 column numbers with hashing
+    terms: Any                    # list of str, or int64 column numbers with hashing
     labels: list
     fallbacks: Counter
     n_bytes: int
     seconds: float
-    distinct: np.ndarray = None   # distinct tokens of each message (the familiarity guard's denominator)
+    distinct: np.ndarray | None = None   # distinct tokens of each message (the familiarity guard's denominator)
 
 
 def tokenize_partition(analyzer_config: dict, hashing: int | None, partition) -> Part:
@@ -111,7 +112,7 @@ def tokenize_partition(analyzer_config: dict, hashing: int | None, partition) ->
         n_bytes += len(raw)
     if hashing is not None:
         X = Vectorizer.hashed(int(hashing)).hash_counts(docs)
-        terms = np.unique(X.indices).astype(np.int64)
+        terms: Any = np.unique(X.indices).astype(np.int64)
         X = X[:, terms]
     else:
         index: defaultdict = defaultdict()
@@ -161,6 +162,7 @@ def merge_stats(a: Stats, b: Stats) -> Stats:
     lpos = {lab: i for i, lab in enumerate(labels)}
     la = np.array([lpos[x] for x in a.labels], dtype=np.int64)
     lb = np.array([lpos[x] for x in b.labels], dtype=np.int64)
+    terms: Any
     if isinstance(a.terms, np.ndarray):                          # hashing: sorted column numbers
         terms = np.union1d(a.terms, b.terms)
         ia, ib = np.searchsorted(terms, a.terms), np.searchsorted(terms, b.terms)
@@ -204,8 +206,8 @@ def tree_reduce(client, futures: list, fn=merge_stats):
 
 
 def stats_size(stats: Stats) -> int:
-    terms = stats.terms.nbytes if isinstance(stats.terms, np.ndarray) else sum(len(t) + 1 for t in stats.terms)
-    return int(terms + stats.tf.nbytes + stats.df.nbytes + stats.docs.nbytes)
+    size = stats.terms.nbytes if isinstance(stats.terms, np.ndarray) else sum(len(t) + 1 for t in stats.terms)
+    return int(size + stats.tf.nbytes + stats.df.nbytes + stats.docs.nbytes)
 
 
 def refuse_context(spam_filter, what: str = "trains") -> None:

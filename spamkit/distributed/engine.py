@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..jobs.engine import Engine
 from ..labels import HAM_NAME, SPAM_NAME
 from ..scoring.arrays import log_expit
@@ -33,11 +34,15 @@ class DaskEngine(Engine):
         self.scheduler, self.partition_size, self.ship, self.status = scheduler, partition_size, ship, status
         self.run = RunReport()
         self.cluster: Cluster | None = None
+        #: the workers read the mail files themselves (the corpus is at the same path there)
+        self.reads_files = not ship
 
     @property
-    def reads_files(self) -> bool:
-        """Do the workers read the mail files themselves (the corpus is at the same path there)?"""
-        return not self.ship
+    def client(self):
+        """The cluster's Dask client, once the engine is entered (``with DaskEngine(...)``)."""
+        if self.cluster is None:
+            raise ConfigError("the dask engine has no cluster: use it as a context manager (with ...)")
+        return self.cluster.client
 
     def parameters(self) -> dict:
         """What a filter file records about the engine that trained it."""
@@ -57,12 +62,12 @@ class DaskEngine(Engine):
             self.cluster = None
 
     def fit(self, spam_filter, messages, progress=None):
-        return fit_on_cluster(spam_filter, messages, self.cluster.client, self.partition_size, progress, self.run,
+        return fit_on_cluster(spam_filter, messages, self.client, self.partition_size, progress, self.run,
                               status=self.status)
 
     def score(self, spam_filter, corpora, progress=None):
         refuse_context(spam_filter, "scores")
-        return score_on_cluster(self.cluster.client, self.partition_size, self.run, ship=self.ship,
+        return score_on_cluster(self.client, self.partition_size, self.run, ship=self.ship,
                                 status=self.status)(spam_filter, corpora, progress)
 
     def cross_validated_log_proba(self, spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None,
@@ -71,7 +76,7 @@ class DaskEngine(Engine):
         cluster's log-odds (``status`` is accepted for the interface's signature; the cluster
         reports partitions through the engine's own ``status``)."""
         refuse_context(spam_filter, "cross-validates")
-        is_spam, log_odds, fold_of = cv_on_cluster(self.cluster.client, self.partition_size, self.run, ship=self.ship,
+        is_spam, log_odds, fold_of = cv_on_cluster(self.client, self.partition_size, self.run, ship=self.ship,
                                                    status=self.status)(spam_filter, corpora, folds, seed, progress,
                                                                        True)
         z = np.asarray(log_odds, dtype=np.float64)

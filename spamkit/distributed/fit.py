@@ -57,7 +57,7 @@ def fit_on_cluster(spam_filter, items, client, partition_size: int = DEFAULT_PAR
     return spam_filter
 
 
-def part_familiarity(part: Part, shared: Shared) -> tuple[np.ndarray, np.ndarray]:
+def part_familiarity(part: Part, shared: Shared) -> tuple[np.ndarray, np.ndarray | None]:
     """Per message of a partition: its tokens known without it (see SpamFilter.fit_guard), and its
     distinct tokens."""
     vocabulary, n_features, known_without_self = shared.value

@@ -57,8 +57,10 @@ def score_partition(blob: Shared, digest: str, partition):
     bytes read, the seconds taken and the messages' familiarities."""
     started = time.perf_counter()
     f = filter_from_bytes(blob.value, digest)
-    rows, fallbacks, n_bytes = [], Counter(), 0
-    texts = [] if f.reads_bytes else None
+    rows: list = []
+    fallbacks: Counter = Counter()
+    n_bytes = 0
+    texts: list | None = [] if f.reads_bytes else None
     for raw, kind, _label in read_partition(partition):
         msg = parse_message(raw, kind)
         if msg.defects:

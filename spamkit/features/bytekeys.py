@@ -42,6 +42,10 @@ from ..compiled import gramloops
 from ..errors import ConfigError
 from ..names import GRAM_BITS, GRAM_BYTES
 
+TYPE_CHECKING = False                  # typing's names for the checker only
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 #: the end-of-text symbol, predicted after a text's last byte
 END = 256
 #: what the context holds before a text's first byte (never predicted)
@@ -60,9 +64,10 @@ class ContextKeys:
 
     __slots__ = ("texts", "order", "bits", "_keys", "_indptr")
 
-    def __init__(self, texts: tuple, order: int, bits: int):
+    def __init__(self, texts: Sequence[bytes], order: int, bits: int):
         self.texts, self.order, self.bits = tuple(texts), order, bits
-        self._keys = self._indptr = None
+        self._keys: np.ndarray | None = None
+        self._indptr: np.ndarray | None = None
 
     @property
     def n_texts(self) -> int:
@@ -189,7 +194,7 @@ def pack_slots(slots) -> bytes:
     >>> len(pack_slots([5, 300, 70_000, 70_001]))           # words: 5, 295, escape + 2, 1
     12
     """
-    words = []
+    words: list[int] = []
     previous = 0
     for slot in (int(s) for s in slots):
         if slot < previous or slot >= 1 << 32 or (words and slot == previous):

@@ -8,6 +8,7 @@ matrices with; :mod:`spamkit.features.numbering` is the worker's side.
 from __future__ import annotations
 
 import threading
+from typing import Any
 from array import array
 from functools import partial
 
@@ -206,16 +207,16 @@ def count_matrix(docs, index: dict, grow: bool, sort: bool = True, terms_out: li
     chunk_ptr = [0]
     tables: dict = {}         # IndexedChunk: each worker's term numbers -> columns
     lookup = index.__getitem__
-    known = _known_columns(index) if not grow else None
-    frozen_counts = _compiled_frozen_counts() if not grow else None
-    grow_columns = _grow_columns() if grow else None
+    known: Any = _known_columns(index) if not grow else None
+    frozen_counts: Any = _compiled_frozen_counts() if not grow else None
+    grow_columns: Any = _grow_columns() if grow else None
     if grow and getattr(index, "default_factory", None) != index.__len__:
         raise ValueError("a growing index must be a defaultdict whose factory is its __len__")
-    vocab = None                  # IndexedChunk with terms_out: the compiled numbering of the terms
+    vocab: Any = None             # IndexedChunk with terms_out: the compiled numbering of the terms
     here = False                  # chunks numbered by numbered_here: their numbers are the columns
 
     def n_columns() -> int:
-        return len(terms_out) if here else len(vocab) if vocab is not None else len(index)
+        return len(terms_out) if here and terms_out is not None else len(vocab) if vocab is not None else len(index)
 
     def append(block: sp.csr_matrix) -> None:
         """Append a block's rows (no duplicates; indices sorted unless the caller said sort=False)."""
@@ -331,8 +332,8 @@ def count_matrix(docs, index: dict, grow: bool, sort: bool = True, terms_out: li
         indptr = indptr.astype(np.int32)        # same index type as `indices`: scipy then copies neither
     # float64 only now that the stream (and whatever its reader holds) is finished
     data = np.frombuffer(out_data, dtype=np.int32).astype(np.float64)
-    out_data = None                                  # the int32 copy is no longer needed
-    if vocab is not None:
+    out_data = array("i")                            # the int32 copy let go: no longer needed
+    if vocab is not None and terms_out is not None:             # (a vocab is made only for a terms_out)
         terms_out.extend(vocab.terms())
     return sp.csr_matrix((data,
                           np.frombuffer(out_indices, dtype=np.int32) if len(out_indices) else np.zeros(0, np.int32),

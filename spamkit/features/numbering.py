@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:                          # annotations only: the workers never import NumPy here
+    import numpy as np
 
 __all__ = ["IndexedChunk", "new_numbering", "number_terms"]
 
@@ -30,9 +33,9 @@ class IndexedChunk(NamedTuple):
 
     source: object            # which worker numbered the terms (its numbering is its own)
     new_terms: list
-    ids: object               # int32 array: the worker's number of each distinct term of each document
-    counts: object            # int32 array: how often each occurs in its document
-    sizes: object             # int64 array: distinct terms per document
+    ids: np.ndarray           # int32 array: the worker's number of each distinct term of each document
+    counts: np.ndarray        # int32 array: how often each occurs in its document
+    sizes: np.ndarray         # int64 array: distinct terms per document
 
 
 def new_numbering():

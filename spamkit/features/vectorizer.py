@@ -151,6 +151,9 @@ class Vectorizer:
     [[1.0, 0.0, 0.0, 0.0]]
     """
 
+    #: term -> column, made from terms_ when first asked for (annotation only: see vocabulary_)
+    _vocabulary: dict | None
+
     def __init__(self, representation: str = "tf", min_df=1, max_df=1.0, max_features: int | None = None,
                  select: str = "frequency", hashing: int | None = None):
         if representation not in REPRESENTATIONS:
@@ -273,8 +276,8 @@ class Vectorizer:
         if self.max_features is not None and keep.size > self.max_features:
             s = score(keep)
             # Highest score first; ties by document frequency, then alphabetically (deterministic).
-            order = sorted(range(keep.size), key=lambda k: (-s[k], -df[keep[k]], terms[keep[k]]))
-            keep = keep[np.array(order[: self.max_features], dtype=np.int64)]
+            ranked = sorted(range(keep.size), key=lambda k: (-s[k], -df[keep[k]], terms[keep[k]]))
+            keep = keep[np.array(ranked[: self.max_features], dtype=np.int64)]
         # Columns in alphabetical order of their terms, as scikit-learn's vectorizers do.
         kept = terms if keep.size == len(terms) else [terms[j] for j in keep.tolist()]
         order, in_order = sorted_with_order(kept)
@@ -340,11 +343,15 @@ class Vectorizer:
         by the compiled loop where it was built (``spamkit.speedups.hash_columns``, the same
         columns: tests/test_features.py), else by FeatureHasher itself."""
         from ..compiled import speedups
+        if self.hashing is None:
+            raise ConfigError("this Vectorizer has a vocabulary, not hashed columns")
         compiled = speedups()
         if compiled is None:
             return self._feature_hasher_counts(docs)
         n = int(self.hashing)
-        blocks, ids, ptr = [], [], [0]
+        blocks: list = []
+        ids: list = []
+        ptr = [0]
 
         def flush():
             columns = np.frombuffer(bytearray(b"".join(ids)), dtype=np.int32)   # writable: sorted in place
@@ -371,7 +378,10 @@ class Vectorizer:
 
     def _feature_hasher_counts(self, docs) -> sp.csr_matrix:
         from sklearn.feature_extraction import FeatureHasher
-        hasher = FeatureHasher(n_features=int(self.hashing), input_type="string", alternate_sign=False)
+        if self.hashing is None:
+            raise ConfigError("this Vectorizer has a vocabulary, not hashed columns")
+        n_columns = int(self.hashing)
+        hasher = FeatureHasher(n_features=n_columns, input_type="string", alternate_sign=False)
         blocks = []
         batch = []
         for tokens in docs:
@@ -382,7 +392,7 @@ class Vectorizer:
                 blocks.append(hasher.transform(batch))
                 batch = []
         if batch or not blocks:
-            blocks.append(hasher.transform(batch) if batch else sp.csr_matrix((0, int(self.hashing))))
+            blocks.append(hasher.transform(batch) if batch else sp.csr_matrix((0, n_columns)))
         X = sp.vstack(blocks, format="csr")
         X.sort_indices()
         return X
@@ -398,11 +408,13 @@ class Vectorizer:
         self.check_fitted()
         if self.hashing is not None:
             return self.hash_counts(docs)
+        vocabulary = self.vocabulary_
+        assert vocabulary is not None                # a fitted vectorizer without hashing has one
         if type(docs) is list and len(docs) == 1 and type(docs[0]) is list:
-            row = one_row(docs[0], self.vocabulary_)
+            row = one_row(docs[0], vocabulary)
             if row is not None:
                 return row
-        return count_matrix(docs, self.vocabulary_, grow=False)
+        return count_matrix(docs, vocabulary, grow=False)
 
     def transform(self, docs) -> sp.csr_matrix:
         """The matrix of ``docs`` (iterable of token lists) in the learned representation."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..models.base import ClassifierMixin, Estimator
@@ -112,16 +112,16 @@ class FilterSettings:
     char_ngrams: int = 0
     digit_prefixes: bool = False
     calibrate: str | None = None
-    fisher: object = None
-    stack: object = None
+    fisher: Any = None                      # the mappings below are frozen (MappingProxyType)
+    stack: Any = None
     rate: float = DEFAULT_RATE
-    knn: object = None
+    knn: Any = None
     condense: str = "none"
     tf_transform: bool | None = None
     length_norm: bool | None = None
     weight_norm: bool | None = None
-    context: object = None
-    grams: object = "auto"
+    context: Any = None
+    grams: Any = "auto"                     # "auto", a mapping of settings, or None
 
     def __post_init__(self):
         for name in ("fisher", "stack", "knn", "context", "grams"):
@@ -170,7 +170,7 @@ class FilterSettings:
         grams = self.grams
         if isinstance(grams, str) and grams == "auto":
             grams = {} if model_default(model, "grams", None, False) else None
-        complement = {}
+        complement: dict[str, Any] = {}
         if model == "complement":
             given = {"tf_transform": self.tf_transform, "length_norm": self.length_norm,
                      "weight_norm": self.weight_norm}
@@ -200,6 +200,8 @@ class FilterSettings:
     def build(self) -> SpamFilter:
         """An untrained :class:`~spamkit.filterfile.spamfilter.SpamFilter` of these settings."""
         r = self.resolved()
+        if r.tokens is None or r.representation is None or r.calibrate is None or r.alpha is None:
+            raise ConfigError(f"settings left unresolved: {r}")     # resolved() sets every one of them
         complement = None
         if r.model == "complement":
             complement = {COMPLEMENT_KEYS[k]: getattr(r, k) for k in ("tf_transform", "length_norm", "weight_norm")}
@@ -209,7 +211,7 @@ class FilterSettings:
                                 select=r.select, hashing=r.hashing)
         analyzer = analyzer_for(r.tokens, r.stem, r.language, r.stop_words, r.ngrams, r.char_ngrams,
                                 r.digit_prefixes)
-        side = {}
+        side: dict[str, Any] = {}
         if r.context is not None:
             from ..models.context import ByteContextModel
             side.update(context=ByteContextModel(**{k: r.context[k] for k in ("order", "beta", "bits")}),
@@ -228,7 +230,7 @@ class FilterSettings:
         """What a filter file keeps of how the filter was made (the resolved settings that apply
         to its model, as JSON)."""
         r = self.resolved()
-        out = {"model": r.model, "tokens": r.tokens, "calibrate": r.calibrate}
+        out: dict[str, Any] = {"model": r.model, "tokens": r.tokens, "calibrate": r.calibrate}
         if r.model in (FISHER_MODEL, STACK_MODEL):
             out["fisher"] = _plain(r.fisher) or {}
         if r.model in (STACK_MODEL, "logistic"):
@@ -279,7 +281,7 @@ def stack_for_rate(rate: float) -> dict:
 
 
 #: the settings ``spamkit cv`` / ``compare`` accept in a --config, and their types
-CONFIG_KEYS = {"model": str, "tokens": str, "alpha": float, "representation": str, "min_df": int,
+CONFIG_KEYS: dict[str, Any] = {"model": str, "tokens": str, "alpha": float, "representation": str, "min_df": int,
                "max_features": int, "select": str, "hashing": int, "stem": str, "stop_words": str,
                "ngrams": int, "calibrate": str, "strength": float, "prior": float, "min_dev": float,
                "max_clues": int, "k": int, "weights": str, "metric": str, "p": float, "rate": float,

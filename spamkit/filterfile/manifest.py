@@ -23,6 +23,10 @@ from zlib import error as zlib_error
 from .. import __version__
 from ..errors import ModelFormatError
 
+TYPE_CHECKING = False                  # typing is not imported at run time (pipe mode's start-up)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
 
 FORMAT = "spamkit-filter"
 
@@ -83,7 +87,7 @@ def dtype_of(text) -> tuple[str, int] | None:
     return kind, size * 4 if kind == "U" else size
 
 
-def format_error(path: Path, problem: str):
+def format_error(path: Path, problem: str) -> NoReturn:
     raise ModelFormatError(f"{path}: {problem}")
 
 
@@ -237,7 +241,8 @@ def _check_structure(manifest: dict, path: Path) -> None:
         if not ok:
             format_error(path, f"damaged manifest: {what}")
 
-    arrays, model = manifest.get("arrays"), manifest.get("model")
+    arrays: Any = manifest.get("arrays")
+    model: Any = manifest.get("model")
     need(isinstance(arrays, dict), "'arrays' is not a table")
     for name, meta in arrays.items():
         need(isinstance(meta, dict) and isinstance(meta.get("file"), str) and isinstance(meta.get("sha256"), str)
@@ -356,7 +361,9 @@ def member_limits(manifest: dict) -> dict[str, int]:
         n = 1
         for dim in meta["shape"]:
             n *= dim
-        limits[meta["file"]] = n * dtype_of(meta["dtype"])[1] + _NPY_HEADER_MAX
+        kind = dtype_of(meta["dtype"])
+        assert kind is not None                       # _check_structure allowed only known dtypes
+        limits[meta["file"]] = n * kind[1] + _NPY_HEADER_MAX
     for meta in text_members(manifest).values():
         limits[meta["file"]] = max(meta["count"], 1) * (MAX_LINE_BYTES + 1)
     return limits

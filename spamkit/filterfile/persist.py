@@ -318,7 +318,9 @@ class TermIndexJob:
 
     def __init__(self, terms: list):
         self.terms, self.size = terms, len(terms)
-        self._index = self._member = self._error = None
+        self._index: tuple[np.ndarray, np.ndarray] | None = None
+        self._member: PreparedLines | None = None
+        self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="spamkit-term-index", daemon=True)
         self._thread.start()
 
@@ -360,7 +362,7 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
     if getattr(model, "side_inputs", 0) and not side_model:
         raise ModelFormatError("a stack with side inputs cannot be saved: a filter file has no model of its side "
                                "scores to compute them from")
-    members: dict[str, bytes] = {}
+    members: dict[str, bytes | PreparedLines] = {}
     stored: set = set()                           # members written without compression
     arrays_meta = {}
     array_members: dict[str, np.ndarray] = {}     # written straight into the zip (see write)

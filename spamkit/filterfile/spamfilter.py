@@ -15,6 +15,7 @@ deciding, guarding, saving) needs the same state, so they stay together.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from ..parse.message import Message, defect_families, parse_message, parsed_byte
 from ..models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
 from ..models.bytegrams import ByteGramLogistic
 from ..models.context import ByteContextModel
-from .persist import TermIndexJob, load_filter, save_filter
+from .persist import TermIndex, TermIndexJob, load_filter, save_filter
 from ..scoring.arrays import log_expit
 from ..text import Analyzer
 
@@ -141,12 +142,13 @@ class SpamFilter:
         self.calibrate = calibrate
         self.calibration: PlattScaling | IsotonicCalibration | None = None
         self.analyzer = analyzer if analyzer is not None else Analyzer()
-        self.model = model if model is not None else MultinomialNB()
+        #: any model of spamkit.models (their fit and predict differ: the stack takes side scores)
+        self.model: Any = model if model is not None else MultinomialNB()
         if vectorizer is None:
             vectorizer = Vectorizer("binary" if isinstance(self.model, (BernoulliNB, RobinsonFisher, FisherNBStack))
                                     else "tf")
         self.vectorizer = vectorizer
-        self.parse_fallbacks = Counter()
+        self.parse_fallbacks: Counter = Counter()
         self.training: dict = {}
         #: message_key -> label of every message ``learn`` added (so none is learned twice)
         self.learned: dict = {}
@@ -203,7 +205,8 @@ class SpamFilter:
     def read(self, items) -> tuple[list, list | None]:
         """Each message's tokens and, with side models, the bytes they read (else None):
         every message parsed once."""
-        token_lists, texts = [], ([] if self.reads_bytes else None)
+        token_lists: list = []
+        texts: list | None = [] if self.reads_bytes else None
         for item in items:
             msg = self.parse(item)
             token_lists.append(self.analyzer(msg))
@@ -228,6 +231,8 @@ class SpamFilter:
         """The 4-gram model's features of ``texts``, packed where the compiled loops are built
         (:func:`spamkit.features.bytekeys.packed_gram_rows`: a training holds them all until the
         combiner is fitted)."""
+        if self.grams is None:
+            raise ConfigError("this filter has no byte 4-gram model")
         return packed_gram_rows(texts, self.grams.n_bytes, self.grams.bits)
 
     def side_scores(self, texts) -> np.ndarray | None:
@@ -410,7 +415,12 @@ class SpamFilter:
     #: hashed filters: which columns training saw (vocabulary filters know only what they saw)
     seen_columns = None
     #: ``(terms, term_hash_index(terms), len(terms))`` made during :meth:`fit`, for :meth:`save`
-    _term_index = None
+    _term_index: TermIndex | None = None
+    #: a loaded filter's manifest (:meth:`load`), or None
+    manifest: dict | None = None
+    #: ``(labels, class probabilities)`` of the messages ``spamkit train --test-fraction`` held
+    #: out, for the cost report (:func:`spamkit.jobs.train.train_filter`), or None
+    held_out_scores: tuple[list, np.ndarray] | None = None
 
     def known_without_self(self, df) -> np.ndarray:
         """1.0 for the columns a training message would find known if it were left out: those
@@ -470,7 +480,9 @@ class SpamFilter:
         return method().fit(out_of_fold_log_odds(self.model, X, y), y == self.classes_[1])
 
     #: for kNN: None, "condense" (Hart) or "edit" (Wilson editing, then Hart)
-    condense_mode = None
+    condense_mode: str | None = None
+    #: how a chosen cut was chosen (``spamkit cv --choose-threshold``), kept with it in the file
+    threshold_info: dict = {}
 
     def _tune_k(self, X, y):
         from ..decide.selection import tune_knn
@@ -639,7 +651,8 @@ class SpamFilter:
         ranked = np.argsort(-share, kind="stable")
         towards = [(self.vectorizer.term(int(idx[k])), float(share[k])) for k in ranked[:n] if share[k] > 0]
         against = [(self.vectorizer.term(int(idx[k])), float(share[k])) for k in ranked[::-1][:n] if share[k] < 0]
-        out = {"classes": (str(self.classes_[a]), str(self.classes_[b])), "towards": towards, "against": against}
+        out: dict[str, Any] = {"classes": (str(self.classes_[a]), str(self.classes_[b])), "towards": towards,
+                               "against": against}
         if self.reads_bytes and side is not None:
             scores = np.asarray(side, dtype=np.float64).reshape(-1)
             coef = getattr(self.model, "coef_", None)
@@ -696,6 +709,8 @@ class SpamFilter:
         """The costs' decision on a row of class probabilities with ``extra`` log-odds taken from
         P(spam) (the familiarity guard's margin: :func:`spamkit.decide.familiar.discounted_row`),
         in plain Python, so that arrays and single rows decide alike."""
+        if self.costs is None:
+            raise ConfigError("the familiarity guard's margin needs the filter's costs")
         return self.costs.decide_row(discounted_row(row, self.spam_column, extra))
 
     def spam_threshold(self) -> float:
@@ -768,7 +783,7 @@ class SpamFilter:
         if self.calibration is not None:
             extra["calibration"] = self.calibration.as_dict()
         if self.threshold is not None:
-            extra["threshold"] = {"p_spam": float(self.threshold), **getattr(self, "threshold_info", {})}
+            extra["threshold"] = {"p_spam": float(self.threshold), **self.threshold_info}
         if self.guard is not None:
             extra["familiarity"] = self.guard.as_dict()
         if self.imap_seen:

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..decide.decision import CostMatrix
-from ..errors import CorpusError
+from ..errors import ConfigError, CorpusError
 from ..features.counting import sorted_with_order
 from ..features.vectorizer import Vectorizer
 from ..labels import HAM_NAME, SPAM_NAME
@@ -68,8 +68,8 @@ class Wordlist:
     """
 
     tokens: list = field(default_factory=list)
-    spam: np.ndarray = None
-    ham: np.ndarray = None
+    spam: np.ndarray | None = None
+    ham: np.ndarray | None = None
     n_spam: int = 0
     n_ham: int = 0
     robx: float | None = None
@@ -285,6 +285,8 @@ def wordlist_filter(wordlist: Wordlist, robs: float | None = None, robx: float |
                                     {"df": np.ones(n, dtype=np.int64), "n_docs": np.array([1])})
     vectorizer.terms_ = terms                          # (restore copies the list)
     counts = np.empty((2, n))
+    if wordlist.ham is None or wordlist.spam is None:
+        raise ConfigError("the word list has no message counts")
     counts[0] = wordlist.ham[order]
     counts[1] = wordlist.spam[order]
     model = RobinsonFisher(strength=robs, prior=robx, min_dev=min_dev, max_clues=0)

@@ -24,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from collections import deque
 from functools import partial
+from typing import Any
 
 from ..corpus.base import LabelledMessage
 from ..corpus.archives import open_spools, read_where
@@ -52,13 +53,14 @@ _SESSIONS = itertools.count()
 AHEAD_MESSAGES = 4096
 AHEAD_BYTES = 32 * 1024 * 1024
 
-_ANALYZER = None
-_VECTORIZER = None
+# a worker process's own state, set by _start_worker (None in the driver)
+_ANALYZER: Any = None
+_VECTORIZER: Any = None
 #: a trained byte 4-gram model (spamkit.models.bytegrams) whose log-odds the worker makes, or None
-_GRAMS = None
+_GRAMS: Any = None
 #: the training run whose terms this worker numbers, and its numbers (see _numbered_chunk)
-_SESSION = None
-_NUMBERS: object = {}                    # the numbering of the session (numbering.new_numbering)
+_SESSION: Any = None
+_NUMBERS: Any = {}                    # the numbering of the session (numbering.new_numbering)
 
 
 def _start_worker(analyzer, vectorizer=None, grams=None) -> None:
@@ -337,7 +339,7 @@ class ProcessEngine(Engine):
         context = start_context(preload=(__name__,))
         pool = worker_pool(self.jobs, context, _start_worker, initargs)
         # forked workers (all of them at the first task, after this) inherit the open spools
-        pool.wire = _on_the_wire(open_spools() if context.get_start_method() == "fork" else frozenset())
+        pool.wire = _on_the_wire(open_spools() if context.get_start_method() == "fork" else frozenset())  # type: ignore[attr-defined]
         return pool
 
     def start_workers(self, analyzer) -> None:
@@ -366,8 +368,8 @@ class ProcessEngine(Engine):
         takes them quicker than the workers make them), so that the workers do not wait while
         this process catches up with what they did ahead."""
         source = iter(items)
-        pending: deque = deque() if pending is None else pending
-        ahead = len(pending)
+        queued: deque = deque() if pending is None else pending
+        ahead = len(queued)
 
         def submit() -> bool:
             chunk, size = [], 0
@@ -377,13 +379,13 @@ class ProcessEngine(Engine):
                 if len(chunk) >= self.chunk or size >= self.chunk_bytes:
                     break
             if chunk:
-                pending.append(pool.submit(work, chunk if wire is None else [wire(item) for item in chunk]))
+                queued.append(pool.submit(work, chunk if wire is None else [wire(item) for item in chunk]))
             return bool(chunk)
 
         def room() -> bool:
             if ahead:
-                return sum(not future.done() for future in pending) < 2 * self.jobs
-            return len(pending) < 2 * self.jobs
+                return sum(not future.done() for future in queued) < 2 * self.jobs
+            return len(queued) < 2 * self.jobs
 
         # a worker that dies breaks the pool: the next result raises, or already the next submit
         # (when the pool learned of the death first); either way the job fails, it never hangs
@@ -391,8 +393,8 @@ class ProcessEngine(Engine):
             more = True
             while more and room():
                 more = submit()
-            while pending:
-                done = pending.popleft().result()
+            while queued:
+                done = queued.popleft().result()
                 ahead = max(ahead - 1, 0)
                 while more and room():
                     more = submit()
@@ -436,7 +438,7 @@ class ProcessEngine(Engine):
                 if waited == 0:
                     _trim_heap()
                 yield _indexed(done)
-        count.gram_rows = grams is not None
+        count.gram_rows = grams is not None  # type: ignore[attr-defined]  # read by the caller
         return count
 
     def count_ahead(self, analyzer, corpora, grams: tuple | None = None) -> None:
@@ -489,7 +491,8 @@ class ProcessEngine(Engine):
         ahead, self._ahead = self._ahead, None
         if ahead is None or ahead.key != key:
             return None, None
-        pending, seen = deque(), []
+        pending: deque = deque()
+        seen: list = []
         for chunk, future in ahead.chunks:
             for expected in chunk:
                 item = next(source, _END)
@@ -518,7 +521,7 @@ class ProcessEngine(Engine):
         try:
             blocks, distinct, side, held = [], [], [], 0
             for (data, indices, indptr, shape), sizes, families, *scores in self.ordered(pool, _rows_chunk, items,
-                                                                                         pool.wire):
+                                                                                         pool.wire):  # type: ignore[attr-defined]
                 blocks.append(sp.csr_matrix((data, indices, indptr), shape=shape))
                 distinct.append(sizes)
                 side.extend(scores)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +141,7 @@ def evaluate_filter(spam_filter: SpamFilter, corpora: list[Corpus], progress=Non
             data = report_data(is_spam, log_odds, proba[:, s], called, c_fp, c_fn, p_raw=p_raw, c_unsure=c_unsure)
         costly = list(data.pop("costly_mistakes"))
         paid = data.pop("mistake_costs")
-        X_costly = rows_of(costly) if costly else None
+        X_costly: Any = rows_of(costly) if costly else None
         data["mistakes"] = [{"id": ids[i], "label": str(labels[i]), "decision": str(decisions[i]),
                              "cost": paid[j], "p_spam": float(proba[i, s]), "log_odds": float(log_odds[i]),
                              "explanation": spam_filter.explain_row(X_costly[j], 5)}
@@ -153,6 +154,8 @@ def cost_report(labels, proba, spam_filter: SpamFilter, decisions=None) -> dict:
     """Decisions under the filter's cost matrix: counts per (true class, decision) and mean cost
     (``decisions``: as the filter made them, e.g. with its familiarity guard; default: from ``proba``)."""
     cm = spam_filter.costs
+    if cm is None:
+        raise ConfigError("a cost report needs the filter's costs (--cost)")
     decisions = spam_filter.decide(proba) if decisions is None else decisions
     out = {**cm.outcome(labels, proba, decisions),
            "threshold": cm.threshold() if cm.decisions == ["ham", "spam"] and cm.classes == ["ham", "spam"]

@@ -5,6 +5,7 @@ an engine's workers: ``tokenize``)."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +33,8 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
     from sklearn.base import clone
 
     from ..decide.selection import stratified_folds
-    labels = []
-    texts = [] if spam_filter.reads_bytes else None
+    labels: list = []
+    texts: list | None = [] if spam_filter.reads_bytes else None
 
     messages = labelled_messages(corpora, spam_filter, labels, texts, progress, purpose, ham_spam)
     tokens = list(spam_filter.tokenized(messages, tokenize))
@@ -43,7 +44,8 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
     fold_of = stratified_folds(y, folds, seed=seed)
     log_proba = np.full((len(y), len(classes)), -np.inf)
     config = spam_filter.vectorizer.get_config()
-    context = keys = None
+    context: Any = None
+    keys: Any = None
     if spam_filter.context is not None:
         # one context model of every message; each fold's is it with the fold unlearned (exact)
         context = clone(spam_filter.context)
@@ -91,7 +93,7 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
             f.calibration = f.fit_calibration(X, y[train])
         lp = f.log_proba(vectorizer.transform(tokens[i] for i in held), side)
         columns = [classes.index(str(c)) for c in f.classes_]       # a class absent from training stays -inf
-        log_proba[np.ix_(held, columns)] = lp
+        log_proba[np.ix_(held, np.asarray(columns, dtype=np.int64))] = lp
     return y, classes, log_proba, fold_of
 
 

@@ -66,10 +66,11 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
     engine's ``score`` (:class:`spamkit.distributed.DaskEngine`), which returns the same.
     ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
     """
-    labels, ids = [], []
+    labels: list = []
+    ids: list = []
     # the side scores come with the rows where the engine's workers make them (the byte 4-gram
     # model's: spamkit.jobs.engines.ProcessEngine.row_source); else from the messages' bytes, read here
-    texts = [] if spam_filter.reads_bytes and not getattr(rows, "side_scores", False) else None
+    texts: list | None = [] if spam_filter.reads_bytes and not getattr(rows, "side_scores", False) else None
     messages = labelled_messages(corpora, spam_filter, labels, texts, progress, sources=ids)
     log_proba, familiarity, done = [], [], 0
     blocks = rows(messages, ROWS_AT_A_TIME) if rows is not None else row_blocks(spam_filter, messages, tokenize)

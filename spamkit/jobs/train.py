@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import __version__
 from ..corpus import Corpus, Unread, iter_corpora
-from ..errors import CorpusError
+from ..errors import ConfigError, CorpusError
 from ..corpus.split import holdout_ids
 from ..filterfile.spamfilter import SpamFilter
 from .engine import IN_PROCESS, Engine
@@ -23,7 +23,7 @@ from .evaluate import cost_report, describe_corpora, evaluate_predictions
 
 def library_versions() -> dict:
     """Versions of the libraries a result depends on, recorded in models and reports."""
-    versions = {"spamkit": __version__, "python": platform.python_version()}
+    versions: dict[str, str | None] = {"spamkit": __version__, "python": platform.python_version()}
     for name in ("numpy", "scipy", "scikit-learn", "nltk", "click"):
         try:
             versions[name] = importlib.metadata.version(name)
@@ -148,5 +148,7 @@ def train_filter(spam_filter: SpamFilter, corpora: list[Corpus], test_fraction: 
 
 def held_out_costs(spam_filter: SpamFilter, report: "TrainReport") -> dict:
     """The cost report of the held-out part kept by :func:`train_filter`."""
+    if spam_filter.held_out_scores is None:
+        raise ConfigError("this filter kept no held-out messages (train it with --test-fraction)")
     labels, proba = spam_filter.held_out_scores
     return cost_report(labels, proba, spam_filter)

@@ -53,6 +53,7 @@ import zlib
 from collections import deque
 from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
+from typing import Callable
 
 from ..durable import MAX_MESSAGE_FILE, read_file, unlink_quietly
 from ..processes import start_context, worker_pool
@@ -61,9 +62,9 @@ from .tags import recorded_verdict, tag
 #: messages per task
 CHUNK = 32
 
-_CLASSIFY = None
-_SCORE = None
-_DECIDE = None
+_CLASSIFY: Callable | None = None
+_SCORE: Callable | None = None
+_DECIDE: Callable | None = None
 _MODEL_ID = ""
 _FORCE = False
 _PARENT = None
@@ -159,6 +160,7 @@ def _judge_chunk(entries, writer: WriteAhead | None = None) -> list:
             batch.append((i, raw, mark))
         else:
             try:
+                assert _CLASSIFY is not None         # set by _start in every worker
                 verdict, p = _CLASSIFY(raw)
             except Exception as exc:             # noqa: BLE001 - reported as a failure of this message
                 out[i] = _failure(mark, exc)
@@ -219,6 +221,7 @@ def _failure(mark, exc: Exception) -> tuple:
 
 def _scored(raws) -> list:
     """``[(class probabilities as floats, familiarity)]`` of messages, by the filter's ``score``."""
+    assert _SCORE is not None                    # set by _start where a filter scores
     proba, familiarity = _SCORE(raws)
     if len(proba) != len(raws) or len(familiarity) != len(raws):
         raise ValueError(f"scored {len(proba)} of {len(raws)} messages")
@@ -279,6 +282,7 @@ class JudgeAhead:
         def submit() -> bool:
             chunk = list(islice(source, self.chunk))
             if chunk:
+                assert self._pool is not None        # the pool lives as long as the run
                 try:
                     future = self._pool.submit(_judge_chunk, [entry(item) for item in chunk], writer)
                 except (BrokenProcessPool, RuntimeError):

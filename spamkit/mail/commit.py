@@ -16,6 +16,10 @@ from pathlib import Path
 from ..durable import filesystem_sync, fsync_dir, unlink_quietly
 from .failures import FilterError, describe
 
+TYPE_CHECKING = False                  # typing's names for the checker only
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
 
 def _unlink_all(paths) -> None:
     for path in paths:
@@ -97,14 +101,14 @@ class GroupCommit:
     def __init__(self, box, report, size: int = 0, sync: str = "filesystem"):
         self.box, self.report, self.size, self.sync = box, report, size or GROUP_COMMIT, sync
         self.pending: list = []
-        self._groups: queue.Queue | None = None
+        self._groups: queue.Queue = queue.Queue(maxsize=1)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
-        self._fsyncs = None                                  # the threads of _fsync_all, made on first use
+        self._fsyncs: ThreadPoolExecutor | None = None       # the threads of _fsync_all, made on first use
         self._failed = False                                 # a group failed: the later ones are dropped
         self._syncfs = False                                 # syncfs or None once a group commits
         self._links = True                                   # hard links work here (set_aside)
-        self._reclaim = None                                 # the threads that remove set-aside links
+        self._reclaim: ThreadPoolExecutor | None = None      # the threads that remove set-aside links
 
     def add(self, file: Path, new_version, dest: Path | None, args: tuple) -> None:
         """``new_version``: ``(temporary path, open descriptor)`` from the box's ``write_new``,

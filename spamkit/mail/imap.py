@@ -360,7 +360,7 @@ class ImapFilter:
                         continue
                     client.idle()
                     renew = time.monotonic() + idle_seconds
-                    news = []
+                    news: list = []
                     while not self.stop_requested and not news and time.monotonic() < renew:
                         asked = time.monotonic()
                         got = client.idle_check(timeout=min(1.0, max(renew - asked, 0.0)))

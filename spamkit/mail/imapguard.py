@@ -42,6 +42,10 @@ COMMAND_SECONDS = 120.0
 class _Guard:
     """What :class:`GuardedIMAPClient`'s connections do instead of ``imaplib``'s reading."""
 
+    # imaplib.IMAP4's, which this class is mixed into (GuardedIMAPClient)
+    sock: socket.socket
+    abort: type[Exception]
+
     max_literal = (16 << 20) + (64 << 10)
     command_seconds = COMMAND_SECONDS
     read_seconds: float | None = 60.0

@@ -49,6 +49,10 @@ from ..scoring import (LOG_ODDS_LIMIT, LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combi
                       fisher_clue_sums, fisher_log_probabilities, isotonic_log_proba, length_input, nb_log_odds,
                       normalised, platt_log_proba, two_class_log_proba)
 
+TYPE_CHECKING = False                  # typing's names for the checker only (pipe mode's start-up)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 #: the model types scored here (file names, as :func:`spamkit.filterfile.persist.model_type_of` writes them)
 LEAN_MODELS = (STACK_MODEL, FISHER_MODEL)
 #: spamkit.features.bytekeys's multiplier of the byte 4-grams' hash
@@ -71,7 +75,7 @@ def _npy_values(data: bytes, path: Path, name: str, meta: dict):
         format_error(path, f"array {name} is not a .npy array")
     header, start = parsed
     shape = list(header.get("shape", ()))
-    typecode = _TYPECODES.get(header.get("descr"))
+    typecode = _TYPECODES.get(str(header.get("descr")))
     if typecode is None or header.get("fortran_order") is not False or shape != meta["shape"]:
         format_error(path, f"array {name} has the wrong shape or type")
     itemsize = 4 if typecode == "f" else 8
@@ -79,7 +83,7 @@ def _npy_values(data: bytes, path: Path, name: str, meta: dict):
             or (len(data) - start) // itemsize != math.prod(shape)):
         format_error(path, f"array {name} has the wrong shape or type")
     if sys.byteorder == "little":
-        return memoryview(data)[start:].cast(typecode)
+        return memoryview(data)[start:].cast(typecode)   # type: ignore[call-overload]  # one of _TYPECODES
     values = array.array(typecode)
     values.frombytes(memoryview(data)[start:])
     values.byteswap()
@@ -242,7 +246,7 @@ class LeanFilter:
             self.guard = guard_settings(familiar) if familiar else None
         except (KeyError, TypeError, ValueError) as exc:
             format_error(path, f"damaged familiarity guard ({exc})")
-        self.costs = None
+        self.costs: tuple[list[list[float]], list[str]] | None = None
         decision = extra.get("decision")
         if decision:
             self.set_costs(decision["costs"], decision["classes"], decision["decisions"])
@@ -281,6 +285,7 @@ class LeanFilter:
             index = self.index
             cols = sorted({index[t] for t in tokens if t in index})
         else:
+            assert self.hash_index is not None       # a hashed filter: no vocabulary, an index
             keys, columns = self.hash_index
             found = set()
             for t in set(tokens):
@@ -298,7 +303,8 @@ class LeanFilter:
         p = self.params
         s, x = float(p.get("strength", FISHER_STRENGTH)), float(p.get("prior", FISHER_PRIOR))
         min_dev, max_clues = float(p.get("min_dev", FISHER_MIN_DEV)), int(p.get("max_clues", FISHER_MAX_CLUES))
-        n, log_f, log_1mf = fisher_clue_sums(cols, *self.counts, *self.class_count, s, x, min_dev, max_clues)
+        (ham_counts, spam_counts), (n_ham, n_spam) = self.counts, self.class_count
+        n, log_f, log_1mf = fisher_clue_sums(cols, ham_counts, spam_counts, n_ham, n_spam, s, x, min_dev, max_clues)
         return fisher_log_probabilities(log_f, log_1mf, n)
 
     def nb_log_odds(self, cols: list[int]) -> float:
@@ -354,8 +360,9 @@ class LeanFilter:
                 return "unsure"
         return decision
 
-    def _cheapest(self, proba: tuple[float, float]) -> str:
+    def _cheapest(self, proba: Sequence[float]) -> str:
         """The decision of least expected cost (``CostMatrix.decide_row``)."""
+        assert self.costs is not None                # decide() asks only a filter with costs
         rows, decisions = self.costs
         expected = [proba[0] * row[0] + proba[1] * row[1] for row in rows]
         return decisions[expected.index(min(expected))]
@@ -631,7 +638,7 @@ def lean_filter(path, trusted: bool = False, with_sha256: bool = False) -> LeanF
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, EOFError, OSError,
                 MemoryError, OverflowError, ConfigError) as exc:
             raise ModelFormatError(f"{path}: damaged filter file ({type(exc).__name__}: {exc})") from None
-    if lean.index is not None and len(lean.index) != len(terms):
+    if lean.index is not None and terms is not None and len(lean.index) != len(terms):
         format_error(path, "the vocabulary (terms.txt) lists a term twice")
     lean.sha256 = hashlib.sha256(data).hexdigest() if with_sha256 and data is not None else None
     return lean

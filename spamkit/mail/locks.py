@@ -32,7 +32,7 @@ def spamkit_lock(lock_path: Path, wait: float):
             # never through a link (a root run would create or lock a file elsewhere), never a FIFO
             fd = open_regular(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         except NotAMessageFile as exc:
-            raise FilterError(f"{lock_path}: {exc.strerror.split(':')[0]}; spamkit's lock file must be a regular "
+            raise FilterError(f"{lock_path}: {(exc.strerror or str(exc)).split(':')[0]}; spamkit's lock file must be a regular "
                               "file (remove it)") from None
         except OSError as exc:
             raise FilterError(describe(exc, str(lock_path))) from None
@@ -173,7 +173,7 @@ def mbox_locks(path: Path, wait: float):
             fd = open_regular(path, os.O_RDONLY) if not os.path.islink(path) else open_regular(os.path.realpath(path))
         except OSError as exc:
             raise FilterError(describe(exc, str(path)) if not isinstance(exc, NotAMessageFile)
-                              else f"{path}: {exc.strerror.split(':')[0]}, not an mbox") from None
+                              else f"{path}: {(exc.strerror or str(exc)).split(':')[0]}, not an mbox") from None
         with os.fdopen(fd, "rb") as fh:
             try:
                 fcntl.lockf(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)

@@ -220,7 +220,7 @@ class FolderMailbox:
         """``new`` written to :meth:`temporary_for` ``file`` (a path, or its string), with its
         mode and owner: (the temporary's path, its open descriptor), not yet fsynced."""
         tmp = self.temporary_for(file)
-        return tmp, write_file(tmp, new, like=file)
+        return tmp, write_file(Path(tmp), new, like=file)
 
     def put(self, tmp: Path, file: Path) -> None:
         """Rename a new version (made durable by the caller) over the message."""

@@ -10,6 +10,7 @@ import time
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..durable import MAX_MESSAGE_FILE, NotAMessageFile, read_file, take_mode, unlink_quietly
 from ..errors import ConfigError
@@ -19,6 +20,9 @@ from .locks import mbox_locks, spamkit_lock
 from .mailboxes import FOLDER_FORMATS, check_destination, ensure_destination, mailbox_kind, remove_if_empty
 from .mbox import commit_mbox, ends_without_blank_line, iter_mbox_chunks, journal_path, owner_path, recover_mbox
 from .tags import VERDICTS, newline_of, recorded_verdict, tag
+
+if TYPE_CHECKING:
+    from .ahead import JudgeAhead
 
 
 def _fingerprint(raw: bytes) -> tuple[int, int]:
@@ -117,7 +121,7 @@ class MailFilter:
         if sync not in SYNC_MODES:
             raise ConfigError(f"sync must be one of {', '.join(SYNC_MODES)}, not {sync!r}")
         self.sync = sync
-        self._ahead = None
+        self._ahead: JudgeAhead | None = None
         self.model_id = model_id
         self.tag = tag
         self.move = {k: Path(v) for k, v in (move or {}).items() if v is not None}
@@ -185,7 +189,7 @@ class MailFilter:
         except FileNotFoundError:
             return None
         except NotAMessageFile as exc:
-            self._fail(file, exc.strerror)
+            self._fail(file, exc.strerror or str(exc))
             return None
         except OSError as exc:
             self._fail(file, describe(exc, "cannot read the message"))

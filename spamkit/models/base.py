@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -92,7 +93,7 @@ class Estimator:
     def get_params(self, deep: bool = True) -> dict:
         """The constructor's parameters and their values (and, if ``deep``, the parameters of
         those that are estimators themselves, as ``name__sub``)."""
-        out = {}
+        out: dict = {}
         for name in self._parameter_names():
             value = getattr(self, name)
             if deep and hasattr(value, "get_params") and not isinstance(value, type):
@@ -142,6 +143,7 @@ class _PredictorMixin:
 
     _estimator_type_name: str
     _score_name: str
+    predict: Callable                # the estimator's own (annotation only: no attribute here)
 
     def __sklearn_tags__(self):
         from sklearn import utils
@@ -188,7 +190,9 @@ class ProbabilisticClassifier(ClassifierMixin, Estimator):
     """
 
     #: accept scipy.sparse input (Naive Bayes and kNN do; Gaussian NB densifies)
-    _accept_sparse = "csr"
+    _accept_sparse: str | bool = "csr"
+    #: the classes, set by fitting (annotation only: an unfitted model has no such attribute)
+    classes_: np.ndarray
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

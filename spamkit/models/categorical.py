@@ -67,7 +67,7 @@ class CategoricalNB(NaiveBayesParameters, ProbabilisticClassifier):
     ['no']
     """
 
-    _accept_sparse = False
+    _accept_sparse: str | bool = False
 
     #: the scikit-learn checks it cannot pass, and why (tests/test_estimator_checks.py): their
     #: data are real numbers, where its input is categories -- whole-number codes (a negative one:

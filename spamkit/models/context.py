@@ -286,7 +286,7 @@ class ByteContextModel(Estimator):
         y = np.asarray(y)
         if len(y) != keys.n_texts:
             raise ConfigError(f"{len(y)} labels for {keys.n_texts} texts")
-        codes = self.class_codes(y)
+        codes = self.class_codes(y)                  # type: ignore[misc]  # ProbabilisticClassifier's, shared
         lengths = np.diff(keys.indptr)
         texts = np.bincount(codes, minlength=2).astype(np.float64)
         symbols = np.bincount(codes, weights=lengths, minlength=2).astype(np.float64)

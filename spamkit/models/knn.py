@@ -185,9 +185,9 @@ class KNNClassifier(NeighbourSearch, ProbabilisticClassifier):
         while passes < max_passes:
             passes += 1
             added = 0
-            for i in range(n):
-                if not in_s[i] and y[best_proto[i]] != y[i]:
-                    add(i)
+            for row in range(n):
+                if not in_s[row] and y[best_proto[row]] != y[row]:
+                    add(row)
                     added += 1
             if added == 0:
                 break

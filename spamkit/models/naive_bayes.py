@@ -38,6 +38,11 @@ class _DiscreteNB(NaiveBayesParameters, CountingModel):
     """Shared priors and posteriors of the Bernoulli and multinomial models (their counting:
     :class:`~spamkit.models.counting.CountingModel`)."""
 
+    # the linear form of the fitted model (set by _update; annotations only)
+    _w_finite: np.ndarray
+    _b_finite: np.ndarray
+    _b_neg_inf: np.ndarray
+
     # ------------------------------------------------------------- counting (spamkit.models.counting)
 
     def counts_changed(self):

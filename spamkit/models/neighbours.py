@@ -38,6 +38,7 @@ from .. import errors
 from ..errors import ConfigError
 from ..names import METRICS, WEIGHTS
 from .base import is_plain_csr, unit_rows
+from typing import Any
 
 def sparse_dense_product(A: sp.csr_matrix, B, out=None) -> np.ndarray:
     """A @ B (both sparse) as a dense array, written into ``out`` if given: scikit-learn's
@@ -302,7 +303,8 @@ class NeighbourSearch:
         self.rows_ = X
         # per-row quantities the metrics need: squared norms (euclidean), sizes (jaccard)
         self._fit_sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
-        self.index_ = CosineIndex(X, self.memory_bytes_) if self.metric == "cosine" else X.T.tocsr()
+        #: the cosine search's index, or the training rows transposed (the other metrics)
+        self.index_: Any = CosineIndex(X, self.memory_bytes_) if self.metric == "cosine" else X.T.tocsr()
 
     # ------------------------------------------------------------------ scores
 
@@ -407,6 +409,7 @@ class NeighbourSearch:
                 best_s, best_i = s, i
             else:
                 best_s, best_i = self.merge(best_s, best_i, s, i, k)
+        assert best_s is not None and best_i is not None   # n_train >= 1: one block at least
         order = np.lexsort((best_i, -best_s), axis=1)      # final order: nearest first, then index
         return np.take_along_axis(best_s, order, axis=1), np.take_along_axis(best_i, order, axis=1)
 

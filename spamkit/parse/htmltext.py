@@ -218,7 +218,7 @@ def _html_to_text_python(html: str) -> tuple[str, list[str], list[str]]:
             hidden += 1
             end_tag = _RAW_TEXT.get(name)
             if end_tag is not None:       # raw text: no markup inside, up to the end tag
-                found = end_tag.search(html, pos)
-                pos = found.start() if found else n
+                closing = end_tag.search(html, pos)
+                pos = closing.start() if closing else n
     flush()
     return "".join(text), urls, tags

@@ -187,7 +187,7 @@ def _well_formed_block_python(raw: bytes, start: int, end: int, default_type: st
 
 def _parse_part_lines(raw: bytes, start: int, end: int, default_type: str, envelope: bool) -> Part:
     """:func:`parse_part` line by line, with every defect and limit."""
-    headers: list[list] = []
+    headers: list = []
     defects: list[str] = []
     budget = MAX_HEADER_CHARS                        # characters of values still to keep
     pos = start

@@ -109,8 +109,8 @@ class Connection:
         self.ctx: dict = {}
         self.held = 0
         self.state = "reading"                   # reading, budget, queued, working, writing, draining
-        self.out = None
-        self.work = None
+        self.out: memoryview | None = None
+        self.work: object = None
         self.events = 0                          # what the loop's selector watches it for
 
 
@@ -365,6 +365,7 @@ class ServeLoop:
             sent = 0
         except OSError:
             return self._close(conn)              # the client went away; it still holds its message
+        assert conn.out is not None               # set by _answer before the connection writes
         conn.out = conn.out[sent:]
         if len(conn.out):
             return self._watch(conn, selectors.EVENT_WRITE)
@@ -479,7 +480,7 @@ class ServeLoop:
         ``batch`` and next in the queue."""
         waiting = sum(1 for c in self.queued if c.state == "queued")
         share = min(MAX_BATCH, -(-(waiting + 1) // len(self.workers.idle)))
-        mates = []
+        mates: list = []
         size = first_size
         while len(mates) + 1 < share:
             nxt = self._first(self.queued, "queued")

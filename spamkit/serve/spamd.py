@@ -254,7 +254,7 @@ def _tell_taught(path: str, raw: bytes, label: str | None, learn: bool, forget: 
     from ..parse.message import message_key
     from .taught import bounded, read_taught, write_taught
     key = message_key(raw)
-    done = {}
+    done: dict[str, str] = {}
     if not os.path.isfile(path):
         if not learn:
             return done
@@ -264,7 +264,7 @@ def _tell_taught(path: str, raw: bytes, label: str | None, learn: bool, forget: 
             entries = read_taught(path)
         except ModelFormatError as exc:
             raise ProtocolError(EX_SOFTWARE, f"{exc}; not learned") from None
-        kept = [(old, body) for old, body in entries if message_key(body) != key]
+        kept: list[tuple[str | None, bytes]] = [(old, body) for old, body in entries if message_key(body) != key]
         previous = next((old for old, body in entries if message_key(body) == key), None)
         if forget and previous is not None:
             done["DidRemove"] = "local"

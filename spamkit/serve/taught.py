@@ -61,7 +61,8 @@ def read_taught(path, max_bytes: int = MAX_BYTES) -> list[tuple[str, bytes]]:
         os.close(fd)
     if not data.startswith(MAGIC):
         raise ModelFormatError(f"{path}: not a file of taught messages")
-    out, at = [], len(MAGIC)
+    out: list[tuple[str, bytes]] = []
+    at = len(MAGIC)
     while at < len(data):
         m = _RECORD.match(data, at)
         if m is None or len(out) >= MAX_MESSAGES:
@@ -91,7 +92,8 @@ def write_taught(path, entries: list[tuple[str, bytes]]) -> None:
 
 def bounded(entries: list, max_messages: int = MAX_MESSAGES, max_bytes: int = MAX_BYTES) -> list:
     """The newest ``entries`` that fit: at most ``max_messages``, ``max_bytes`` of messages."""
-    kept, size = [], 0
+    kept: list[tuple[str, bytes]] = []
+    size = 0
     for label, raw in reversed(entries):
         if len(kept) >= max_messages or size + len(raw) > max_bytes:
             break

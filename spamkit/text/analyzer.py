@@ -15,6 +15,11 @@ from .stopwords import english, load_stop_words
 from .tokenize import (NAMED_PATTERNS, WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, cjk_bigrams,
                        find_urls, is_number, speedups, url_hosts)
 
+TYPE_CHECKING = False                  # typing's names for the checker only (no import at run time)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
 __all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "STEMMERS"]
 
 #: header fields whose words become field-prefixed tokens by default
@@ -217,7 +222,8 @@ class Analyzer:
     char_window: int = 3000
     lexer: str = "spamkit"
     cjk_bigrams: bool = False
-    _stop_list: frozenset = field(default=None, repr=False, compare=False)
+    #: the stop words themselves: None until __post_init__ loads ``stop_words``' list
+    _stop_list: frozenset = field(default=None, repr=False, compare=False)  # type: ignore[arg-type]
 
     def __post_init__(self):
         if self.numbers not in NUMBER_MODES:
@@ -254,7 +260,7 @@ class Analyzer:
         >>> Analyzer.mail().headers, Analyzer.mail().lowercase
         (('*',), False)
         """
-        settings = dict(lowercase=False, headers=ALL_HEADERS, header_names=True, received_ips=True,
+        settings: dict[str, Any] = dict(lowercase=False, headers=ALL_HEADERS, header_names=True, received_ips=True,
                         url_parts=True, digit_shapes=True, cjk_bigrams=True)
         settings.update(overrides)
         return cls(**settings)
@@ -395,7 +401,7 @@ class Analyzer:
         if not isinstance(doc, Message):
             raise ConfigError(f"cannot analyze a {type(doc).__name__}; pass a Message, str or bytes")
         tokens = self.words(doc.body)
-        headers = doc.headers
+        headers: Sequence[tuple[str, str]] = doc.headers
         if self.cjk_bigrams and self.headers and not all(value.isascii() for _, value in headers):
             headers = [(name, cjk_bigrams(value)) for name, value in headers]
         if self.urls or self.url_parts:

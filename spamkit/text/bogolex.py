@@ -45,6 +45,10 @@ import re
 from ..parse.message import payload_bytes
 from ..parse.mime import parse_part, split_multipart
 
+TYPE_CHECKING = False                  # typing's names for the checker only (no import at run time)
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["bogofilter_tokens", "MAX_TOKEN_BYTES", "token_bytes", "token_text"]
 
 #: bogofilter's ``max_token_len``: longer tokens (tag included) are dropped
@@ -183,10 +187,10 @@ def _header_block(block: bytes, tag: bytes, out: list) -> None:
         current = tag
         m = _FIELD_NAME.match(first)
         key = m.group(1).lower() if m else b""
-        if key in _TAGS and tag:
+        if m is not None and key in _TAGS and tag:
             current = _TAGS[key]
             first = first[m.end():]
-        elif key in _KEY_ONLY:
+        elif m is not None and key in _KEY_ONLY:
             _scan(m.group(1), tag, out)
             first = b""
         _scan(_field_text(b"\n".join([first, *rest])), current, out, _HEADER_TOKEN)
@@ -238,7 +242,7 @@ def bogofilter_tokens(raw: bytes) -> list[str]:
     """
     out: list[str] = []
     root = parse_part(raw, 0, len(raw), envelope=True)
-    stack = [(root, 0, b"head:")]
+    stack: list[tuple[Any, int, Any]] = [(root, 0, b"head:")]     # (part, start, tag) or (None, start, end)
     while stack:
         part, begin, tag = stack.pop()
         if part is None:                           # a multipart's epilogue, after its parts
@@ -250,7 +254,7 @@ def bogofilter_tokens(raw: bytes) -> list[str]:
         if maintype == "multipart":
             boundary = part.param("boundary")
             spans = split_multipart(raw, part, boundary.rstrip())[0] if boundary else []
-            if spans:
+            if spans and boundary:
                 # the preamble, before the first delimiter line, is read as text
                 delimiter = raw.rfind(b"--" + boundary.rstrip().encode("latin-1", "replace"), part.start,
                                       spans[0][0])
