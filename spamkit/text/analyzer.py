@@ -239,19 +239,31 @@ class Analyzer:
             raise ConfigError(f"lexer must be one of {', '.join(LEXERS)}, got {self.lexer!r}")
         if not (isinstance(self.char_window, int) and self.char_window >= 1):
             raise ConfigError(f"char_window must be a positive number of characters, got {self.char_window!r}")
-        try:
-            self._regex = re.compile(self.token_pattern)
-        except re.error as exc:
-            raise ConfigError(f"token_pattern is not a regular expression: {exc}") from None
+        if self.token_pattern != WORD_PATTERN:            # a pattern of the user's: checked now
+            try:
+                re.compile(self.token_pattern)
+            except re.error as exc:
+                raise ConfigError(f"token_pattern is not a regular expression: {exc}") from None
         # the default word pattern and length: the engine itself drops one-character words
-        self._regex_min = (re.compile(WORD_PATTERN_MIN2_FAST)
-                           if self.token_pattern == WORD_PATTERN and self.min_len == 2 else None)
-        self._regex_min_ascii = re.compile(WORD_PATTERN_MIN2_ASCII) if self._regex_min is not None else None
+        self._min2 = self.token_pattern == WORD_PATTERN and self.min_len == 2
         self.headers = tuple(h.lower() for h in self.headers)
         self.skip_headers = tuple(h.lower() for h in self.skip_headers)
         if self._stop_list is None:
             self._stop_list = load_stop_words(self.stop_words)
         self._stem = CachedStemmer(self.stemmer, self.language)
+
+    # The patterns are compiled when first used (re keeps them for the process): with the compiled
+    # word scanner (spamkit.speedups.words) the default words never need them, and compiling the
+    # three took 3-6 ms of every one-shot pipe-mode run.
+
+    @property
+    def _regex(self) -> re.Pattern:
+        return re.compile(self.token_pattern)
+
+    @property
+    def _regex_min(self) -> re.Pattern | None:
+        """The default words of two or more characters, or None for other patterns and lengths."""
+        return re.compile(WORD_PATTERN_MIN2_FAST) if self._min2 else None
 
     @classmethod
     def mail(cls, **overrides) -> "Analyzer":
@@ -324,10 +336,10 @@ class Analyzer:
         min_len, max_len, numbers = self.min_len, self.max_len, self.numbers
         if not stop and stem.function is None and numbers == "keep":
             # The common configuration, as one comprehension: same result as the loop below.
-            if self._regex_min is not None and speedups is not None:
+            if self._min2 and speedups is not None:
                 out = speedups.words(text, max_len, None, "meta:long-token")   # the same words, in C
-            elif self._regex_min is not None:
-                out = (self._regex_min_ascii if text.isascii() else self._regex_min).findall(text)
+            elif self._min2:
+                out = re.compile(WORD_PATTERN_MIN2_ASCII if text.isascii() else WORD_PATTERN_MIN2_FAST).findall(text)
                 if out and max(map(len, out)) > max_len:     # rare: a word too long to keep
                     out = [t if len(t) <= max_len else "meta:long-token" for t in out]
             else:
@@ -418,7 +430,7 @@ class Analyzer:
             every = wanted == ALL_HEADERS
             skip = self.skip_headers
             # the default words of a field, prefixed and without markers, in one call to C
-            scan = (speedups.words if speedups is not None and self._regex_min is not None and self.ngram_max == 1
+            scan = (speedups.words if speedups is not None and self._min2 and self.ngram_max == 1
                     and not self._stop_list and self._stem.function is None and self.numbers == "keep" else None)
             if (scan is not None and every and not skip and not self.lowercase
                     and isinstance(headers, (list, tuple))):
