@@ -438,22 +438,38 @@ def test_both_routes_agree_on_mutants(tmp_path, only, count):
     assert summary["routes_compared"] == count
 
 
-def test_pipe_mode_reads_the_file_once_and_tags_it_with_that_files_sha256(mail, tmp_path, monkeypatch):
-    """The lean route reads the filter file whole, once: its tag's @hash is the SHA-256 of those
-    bytes (the same as the full route's), a FIFO in its place is not waited on, and a file over
-    the size a filter may have is opened in place (and refused as the full route refuses it)."""
+def test_pipe_mode_reads_the_file_once_and_tags_it_with_its_manifests_sha256(mail, tmp_path, monkeypatch):
+    """The lean route reads the filter file whole, once: its tag's @hash is the SHA-256 of the
+    file's manifest.json (which holds every member's SHA-256, checked as each is read), the same
+    id the full route gives; a FIFO in its place is not waited on, and a file over the size a
+    filter may have is opened in place (and refused as the full route refuses it)."""
     import hashlib
+    import zipfile
     from spamkit.filterfile.manifest import whole_file
+    from spamkit.mail.tags import model_id_of
     f = _trained(mail, **BEST)
     f.set_costs(CostMatrix.default())
     path = tmp_path / "f.spamkit"
     f.save(path)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with zipfile.ZipFile(path) as z:
+        digest = hashlib.sha256(z.read("manifest.json")).hexdigest()
     lean = lean_filter(path, with_sha256=True)
     assert lean.sha256 == digest and lean_filter(path).sha256 is None
+    assert model_id_of(path) == f"f.spamkit@{digest[:12]}"           # the full route's id
     out = subprocess.run([*PIPE, str(path), "-"], input=mail["trec"][0].raw, capture_output=True, timeout=120,
                          env=ENV)
     assert f"f.spamkit@{digest[:12]}".encode() in out.stdout, out.stdout[:400]
+    full = subprocess.run([*PIPE, str(path), "-"], input=mail["trec"][0].raw, capture_output=True, timeout=120,
+                          env={**ENV, "SPAMKIT_LEAN": "0"})
+    assert f"f.spamkit@{digest[:12]}".encode() in full.stdout, full.stdout[:400]
+    # any byte of a member changes the id: a retrained filter's manifest lists other checksums
+    g = _trained(mail, **{**BEST, "alpha": 0.5})
+    g.save(tmp_path / "g.spamkit")
+    assert model_id_of(tmp_path / "g.spamkit").split("@")[1] != digest[:12]
+    # a file that is no filter still has an id: the SHA-256 of its bytes
+    other = tmp_path / "notes.txt"
+    other.write_bytes(b"not a filter")
+    assert model_id_of(other) == f"notes.txt@{hashlib.sha256(b'not a filter').hexdigest()[:12]}"
     fifo = tmp_path / "fifo.spamkit"
     os.mkfifo(fifo)
     assert whole_file(fifo) is None and whole_file(tmp_path / "missing") is None

@@ -32,7 +32,6 @@ from __future__ import annotations
 import array
 import ast
 import bisect
-import hashlib
 import math
 import os
 import sys
@@ -41,7 +40,7 @@ from pathlib import Path
 from ..decide.familiar import discount, discounted_row, guard_settings
 from ..errors import ConfigError, ModelFormatError
 from ..filterfile.manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
-                       member_chunks, open_zip, read_lines, read_member, term_hash, value_problem,
+                       manifest_sha256, member_chunks, open_zip, read_lines, read_member, term_hash, value_problem,
                        whole_file)
 from ..parse.message import parse_message
 from ..names import FISHER_MODEL, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, STACK_MODEL
@@ -180,7 +179,7 @@ class LeanFilter:
     is :meth:`spamkit.filterfile.spamfilter.SpamFilter.verdict`.
     """
 
-    #: the hex SHA-256 of the bytes the filter was read from (:func:`lean_filter`'s ``with_sha256``), or None
+    #: the hex SHA-256 of the filter's manifest, its id (:func:`lean_filter`'s ``with_sha256``), or None
     sha256: str | None = None
 
     def __init__(self, path: Path, manifest: dict, arrays: dict, terms: list[str] | None, analyzer):
@@ -590,7 +589,7 @@ def lean_failed(exc: BaseException) -> None:
 def lean_filter(path, trusted: bool = False, with_sha256: bool = False) -> LeanFilter | None:
     """The filter file at ``path`` as a :class:`LeanFilter`, or None when it needs the full path
     (or when the environment sets ``SPAMKIT_LEAN=0``). The file is read once, whole; with
-    ``with_sha256`` the filter's ``sha256`` is that of those bytes (the id its tags carry:
+    ``with_sha256`` the filter's ``sha256`` is that of its manifest (the id its tags carry:
     :func:`spamkit.mail.tags.model_id_of`), else None.
 
     Raises :class:`~spamkit.errors.ModelFormatError` for a damaged or hostile file, as
@@ -633,6 +632,7 @@ def lean_filter(path, trusted: bool = False, with_sha256: bool = False) -> LeanF
                     format_error(path, f"model has {d} features, the vocabulary {len(terms)}; the file is inconsistent")
             analyzer = Analyzer.from_config(manifest["analyzer"], trusted=trusted)
             lean = LeanFilter(path, manifest, arrays, terms, analyzer)
+            lean.sha256 = manifest_sha256(z) if with_sha256 else None
         except ModelFormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, EOFError, OSError,
@@ -640,5 +640,4 @@ def lean_filter(path, trusted: bool = False, with_sha256: bool = False) -> LeanF
             raise ModelFormatError(f"{path}: damaged filter file ({type(exc).__name__}: {exc})") from None
     if lean.index is not None and terms is not None and len(lean.index) != len(terms):
         format_error(path, "the vocabulary (terms.txt) lists a term twice")
-    lean.sha256 = hashlib.sha256(data).hexdigest() if with_sha256 and data is not None else None
     return lean

@@ -13,7 +13,6 @@ earlier, since learning needs it too; it renames those fields back.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
@@ -99,9 +98,11 @@ def recorded_verdict(raw: bytes, model_id: str):
 
 
 def model_id_of(path, sha256: str | None = None) -> str:
-    """``NAME@HASH``: the filter file's name and the first 12 hex digits of its SHA-256 (``sha256``,
-    its hex digest when the caller has it, else the file is read)."""
-    digest = (sha256 or hashlib.sha256(Path(path).read_bytes()).hexdigest())[:12]
+    """``NAME@HASH``: the filter file's name and the first 12 hex digits of its id, the SHA-256 of
+    its manifest (:func:`spamkit.filterfile.manifest.manifest_sha256`: it changes with any byte of
+    the filter; ``sha256``, that hex digest when the caller has it, else it is read)."""
+    from ..filterfile.manifest import filter_sha256
+    digest = (sha256 or filter_sha256(path))[:12]
     return f"{Path(path).name}@{digest}"
 
 
