@@ -329,12 +329,12 @@ def import_without_numpy_extras(name: str, extras=NUMPY_EXTRAS):
     if name in sys.modules or not skipped or not isinstance(public, list) or listing is None:
         return importlib.import_module(name)
     numpy.__all__ = [n for n in public if n not in skipped]
-    numpy.__dir__ = lambda: [n for n in listing() if n not in skipped]  # type: ignore[method-assign]
+    numpy.__dir__ = lambda: [n for n in listing() if n not in skipped]  # type: ignore[method-assign]  # hidden names, put back below
     try:
         return importlib.import_module(name)
     finally:
         numpy.__all__ = public
-        numpy.__dir__ = listing                                            # type: ignore[method-assign]
+        numpy.__dir__ = listing                                            # type: ignore[method-assign]  # the module's own again
 
 
 @contextlib.contextmanager

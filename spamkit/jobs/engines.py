@@ -339,7 +339,7 @@ class ProcessEngine(Engine):
         context = start_context(preload=(__name__,))
         pool = worker_pool(self.jobs, context, _start_worker, initargs)
         # forked workers (all of them at the first task, after this) inherit the open spools
-        pool.wire = _on_the_wire(open_spools() if context.get_start_method() == "fork" else frozenset())  # type: ignore[attr-defined]
+        pool.wire = _on_the_wire(open_spools() if context.get_start_method() == "fork" else frozenset())  # type: ignore[attr-defined]  # what the pool's items travel as
         return pool
 
     def start_workers(self, analyzer) -> None:
@@ -521,7 +521,7 @@ class ProcessEngine(Engine):
         try:
             blocks, distinct, side, held = [], [], [], 0
             for (data, indices, indptr, shape), sizes, families, *scores in self.ordered(pool, _rows_chunk, items,
-                                                                                         pool.wire):  # type: ignore[attr-defined]
+                                                                                         pool.wire):  # type: ignore[attr-defined]  # see _new_pool
                 blocks.append(sp.csr_matrix((data, indices, indptr), shape=shape))
                 distinct.append(sizes)
                 side.extend(scores)
