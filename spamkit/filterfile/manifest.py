@@ -154,7 +154,8 @@ def whole_file(path: Path) -> bytes | None:
     """The bytes of the filter file at ``path`` in one read, when it is a regular file no larger
     than a filter may be (:func:`max_filter_bytes`); None otherwise, or when it cannot be read
     or changed size while it was read (:func:`open_zip` then opens it in place and says what is
-    wrong). Pipe mode reads a file once for its members and its SHA-256."""
+    wrong). Pipe mode reads a file once for its members (its id is the manifest's SHA-256:
+    :func:`manifest_sha256`)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO does not wait for a writer
     except (OSError, ValueError):
