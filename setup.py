@@ -11,9 +11,9 @@ from setuptools import Extension, setup
 #: POSIX threads for the loops that run in parts (speedups.c, run_parts)
 THREADS = ["-pthread"] if os.name == "posix" else []
 
-#: the sources of spamkit.speedups: what they share (spamkit/speedups.c, speedups.h), then one
+#: the sources of spamkit.common.speedups: what they share (spamkit/common/speedups.c, speedups.h), then one
 #: source per area, next to the Python it speeds up
-SPEEDUPS = ["spamkit/speedups.c", "spamkit/parse/entities.c", "spamkit/parse/html.c", "spamkit/parse/headers.c",
+SPEEDUPS = ["spamkit/common/speedups.c", "spamkit/parse/entities.c", "spamkit/parse/html.c", "spamkit/parse/headers.c",
             "spamkit/text/words.c", "spamkit/text/mailtokens.c", "spamkit/corpus/tar.c", "spamkit/features/columns.c",
             "spamkit/features/numbering.c", "spamkit/features/terms.c", "spamkit/models/loops.c",
             "spamkit/models/context.c"]
@@ -22,10 +22,10 @@ SPEEDUPS = ["spamkit/speedups.c", "spamkit/parse/entities.c", "spamkit/parse/htm
 FLAGS = ["-O2", "-ffp-contract=off"]
 
 setup(ext_modules=[
-    Extension("spamkit.speedups", SPEEDUPS, optional=True, include_dirs=["spamkit"], depends=["spamkit/speedups.h"],
+    Extension("spamkit.common.speedups", SPEEDUPS, optional=True, include_dirs=["spamkit/common"], depends=["spamkit/common/speedups.h"],
               extra_compile_args=[*FLAGS, *THREADS], extra_link_args=THREADS),
     # the byte 4-gram model's features and steps (spamkit.features.bytekeys, spamkit.models.bytegrams)
-    Extension("spamkit.gramloops", ["spamkit/gramloops.c"], optional=True, extra_compile_args=FLAGS),
+    Extension("spamkit.features.gramloops", ["spamkit/features/gramloops.c"], optional=True, extra_compile_args=FLAGS),
     # the scoring core's chi-square tails (spamkit.scoring)
     Extension("spamkit.scoring.chisquare", ["spamkit/scoring/chisquare.c"], optional=True, extra_compile_args=FLAGS),
 ])

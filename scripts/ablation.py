@@ -45,7 +45,7 @@ from spamkit.parse.message import parse_message
 from spamkit.decide.metrics import three_way_rates, trec_measures
 from spamkit.models.robinson import presence
 from spamkit.models.stack import FisherNBStack
-from spamkit.pipeline import make_analyzer
+from spamkit import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter, online_spamicities  # standard library only
@@ -63,7 +63,7 @@ RESOLUTION = 0.01
 SPAMBAYES = {"strength": 0.45, "prior": 0.5, "min_dev": 0.1, "max_clues": 150}
 BOGOFILTER_PARAMS = {"strength": 0.0178, "prior": 0.52, "min_dev": 0.375, "max_clues": 0}
 
-#: token schemes beyond spamkit.pipeline.TOKENS: (base scheme, Analyzer settings)
+#: token schemes beyond spamkit.TOKENS: (base scheme, Analyzer settings)
 SCHEMES = {"mail-nocruft": ("mail", {"skip_headers": ("date", "message-id")}),
            "mail-c4": ("mail", {"char_ngrams": 4}), "mail-c3": ("mail", {"char_ngrams": 3}),
            "mail-c5": ("mail", {"char_ngrams": 5}), "mail-prefixes": ("mail", {"digit_prefixes": True})}
@@ -142,7 +142,7 @@ def load(path: Path):
 
 
 def hashed_rows(messages, scheme: str, representation: str) -> list:
-    """Each message's row under a token scheme of :data:`SCHEMES` (or spamkit.pipeline's), hashed."""
+    """Each message's row under a token scheme of :data:`SCHEMES` (or spamkit's), hashed."""
     base, settings = SCHEMES.get(scheme, (scheme, {}))
     analyzer = make_analyzer(base, **settings)
     vectorizer = Vectorizer.hashed(HASHING, representation)

@@ -33,7 +33,7 @@ import numpy as np
 from spamkit.corpus import Corpus
 from spamkit.jobs.evaluation import online_evaluate
 from spamkit.decide.metrics import trec_measures
-from spamkit.pipeline import make_analyzer
+from spamkit import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter, online_spamicities  # standard library only

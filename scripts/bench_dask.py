@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.distributed import Cluster, RunReport, fit_on_cluster, merge_stats, partition_stats
-from spamkit.pipeline import build_filter
+from spamkit.jobs.distributed import Cluster, RunReport, fit_on_cluster, merge_stats, partition_stats
+from spamkit import build_filter
 
 
 def stream(path: Path, repeat: int, listed: bool = True):
@@ -73,7 +73,7 @@ def driver_cost(path, repeat, size) -> float:
 
     The archive is unpacked before timing: a corpus of millions of messages is a folder tree.
     """
-    from spamkit.distributed import partitions
+    from spamkit.jobs.distributed import partitions
     with Corpus(path) as c:
         t = time.perf_counter()
         n = 0

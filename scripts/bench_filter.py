@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter  # standard library only
 from _measure import compile_package, run_child
 
-from spamkit.durable import filesystem_sync  # standard library only
+from spamkit.common.durable import filesystem_sync  # standard library only
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
@@ -135,7 +135,7 @@ def prepare(work: Path, corpora: Path, n: int, exe) -> None:
     """The heavy part, run in a child process so that the measuring parent stays small (a forked
     child's peak memory counts the parent's pages until it execs)."""
     from spamkit.corpus import Corpus
-    from spamkit.pipeline import BEST, build_filter
+    from spamkit import BEST, build_filter
     messages = enron_messages(corpora)
     with Corpus(corpora / "enron-spam" / "enron1.tar.gz") as corpus:
         train = list(corpus)

@@ -32,7 +32,7 @@ from spamkit.corpus import Corpus
 from spamkit.features.vectorizer import Vectorizer
 from spamkit.models import KNNClassifier
 from spamkit.models.neighbours import parse_memory
-from spamkit.pipeline import SpamFilter
+from spamkit import SpamFilter
 
 
 def features(path: Path):

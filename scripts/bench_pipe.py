@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from spamkit.corpus import Corpus
-from spamkit.pipeline import BEST, build_filter
+from spamkit import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter, serving, trained_wordlist
@@ -98,7 +98,7 @@ def main():
         with serving(model, sock, "--spamd-socket", str(spamd_sock)):
             while not spamd_sock.exists():
                 time.sleep(0.05)
-            client = [sys.executable, "-m", "spamkit.serve.client", "--socket", str(sock)]
+            client = [sys.executable, "-m", "spamkit.mail.serve.client", "--socket", str(sock)]
             commands = [("spamkit filter MODEL - (new process)", spamkit, None),
                         ("  the same, SPAMKIT_LEAN=0 (full path)", spamkit, {"SPAMKIT_LEAN": "0"}),
                         ("spamkit-pipe -> spamkit serve", client, None)]

@@ -4,7 +4,7 @@
 Starts ``spamkit serve`` on a loopback Unix socket (the default filter trained on the
 first ``--train`` messages of trec07p-dev), then for each number of concurrent clients
 sends the next ``--messages`` messages, each client one request at a time over the
-protocol of ``spamkit-pipe`` (:func:`spamkit.serve.client.ask`; the clients are threads of this
+protocol of ``spamkit-pipe`` (:func:`spamkit.mail.serve.client.ask`; the clients are threads of this
 process, so what is measured is the server, not the start-up of client processes).
 Reports messages/s and the 50th/90th/99th latency percentiles, the server's peak memory
 (its own and its worker processes', VmHWM) and how many requests were not tagged.
@@ -28,10 +28,10 @@ import threading
 import time
 from pathlib import Path
 
-from spamkit.serve.client import ask
+from spamkit.mail.serve.client import ask
 from spamkit.corpus import Corpus
 from spamkit.parse.message import split_tags
-from spamkit.pipeline import BEST, build_filter
+from spamkit import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter, serving, trained_wordlist

@@ -31,7 +31,7 @@ from spamkit.corpus import Corpus
 from spamkit.jobs.engines import ProcessEngine, default_jobs
 from spamkit.jobs.evaluate import evaluate_filter
 from spamkit.jobs.train import train_filter
-from spamkit.pipeline import BEST, build_filter
+from spamkit import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter

@@ -215,7 +215,7 @@ def online(args) -> None:
 
 
 def speed(args) -> None:
-    from spamkit.pipeline import BEST, build_filter
+    from spamkit import BEST, build_filter
 
     with Corpus(args.corpora / CORPORA["trec"]) as corpus:
         messages = list(corpus)

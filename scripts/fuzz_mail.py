@@ -50,7 +50,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
-from spamkit.pipeline import BEST, build_filter
+from spamkit import BEST, build_filter
 
 CORPORA = ("trec07p-dev/trec07p-dev.tar.gz", "csdmc2010/csdmc2010.tar.gz")
 #: largest mutant (bytes): a mail server hands a filter nothing bigger (spamkit parses 4 MiB of it)

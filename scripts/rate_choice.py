@@ -46,8 +46,8 @@ from spamkit.jobs.reports import both_class_resamples
 from spamkit.decide.metrics import roc_auc, three_way_rates
 from spamkit.models.bytegrams import ByteGramLogistic
 from spamkit.models.stack import BEST_STACK
-from spamkit.names import DEFAULT_RATE
-from spamkit.pipeline import make_analyzer
+from spamkit.common.names import DEFAULT_RATE
+from spamkit import make_analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter, online_spamicities  # standard library only

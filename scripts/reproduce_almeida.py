@@ -20,7 +20,7 @@ from spamkit.corpus import Corpus
 from spamkit.decide.metrics import mcc
 from spamkit.features.vectorizer import Vectorizer
 from spamkit.models import RobinsonFisher
-from spamkit.pipeline import BEST, SpamFilter, build_filter
+from spamkit import BEST, SpamFilter, build_filter
 from spamkit.text import Analyzer
 
 # The paper's figures as quoted in issue 5 (SC% and BH% of the NB row are not quoted there).

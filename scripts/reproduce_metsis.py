@@ -17,7 +17,7 @@ Two more columns run spamkit's own filters under the same batches, on the mail a
 tokens (``Analyzer.mail()``), every token kept (no attribute selection: Fisher combining
 picks its own clues per message), threshold 0.5: Robinson/Fisher alone with its scores
 Platt-calibrated on 5-fold cross-validated scores of the training batches, and spamkit's
-best filter (``spamkit.pipeline.BEST``: Fisher, multinomial NB and an online logistic
+best filter (``spamkit.BEST``: Fisher, multinomial NB and an online logistic
 regression stacked by a logistic regression fitted on their cross-validated scores), and the
 same stack without its logistic-regression component (the best filter before it was added).
 

@@ -5,7 +5,7 @@ AddressSanitizer and UndefinedBehaviorSanitizer.
 The compiled loops parse hostile mail (MIME headers, HTML, URLs, tar headers) and index tables
 with numbers read from files; a read past a buffer or an overflowing shift there is silent in
 an optimised build. This script copies the package to a temporary folder, builds
-``spamkit.speedups`` (from its sources, as setup.py lists them), ``spamkit.gramloops`` and
+``spamkit.common.speedups`` (from its sources, as setup.py lists them), ``spamkit.features.gramloops`` and
 ``spamkit.scoring.chisquare`` there with ``-fsanitize=address,undefined``
 (every undefined-behaviour report fatal), checks that Python imports those builds, and runs
 :data:`TESTS` against the copy with the sanitizer runtimes preloaded. Exit status: pytest's
@@ -40,7 +40,7 @@ def setup_list(name: str) -> list[str]:
     raise SystemExit(f"sanitized_tests: setup.py has no {name}")
 
 
-#: spamkit.speedups's sources, as setup.py lists them
+#: spamkit.common.speedups's sources, as setup.py lists them
 SPEEDUPS = setup_list("SPEEDUPS")
 #: the test files whose tests call the compiled loops most: the tokenizer, HTML, MIME and URL
 #: parsing, the vocabulary's numbering and hashing, archives, the stack's sums, the context
@@ -50,7 +50,8 @@ TESTS = ["tests/test_text.py", "tests/test_htmltext.py", "tests/test_mime.py", "
          "tests/test_corpus.py", "tests/test_engines.py", "tests/test_bytegrams.py", "tests/test_persist_hostile.py",
          "tests/test_scoring.py", "tests/test_robinson.py"]
 #: (module under spamkit/, its sources, extra flags): setup.py's extensions
-EXTENSIONS = [("speedups", SPEEDUPS, ["-pthread", "-Ispamkit"]), ("gramloops", ["spamkit/gramloops.c"], []),
+EXTENSIONS = [("common/speedups", SPEEDUPS, ["-pthread", "-Ispamkit/common"]),
+              ("features/gramloops", ["spamkit/features/gramloops.c"], []),
               ("scoring/chisquare", ["spamkit/scoring/chisquare.c"], [])]
 FLAGS = ["-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
          "-fno-sanitize-recover=undefined", "-ffp-contract=off"]
@@ -90,7 +91,7 @@ def main(argv: list[str]) -> int:
                "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
                "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
         env.pop("SPAMKIT_PURE_PYTHON", None)
-        check = subprocess.run([sys.executable, "-c", "import spamkit.compiled as c; "
+        check = subprocess.run([sys.executable, "-c", "import spamkit.common.compiled as c; "
                                 "print(c.speedups().__file__); print(c.gramloops().__file__); print(c.chisquare().__file__)"],
                                env=env, capture_output=True, text=True, cwd=run)
         loaded = check.stdout.split()

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from spamkit.corpus import Corpus
-from spamkit.pipeline import BEST, build_filter
+from spamkit import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import run_clients

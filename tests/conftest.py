@@ -44,7 +44,7 @@ def lean_route_of_a_context_model(lean):
     """``lean`` (:func:`spamkit.mail.lean.lean_filter` of a filter with a context model), or a skip:
     pipe mode scores a context model without NumPy by the compiled loop alone, and without it
     (``SPAMKIT_PURE_PYTHON=1``, CI's second run) such a filter takes the full route."""
-    from spamkit.compiled import speedups
+    from spamkit.common.compiled import speedups
     if speedups() is None:
         assert lean is None, "without the compiled loops a context model takes the full route"
         pytest.skip("a context model's lean route is the compiled loop (SPAMKIT_PURE_PYTHON=1 or not built)")

@@ -1,4 +1,4 @@
-"""A :class:`spamkit.serve.server.ServeLoop` on a protocol made for ``tests/test_serve_loop.py``, run
+"""A :class:`spamkit.mail.serve.server.ServeLoop` on a protocol made for ``tests/test_serve_loop.py``, run
 in a process of its own (its workers are forked from a process with one thread, as in
 ``spamkit serve``).
 
@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spamkit.serve import listen
-from spamkit.serve import pool as workers
-from spamkit.serve import server as srv
+from spamkit.mail.serve import listen
+from spamkit.mail.serve import pool as workers
+from spamkit.mail.serve import server as srv
 
 
 def job(command: bytes, body: bytes) -> bytes:

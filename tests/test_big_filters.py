@@ -24,11 +24,11 @@ import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
-from spamkit.errors import ModelFormatError
+from spamkit.common.errors import ModelFormatError
 from spamkit.filterfile.manifest import (LINE_OBJECT_BYTES, MAX_FILTER_BYTES, MAX_LINE_BYTES, data_bytes, member_limits,
                               read_manifest)
 from spamkit.filterfile.persist import load_filter, overlong_entry
-from spamkit.passthrough import VERDICT_STATUS
+from spamkit.common.passthrough import VERDICT_STATUS
 from spamkit.filterfile.spamfilter import SpamFilter
 from spamkit.filterfile.wordlist import read_wordlist
 

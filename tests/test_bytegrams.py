@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from spamkit.features.bytekeys import context_keys, gram_rows, gram_slots
 from spamkit.cli import cli
-from spamkit.compiled import gramloops, speedups
+from spamkit.common.compiled import gramloops, speedups
 from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus
-from spamkit.errors import ConfigError, ModelFormatError
+from spamkit.common.errors import ConfigError, ModelFormatError
 from spamkit.mail.lean import lean_filter
 from spamkit.decide.metrics import roc_auc
 from spamkit.models import FisherNBStack
@@ -115,7 +115,7 @@ def test_the_published_method_scores_as_an_independent_implementation_on_real_ma
     assert ours < 0.005                          # CSDMC2010 is nearly separable for this method
 
 
-@pytest.mark.skipif(gramloops() is None, reason="spamkit.gramloops is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
+@pytest.mark.skipif(gramloops() is None, reason="spamkit.features.gramloops is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
 def test_the_compiled_loops_give_the_numpy_definitions_results(monkeypatch):
     import spamkit.features.bytekeys as bytekeys_module
     import spamkit.models.bytegrams as bytegrams_module
@@ -196,7 +196,7 @@ def test_the_compiled_hash_is_the_documented_one():
     import spamkit.features.bytekeys as bytekeys_module
     loops = gramloops()
     if loops is None:
-        pytest.skip("spamkit.gramloops is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
+        pytest.skip("spamkit.features.gramloops is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
     assert loops.GRAM_MULTIPLIER == int(bytekeys_module._GRAM_MULTIPLIER) == 2654435761
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from spamkit.decide.calibration import PlattScaling
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -57,7 +57,7 @@ def test_round_trip_and_bad_input():
 def test_fisher_filter_calibrates_saves_and_loads(tmp_path):
     from conftest import SAMPLE
     from spamkit.corpus import Corpus
-    from spamkit.pipeline import SpamFilter, build_filter
+    from spamkit import SpamFilter, build_filter
     with Corpus(SAMPLE) as c:
         msgs = list(c)
     f = build_filter(model="fisher", tokens="mail", calibrate="platt").fit(msgs[::2])
@@ -72,7 +72,7 @@ def test_fisher_filter_calibrates_saves_and_loads(tmp_path):
 
 
 def test_fisher_refuses_more_than_two_classes():
-    from spamkit.pipeline import build_filter
+    from spamkit import build_filter
     with pytest.raises(ConfigError, match="two classes"):
         build_filter(model="fisher").fit(["apple pie", "cherry tart", "plum cake", "apple tart", "pie cake",
                                           "plum plum"],

@@ -124,7 +124,7 @@ def test_help_does_not_load_the_numerical_stack():
     import subprocess
     import sys
     from conftest import REPO
-    code = ("import sys; from spamkit.launch import main\n"
+    code = ("import sys; from spamkit.__main__ import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('numpy', 'scipy', 'sklearn') if m in sys.modules), file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -136,7 +136,7 @@ def test_train_with_character_ngrams(tmp_path):
     model = tmp_path / "c4.spamkit"
     result = run("train", str(SAMPLE), "-o", str(model), "--char-ngrams", "4", "--json")
     assert result.exit_code == 0, result.output
-    from spamkit.pipeline import SpamFilter
+    from spamkit import SpamFilter
     f = SpamFilter.load(model)
     assert f.analyzer.char_ngrams == 4
     assert any(t.startswith("c4:") for t in f.tokens(b"Subject: hi\n\nfree money now"))
@@ -152,7 +152,7 @@ def test_train_with_digit_prefixes_and_pipe_mode_reads_them(tmp_path):
     result = run("train", str(SAMPLE), "-o", str(model), "--digit-prefixes", "--json")
     assert result.exit_code == 0, result.output
     from spamkit.mail.lean import lean_filter
-    from spamkit.pipeline import SpamFilter
+    from spamkit import SpamFilter
     f = SpamFilter.load(model)
     raw = b"Subject: hi\n\ncall 09058094583 now"
     assert f.analyzer.digit_prefixes is True and "shape:09d11" in f.tokens(raw)

@@ -50,7 +50,7 @@ def test_output_onto_a_folder_is_a_usage_error(tmp_path):
 
 
 def test_a_failed_save_names_the_file(tmp_path, monkeypatch):
-    from spamkit.errors import OutputError
+    from spamkit.common.errors import OutputError
     from spamkit.filterfile.persist import atomic_write
     target = tmp_path / "gone" / "m.spamkit"
     with pytest.raises(OutputError, match="cannot write .*m.spamkit"):
@@ -126,7 +126,7 @@ def test_serve_replaces_only_a_stale_socket(model, tmp_path):
 
 
 def test_a_killed_save_leaves_a_temporary_file_that_the_next_save_removes(model, tmp_path):
-    from spamkit.pipeline import SpamFilter
+    from spamkit import SpamFilter
     target = tmp_path / "learn.spamkit"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()                                    # a pid that is no longer running
@@ -396,7 +396,7 @@ def test_serve_on_a_busy_address_names_it(model):
 
 
 def test_counts_of_one_are_singular(model, tmp_path):
-    from spamkit.errors import counted
+    from spamkit.common.errors import counted
     assert [counted(n, "message") for n in (0, 1, 2, 12_345)] == ["0 messages", "1 message", "2 messages",
                                                                   "12,345 messages"]
     source = _mbox_of(tmp_path / "one.mbox", labels=("ham",), n=1)

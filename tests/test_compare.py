@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 from spamkit.decide.selection import stratified_folds
-from spamkit.pipeline import build_filter, cross_validated_log_odds, filter_from_config, parse_config
+from spamkit import build_filter, cross_validated_log_odds, filter_from_config, parse_config
 
 from conftest import SAMPLE
 

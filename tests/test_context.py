@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from spamkit.features.bytekeys import END, PAD, context_keys
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 from spamkit.decide.metrics import roc_auc
 from spamkit.models import context as context_module
 from spamkit.models.context import ALPHABET, ByteContextModel
@@ -368,7 +368,7 @@ def test_a_trained_tables_packing_round_trips_and_is_small():
     assert np.array_equal(back.slots_, model.slots_)
 
 
-needs_compiled = pytest.mark.skipif(context_module.speedups is None, reason="spamkit.speedups is not built here")
+needs_compiled = pytest.mark.skipif(context_module.speedups is None, reason="spamkit.common.speedups is not built here")
 
 
 @needs_compiled

@@ -16,7 +16,7 @@ from spamkit.features.bytekeys import context_keys
 from spamkit.cli import cli
 from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus
-from spamkit.errors import ConfigError, ModelFormatError
+from spamkit.common.errors import ConfigError, ModelFormatError
 from spamkit.decide.metrics import roc_auc
 from spamkit.models import FisherNBStack
 from spamkit.models.context import ByteContextModel
@@ -64,7 +64,7 @@ def test_counts_are_uint32_slot_major_and_saturate(compiled, monkeypatch):
     if not compiled:
         monkeypatch.setattr(context_module, "speedups", None)
     elif context_module.speedups is None:
-        pytest.skip("spamkit.speedups is not built here")
+        pytest.skip("spamkit.common.speedups is not built here")
     keys = context_keys([b"ab", b"b"], order=1, bits=10)
     model = ByteContextModel(order=1, bits=10).fit(keys, ["spam", "ham"])
     assert model.slots_.dtype == np.uint32 and model.slots_.shape == (1024, 2)
@@ -105,7 +105,7 @@ def test_the_compiled_loops_never_make_the_keys():
     # read the texts: fitting, scoring and holding out never compute them
     from spamkit.models import context as context_module
     if context_module.speedups is None:
-        pytest.skip("spamkit.speedups is not built here")
+        pytest.skip("spamkit.common.speedups is not built here")
     keys = context_keys([b"cheap pills", b"lunch at noon", b"pills", b"noon"], order=3, bits=12)
     model = ByteContextModel(order=3, bits=12).fit(keys, ["spam", "ham", "spam", "ham"])
     model.mean_log_ratio(keys)
@@ -155,7 +155,7 @@ def test_the_filter_file_keeps_the_context_model(tmp_path):
     assert np.array_equal(g.context.table_, f.context.table_)
     assert np.array_equal(g.predict_proba(msgs), f.predict_proba(msgs))
     # pipe mode's standard-library scorer reads it too (tests/test_lean.py holds the two together)
-    from spamkit.compiled import speedups
+    from spamkit.common.compiled import speedups
     from spamkit.mail.lean import lean_filter
     lean = lean_filter(path)
     if speedups() is not None:            # (without the compiled loops a context model takes the full route)
@@ -329,7 +329,7 @@ def test_a_batch_scored_in_threads_is_scored_as_one(monkeypatch):
     # numbers bit for bit as one call, whatever the number of parts
     from spamkit.models import context as context_module
     if context_module.speedups is None:
-        pytest.skip("spamkit.speedups is not built here")
+        pytest.skip("spamkit.common.speedups is not built here")
     rng = np.random.default_rng(3)
     texts = [bytes(rng.integers(97, 100, size=int(n)).astype(np.uint8)) for n in rng.integers(0, 300, size=200)]
     y = ["spam" if t.count(b"a") > t.count(b"b") else "ham" for t in texts]
@@ -353,7 +353,7 @@ def test_a_batch_learned_in_threads_is_learned_as_one(monkeypatch):
     # refused in one class (a text never learned) is undone in the other
     from spamkit.models import context as context_module
     if context_module.speedups is None:
-        pytest.skip("spamkit.speedups is not built here")
+        pytest.skip("spamkit.common.speedups is not built here")
     rng = np.random.default_rng(5)
     texts = [bytes(rng.integers(97, 101, size=int(n)).astype(np.uint8)) for n in rng.integers(1, 200, size=150)]
     y = np.array(["spam" if i % 3 else "ham" for i in range(150)])

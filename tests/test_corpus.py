@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from spamkit.corpus import Corpus, iter_corpora, require_classes
 from spamkit.corpus.tree import natural_key
-from spamkit.errors import CorpusError
+from spamkit.common.errors import CorpusError
 
 
 def mail(subject: str, body: str = "hello", date: str = "Mon, 2 Apr 2007 10:00:00 +0000") -> bytes:
@@ -669,7 +669,7 @@ def test_a_compressed_archive_is_read_while_it_is_decompressed(suffix, with_isal
 
 
 def test_an_opened_archive_leaves_no_thread_running(tmp_path, enron, monkeypatch):
-    # workers fork only from a process with one thread (spamkit.processes): the thread that
+    # workers fork only from a process with one thread (spamkit.common.processes): the thread that
     # decompresses an archive has ended by the time the corpus is open, even one that lingers
     # after its last byte
     import threading
@@ -778,10 +778,10 @@ def test_a_read_that_keeps_the_gil_is_os_pread(tmp_path):
     # Spool.read_at reads members through speedups.pread_held (no GIL hand-over): the same bytes
     # as os.pread, short at the end of the file, and the same errors
     import os
-    from spamkit.compiled import speedups
+    from spamkit.common.compiled import speedups
     module = speedups()
     if module is None:
-        pytest.skip("spamkit.speedups is not in use")
+        pytest.skip("spamkit.common.speedups is not in use")
     path = tmp_path / "f"
     path.write_bytes(bytes(range(256)) * 40)
     fd = os.open(path, os.O_RDONLY)

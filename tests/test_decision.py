@@ -12,7 +12,7 @@ from sklearn import metrics as skm
 
 from spamkit.decide.decision import (CostMatrix, Verdict, bayes_threshold, choose_thresholds, correct_prior,
                               realised_cost, unsure_band, verdicts)
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 from spamkit.decide.metrics import (average_precision, mcc, pr_curve, roc_auc, roc_curve, total_cost_ratio,
                              trec_measures, weighted_accuracy)
 
@@ -160,7 +160,7 @@ def test_trec_measures_by_hand():
 
 def test_filter_saves_its_costs(tmp_path):
     from spamkit.corpus import Corpus
-    from spamkit.pipeline import SpamFilter, build_filter
+    from spamkit import SpamFilter, build_filter
     from conftest import SAMPLE
 
     f = build_filter()
@@ -203,8 +203,8 @@ def test_spam_rate_correction_in_the_filter(tmp_path):
     from spamkit.cli import cli
     from spamkit.corpus import Corpus
     from spamkit.decide.decision import correct_prior
-    from spamkit.errors import ConfigError
-    from spamkit.pipeline import build_filter
+    from spamkit.common.errors import ConfigError
+    from spamkit import build_filter
     from conftest import SAMPLE
 
     with Corpus(SAMPLE) as c:

@@ -22,11 +22,11 @@ pytest.importorskip("dask.distributed")
 
 from spamkit.cli import cli
 from spamkit.corpus import Corpus, LabelledMessage
-from spamkit.distributed import (Cluster, RunReport, Stats, fit_on_cluster, merge_stats,
+from spamkit.jobs.distributed import (Cluster, RunReport, Stats, fit_on_cluster, merge_stats,
                                  partition_stats, sharded_kneighbors, sharded_predict_proba)
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 from spamkit.models import KNNClassifier
-from spamkit.pipeline import build_filter
+from spamkit import build_filter
 
 from conftest import SAMPLE, shared_corpus
 
@@ -353,7 +353,7 @@ def test_a_corpus_workers_cannot_see_is_a_clear_error(tmp_path, cluster):
     root = tmp_path / "corpus"
     shutil.copytree(SAMPLE, root)
     f = build_filter(model="multinomial")
-    from spamkit.errors import CorpusError
+    from spamkit.common.errors import CorpusError
 
     def listed_then_gone():
         with Corpus(root) as c, c.listing():

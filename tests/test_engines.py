@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spamkit.cli import cli
-from spamkit.compiled import gramloops, speedups
+from spamkit.common.compiled import gramloops, speedups
 from spamkit.corpus import Corpus
 from spamkit.jobs.engines import ProcessEngine
-from spamkit.errors import CorpusError
-from spamkit.pipeline import BEST, build_filter
+from spamkit.common.errors import CorpusError
+from spamkit import BEST, build_filter
 
 from conftest import SAMPLE, compiled_expected, extensions_off
 
@@ -167,7 +167,7 @@ def test_corpus_survey_on_workers_equals_one_process():
 
 
 def _in_python(function, *args):
-    """``function(*args)`` on the Python definitions (SPAMKIT_PURE_PYTHON=1), not spamkit.speedups."""
+    """``function(*args)`` on the Python definitions (SPAMKIT_PURE_PYTHON=1), not spamkit.common.speedups."""
     with extensions_off():
         return function(*args)
 
@@ -176,14 +176,14 @@ _TOKEN = st.sampled_from(["free", "money", "free!", "é", "\U0001F600", "", "a" 
 
 
 _COMPILED = pytest.mark.skipif(speedups() is None and not compiled_expected(),
-                               reason="spamkit.speedups is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
+                               reason="spamkit.common.speedups is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
 
 
 def _numbered_both_ways(chunks, seed=()):
     """Each chunk numbered by a compiled Numbering and by the Python loop over a dict, in turn
     (each chunk sees the numbers the ones before gave): the results, and the two numberings."""
     from spamkit.features import numbering
-    from spamkit import speedups as module
+    from spamkit.common import speedups as module
     compiled, python = module.Numbering(), {}
     out = []
     for chunk in ([[list(seed)]] if seed else []) + list(chunks):
@@ -239,8 +239,8 @@ def test_the_compiled_numbering_of_long_and_unusual_documents_is_its_definition(
 def test_the_compiled_numbering_refuses_what_python_refuses():
     from spamkit.features import numbering
     if speedups() is None:
-        pytest.skip("spamkit.speedups is not built")
-    from spamkit import speedups as module
+        pytest.skip("spamkit.common.speedups is not built")
+    from spamkit.common import speedups as module
     for numbers in (module.Numbering(), {}):
         with pytest.raises(TypeError):
             numbering.number_terms(numbers, [["a", ["unhashable"]]])
@@ -277,7 +277,7 @@ import json, sys, threading
 from spamkit.jobs import engines
 from spamkit.corpus import Corpus, archives
 from spamkit.jobs.engines import ProcessEngine
-from spamkit.pipeline import BEST, build_filter
+from spamkit import BEST, build_filter
 archive, out, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
 sent, real = [], engines._on_the_wire
 def recording(shared=frozenset()):
@@ -319,7 +319,7 @@ import json, sys, threading
 from spamkit.corpus import Corpus, tree
 from spamkit.jobs.engines import ProcessEngine
 from spamkit.jobs.train import train_filter
-from spamkit.pipeline import BEST, build_filter
+from spamkit import BEST, build_filter
 archive, out, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
 grams = {"grams": {} if sys.argv[4:] == ["grams"] else None}     # the default has them; or not
 reads, real = [], tree.ArchiveTree._member
@@ -405,7 +405,7 @@ engines.AHEAD_MESSAGES = 50                  # 50 of the sample's 240 messages a
 engine = engines.ProcessEngine(jobs=2, chunk=7)
 corpora = [Corpus(archive)]
 heavy_before = sorted(m for m in ("numpy", "scipy") if m in sys.modules)
-from spamkit.names import GRAM_BITS, GRAM_BYTES
+from spamkit.common.names import GRAM_BITS, GRAM_BYTES
 engine.count_ahead(make_analyzer("mail"), corpora, (GRAM_BYTES, GRAM_BITS))   # as spamkit train does for the default
 ahead = [len(chunk) for chunk, _ in engine._ahead.chunks]
 pool = next(iter(engine._pools.values()))
@@ -417,7 +417,7 @@ def resume(key, source, wire):
     resumed.append(None if pending is None else len(pending))
     return session, pending
 engine._resume_ahead = resume
-from spamkit.pipeline import BEST, build_filter
+from spamkit import BEST, build_filter
 items = list(iter_corpora(corpora))
 if stream == "one message fewer":
     items = items[:12] + items[13:]                # in the second chunk ahead
@@ -487,7 +487,7 @@ def opening(self, path):
     events.append(("open", threading.active_count()))
     real_open(self, path)
 tree.ArchiveTree.__init__ = opening
-from spamkit.launch import main
+from spamkit.__main__ import main
 try:
     main(["train", archive, "-o", out, "--jobs", "2"])
 except SystemExit as stop:
@@ -567,7 +567,7 @@ def spool(self, path, opener=None):
     seen.append({"compressed": opener is not None, "click": "click" in sys.modules, "cli": "spamkit.cli" in sys.modules})
     real(self, path, opener)
 tree.Spool.__init__ = spool
-from spamkit.launch import main
+from spamkit.__main__ import main
 try:
     status = main(sys.argv[1:])
 except SystemExit as stop:
@@ -578,7 +578,7 @@ print(json.dumps({"status": status, "spools": seen}))
 
 def test_train_starts_decompressing_its_archives_before_it_imports_the_command_line(tmp_path):
     """``spamkit train ARCHIVE.tar.gz``: the archive starts decompressing before click and the
-    command line are imported (spamkit.launch.archives_early), once (the command's own
+    command line are imported (spamkit.__main__.archives_early), once (the command's own
     archives_ahead finds it started), and the filter is the one written without it."""
     import subprocess
     import sys
@@ -594,7 +594,7 @@ def test_train_starts_decompressing_its_archives_before_it_imports_the_command_l
     late = CliRunner().invoke(cli, ["train", str(archive), "-o", str(tmp_path / "late.spamkit"), "--jobs", "1"])
     assert late.exit_code == 0, late.output
     assert filter_members(tmp_path / "early.spamkit") == filter_members(tmp_path / "late.spamkit")
-    from spamkit.launch import archive_arguments
+    from spamkit.__main__ import archive_arguments
     assert archive_arguments(["evaluate", "m.spamkit", str(archive)]) == [str(archive)]
     assert archive_arguments(["online", str(archive)]) == [] == archive_arguments(["train", str(archive), "-h"])
 

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
-from spamkit import estimators, models
-from spamkit.estimators import CategoricalNB, FisherNBStack, OnlineLogistic, RobinsonFisher
+from spamkit import models
+from spamkit.filterfile import estimators
+from spamkit.filterfile.estimators import CategoricalNB, FisherNBStack, OnlineLogistic, RobinsonFisher
 
-#: scikit-learn's checks run on spamkit.estimators' classes (the models of spamkit.models that
+#: scikit-learn's checks run on spamkit.filterfile.estimators' classes (the models of spamkit.models that
 #: also inherit BaseEstimator): the same code, and what a scikit-learn user imports
 ESTIMATORS = [RobinsonFisher(), FisherNBStack(), OnlineLogistic(), CategoricalNB()]
 
@@ -73,7 +74,7 @@ def test_a_whole_filter_is_a_scikit_learn_classifier_of_raw_messages():
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import FunctionTransformer
 
-    from spamkit.estimators import FilterClassifier
+    from spamkit.filterfile.estimators import FilterClassifier
     from spamkit.corpus import Corpus
     from conftest import SAMPLE
 

@@ -14,8 +14,8 @@ from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.metrics import mutual_info_score
 
-from spamkit.compiled import speedups
-from spamkit.errors import ConfigError, NotFittedError
+from spamkit.common.compiled import speedups
+from spamkit.common.errors import ConfigError, NotFittedError
 from spamkit.features.vectorizer import Vectorizer, information_gain, l2_normalize_rows
 
 from conftest import compiled_expected, extensions_off, shared_corpus
@@ -101,7 +101,7 @@ def test_hashing_matches_featurehasher():
 
 
 _hashed = pytest.mark.skipif(speedups() is None and not compiled_expected(),
-                             reason="spamkit.speedups is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
+                             reason="spamkit.common.speedups is not in use (not built, or SPAMKIT_PURE_PYTHON=1)")
 
 
 @_hashed
@@ -123,7 +123,7 @@ def test_compiled_hashing_gives_featurehashers_columns(docs, n):
 @_hashed
 def test_compiled_hashing_on_mail_tokens():
     from spamkit.corpus import Corpus
-    from spamkit.pipeline import BEST, build_filter
+    from spamkit import BEST, build_filter
     analyzer = build_filter(**BEST).analyzer              # the mail tokens
     with Corpus(shared_corpus("csdmc2010/csdmc2010.tar.gz")) as corpus:
         docs = [analyzer(m.raw) for m in corpus]
@@ -143,7 +143,7 @@ _TERMS = st.lists(st.builds(lambda p, t: p + t, st.sampled_from(["", "received:"
 def test_the_compiled_sort_of_terms_is_sorted(terms):
     """speedups.sort_terms against its definition, sorted() over positions (stable: equal
     terms keep their order)."""
-    from spamkit import speedups
+    from spamkit.common import speedups
     from spamkit.features.counting import sort_order
     expected = sorted(range(len(terms)), key=terms.__getitem__)
     order = speedups.sort_terms(terms)
@@ -163,13 +163,13 @@ def test_the_compiled_sort_of_many_terms_with_shared_prefixes_is_sorted(terms):
     """The multikey quicksort's every path: partitions of equal 8-byte heads sorted again 8 bytes
     further (prefixes of 8 and more bytes), terms that end within a head (NUL bytes, which the
     zero padding imitates), duplicates (stable), and runs too small to partition."""
-    from spamkit import speedups
+    from spamkit.common import speedups
     expected = sorted(range(len(terms)), key=terms.__getitem__)
     assert np.frombuffer(speedups.sort_terms(terms), dtype=np.int64).tolist() == expected
 
 
 def test_the_compiled_sort_orders_prefixes_and_nul_bytes_as_python():
-    from spamkit import speedups
+    from spamkit.common import speedups
     terms = ["abc\x00\x00\x00\x00\x00x", "abc", "abc\x00", "ab", "abc\x00\x00\x00\x00\x00", "abc", "",
              "abcdefgh", "abcdefghi", "abcdefgh\x00", "abcdefg"] * 3
     expected = sorted(range(len(terms)), key=terms.__getitem__)
@@ -182,7 +182,7 @@ def test_the_compiled_sort_orders_prefixes_and_nul_bytes_as_python():
 def test_the_compiled_sort_gives_the_terms_in_order_too(terms):
     """speedups.sort_terms(terms, True): the order sort_terms gives and the terms taken in it (the same
     objects), against their definitions; features.sorted_with_order the same with or without it."""
-    from spamkit import speedups
+    from spamkit.common import speedups
     from spamkit.features.counting import sorted_with_order
     expected = sorted(range(len(terms)), key=terms.__getitem__)
     order, in_order = speedups.sort_terms(terms, True)
@@ -267,7 +267,7 @@ def test_compiled_column_counts_are_bincounts(columns, extra, wide):
 def test_compiled_renumbering_refuses_what_it_cannot_do():
     """A negative new column, a column outside new_col, a row with a column twice, wrong types:
     errors, never a write out of bounds."""
-    from spamkit import speedups
+    from spamkit.common import speedups
     X = sp.csr_matrix((np.ones(3), np.array([2, 0, 1], dtype=np.int32), np.array([0, 3], dtype=np.int32)),
                       shape=(1, 3))
     with pytest.raises(ValueError, match="negative"):
@@ -288,7 +288,7 @@ def test_compiled_renumbering_refuses_what_it_cannot_do():
 
 
 def test_the_compiled_sort_refuses_what_is_not_a_list_of_str():
-    from spamkit import speedups
+    from spamkit.common import speedups
     from spamkit.features.counting import sort_order
     assert speedups.sort_terms(["a", b"b"]) is None and speedups.sort_terms([]) == b""
     with_surrogate = ["b", "\ud800", "a"]                 # no UTF-8 form: sorted in Python
@@ -304,7 +304,7 @@ def test_the_compiled_sort_refuses_what_is_not_a_list_of_str():
 def test_compiled_vocabulary_lookup_is_its_definition(vocabulary, tokens, default):
     """The compiled lookup of a fixed vocabulary (``transform``) against its Python definition,
     on a dict and on a defaultdict whose factory would number a new token (it must not)."""
-    from spamkit import speedups
+    from spamkit.common import speedups
     index = defaultdict(int, zip(vocabulary, range(len(vocabulary)))) if default else dict(
         zip(vocabulary, range(len(vocabulary))))
     before = dict(index)
@@ -328,7 +328,7 @@ def test_compiled_column_growth_is_its_definition(known, terms):
     """speedups.grow_columns against its definition: each term's column, a new one getting the
     next free column (a term seen twice in the list keeps the column it got first)."""
     from array import array
-    from spamkit import speedups
+    from spamkit.common import speedups
     index = {t: i for i, t in enumerate(known)}
     expected_index = dict(index)
     expected = array("i", [expected_index.setdefault(t, len(expected_index)) for t in terms])
@@ -347,7 +347,7 @@ def test_compiled_numbering_of_columns_is_its_definition(batches):
     batches of terms (repeats within and across batches; str and other hashables, which take the
     path one at a time); the terms in the order of their numbers; unhashable terms refused."""
     from array import array
-    from spamkit import speedups
+    from spamkit.common import speedups
     table, expected = speedups.Numbering(), {}
     for terms in batches:
         want = array("i", [expected.setdefault(t, len(expected)) for t in terms])
@@ -534,7 +534,7 @@ def test_one_message_row_is_the_general_loops_row(tokens):
 
 
 def test_one_message_row_leaves_what_it_cannot_do_to_the_general_loop():
-    from spamkit import speedups as module
+    from spamkit.common import speedups as module
     from spamkit.features.counting import count_matrix, one_row
 
     class Word(str):
@@ -564,7 +564,7 @@ def test_frozen_table_gives_the_dicts_columns(terms, tokens):
     equal tokens that are other str objects, unknown tokens, repeats, every string width."""
     module = speedups()
     if module is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     index = {t: j for j, t in enumerate(dict.fromkeys(terms))}
     table = module.frozen_index(index)
     tokens = [t.encode().decode() for t in tokens + terms[:5]]          # other objects, equal values
@@ -583,7 +583,7 @@ def test_a_rows_columns_are_sorted_and_counted_whatever_their_size(columns, pick
     ascending and their counts, as numpy.unique gives them, for columns anywhere in [0, 2^31)."""
     module = speedups()
     if module is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     index = {f"t{j}": c for j, c in enumerate(columns)}
     tokens = [f"t{p}" for p in picks if p < len(columns)] + [f"t{j}" for j in range(len(columns))] * repeats
     want, counts = np.unique(np.array([index[t] for t in tokens], dtype=np.int64), return_counts=True)
@@ -598,7 +598,7 @@ def test_a_rows_columns_are_sorted_and_counted_whatever_their_size(columns, pick
 def test_frozen_table_refuses_what_the_dict_path_handles_otherwise():
     module = speedups()
     if module is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     assert module.frozen_index({b"bytes": 0}) is None
     assert module.frozen_index({"a": 1.5}) is None
     assert module.frozen_index({"a": -1}) is None and module.frozen_index({"a": 2 ** 31}) is None
@@ -615,7 +615,7 @@ def test_count_matrix_and_one_row_are_the_same_with_the_frozen_table(monkeypatch
     from spamkit.text import Analyzer
     from conftest import SAMPLE
     if speedups() is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     analyzer = Analyzer.mail()
     with Corpus(SAMPLE) as corpus:
         docs = [analyzer(parse_message(m.raw, m.kind)) for m in corpus]

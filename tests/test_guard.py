@@ -14,7 +14,7 @@ from spamkit.cli import cli
 from spamkit.corpus import Corpus
 from spamkit.decide.decision import DEFAULT_BAND, CostMatrix, unsure_band
 from spamkit.decide.guard import FamiliarityGuard
-from spamkit.pipeline import BEST, SpamFilter, build_filter
+from spamkit import BEST, SpamFilter, build_filter
 
 from conftest import SAMPLE, shared_corpus
 

@@ -100,7 +100,7 @@ def test_a_spamkit_pipe_clients_burst_changes_no_verdict(model, spam, tmp_path):
     proc = start_server(model, sock, "--workers", "1")
 
     def client(raw):
-        return subprocess.run([sys.executable, "-m", "spamkit.serve.client", "--socket", str(sock)], input=raw,
+        return subprocess.run([sys.executable, "-m", "spamkit.mail.serve.client", "--socket", str(sock)], input=raw,
                               capture_output=True, timeout=120)
     try:
         before = client(spam)
@@ -205,7 +205,7 @@ def test_tell_for_ever_new_users_stops_at_the_quota(model, tmp_path):
 def test_the_filter_cache_is_bounded_in_bytes(model, tmp_path):
     """Filters loaded by a worker are dropped, least recently used first, past the byte bound
     (the one asked for stays): 70 users' filters took a worker to 2.4 GB."""
-    from spamkit.serve.pool import FilterCache, filter_memory
+    from spamkit.mail.serve.pool import FilterCache, filter_memory
     from spamkit.filterfile.spamfilter import SpamFilter
     paths = []
     for i in range(6):

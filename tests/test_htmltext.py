@@ -1,6 +1,6 @@
 """HTML to text: the compiled scanner against its pure-Python definition, and the rules by hand.
 
-``spamkit.parse.htmltext.html_to_text`` runs the C scanner of ``spamkit.speedups`` when the
+``spamkit.parse.htmltext.html_to_text`` runs the C scanner of ``spamkit.common.speedups`` when the
 extension was built (``pip install`` builds it where a C compiler is present; CI requires
 it) and ``_html_to_text_python`` otherwise. The two must agree exactly — text, URLs and tag
 names — on every HTML part of the shared raw-mail corpora, on the hostile markup of
@@ -8,11 +8,11 @@ names — on every HTML part of the shared raw-mail corpora, on the hostile mark
 specially (quotes, ``=``, ``<!--``, Unicode white space, the letters whose case folding
 is not ASCII's).
 
-After changing ``spamkit/speedups.c``, run these tests (and tests/test_text.py's compiled-word
+After changing ``spamkit/common/speedups.c``, run these tests (and tests/test_text.py's compiled-word
 tests) once against a build with AddressSanitizer and UBSan::
 
     gcc -shared -fPIC -g -O1 -fsanitize=address,undefined -I"$(python -c 'import sysconfig;
-        print(sysconfig.get_paths()["include"])')" spamkit/speedups.c -o spamkit/speedups$(python -c
+        print(sysconfig.get_paths()["include"])')" spamkit/common/speedups.c -o spamkit/speedups$(python -c
         'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
     LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 pytest tests/test_htmltext.py
 """
@@ -31,7 +31,7 @@ from conftest import compiled_expected, shared_corpus
 from hostile import big_html, unclosed_html
 
 compiled = pytest.mark.skipif(htmltext.speedups is None and not compiled_expected(),
-                              reason="spamkit.speedups was not built (no C compiler at install time)")
+                              reason="spamkit.common.speedups was not built (no C compiler at install time)")
 
 
 def test_the_extension_is_built_under_ci():
@@ -115,7 +115,7 @@ ATTR_PIECES = st.sampled_from([" ", "\t", "\n", "\xa0", "\u2003", "=", '"', "'",
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(ATTR_PIECES, max_size=40).map("".join))
 def test_compiled_attributes_equal_python(text):
-    """spamkit.speedups.tag_attrs against _tag_attrs (the regular expression's reading of a tag's
+    """spamkit.common.speedups.tag_attrs against _tag_attrs (the regular expression's reading of a tag's
     attributes), on generated attribute text, and past MAX_ATTRIBUTES attributes."""
     assert htmltext._compiled_tag_attrs(text) == htmltext._tag_attrs(text)
 

@@ -13,14 +13,14 @@ from hypothesis import strategies as st
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from spamkit import estimators
+from spamkit.filterfile import estimators
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
-from spamkit.errors import ConfigError, NotFittedError
+from spamkit.common.errors import ConfigError, NotFittedError
 from spamkit.decide.selection import stratified_folds, tune_knn
 from spamkit.models import KNNClassifier, KNNRegressor
 from spamkit.models.neighbours import parse_memory
-from spamkit.pipeline import SpamFilter, build_filter
+from spamkit import SpamFilter, build_filter
 
 from conftest import SAMPLE
 
@@ -253,7 +253,7 @@ def test_contract_and_errors():
         KNNClassifier(metric="minkowski", p=0.5).fit([[1, 0]], [0])
 
 
-# on the BaseEstimator twins (spamkit.estimators: the same code, what scikit-learn users import)
+# on the BaseEstimator twins (spamkit.filterfile.estimators: the same code, what scikit-learn users import)
 @parametrize_with_checks([estimators.KNNClassifier(k=3), estimators.KNNRegressor(k=3)])
 def test_sklearn_estimator_checks(estimator, check):
     import warnings

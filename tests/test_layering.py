@@ -1,9 +1,10 @@
 """Data flows one way, and the package's folders are its stages:
 
     corpus -> parse -> text -> features -> models (scoring) -> decide -> filterfile -> jobs
-           -> mail, serve -> cli
+           -> mail (mail.serve) -> cli
 
-Each stage (a folder of ``spamkit/``, or one of the shared modules below them all) may import
+Each stage (a folder of ``spamkit/``, two of them nested in the stage they extend, and
+``common``, shared below them all) may import
 only the stages the table allows, checked on every import, those inside functions too; a few
 modules that must stay light (pipe mode's lean route, the filter file's manifest, the worker
 processes' numbering, the client) have a list of their own. A new stage must be added here.
@@ -18,92 +19,83 @@ import spamkit
 
 PACKAGE = Path(spamkit.__file__).parent
 
+#: folders below a stage that are stages of their own (their own rules below)
+NESTED = {("jobs", "distributed"): "distributed", ("mail", "serve"): "serve"}
+
 #: stage -> the stages it may import (its own is always allowed), in the order of the flow
 ALLOWED = {
-    # -- shared below every stage, standard library only --
-    "errors": set(),
-    # the names users choose from (models, tokens, representations, ...) and each model's
-    # defaults, so that --help lists choices without importing the libraries
-    "names": set(),
-    "labels": set(),
-    # how worker processes start: fork only from a one-thread process
-    "processes": set(),
-    # fsync helpers shared by filter files and mailboxes
-    "durable": {"errors"},
-    # pipe mode's never-lose-a-message guard and its exit statuses, shared by mail and serve
-    "passthrough": set(),
-    # the compiled inner loops (C extensions, optional) and the one place that loads them
-    "speedups": set(),
-    "gramloops": set(),
-    "compiled": {"speedups", "gramloops"},
+    # -- shared below every stage, standard library only: errors, the names users choose from (and
+    #    each model's defaults, so that --help lists choices without importing the libraries),
+    #    labels, fsync helpers (filter files and mailboxes), how worker processes start, pipe
+    #    mode's never-lose-a-message guard and its exit statuses (mail and serve), and the one
+    #    place that loads the compiled loops --
+    "common": set(),
     # -- the stages --
     # labelled corpora in every format (compiled: an archive member read without the GIL)
-    "corpus": {"compiled", "errors", "labels", "names"},
+    "corpus": {"common"},
     # raw mail -> a parsed message (MIME, decoding, HTML to text)
-    "parse": {"compiled", "errors"},
+    "parse": {"common"},
     # a parsed message -> tokens
-    "text": {"compiled", "errors", "names", "parse"},
+    "text": {"common", "parse"},
     # tokens -> matrices; bytes -> hashed contexts and 4-gram slots
-    "features": {"compiled", "errors", "names"},
+    "features": {"common"},
     # every formula from counts and weights to log-odds, standard library only (its arrays module:
     # the same over NumPy arrays)
-    "scoring": {"compiled"},
+    "scoring": {"common"},
     # matrices -> class probabilities (features: the 4-gram model unpacks its slots)
-    "models": {"compiled", "errors", "features", "labels", "names", "scoring"},
+    "models": {"common", "features", "scoring"},
     # scores -> calibrated probabilities, decisions, thresholds, measures
-    "decide": {"errors", "labels", "models", "names", "scoring"},
-    # the trained filter, its settings and its file
-    "filterfile": {"compiled", "corpus", "decide", "durable", "errors", "features", "labels", "models", "names",
-                   "parse", "scoring", "text", "version"},
+    "decide": {"common", "models", "scoring"},
+    # the trained filter, its settings and its file (and the estimators as scikit-learn's own)
+    "filterfile": {"common", "corpus", "decide", "features", "models", "parse", "scoring", "text", "version"},
     # what each command does over corpora, and the engines it runs on
-    "jobs": {"compiled", "corpus", "decide", "errors", "features", "filterfile", "labels", "models", "names", "parse",
-             "processes", "scoring", "text", "version"},
+    "jobs": {"common", "corpus", "decide", "features", "filterfile", "models", "parse", "scoring", "text", "version"},
     # the Dask engine: the pipeline's stages on a cluster (jobs: the engine interface it implements)
-    "distributed": {"corpus", "decide", "errors", "features", "filterfile", "jobs", "labels", "models", "parse",
-                    "scoring", "text"},
+    "distributed": {"common", "corpus", "decide", "features", "filterfile", "jobs", "models", "parse", "scoring",
+                    "text"},
     # filtering mailboxes and pipe mode (filterfile: its lean route reads the file's manifest)
-    "mail": {"compiled", "corpus", "decide", "durable", "errors", "filterfile", "names", "parse", "passthrough",
-             "processes", "scoring", "text", "version"},
+    "mail": {"common", "corpus", "decide", "filterfile", "parse", "scoring", "text", "version"},
     # the resident filter: spamkit's protocol and spamd's (jobs: TELL learns through them)
-    "serve": {"corpus", "durable", "errors", "jobs", "mail", "parse", "passthrough"},
+    "serve": {"common", "corpus", "jobs", "mail", "parse"},
     # the command line, its reports
-    "cli": {"corpus", "decide", "distributed", "durable", "errors", "filterfile", "jobs", "labels", "mail", "names",
-            "passthrough", "serve", "text", "version"},
-    # the console script: guards pipe mode before importing the command line
-    "launch": {"cli", "corpus", "mail", "passthrough"},
-    # the one-import facade for scripts
-    "pipeline": {"decide", "filterfile", "jobs", "models"},
-    # the models and the whole filter as scikit-learn BaseEstimators (imports scikit-learn)
-    "estimators": {"filterfile", "models"},
-    "__main__": {"launch"},
+    "cli": {"common", "corpus", "decide", "distributed", "filterfile", "jobs", "mail", "serve", "text", "version"},
+    # the command: guards pipe mode before importing the command line
+    "__main__": {"cli", "common", "corpus", "mail"},
+    # the one-import facade (its names are imported by name, when first asked for)
     "__init__": set(),
 }
+
 
 #: modules that must stay lighter than their stage: the spamkit modules each may import (a name
 #: ending in ".*" allows its subtree; any other name that module alone)
 MODULE_RULES = {
     # pipe mode's fast path: the standard library, the file's manifest, the message, the scoring
     # core's definitions (not its NumPy forms)
-    "mail/lean.py": {"compiled", "decide.familiar", "errors", "filterfile.manifest", "names", "parse.message", "scoring",
-                     "text"},
+    "mail/lean.py": {"common.compiled", "common.errors", "common.names", "decide.familiar", "filterfile.manifest",
+                     "parse.message", "scoring", "text"},
     # a filter file's manifest, read and checked with the standard library alone
-    "filterfile/manifest.py": {"errors", "version"},
+    "filterfile/manifest.py": {"common.errors", "version"},
     # the terms a worker process numbers (the workers start before NumPy is imported)
-    "features/numbering.py": {"compiled"},
+    "features/numbering.py": {"common.compiled"},
     # spamkit-pipe's client: the standard library and the guard
-    "serve/client.py": {"passthrough"},
+    "mail/serve/client.py": {"common.passthrough"},
     # the engine interface imports neither NumPy nor the filter at import (its whole operations
     # import what they run)
     "jobs/engine.py": {"parse.message", "jobs.folds", "jobs.rows"},
     # the engines implement the interface and call no job back
-    "jobs/engines.py": {"compiled", "corpus.*", "errors", "features.*", "filterfile.spamfilter", "jobs.engine",
-                        "parse.message", "processes"},
+    "jobs/engines.py": {"common.compiled", "common.errors", "common.processes", "corpus.*", "features.*",
+                        "filterfile.spamfilter", "jobs.engine", "parse.message"},
 }
 
 
+def stage_of_parts(parts) -> str:
+    """The stage of a module or package, from its dotted parts below ``spamkit``."""
+    parts = [part.removesuffix(".py") for part in parts]
+    return NESTED.get(tuple(parts[:2]), parts[0])
+
+
 def stage_of(path: Path) -> str:
-    rel = path.relative_to(PACKAGE)
-    return rel.parts[0].removesuffix(".py")
+    return stage_of_parts(path.relative_to(PACKAGE).parts)
 
 
 def imported_stages(path: Path) -> set[str]:
@@ -118,15 +110,15 @@ def imported_stages(path: Path) -> set[str]:
                 if not target:        # "from .. import x" at the top: x is the stage
                     found.update("version" if a.name == "__version__" else a.name for a in node.names)
                     continue
-                found.add(target[0])
+                found.add(stage_of_parts(target))
             elif node.module and node.module.split(".")[0] == "spamkit":
                 parts = node.module.split(".")
-                found.add(parts[1] if len(parts) > 1 else "version")
+                found.add(stage_of_parts(parts[1:]) if len(parts) > 1 else "version")
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
                 if parts[0] == "spamkit" and len(parts) > 1:
-                    found.add(parts[1])
+                    found.add(stage_of_parts(parts[1:]))
     return found
 
 
@@ -298,7 +290,7 @@ def test_the_engines_implement_the_interface_and_call_no_job():
     # the jobs' own logic (scoring, cross-validation) is the jobs', never called back from an
     # engine: of spamkit.jobs, an engine module imports the interface alone (MODULE_RULES for
     # jobs/engines.py; here the Dask engine's modules)
-    from spamkit.distributed import DaskEngine
+    from spamkit.jobs.distributed import DaskEngine
     from spamkit.jobs.engine import Engine
     from spamkit.jobs.engines import ProcessEngine
     assert issubclass(ProcessEngine, Engine) and issubclass(DaskEngine, Engine)

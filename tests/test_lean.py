@@ -22,14 +22,14 @@ import pytest
 
 from spamkit.filterfile import persist
 from spamkit.filterfile.config import BEST, build_filter
-from spamkit.compiled import speedups
+from spamkit.common.compiled import speedups
 from spamkit.corpus import Corpus
 from spamkit.decide.decision import CostMatrix
-from spamkit.errors import ModelFormatError
+from spamkit.common.errors import ModelFormatError
 from spamkit.mail.lean import lean_filter
 from spamkit.filterfile.manifest import term_hash
 from spamkit.parse.message import split_tags
-from spamkit.passthrough import EXIT_ERROR, VERDICT_STATUSES
+from spamkit.common.passthrough import EXIT_ERROR, VERDICT_STATUSES
 from spamkit.filterfile.spamfilter import SpamFilter
 
 from conftest import REPO, lean_route_of_a_context_model, shared_corpus
@@ -253,7 +253,7 @@ def test_a_filter_file_with_the_dense_context_table_still_loads(mail, tmp_path, 
 # ---------------------------------------------------------------- the command
 
 def _heavy_after_pipe(model: Path, raw: bytes) -> list[str]:
-    code = ("import sys\nfrom spamkit.launch import main\nstatus = main(['filter', %r, '-'])\n"
+    code = ("import sys\nfrom spamkit.__main__ import main\nstatus = main(['filter', %r, '-'])\n"
             "print('HEAVY', sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk', 'concurrent.futures', "
             "'multiprocessing', 'spamkit.corpus', 'spamkit.mail.run', 'spamkit.mail.mbox', "
             "'spamkit.mail.mailboxes', 'click') if m in sys.modules), "
@@ -397,7 +397,7 @@ def test_training_on_mail_with_eight_bit_header_bytes_saves_a_filter_that_loads(
 def test_a_failure_of_the_lean_route_is_scored_by_the_full_route(mail, tmp_path, monkeypatch, capsys):
     """Whatever the lean route raises on a message, the full route scores it before pipe mode
     would pass it through untagged (a fault put into the lean route here: the real one is fixed)."""
-    from spamkit import launch
+    import spamkit.__main__ as launch
     from spamkit.mail import lean
     path = tmp_path / "best.spamkit"
     _trained(mail, **BEST).save(path)

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from spamkit.cli import cli
 from spamkit.mail import tag
 from spamkit.models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
-from spamkit.pipeline import SpamFilter
+from spamkit import SpamFilter
 
 from conftest import SAMPLE
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import SGDClassifier
 
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 from spamkit.models import OnlineLogistic
 from spamkit.models.logistic import fit_l2_logistic
 
@@ -113,11 +113,11 @@ def test_bad_parameters_and_labels_are_refused():
 
 
 def test_compiled_steps_equal_the_python_loop():
-    # spamkit.speedups.logistic_steps is the Python loop in C; the only difference allowed is
+    # spamkit.common.speedups.logistic_steps is the Python loop in C; the only difference allowed is
     # the order of the dot product's sum (NumPy may pair terms), so agreement is to rounding
     from spamkit.models import logistic
     if logistic.speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     X, y = _stream(3, n=300)
     X = sp.csr_matrix(X)
     weights = np.linspace(0.5, 2.0, X.shape[0])
@@ -194,7 +194,7 @@ def test_the_combiners_regression_equals_scikit_learns_solved_exactly(seed):
 def test_class_codes_of_text_labels_are_the_lookups(labels):
     # text labels are mapped by one comparison per class; the codes are the dict lookup's, and
     # a label that is no class is named in the error either way
-    from spamkit.errors import ConfigError
+    from spamkit.common.errors import ConfigError
     m = OnlineLogistic().partial_fit(sp.csr_matrix(np.eye(2)), ["ham", "spam"], classes=["ham", "spam"])
     known = all(label in ("ham", "spam") for label in labels)
     for given_as in (labels, np.array(labels, dtype=str), np.array(labels, dtype=object)):

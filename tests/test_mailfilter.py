@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spamkit.cli import cli
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 from spamkit.mail import (EXIT_ERROR, EXIT_HAM, EXIT_SPAM, FilterError, MailFilter, iter_mbox_chunks,
                                 recorded_verdict, split_tags, tag)
 
@@ -134,7 +134,7 @@ def model(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("kind", FORMATS)
 def test_filter_tags_moves_and_is_idempotent(kind, model, tmp_path):
-    from spamkit.pipeline import SpamFilter
+    from spamkit import SpamFilter
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
     build(kind, inbox, 120)
     originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
@@ -279,7 +279,7 @@ def test_a_run_killed_while_taking_the_dot_lock_leaves_none_that_blocks(tmp_path
 @pytest.mark.parametrize("kind", FORMATS)
 def test_a_failing_write_loses_nothing(kind, failure, model, tmp_path, monkeypatch):
     from spamkit import mail as mailfilter
-    from spamkit.pipeline import SpamFilter
+    from spamkit import SpamFilter
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
     build(kind, inbox, 60)
     originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
@@ -311,7 +311,7 @@ def _second_group_fails(kind, model, tmp_path, monkeypatch, make_it_fail, sync: 
     the failed one too, the run's last, partial group among them), nothing is lost, no
     temporary is left."""
     from spamkit.mail import commit as commit_module
-    from spamkit.pipeline import SpamFilter
+    from spamkit import SpamFilter
     inbox, junk = tmp_path / f"inbox.{kind}", tmp_path / f"junk.{kind}"
     build(kind, inbox, 100)
     originals = {k: v[0] for k, v in by_id(stored(kind, inbox)).items()}
@@ -434,7 +434,7 @@ def test_mbox_crash_after_the_commit_point_is_completed_by_recovery(fail_at, mod
     # new junk and inbox files. Failing one of them leaves a committed run half done.
     from spamkit import mail as mailfilter
     from spamkit.mail import recover_mbox
-    from spamkit.pipeline import SpamFilter
+    from spamkit import SpamFilter
     inbox, junk = tmp_path / "inbox.mbox", tmp_path / "junk.mbox"
     build("mbox", inbox, 80)
     originals = {k: v[0] for k, v in by_id(stored("mbox", inbox)).items()}
@@ -614,7 +614,7 @@ POISON = b"X-Test-Id: 999\nSubject: poison\n\nthis one breaks the classifier\n"
 
 @pytest.mark.parametrize("kind", FORMATS)
 def test_a_message_the_classifier_fails_on_is_counted_left_alone_and_the_run_goes_on(kind, model, tmp_path):
-    from spamkit.pipeline import SpamFilter
+    from spamkit import SpamFilter
     spam_filter = SpamFilter.load(model)
 
     def classify(raw):
@@ -927,7 +927,7 @@ def test_a_groups_new_versions_are_fsynced_before_they_replace_a_message(kind, t
 def _recording_syncfs(monkeypatch, on_sync):
     """Replace the run's syncfs by one that calls ``on_sync(path of the descriptor)`` and then
     the real one (this kernel's, or a no-op where it has none), so that a test sees the order."""
-    from spamkit.durable import filesystem_sync
+    from spamkit.common.durable import filesystem_sync
     from spamkit.mail import commit as commit_module
     real = filesystem_sync() or (lambda fd: None)
 
@@ -1061,7 +1061,7 @@ def test_a_failing_syncfs_of_a_groups_new_versions_renames_none_of_them(kind, mo
 
 
 def test_filesystem_sync_is_this_kernels_syncfs_from_linux_5_8(tmp_path):
-    from spamkit.durable import filesystem_sync
+    from spamkit.common.durable import filesystem_sync
     sync = filesystem_sync()
     release = tuple(int(x) for x in os.uname().release.split(".")[:2]) if sys.platform.startswith("linux") else None
     if release is None or release < (5, 8):
@@ -1079,7 +1079,7 @@ def test_filesystem_sync_is_this_kernels_syncfs_from_linux_5_8(tmp_path):
 
 
 def test_syncfs_only_on_the_file_systems_known_to_commit_with_it(tmp_path, monkeypatch):
-    from spamkit import durable
+    from spamkit.common import durable
     st = os.stat(tmp_path)
     device = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
     for fs_type, expected in (("ext4", True), ("xfs", True), ("nfs4", False), ("fuse.sshfs", False),

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
-from spamkit.errors import DegenerateDataWarning
+from spamkit.common.errors import DegenerateDataWarning
 from spamkit.decide.metrics import average_ranks, binary_report, confusion_matrix, multiclass_report, roc_auc
 
 

@@ -328,7 +328,7 @@ def test_compiled_parameters_are_their_definition(pieces, max_params):
     from spamkit.parse import mime
     from spamkit.parse.mime import _speedups
     if _speedups is None:
-        pytest.skip("spamkit.speedups is not built")
+        pytest.skip("spamkit.common.speedups is not built")
     from unittest import mock
     value = "".join(pieces)
     got = _speedups.mime_parameters(value, max_params)

@@ -15,9 +15,9 @@ from pytest import approx
 from scipy.sparse import csr_matrix
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from spamkit import estimators
-from spamkit.errors import ConfigError, DegenerateDataWarning, NotFittedError
-from spamkit.labels import HAM, SPAM
+from spamkit.filterfile import estimators
+from spamkit.common.errors import ConfigError, DegenerateDataWarning, NotFittedError
+from spamkit.common.labels import HAM, SPAM
 from spamkit.models import BernoulliNB, GaussianNB, MultinomialNB
 
 # ------------------------------------------------------------------ hand-worked
@@ -269,7 +269,7 @@ def test_contributions_sum_to_joint_log_likelihood(random_counts):
         np.testing.assert_allclose(b + contrib.sum(axis=1), nb.joint_log_likelihood(row)[0])
 
 
-# on the BaseEstimator twins (spamkit.estimators: the same code, what scikit-learn users import)
+# on the BaseEstimator twins (spamkit.filterfile.estimators: the same code, what scikit-learn users import)
 @parametrize_with_checks([estimators.MultinomialNB(), estimators.BernoulliNB(), estimators.GaussianNB()])
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():

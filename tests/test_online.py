@@ -10,12 +10,12 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
-from spamkit.errors import CorpusError
+from spamkit.common.errors import CorpusError
 from spamkit.jobs.evaluation import online_evaluate
 from spamkit.features.vectorizer import Vectorizer
 from spamkit.parse.message import parse_message
 from spamkit.models import BernoulliNB, MultinomialNB
-from spamkit.names import DEFAULT_RATE
+from spamkit.common.names import DEFAULT_RATE
 from spamkit.text import Analyzer
 
 from conftest import SAMPLE

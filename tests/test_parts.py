@@ -1,4 +1,4 @@
-"""The compiled loops that run in parts on helper threads (``spamkit/speedups.c``: ``run_parts``):
+"""The compiled loops that run in parts on helper threads (``spamkit/common/speedups.c``: ``run_parts``):
 ``fisher_sums``, ``nb_sums`` and ``renumber_rows`` cut a matrix's rows, ``sort_terms`` a
 vocabulary. Each must give the same bits as the one loop: checked against the same calls in a
 process pinned to one CPU (where no helper is made) and against the Python definitions, on
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from spamkit.compiled import speedups
+from spamkit.common.compiled import speedups
 
-pytestmark = pytest.mark.skipif(speedups() is None, reason="spamkit.speedups was not built")
+pytestmark = pytest.mark.skipif(speedups() is None, reason="spamkit.common.speedups was not built")
 
 #: the non-zeros a part of a row loop gets at least (ROWS_PART_NNZ in speedups.c)
 ROWS_PART_NNZ = 100_000
@@ -82,7 +82,7 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 import tests.test_parts as t
-from spamkit.compiled import speedups
+from spamkit.common.compiled import speedups
 out = t._results(t._matrix(), t._terms())
 out["parts"] = speedups().loop_parts(10 ** 9, 1)
 json.dump(out, open(sys.argv[2], "w"))

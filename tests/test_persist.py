@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spamkit.errors import CorpusError, ModelFormatError
+from spamkit.common.errors import CorpusError, ModelFormatError
 from spamkit.filterfile.persist import FORMAT_VERSION, load_filter, read_manifest
-from spamkit.pipeline import SpamFilter, build_filter
+from spamkit import SpamFilter, build_filter
 
 from conftest import SAMPLE, compiled_expected
 
@@ -123,7 +123,7 @@ def test_save_is_atomic_and_keeps_old_file_on_failure(tmp_path, trained, monkeyp
         raise OSError("disk full")
 
     monkeypatch.setattr(persist.os, "fsync", boom)
-    from spamkit.errors import OutputError
+    from spamkit.common.errors import OutputError
     with pytest.raises(OutputError, match=r"cannot write .*m\.spamkit: disk full"):   # names the file
         trained.save(path)
     assert path.read_bytes() == before
@@ -147,7 +147,7 @@ def test_the_compiled_term_keys_are_blake2b(terms):
     """speedups.term_keys (BLAKE2b from RFC 7693, in C) against hashlib: terms of one block,
     exactly one, and several (128 bytes of UTF-8 and more), and every kind of character."""
     import hashlib
-    from spamkit.compiled import speedups
+    from spamkit.common.compiled import speedups
     from spamkit.filterfile.persist import term_keys
     expected = [int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest(), "little") for t in terms]
     if speedups() is not None or compiled_expected():
@@ -162,7 +162,7 @@ def test_the_compiled_key_order_is_a_stable_argsort(keys, shift):
     """speedups.key_order (an LSD radix sort, 11 bits a pass, passes of one digit skipped) against
     np.argsort(kind="stable"): duplicates keep their order; keys that differ only above or
     below some bit (a shift) leave some passes with one digit."""
-    from spamkit.compiled import speedups
+    from spamkit.common.compiled import speedups
     from spamkit.filterfile.persist import key_order
     arr = np.array([(k << shift) & (2 ** 64 - 1) for k in keys], dtype=np.uint64)
     expected = np.argsort(arr, kind="stable").tolist()
@@ -172,7 +172,7 @@ def test_the_compiled_key_order_is_a_stable_argsort(keys, shift):
 
 
 def test_a_term_without_utf8_is_refused_as_before():
-    from spamkit.compiled import speedups
+    from spamkit.common.compiled import speedups
     from spamkit.filterfile.persist import term_keys
     if speedups() is not None:
         assert speedups().term_keys(["a", "\ud800"]) is None and speedups().term_keys(["a", 1]) is None

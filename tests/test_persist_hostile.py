@@ -207,7 +207,7 @@ def test_an_unknown_compression_method_is_refused(good, tmp_path):
 def test_the_good_file_still_loads_and_a_trusted_pattern_can_be_allowed(good, tmp_path):
     out, peak_mb = run("classify", good, MESSAGE)
     assert out.returncode == 0 and "\tspam\t" in out.stdout
-    from spamkit.errors import ModelFormatError
+    from spamkit.common.errors import ModelFormatError
     from spamkit.filterfile.persist import load_filter
     manifest, data = members(good)
     manifest["analyzer"]["token_pattern"] = r"\w+"
@@ -225,7 +225,7 @@ def test_an_array_member_must_hold_exactly_what_its_header_says(tmp_path):
     import io
     import zipfile
 
-    from spamkit.errors import ModelFormatError
+    from spamkit.common.errors import ModelFormatError
     from spamkit.filterfile.persist import read_array
 
     def member(data: bytes, name="arrays/a.npy", shape=(10,), dtype="float64"):
@@ -291,7 +291,7 @@ def test_a_context_table_declared_past_the_budget_is_refused_before_it_is_made(c
 
 
 def _both_routes_refuse(path: Path, problem: str) -> None:
-    from spamkit.errors import ModelFormatError
+    from spamkit.common.errors import ModelFormatError
     from spamkit.mail.lean import lean_filter
     from spamkit.filterfile.persist import load_filter
     for load in (lean_filter, load_filter):

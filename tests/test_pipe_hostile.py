@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 from spamkit.parse.message import split_tags
-from spamkit.passthrough import EXIT_ERROR, VERDICT_STATUSES
+from spamkit.common.passthrough import EXIT_ERROR, VERDICT_STATUSES
 
 from conftest import SAMPLE, start_server, stop_server
 from hostile import CRASHERS
@@ -139,7 +139,7 @@ def server(model, tmp_path):
 
 def test_every_crasher_comes_out_of_spamkit_pipe_tagged(server):
     for name, raw in CRASHERS:
-        out = subprocess.run([sys.executable, "-m", "spamkit.serve.client", "--socket", str(server)], input=raw,
+        out = subprocess.run([sys.executable, "-m", "spamkit.mail.serve.client", "--socket", str(server)], input=raw,
                              capture_output=True, env=ENV, timeout=120)
         if not raw.strip():               # as pipe mode: no message, an error, the input passed on
             assert out.returncode == EXIT_ERROR and out.stdout == raw

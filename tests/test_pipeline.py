@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
 from spamkit.corpus.split import holdout_ids
-from spamkit.errors import ConfigError, CorpusError
-from spamkit.pipeline import SpamFilter, build_filter, train_filter
+from spamkit.common.errors import ConfigError, CorpusError
+from spamkit import SpamFilter, build_filter, train_filter
 
 from conftest import SAMPLE
 
@@ -139,3 +139,23 @@ def test_cli_evaluate_rejects_foreign_classes(tmp_path):
     tsv.write_text("sports\tgoal\n")
     result = run("evaluate", model, tsv, "--classes", "any")
     assert result.exit_code == 1 and "not trained on" in result.output
+
+
+def test_the_package_gives_every_name_of_its_facade_from_the_module_that_defines_it():
+    import importlib
+
+    import spamkit
+    assert sorted(spamkit.__all__) == sorted(spamkit._FACADE) and len(set(spamkit.__all__)) == len(spamkit.__all__)
+    for name, module in spamkit._FACADE.items():
+        assert getattr(spamkit, name) is getattr(importlib.import_module(f"spamkit.{module}"), name), name
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        spamkit.no_such_name  # noqa: B018
+    from spamkit import mail                            # a stage is still a submodule, not a facade name
+    assert mail.__name__ == "spamkit.mail"
+
+
+def test_importing_the_package_imports_none_of_its_stages():
+    code = ("import sys, spamkit; from spamkit import __version__; "
+            "print(sorted(m for m in sys.modules if m.startswith('spamkit.')), 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", "False"]

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from sklearn.metrics import precision_score, recall_score, roc_auc_score
 
 from spamkit.cli import cli
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 from spamkit.jobs.evaluate import evaluate_predictions, positive_class
 
 

@@ -1,4 +1,4 @@
-"""Worker processes start safely (spamkit.processes): ``fork`` from a one-thread process only,
+"""Worker processes start safely (spamkit.common.processes): ``fork`` from a one-thread process only,
 ``forkserver`` beside other threads, and a worker that dies fails the job instead of hanging it.
 
 A CI run hung for 90 minutes here: a Dask client in an earlier test leaves its event-loop
@@ -16,10 +16,10 @@ import pytest
 
 from spamkit.corpus import Corpus
 from spamkit.jobs.engines import ProcessEngine
-from spamkit.errors import WorkerError
+from spamkit.common.errors import WorkerError
 from spamkit.mail.ahead import JudgeAhead
-from spamkit.pipeline import BEST, build_filter
-from spamkit.processes import forks, start_context
+from spamkit import BEST, build_filter
+from spamkit.common.processes import forks, start_context
 from spamkit.filterfile.spamfilter import parse_item
 
 from conftest import SAMPLE
@@ -40,7 +40,7 @@ class another_thread:
 
 
 def test_a_one_thread_process_forks_and_a_threaded_one_does_not():
-    code = ("import threading; from spamkit.processes import start_context as s; a = s().get_start_method(); "
+    code = ("import threading; from spamkit.common.processes import start_context as s; a = s().get_start_method(); "
             "t = threading.Thread(target=threading.Event().wait, daemon=True); t.start(); "
             "print(a, s().get_start_method())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
@@ -115,7 +115,7 @@ def test_every_worker_starts_with_the_first_task_whatever_the_start_method():
     # forkserver workers started one per task can leave a late one that a broken pool never
     # joins (a CI run hung so); worker_pool starts all of them at once, as CPython does for fork
     import multiprocessing
-    from spamkit.processes import worker_pool
+    from spamkit.common.processes import worker_pool
     with another_thread():
         context = start_context()
         assert context.get_start_method() == "forkserver"
@@ -157,7 +157,7 @@ def test_the_results_pipe_of_a_pool_holds_a_megabyte():
     import fcntl
     import multiprocessing
 
-    from spamkit.processes import RESULT_PIPE_BYTES, UpFrontPool, widen_pipe
+    from spamkit.common.processes import RESULT_PIPE_BYTES, UpFrontPool, widen_pipe
     reader, writer = multiprocessing.Pipe(duplex=False)
     assert fcntl.fcntl(reader.fileno(), 1032) == 65536            # Linux's default capacity
     assert widen_pipe(reader) and fcntl.fcntl(writer.fileno(), 1032) == RESULT_PIPE_BYTES == 1 << 20

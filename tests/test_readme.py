@@ -15,7 +15,7 @@ def _commands():
 def test_readme_opens_with_two_commands():
     main, tests = _commands()
     assert "pip install ." in main and "spamkit " in main
-    assert "pip install -e '.[test]'" in tests and tests.endswith("pytest")
+    assert "pip install -e '.[test]'" in tests and tests.endswith("pytest -n 2 --dist loadfile")
 
 
 def test_ci_runs_the_readme_test_command_verbatim():

@@ -12,7 +12,7 @@ import pytest
 from spamkit.corpus import Corpus
 from spamkit.jobs.evaluation import online_evaluate
 from spamkit.decide.metrics import mcc
-from spamkit.pipeline import BEST, build_filter, make_analyzer
+from spamkit import BEST, build_filter, make_analyzer
 
 from conftest import shared_corpus
 

@@ -10,7 +10,7 @@ from spamkit.corpus import Corpus
 from spamkit.features.vectorizer import Vectorizer
 from spamkit.decide.metrics import roc_auc
 from spamkit.models import KNNClassifier
-from spamkit.pipeline import SpamFilter
+from spamkit import SpamFilter
 
 from conftest import shared_corpus
 

@@ -16,7 +16,7 @@ from spamkit.corpus import Corpus
 from spamkit.parse.message import parse_message
 from spamkit.decide.metrics import roc_auc
 from spamkit.models import BernoulliNB, MultinomialNB
-from spamkit.pipeline import SpamFilter
+from spamkit import SpamFilter
 
 from conftest import shared_corpus
 

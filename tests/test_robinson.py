@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chi2
 
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 from spamkit.models import RobinsonFisher
 from spamkit.scoring.arrays import fisher_log_odds
 
@@ -188,14 +188,14 @@ def test_sklearn_conventions():
 @given(seed=st.integers(0, 10 ** 6), min_dev=st.sampled_from([0.0, 0.1, 0.3]), max_clues=st.sampled_from([0, 1, 3, 150]),
        indices_type=st.sampled_from([np.int32, np.int64]), shuffle=st.booleans())
 def test_compiled_clue_sums_equal_the_numpy_definition(seed, min_dev, max_clues, indices_type, shuffle):
-    """spamkit.speedups.fisher_sums is RobinsonFisher._clue_sums_python in one C pass per row: the
+    """spamkit.common.speedups.fisher_sums is RobinsonFisher._clue_sums_python in one C pass per row: the
     same clue count, and the same sums to the last bits of a logarithm (NumPy's vector log may
     round its last bit differently from the C library's), with small counts (many tied f
     values, so max_clues must break ties as _clues does), empty rows, int32 or int64 column
     indices and rows whose columns are not in order."""
     from spamkit.models import robinson
     if robinson.speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     rng = np.random.default_rng(seed)
     X = (rng.random((30, 25)) < rng.random(25)).astype(float)
     y = np.where(rng.random(30) < 0.5, "spam", "ham")
@@ -223,7 +223,7 @@ def test_compiled_clue_choice_on_wide_rows_is_the_definitions(seed, max_clues, l
     the same clues, so the same count and sums."""
     from spamkit.models import robinson
     if robinson.speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     rng = np.random.default_rng(seed)
     n_cols = 400
     m = RobinsonFisher(min_dev=0.0, max_clues=max_clues)
@@ -242,7 +242,7 @@ def test_compiled_clue_choice_on_wide_rows_is_the_definitions(seed, max_clues, l
 def test_compiled_clue_sums_refuse_what_does_not_fit():
     from spamkit.models import robinson
     if robinson.speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     counts = np.zeros(3)
     args = (1.0, 1.0, 0.45, 0.5, 0.1, 150)
     with pytest.raises(ValueError, match="do not fit"):            # a column past the counts

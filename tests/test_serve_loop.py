@@ -1,4 +1,4 @@
-"""The event loop of ``spamkit serve`` (:class:`spamkit.serve.server.ServeLoop`) on a protocol made
+"""The event loop of ``spamkit serve`` (:class:`spamkit.mail.serve.server.ServeLoop`) on a protocol made
 for the test (``tests/loop_server.py``, run in a process of its own): its limits, workers that
 die or overrun, the memory budget, clients that send nothing or never read their answer.
 """

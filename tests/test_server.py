@@ -20,7 +20,7 @@ ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
 def _client(socket_path, data: bytes):
-    return subprocess.run([sys.executable, "-m", "spamkit.serve.client", "--socket", str(socket_path)], input=data,
+    return subprocess.run([sys.executable, "-m", "spamkit.mail.serve.client", "--socket", str(socket_path)], input=data,
                           capture_output=True, env=ENV)
 
 
@@ -41,7 +41,7 @@ def server(model, tmp_path):
 
 def test_client_gets_the_verdict_and_the_tagged_message(server):
     model, sock, proc = server
-    from spamkit.pipeline import SpamFilter
+    from spamkit import SpamFilter
     f = SpamFilter.load(model)
     assert oct(sock.stat().st_mode & 0o777) == "0o600"
     for cls, status in (("spam", EXIT_SPAM), ("ham", EXIT_HAM)):
@@ -68,7 +68,7 @@ def test_no_server_means_the_message_passes_through(server, tmp_path):
 
 
 def test_the_client_imports_only_the_standard_library():
-    code = "import sys, spamkit.serve.client; print(sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk') if m in sys.modules))"
+    code = "import sys, spamkit.mail.serve.client; print(sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV, text=True)
     assert out.stdout.strip() == "[]"
 
@@ -84,7 +84,7 @@ def _peak_mb(pid: int) -> float:
 def test_200_clients_at_once_and_64_idle_connections_are_all_answered(model, tmp_path, workers):
     import socket
     import threading
-    from spamkit.serve.client import ask
+    from spamkit.mail.serve.client import ask
     sock = tmp_path / "busy.sock"
     # up to 264 connections are open at once here: above the default --max-clients (256), whose
     # "busy" answer tests/test_spamd.py checks; this test is about idle connections holding nothing
@@ -126,7 +126,7 @@ def test_200_clients_at_once_and_64_idle_connections_are_all_answered(model, tmp
 
 def test_an_idle_client_does_not_hold_the_others_and_a_slow_one_is_cut_off(model, tmp_path):
     import socket
-    from spamkit.serve.client import LENGTH, ask
+    from spamkit.mail.serve.client import LENGTH, ask
     sock = tmp_path / "slow.sock"
     proc = start_server(model, sock, "--timeout", "2", "--workers", "1")
     try:
@@ -169,9 +169,9 @@ def test_the_socket_mode_can_open_it_to_the_group(model, tmp_path):
 def test_a_batch_of_messages_gets_the_replies_each_would_get_alone(model):
     """answer_batch (several queued spamkit-pipe requests handed to one worker) replies exactly as
     answer_job does to each alone, hostile messages included."""
-    from spamkit.serve import pool
-    from spamkit.serve import server as srv
-    from spamkit.pipeline import SpamFilter
+    from spamkit.mail.serve import pool
+    from spamkit.mail.serve import server as srv
+    from spamkit import SpamFilter
 
     def state():
         def load(path):

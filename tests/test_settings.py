@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 from spamkit.filterfile.config import BEST, FilterClassifier, FilterSettings, build_filter, filter_from_config
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 from spamkit.filterfile.spamfilter import SpamFilter
 
 from conftest import SAMPLE

@@ -354,7 +354,7 @@ def test_a_bad_allow_list_is_refused_with_the_reason(model, options, problem):
 
 
 def test_the_allow_list_reads_spamds_forms():
-    from spamkit.serve.listen import AllowList
+    from spamkit.mail.serve.listen import AllowList
     allowed = AllowList.parse(["10.", "192.168.", "172.16.5.", "[2001:db8::]/32", "[::2]", "198.51.100.0/24"])
     assert [str(n) for n in allowed.networks] == ["10.0.0.0/8", "192.168.0.0/16", "172.16.5.0/24",
                                                   "2001:db8::/32", "::2/128", "198.51.100.0/24"]
@@ -384,7 +384,7 @@ def test_spamkit_pipe_server_reloads_after_learn(model, tmp_path):
         raw = sample("ham", 1)[0]
 
         def model_field() -> bytes:
-            out = subprocess.run([sys.executable, "-m", "spamkit.serve.client", "--socket", str(sock)], input=raw,
+            out = subprocess.run([sys.executable, "-m", "spamkit.mail.serve.client", "--socket", str(sock)], input=raw,
                                  capture_output=True, env=ENV).stdout
             return next(line for line in out.splitlines() if line.startswith(b"X-Spamkit-Model:"))
         first = model_field()
@@ -436,7 +436,7 @@ def test_requests_are_read_as_their_bytes_come(model):
 def _worker_state(model, users: Path) -> dict:
     """What ``spamkit serve`` gives its workers, with a fresh filter cache (so each run starts
     its familiarity guard afresh)."""
-    from spamkit.serve.pool import FilterCache
+    from spamkit.mail.serve.pool import FilterCache
 
     def load(path):
         spam_filter = SpamFilter.load(path)
@@ -453,8 +453,8 @@ def test_a_batch_of_requests_gets_the_answers_each_would_get_alone(model, tmp_pa
     and the default), compressed bodies, and the requests refused on their own."""
     import copy
     import zlib
-    from spamkit.serve import pool
-    from spamkit.serve.spamd import SCORING, Request, spamd_batch, spamd_job
+    from spamkit.mail.serve import pool
+    from spamkit.mail.serve.spamd import SCORING, Request, spamd_batch, spamd_job
 
     users = tmp_path / "users"
     users.mkdir()

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import MultinomialNB as SkMultinomialNB
 
-from spamkit.errors import ConfigError
+from spamkit.common.errors import ConfigError
 from spamkit.models import FisherNBStack, RobinsonFisher
 from spamkit.models.stack import fold_of_rows
 
@@ -67,7 +67,7 @@ def test_partial_fit_adds_counts_and_keeps_the_combiner():
 def test_best_filter_round_trip(tmp_path):
     from conftest import SAMPLE
     from spamkit.corpus import Corpus
-    from spamkit.pipeline import BEST, SpamFilter, build_filter
+    from spamkit import BEST, SpamFilter, build_filter
     with Corpus(SAMPLE) as c:
         msgs = list(c)
     f = build_filter(**BEST).fit(msgs[::2])
@@ -228,7 +228,7 @@ def test_the_length_is_clipped_to_the_range_the_combiner_was_fitted_on(tmp_path)
 def test_a_length_aware_file_without_its_range_is_refused(tmp_path):
     import json
     import zipfile
-    from spamkit.errors import ModelFormatError
+    from spamkit.common.errors import ModelFormatError
     from spamkit.features.vectorizer import Vectorizer
     from spamkit.filterfile.persist import load_filter, save_filter
     from spamkit.text import Analyzer
@@ -289,13 +289,13 @@ def test_scoring_in_blocks_of_rows_changes_nothing(monkeypatch):
 
 
 def test_compiled_component_scores_equal_the_numpy_definitions(monkeypatch):
-    """Fisher's clue sums and NB's log-odds in C (spamkit.speedups.fisher_sums, nb_sums) against
+    """Fisher's clue sums and NB's log-odds in C (spamkit.common.speedups.fisher_sums, nb_sums) against
     their NumPy definitions, on count data (a token several times in a message) with int32 and
     int64 column indices: the same numbers to the last bits of a logarithm; and a message scores
     bit for bit the same alone as in a batch."""
     from spamkit.models import robinson, stack
     if stack.speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     X, y = _data(seed=4)
     model = FisherNBStack(logistic=0.2, squash="slog", length_aware=True).fit(X, y)
     rng = np.random.default_rng(9)
@@ -364,7 +364,7 @@ def test_side_inputs_are_more_columns_of_the_combiner():
 
 
 def test_side_scores_are_asked_for_and_checked():
-    from spamkit.errors import ModelFormatError
+    from spamkit.common.errors import ModelFormatError
     from spamkit.features.vectorizer import Vectorizer
     from spamkit.filterfile.persist import save_filter
     from spamkit.filterfile.spamfilter import SpamFilter

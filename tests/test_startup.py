@@ -80,11 +80,11 @@ def test_the_scoring_check_sees_a_training_import():
 
 
 def test_the_command_line_ends_without_walking_its_objects_for_cycles():
-    """``spamkit.launch.main`` freezes the garbage collector's generations when the command ends
+    """``spamkit.__main__.main`` freezes the garbage collector's generations when the command ends
     (success, an error or ``sys.exit``), so that the interpreter's shutdown does not spend a tenth
     of a second collecting what the ending process need not free; the command's output and its
     status are unchanged."""
-    code = ("import gc, sys\nfrom spamkit.launch import main\n"
+    code = ("import gc, sys\nfrom spamkit.__main__ import main\n"
             "try:\n    main(%r)\nexcept SystemExit as exc:\n    print('STATUS', exc.code)\n"
             "print('FROZEN', gc.get_freeze_count() > 0)")
     for args, status in ((["--help"], 0), (["info", "no-such-file.spamkit"], 2)):
@@ -97,8 +97,8 @@ def test_the_command_line_ends_without_walking_its_objects_for_cycles():
 
 def _blas_threads_after(args, env) -> list:
     """The thread counts of the BLAS libraries loaded in a fresh interpreter after
-    ``spamkit.launch.main(args)`` (threadpoolctl's report), under environment ``env``."""
-    code = ("import sys\nfrom spamkit.launch import main\n"
+    ``spamkit.__main__.main(args)`` (threadpoolctl's report), under environment ``env``."""
+    code = ("import sys\nfrom spamkit.__main__ import main\n"
             "try:\n    main(%r)\nexcept SystemExit:\n    pass\n"
             "from threadpoolctl import threadpool_info\n"
             "print('BLAS', [p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'])" % (list(args),))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spamkit.errors import ConfigError, ResourceMissingError
+from spamkit.common.errors import ConfigError, ResourceMissingError
 from spamkit.parse.message import parse_message
 from spamkit.text import Analyzer
 from spamkit.text.stem import CachedStemmer
@@ -290,7 +290,7 @@ WORDY = st.sampled_from(list("ab1_.,-'’$£€¥ \n\t9Zé") + ["\u0663", "\u00b
 def test_compiled_words_equal_the_word_pattern(text, max_len):
     from spamkit.text.tokenize import speedups
     if speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     assert speedups.words(text, max_len, None, "meta:long-token") == _regex_words(text, max_len)
     # a field's tokens: prefixed, markers left out, whatever the prefix's and the text's widths
     for prefix in ("subject:", "x-é:", "x-\u4e2d:"):
@@ -304,7 +304,7 @@ def test_compiled_words_reuse_recent_words_and_stay_equal_to_the_pattern():
     # slots, what it returns stays what the pattern finds, and a word met again is one object
     from spamkit.text.tokenize import speedups
     if speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     rng = np.random.default_rng(3)
     letters = list("abcdefghij") + ["é", "ß", "\u4e2d", "\U0001f600"]
     vocabulary = ["".join(rng.choice(letters, size=int(rng.integers(2, 30)))) for _ in range(60_000)]
@@ -334,7 +334,7 @@ def test_compiled_words_equal_the_word_pattern_on_the_corpora():
     from spamkit.text.tokenize import speedups
     from conftest import shared_corpus
     if speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     texts = 0
     for relative in ("trec07p-dev/trec07p-dev.tar.gz", "csdmc2010/csdmc2010.tar.gz", "enron-spam/enron1.tar.gz"):
         with Corpus(shared_corpus(relative)) as corpus:
@@ -347,7 +347,7 @@ def test_compiled_words_equal_the_word_pattern_on_the_corpora():
 
 
 def test_without_the_extension_the_same_tokens_and_scores():
-    # SPAMKIT_PURE_PYTHON=1 runs every Python definition instead of spamkit.speedups (as an
+    # SPAMKIT_PURE_PYTHON=1 runs every Python definition instead of spamkit.common.speedups (as an
     # install without a C compiler does): the sample corpus's tokens must be identical and the
     # default filter's probabilities equal to rounding (the logistic steps sum in another order)
     import json
@@ -357,7 +357,7 @@ def test_without_the_extension_the_same_tokens_and_scores():
     script = (
         "import json, sys\n"
         "from spamkit.corpus import Corpus\n"
-        "from spamkit.pipeline import BEST, build_filter\n"
+        "from spamkit import BEST, build_filter\n"
         "from spamkit.text import tokenize\n"
         "f = build_filter(**BEST)\n"
         "with Corpus(sys.argv[1]) as c:\n"
@@ -380,11 +380,11 @@ def test_without_the_extension_the_same_tokens_and_scores():
 @given(text=st.text(alphabet=st.sampled_from(list("0123456789 ab.,\n") + ["٣", "७", "²", "Ⅻ", "𝟗", "١"]), max_size=80),
        cap=st.sampled_from([1, 3, 20]))
 def test_compiled_digit_shapes_equal_the_regular_expression(text, cap):
-    """spamkit.speedups.digit_shapes finds the runs \\d+ finds in a str (Unicode decimal digits,
+    """spamkit.common.speedups.digit_shapes finds the runs \\d+ finds in a str (Unicode decimal digits,
     not superscripts or numerals), each as shape:dN with N capped."""
     import spamkit.text.analyzer as text_module
     if text_module.speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     got = []
     text_module.digit_shapes(text, got, cap)
     assert got == [f"shape:d{min(len(run), cap)}" for run in re.findall(r"\d+", text)]
@@ -412,7 +412,7 @@ def test_digit_prefixes_name_the_kind_of_long_numbers():
        max_len=st.sampled_from([3, 40]), lowercase=st.booleans(), container=st.sampled_from([list, tuple]))
 def test_every_field_in_one_call_equals_the_field_loop(fields, max_len, lowercase, container):
     """With every header field wanted (the mail analyzer), the field tokens come from one C call
-    (spamkit.speedups.header_words): each field's words prefixed "name:", markers left out, in
+    (spamkit.common.speedups.header_words): each field's words prefixed "name:", markers left out, in
     field order, as the loop over the fields gives them."""
     from spamkit.parse.message import Message
     a = Analyzer(max_len=max_len, headers=("*",), lowercase=lowercase, urls=False, url_parts=False, meta=False,
@@ -426,7 +426,7 @@ def test_a_parsed_messages_fields_take_the_one_call(monkeypatch):
     """parse_message gives the header fields as a tuple: the mail analyzer reads them in one call."""
     import spamkit.text.analyzer as text_module
     if text_module.speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     calls = []
 
     class Spy:
@@ -450,11 +450,11 @@ def test_a_parsed_messages_fields_take_the_one_call(monkeypatch):
 @given(urls=st.lists(st.text(alphabet=st.sampled_from(list("aZ09/?#=&.:;,_+%~!@- \t\n\u2003é") + ["İ", "ẞ", "ſ", "Σ"]),
                              max_size=50), max_size=4))
 def test_compiled_url_parts_equal_the_regular_expression(urls):
-    """spamkit.speedups.url_parts against its definition: str.lower() (İ becomes two characters,
+    """spamkit.common.speedups.url_parts against its definition: str.lower() (İ becomes two characters,
     ẞ becomes ß), then re.split on white space and URL punctuation, pieces of 2 to 30 characters."""
     import spamkit.text.analyzer as text_module
     if text_module.speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     got = []
     text_module.url_part_tokens(urls, got)
     assert got == ["url:part:" + p for url in urls for p in text_module._URL_PIECES.split(url.lower())
@@ -466,12 +466,12 @@ def test_compiled_url_parts_equal_the_regular_expression(urls):
                                                 "[", "]", "٣", "٢٥", "١٩٢", "𝟗", "²"]), max_size=14).map("".join),
                        max_size=3))
 def test_compiled_received_ips_equal_the_regular_expression(values):
-    """spamkit.speedups.received_ips against its definition, the regular expression with its
+    """spamkit.common.speedups.received_ips against its definition, the regular expression with its
     look-behind and look-ahead (Unicode decimal digits included, superscripts not), on generated
     runs of digits and dots: the same quads, prefixes and order."""
     import spamkit.text.analyzer as text_module
     if text_module.speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     got = []
     text_module.received_ip_tokens(values, got)
     expected = []
@@ -543,7 +543,7 @@ def test_compiled_field_names_are_shared_objects_with_their_definition():
     and names longer than the cache holds fresh: equal to name.strip().lower() either way."""
     from spamkit.parse.message import _speedups, decode_header_value
     if _speedups is None:
-        pytest.skip("spamkit.speedups was not built")
+        pytest.skip("spamkit.common.speedups was not built")
     long_name = "X-" + "Long" * 20
     fields = [(" Received", "a"), ("RECEIVED", "b"), (long_name, "c"), (long_name.upper(), "d"), ("x-ünï", "e")]
     pairs = _speedups.header_pairs(fields, decode_header_value, [])

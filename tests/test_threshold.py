@@ -12,7 +12,7 @@ from scipy.special import expit
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
 from spamkit.decide.selection import threshold_report
-from spamkit.pipeline import SpamFilter, cross_validated_log_odds
+from spamkit import SpamFilter, cross_validated_log_odds
 
 from conftest import SAMPLE
 
@@ -34,7 +34,7 @@ def test_chosen_threshold_is_the_brute_force_optimum(seed):
 
 
 def test_cross_validated_scores_are_deterministic_and_complete(tmp_path):
-    from spamkit.pipeline import BEST, build_filter
+    from spamkit import BEST, build_filter
     with Corpus(SAMPLE) as c:
         msgs = list(c)
     f = build_filter(**BEST).fit(msgs)

@@ -1,6 +1,6 @@
 """The ``spamkit`` command line: click wiring only, no arithmetic and no file formats.
 
-Every :class:`~spamkit.errors.SpamkitError` becomes one ``Error: ...`` line
+Every :class:`~spamkit.common.errors.SpamkitError` becomes one ``Error: ...`` line
 on stderr and exit status 1; ``--traceback`` shows the full trace instead.
 """
 
@@ -12,7 +12,7 @@ import sys
 import click
 
 from .. import __version__
-from ..errors import SpamkitError
+from ..common.errors import SpamkitError
 from .progress import set_verbosity, verbosity_options
 from .status import ExitStatus
 

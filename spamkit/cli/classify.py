@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..corpus import Corpus
-from ..errors import CorpusError
+from ..common.errors import CorpusError
 from .report import render_classification, to_json_line
 from . import cli
 from .progress import verbosity_options

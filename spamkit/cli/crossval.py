@@ -8,7 +8,7 @@ import sys
 import click
 
 
-from ..names import METRICS, REPRESENTATIONS
+from ..common.names import METRICS, REPRESENTATIONS
 from .report import render_comparison, render_engine_run, render_threshold, render_tuning, to_json
 from . import cli
 from .params import (CostsParam, OutputPath, close_corpora, corpus_options, costs_or_none, engine_from_options,

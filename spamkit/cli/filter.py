@@ -11,14 +11,14 @@ from pathlib import Path
 import click
 
 from ..corpus import iter_corpora
-from ..durable import MAX_MESSAGE_FILE
-from ..errors import counted
+from ..common.durable import MAX_MESSAGE_FILE
+from ..common.errors import counted
 from ..mail import MailFilter, model_id_of, recover_mbox, tag
-from ..passthrough import VERDICT_STATUS, guard
+from ..common.passthrough import VERDICT_STATUS, guard
 from .report import guard_text, to_json
-from ..serve.listen import AllowList, tcp_listener, unix_listener
-from ..serve.pool import FilterCache, Workers, log
-from ..serve.server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, ServeLoop, SpamkitProtocol
+from ..mail.serve.listen import AllowList, tcp_listener, unix_listener
+from ..mail.serve.pool import FilterCache, Workers, log
+from ..mail.serve.server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, ServeLoop, SpamkitProtocol
 from . import cli
 from .params import (CostsParam, OutputPath, SizeParam, close_corpora, corpus_options, costs_or_none, imap_options,
                      jobs_option, open_corpora, spam_rate_option)
@@ -38,7 +38,7 @@ def _load(model, cost, spam_rate=None):
 
 
 def _taught_filter(site_filter, taught: str, site_id: str):
-    """The loaded site filter with the messages a user taught (``taught``, :mod:`spamkit.serve.taught`)
+    """The loaded site filter with the messages a user taught (``taught``, :mod:`spamkit.mail.serve.taught`)
     learned on top, in the order taught; its id names both. The site filter itself is not
     changed: the user's filter shares its vocabulary, analyzer and decision layer and has copies
     of what learning changes (:meth:`SpamFilter.learning_copy`: the model, the side models, the
@@ -46,7 +46,7 @@ def _taught_filter(site_filter, taught: str, site_id: str):
     55 MB and 0.4 s for a trec06p-sized filter."""
     from ..corpus.base import LabelledMessage
     from ..jobs.learn import learn_messages
-    from ..serve.taught import read_taught
+    from ..mail.serve.taught import read_taught
     spam_filter = site_filter.learning_copy()
     entries = read_taught(taught)
     learn_messages(spam_filter, [LabelledMessage(f"taught:{i}", label, raw, f"{taught}#{i + 1}")
@@ -79,7 +79,7 @@ def _pipe(model, cost, spam_rate=None, exit_zero: bool = False) -> int:
 
     Whatever goes wrong after the message is read (the parser, the filter file, the
     model, memory, a signal) writes the message out unchanged with status 3
-    (:func:`spamkit.passthrough.guard`). Counting filters over a vocabulary (the default
+    (:func:`spamkit.common.passthrough.guard`). Counting filters over a vocabulary (the default
     filter among them) are scored by :mod:`spamkit.mail.lean` without NumPy, SciPy or
     scikit-learn, which is most of the start-up; the rest load in full.
     """
@@ -358,7 +358,7 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
     """
     import itertools
 
-    from ..durable import filter_lock
+    from ..common.durable import filter_lock
     from ..jobs.learn import learn_messages
     from ..mail.imap import Corrections, ImapURL, connect, imap_messages, is_imap_url, password
     from ..filterfile.spamfilter import SpamFilter
@@ -515,7 +515,7 @@ def serve_command(model, socket_path, spamd_address, spamd_socket, allowed_ips, 
     other clients (any other connection is closed unread, and spamc passes the message on).
     """
     from ..filterfile.spamfilter import SpamFilter
-    from ..serve.spamd import SpamdProtocol, parse_address
+    from ..mail.serve.spamd import SpamdProtocol, parse_address
     if not (socket_path or spamd_address or spamd_socket):
         raise click.UsageError("nothing to answer on: give --socket, --spamd HOST:PORT or --spamd-socket PATH")
     try:

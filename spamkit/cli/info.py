@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import ModelFormatError
+from ..common.errors import ModelFormatError
 from .report import render_info, to_json
 from . import cli
 from .progress import verbosity_options

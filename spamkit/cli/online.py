@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..names import DEFAULT_MODEL, ONLINE_MODELS, REGIMES, STACK_MODEL
+from ..common.names import DEFAULT_MODEL, ONLINE_MODELS, REGIMES, STACK_MODEL
 from .report import render_online, to_json
 from . import cli
 from .params import (OutputPath, corpus_options, engine_from_options, fisher_params, model_options,

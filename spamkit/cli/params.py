@@ -12,10 +12,10 @@ from pathlib import Path
 
 from ..corpus import FORMATS, Corpus
 from ..corpus.archives import decompressing_ahead
-from ..errors import ConfigError
-from ..labels import normalise_label
-from ..durable import check_writable
-from ..names import DEFAULT_RATE, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, TOKENS
+from ..common.errors import ConfigError
+from ..common.labels import normalise_label
+from ..common.durable import check_writable
+from ..common.names import DEFAULT_RATE, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, TOKENS
 from .report import render_unreadable
 
 
@@ -236,7 +236,7 @@ def jobs_option(fn):
 
 
 def engine_options(fn):
-    """--engine, --scheduler, --partition-size, --ship (the Dask engine, :mod:`spamkit.distributed`)."""
+    """--engine, --scheduler, --partition-size, --ship (the Dask engine, :mod:`spamkit.jobs.distributed`)."""
     options = [
         click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
                      help="dask: parse, tokenize and count on a Dask cluster (pip install 'dask[distributed]'); "
@@ -261,13 +261,13 @@ def engine_options(fn):
 def engine_from_options(engine: str, scheduler: str, partition_size: int, ship: bool, jobs: int = 1):
     """The engine the options name (:class:`spamkit.jobs.engine.Engine`): this process, a
     :class:`spamkit.jobs.engines.ProcessEngine` (``--jobs``: worker processes parse and tokenize) or a
-    :class:`spamkit.distributed.DaskEngine` (not yet started: :func:`running` starts it)."""
+    :class:`spamkit.jobs.distributed.DaskEngine` (not yet started: :func:`running` starts it)."""
     if engine != "dask":
         from ..jobs.engines import ProcessEngine, default_jobs
         from ..jobs.engine import Engine
         n = jobs or default_jobs()
         return ProcessEngine(n) if n > 1 else Engine()
-    from ..distributed import DaskEngine
+    from ..jobs.distributed import DaskEngine
     return DaskEngine(scheduler, partition_size, ship)
 
 

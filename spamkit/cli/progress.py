@@ -13,7 +13,7 @@ import time
 
 import click
 
-from ..errors import counted
+from ..common.errors import counted
 
 #: -1 quiet, 0 default, 1 verbose (set by the -q/-v options)
 _verbosity = 0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from ..decide.familiar import guard_settings
-from ..errors import counted
-from ..names import FISHER_MODEL, STACK_MODEL
+from ..common.errors import counted
+from ..common.names import FISHER_MODEL, STACK_MODEL
 
 
 def human_bytes(n: float) -> str:
@@ -511,7 +511,7 @@ def render_condensed(c: dict) -> str:
 
 
 def render_engine_run(run: dict, scheduler: str, what: str) -> str:
-    """One line on what the Dask engine did (``run``: :meth:`spamkit.distributed.RunReport.as_dict`)."""
+    """One line on what the Dask engine did (``run``: :meth:`spamkit.jobs.distributed.RunReport.as_dict`)."""
     how = "shipped" if run["bytes_in"] >= run["mail_bytes"] else "read by the workers"
     return (f"engine: dask ({scheduler}): {what} {run['n_messages']} messages in {run['n_partitions']} partitions; "
             f"{run['mail_bytes'] / 1e6:.1f} MB of mail ({how}), {run['bytes_in'] / 1e6:.2f} MB sent"

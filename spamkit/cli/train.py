@@ -8,9 +8,9 @@ import sys
 import click
 
 from ..text.stem import SNOWBALL_LANGUAGES, STEMMERS
-from ..names import (CALIBRATIONS, DEFAULT_MODEL, FISHER_MODEL, METRICS, MODEL_NAMES as MODELS, REPRESENTATIONS,
+from ..common.names import (CALIBRATIONS, DEFAULT_MODEL, FISHER_MODEL, METRICS, MODEL_NAMES as MODELS, REPRESENTATIONS,
                      SPLIT_METHODS, STACK_MODEL, WEIGHTS)
-from ..labels import HAM_NAME, SPAM_NAME
+from ..common.labels import HAM_NAME, SPAM_NAME
 from .report import render_condensed, render_engine_run, render_train, render_tuning, to_json
 from . import cli
 from .params import (CostsParam, OutputPath, archives_ahead, costs_or_none, corpus_options, engine_from_options, engine_options,
@@ -130,7 +130,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
       spamkit train enron1.tar.gz --model bernoulli --max-features 3000 --select ig -o e1.spamkit
       spamkit train --ham ~/Mail/INBOX --spam ~/Mail/Junk -o mine.spamkit
     """
-    from ..names import MODEL_DEFAULTS, model_default
+    from ..common.names import MODEL_DEFAULTS, model_default
     tokens = tokens or MODEL_DEFAULTS.get(model, {}).get("tokens", "mail")
     context = None
     if context_model:
@@ -168,7 +168,7 @@ def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens,
             corpora = stack.enter_context(reading_corpora(corpus, ham, spam, extra, fmt, classes))
             if ahead is not None:
                 # a filter with byte 4-grams (and no context model): the workers make their slots
-                from ..names import GRAM_BITS, GRAM_BYTES
+                from ..common.names import GRAM_BITS, GRAM_BYTES
                 chosen.count_ahead(ahead, corpora, (GRAM_BYTES, GRAM_BITS) if byte_grams and not context_model else None)
         from ..filterfile.config import FilterSettings, stack_for_rate
         from ..jobs.train import held_out_costs, train_filter

@@ -38,8 +38,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import CorpusError
-from ..labels import BINARY_CLASSES, normalise_label
+from ..common.errors import CorpusError
+from ..common.labels import BINARY_CLASSES, normalise_label
 from .base import KINDS, LabelledMessage, ReadStats, sniff_date
 from .enron import enron_datasets, iter_enron
 from .folders import is_spamassassin, iter_folders, iter_spamassassin
@@ -150,7 +150,7 @@ class Corpus:
         The labels a TSV/CSV may use (default ham and spam); ``None`` accepts any.
 
     After a full iteration, :attr:`stats` holds the counts of that pass. An
-    iteration that finds no message raises :class:`~spamkit.errors.CorpusError`.
+    iteration that finds no message raises :class:`~spamkit.common.errors.CorpusError`.
     """
 
     def __init__(self, path, format: str = "auto", label: str | None = None,

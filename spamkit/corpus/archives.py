@@ -173,8 +173,8 @@ def plain_tar_index(fh) -> list[tuple[str, bool, int, int]] | None:
 
 
 def _compiled(name: str):
-    """``spamkit.speedups.<name>`` where the module was built, else None."""
-    from ..compiled import speedups
+    """``spamkit.common.speedups.<name>`` where the module was built, else None."""
+    from ..common.compiled import speedups
     return getattr(speedups(), name, None)
 
 
@@ -389,7 +389,7 @@ class Spool:
 
     def finish(self) -> None:
         """Wait for the whole archive and for the thread to end (a process with no other thread
-        starts its workers by ``fork``: :mod:`spamkit.processes`); raise what stopped the
+        starts its workers by ``fork``: :mod:`spamkit.common.processes`); raise what stopped the
         decompression."""
         self._wait(None)
         if self._thread is not None:

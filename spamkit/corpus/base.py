@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..errors import CorpusError
+from ..common.errors import CorpusError
 
 #: how ``spamkit.parse.message.parse_message`` should read ``raw``:
 #: "rfc822" (headers, blank line, body), "enron" (a ``Subject:`` line, then the

@@ -17,7 +17,7 @@ import datetime as _dt
 import re
 from collections import Counter
 
-from ..errors import CorpusError
+from ..common.errors import CorpusError
 from .base import LabelledMessage, ReadStats, read_or_skip
 from .tree import Tree, is_hidden, join, natural_key
 

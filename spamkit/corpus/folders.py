@@ -13,8 +13,8 @@ script, not a message, and is ignored.
 
 from __future__ import annotations
 
-from ..errors import CorpusError
-from ..labels import normalise_label
+from ..common.errors import CorpusError
+from ..common.labels import normalise_label
 from .base import ReadStats
 from .mailboxes import is_maildir, is_mh, iter_files, iter_maildir, iter_mh
 from .tree import Tree, is_hidden, join

@@ -11,8 +11,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..errors import ConfigError, CorpusError
-from ..names import SPLIT_METHODS
+from ..common.errors import ConfigError, CorpusError
+from ..common.names import SPLIT_METHODS
 
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import csv
 import io
 
-from ..errors import CorpusError
-from ..labels import BINARY_CLASSES, normalise_label
+from ..common.errors import CorpusError
+from ..common.labels import BINARY_CLASSES, normalise_label
 from .base import LabelledMessage, ReadStats
 from .tree import Tree
 

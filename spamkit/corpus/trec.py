@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import posixpath
 
-from ..errors import CorpusError
-from ..labels import normalise_label
+from ..common.errors import CorpusError
+from ..common.labels import normalise_label
 from .base import LabelledMessage, ReadStats, read_or_skip, sniff_date
 from .tree import Tree, join
 

@@ -30,7 +30,7 @@ from typing import IO, Any
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CorpusError
+from ..common.errors import CorpusError
 from .archives import (ARCHIVE_OPENERS, Spool, archive_kind, claim_ahead, compression_of, file_head, plain_tar_index,
                        split_member)
 

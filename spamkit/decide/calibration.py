@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..names import CALIBRATIONS  # noqa: F401  (the calibrations' names)
+from ..common.errors import ConfigError
+from ..common.names import CALIBRATIONS  # noqa: F401  (the calibrations' names)
 from ..scoring import CALIBRATION_LIMIT as SCORE_LIMIT
 from ..scoring.arrays import expit, log_expit
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..labels import HAM_NAME, SPAM_NAME
+from ..common.errors import ConfigError
+from ..common.labels import HAM_NAME, SPAM_NAME
 from ..scoring.arrays import expit, logit
 
 UNSURE_NAME = "unsure"

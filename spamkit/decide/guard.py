@@ -17,8 +17,8 @@ from collections import deque
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..labels import SPAM_NAME
+from ..common.errors import ConfigError
+from ..common.labels import SPAM_NAME
 from .decision import UNSURE_NAME
 from .familiar import GUARD_DRIFT, GUARD_MARGIN, GUARD_MIN_WINDOW, GUARD_WINDOW, discount, guard_settings
 

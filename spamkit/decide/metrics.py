@@ -3,7 +3,7 @@
 Spam is the positive class in every two-class measure. Every measure here is
 checked against ``sklearn.metrics`` and a hand-worked example in
 ``tests/test_metrics.py``. Degenerate but computable cases (an AUC with no
-spam) return NaN with a :class:`~spamkit.errors.DegenerateDataWarning`.
+spam) return NaN with a :class:`~spamkit.common.errors.DegenerateDataWarning`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import ConfigError, DegenerateDataWarning
+from ..common.errors import ConfigError, DegenerateDataWarning
 from typing import Any
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from ..models.base import finite_log_odds
 from ..models.knn import KNNClassifier
 from ..models.neighbours import WEIGHTS

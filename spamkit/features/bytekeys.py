@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiled import gramloops
-from ..errors import ConfigError
-from ..names import GRAM_BITS, GRAM_BYTES
+from ..common.compiled import gramloops
+from ..common.errors import ConfigError
+from ..common.names import GRAM_BITS, GRAM_BYTES
 
 TYPE_CHECKING = False                  # typing's names for the checker only
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class ContextKeys:
     """The texts of a batch (bytes, each already cut at ``max_bytes``) with the order and table
     size of their keys. ``keys`` (int32, one row per symbol, ``order`` + 1 slots: see the module
     docstring) and ``indptr`` (the symbols of text t are rows ``indptr[t]:indptr[t + 1]``) are
-    computed when first asked for: the compiled loops of ``spamkit.speedups`` compute the same
+    computed when first asked for: the compiled loops of ``spamkit.common.speedups`` compute the same
     slots as they read the texts and never need them stored (4 (order + 1) bytes a symbol)."""
 
     __slots__ = ("texts", "order", "bits", "_keys", "_indptr")
@@ -154,7 +154,7 @@ def gram_slots(text, n_bytes: int = GRAM_BYTES, bits: int = GRAM_BITS) -> np.nda
     the 32-bit number of its bytes; its slot the top ``bits`` bits of that number times
     :data:`_GRAM_MULTIPLIER` modulo 2**32 (a multiplicative hash; the paper does not say which
     hash it used). A text shorter than 4 bytes has no 4-gram. The compiled loop
-    (``spamkit.gramloops.slots``: one pass, a radix sort) gives the same array where it is built.
+    (``spamkit.features.gramloops.slots``: one pass, a radix sort) gives the same array where it is built.
 
     >>> gram_slots(b"abcdab", bits=8).size          # abcd, bcda, cdab
     3

@@ -1,6 +1,6 @@
-/* spamkit.speedups, feature columns: the hashing trick, a fixed vocabulary's columns and counts, the frozen table, the growing vocabulary, CSR column counts and renumbering (spamkit.features.vectorizer).
+/* spamkit.common.speedups, feature columns: the hashing trick, a fixed vocabulary's columns and counts, the frozen table, the growing vocabulary, CSR column counts and renumbering (spamkit.features.vectorizer).
  *
- * One source of the extension spamkit.speedups (spamkit/speedups.c assembles it); what each
+ * One source of the extension spamkit.common.speedups (spamkit/common/speedups.c assembles it); what each
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 

@@ -15,7 +15,7 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from .numbering import IndexedChunk, new_numbering, number_terms
 
 
@@ -26,13 +26,13 @@ CHUNK_DOCS = 256
 def sort_order(terms: list) -> np.ndarray:
     """The positions of ``terms`` in sorted order (int64): ``sorted(range(len(terms)),
     key=terms.__getitem__)``, which is the definition, or the compiled sort
-    (``spamkit.speedups.sort_terms``: the terms' UTF-8 bytes compared with ``memcmp``, the
+    (``spamkit.common.speedups.sort_terms``: the terms' UTF-8 bytes compared with ``memcmp``, the
     order Python compares ``str`` in; about twice as quick on a mail vocabulary).
 
     >>> sort_order(["b", "a", "ab"]).tolist()
     [1, 2, 0]
     """
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     if module is not None and isinstance(terms, list):
         order = module.sort_terms(terms)
@@ -43,13 +43,13 @@ def sort_order(terms: list) -> np.ndarray:
 
 def sorted_with_order(terms: list) -> tuple[np.ndarray, list]:
     """``(sort_order(terms), the terms in that order)``, the second made with the first by the
-    compiled sort (``spamkit.speedups.sort_terms(terms, True)``) where it can.
+    compiled sort (``spamkit.common.speedups.sort_terms(terms, True)``) where it can.
 
     >>> order, in_order = sorted_with_order(["b", "a", "ab"])
     >>> order.tolist(), in_order
     ([1, 2, 0], ['a', 'ab', 'b'])
     """
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     if module is not None and isinstance(terms, list):
         got = module.sort_terms(terms, True)
@@ -67,13 +67,13 @@ def column_counts(indices: np.ndarray, n_cols: int) -> np.ndarray:
     """How many entries of ``indices`` name each of ``n_cols`` columns (int64): a CSR matrix's
     document frequencies. ``np.bincount(indices, minlength=n_cols)`` is the definition; it first
     copies int32 indices as int64 (18 MB for trec07p-dev and Enron1's counts, the peak of
-    training), which the compiled loop (``spamkit.speedups.column_counts``) does not, and the
+    training), which the compiled loop (``spamkit.common.speedups.column_counts``) does not, and the
     fallback only :data:`COUNT_SLICE` entries at a time.
 
     >>> column_counts(np.array([2, 0, 2], dtype=np.int32), 4).tolist()
     [1, 0, 2, 0]
     """
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     if module is not None and indices.dtype in (np.int32, np.int64) and indices.flags.c_contiguous:
         return np.frombuffer(module.column_counts(indices, int(n_cols)), dtype=np.int64).copy()
@@ -87,9 +87,9 @@ def renumber_columns(counts: sp.csr_matrix, new_col: np.ndarray) -> None:
     """In place: column ``j`` of ``counts`` becomes ``new_col[j]`` (every one >= 0, a row's columns
     stay distinct) and each row's entries are sorted by their new columns -- the definition is
     ``counts.indices[:] = new_col[counts.indices]`` then ``counts.sort_indices()``, which is what
-    runs where the compiled loop (``spamkit.speedups.renumber_rows``, a radix sort of each row)
+    runs where the compiled loop (``spamkit.common.speedups.renumber_rows``, a radix sort of each row)
     was not built or the arrays are not of its types (int32 columns, float64 values)."""
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     if (module is not None and counts.indices.dtype == np.int32 and counts.data.dtype == np.float64
             and counts.indptr.dtype in (np.int32, np.int64) and new_col.dtype == np.int32):
@@ -107,9 +107,9 @@ def renumber_columns(counts: sp.csr_matrix, new_col: np.ndarray) -> None:
 def _known_columns(index: dict):
     """``known(tokens, out)``: appends to the list ``out`` the column of each token of ``tokens``
     that ``index`` holds, in order -- ``out += [j for j in map(index.get, tokens) if j is not
-    None]``, which is its definition, or the compiled loop (``spamkit.speedups.known_columns``,
+    None]``, which is its definition, or the compiled loop (``spamkit.common.speedups.known_columns``,
     about twice as quick on a 20 KB message) where it was built and ``index`` is a dict."""
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     if module is not None and isinstance(index, dict):
         return partial(module.known_columns, index)
@@ -141,7 +141,7 @@ def _frozen_table(index, n_tokens: int):
     :class:`~spamkit.features.vectorizer.Vectorizer` makes a new one when its terms change)."""
     if type(index) is not dict:
         return None
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     if module is None:
         return None
@@ -161,7 +161,7 @@ def _frozen_table(index, n_tokens: int):
 
 def _compiled_frozen_counts():
     """``speedups.frozen_counts``, or a function that always says None where it was not built."""
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     return module.frozen_counts if module is not None else (lambda table, tokens: None)
 
@@ -169,9 +169,9 @@ def _compiled_frozen_counts():
 def _grow_columns():
     """``grow_columns(index, terms)``: the bytes of ``array("i", [index.setdefault(t, len(index))
     for t in terms])`` -- each term's column, a new term getting the next one, which is the
-    definition -- in C (``spamkit.speedups.grow_columns``, under half the Python loop's time),
+    definition -- in C (``spamkit.common.speedups.grow_columns``, under half the Python loop's time),
     or None where it was not built."""
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     return module.grow_columns if module is not None else None
 
@@ -252,7 +252,7 @@ def count_matrix(docs, index: dict, grow: bool, sort: bool = True, terms_out: li
         nonlocal vocab
         mapping = tables.setdefault(chunk.source, array("i"))     # the worker's numbers -> columns
         if vocab is None and terms_out is not None and grow_columns is not None and not index:
-            from ..compiled import speedups
+            from ..common.compiled import speedups
             vocab = speedups().Numbering()
         if vocab is not None:                                      # the worker's new terms, in its order
             mapping.frombytes(vocab.columns(chunk.new_terms if type(chunk.new_terms) is list
@@ -394,7 +394,7 @@ def one_row(tokens: list, index: dict):
     ``speedups.frozen_counts`` once the vocabulary has its compiled table (:func:`_frozen_table`);
     None where it does not apply (not built, an index that is not a dict, a token that is not a
     ``str``), for the general loop."""
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     if module is None or type(index) is not dict or not index:
         return None

@@ -1,6 +1,6 @@
-/* spamkit.speedups, a worker's numbering of terms (spamkit.features.numbering).
+/* spamkit.common.speedups, a worker's numbering of terms (spamkit.features.numbering).
  *
- * One source of the extension spamkit.speedups (spamkit/speedups.c assembles it); what each
+ * One source of the extension spamkit.common.speedups (spamkit/common/speedups.c assembles it); what each
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 
@@ -403,7 +403,7 @@ static PySequenceMethods numbering_as_sequence = {
 
 SK_HIDDEN PyTypeObject sk_NumberingType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "spamkit.speedups.Numbering",
+    .tp_name = "spamkit.common.speedups.Numbering",
     .tp_basicsize = sizeof(Numbering),
     .tp_dealloc = (destructor)numbering_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -3,7 +3,7 @@
 A worker process numbers the terms of the messages it tokenized with numbers of its own
 (:func:`number_terms`), and sends the numbers, the counts and only the terms it had not
 sent before; the process that counts (:func:`spamkit.features.counting.count_matrix`) maps them to
-its columns. Standard library (and the compiled table of ``spamkit.speedups``) only: the
+its columns. Standard library (and the compiled table of ``spamkit.common.speedups``) only: the
 workers of ``spamkit train`` start before NumPy and SciPy are imported
 (:meth:`spamkit.jobs.engines.ProcessEngine.count_ahead`), and never import them.
 """
@@ -40,8 +40,8 @@ class IndexedChunk(NamedTuple):
 
 def new_numbering():
     """A worker's numbers for :func:`number_terms`: a compiled table
-    (``spamkit.speedups.Numbering``, one probe per token) where it was built, else a dict."""
-    from ..compiled import speedups
+    (``spamkit.common.speedups.Numbering``, one probe per token) where it was built, else a dict."""
+    from ..common.compiled import speedups
     module = speedups()
     return module.Numbering() if module is not None else {}
 

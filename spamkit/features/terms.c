@@ -1,6 +1,6 @@
-/* spamkit.speedups, a vocabulary's BLAKE2b keys and its sorted order (spamkit.filterfile.persist, spamkit.features.vectorizer).
+/* spamkit.common.speedups, a vocabulary's BLAKE2b keys and its sorted order (spamkit.filterfile.persist, spamkit.features.vectorizer).
  *
- * One source of the extension spamkit.speedups (spamkit/speedups.c assembles it); what each
+ * One source of the extension spamkit.common.speedups (spamkit/common/speedups.c assembles it); what each
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 

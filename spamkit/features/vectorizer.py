@@ -32,9 +32,9 @@ from collections import defaultdict
 import numpy as np
 import scipy.sparse as sp
 
-from .. import errors
-from ..errors import ConfigError
-from ..names import REPRESENTATIONS, SELECTIONS
+from ..common import errors
+from ..common.errors import ConfigError
+from ..common.names import REPRESENTATIONS, SELECTIONS
 from .counting import column_counts, count_matrix, numbered_here, one_row, renumber_columns, sorted_with_order
 
 
@@ -261,7 +261,7 @@ class Vectorizer:
         highest ``score(keep)`` (total count, or information gain), ties by document
         frequency, then alphabetically. Depends only on these per-term statistics, not on
         the order of ``terms``: single-process training and the Dask engine
-        (:mod:`spamkit.distributed`, which sums the statistics of partitions) both call it,
+        (:mod:`spamkit.jobs.distributed`, which sums the statistics of partitions) both call it,
         so they keep the same columns.
         """
         low = _threshold(self.min_df, n_docs, "min_df")
@@ -340,9 +340,9 @@ class Vectorizer:
     def hash_counts(self, docs) -> sp.csr_matrix:
         """Counts of ``docs`` over ``hashing`` columns: each token's column as scikit-learn's
         ``FeatureHasher(alternate_sign=False)`` computes it (MurmurHash3 of its UTF-8 bytes),
-        by the compiled loop where it was built (``spamkit.speedups.hash_columns``, the same
+        by the compiled loop where it was built (``spamkit.common.speedups.hash_columns``, the same
         columns: tests/test_features.py), else by FeatureHasher itself."""
-        from ..compiled import speedups
+        from ..common.compiled import speedups
         if self.hashing is None:
             raise ConfigError("this Vectorizer has a vocabulary, not hashed columns")
         compiled = speedups()

@@ -14,11 +14,11 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from ..models.base import ClassifierMixin, Estimator
 from ..features.vectorizer import Vectorizer
 from ..models.registry import make_model
-from ..names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_MODEL, DEFAULT_RATE, FISHER_MODEL, METRICS,
+from ..common.names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_MODEL, DEFAULT_RATE, FISHER_MODEL, METRICS,
                     MODEL_DEFAULTS, MODEL_NAMES, REPRESENTATIONS, SELECTIONS, STACK_MODEL, TOKENS, WEIGHTS,
                     model_default)
 from ..models.bytegrams import GRAM_BITS, GRAM_BYTES, GRAM_RATE, ByteGramLogistic
@@ -40,7 +40,7 @@ MODELS = MODEL_NAMES
 
 
 #: the settings of spamkit's best filter, chosen on trec07p-dev, Enron and SMS (docs/results.md, "Beating bogofilter"),
-#: with the byte 4-gram regression as a side input, chosen on long streams as well (spamkit.names.MODEL_DEFAULTS)
+#: with the byte 4-gram regression as a side input, chosen on long streams as well (spamkit.common.names.MODEL_DEFAULTS)
 BEST = {"model": DEFAULT_MODEL, "tokens": "mail", **({"grams": {}} if MODEL_DEFAULTS[DEFAULT_MODEL]["grams"] else {})}
 
 #: what asking for kNN gives unless told otherwise: cosine kNN on TF-IDF of words, k = 15, softmax

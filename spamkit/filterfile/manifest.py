@@ -21,7 +21,7 @@ import re
 from zlib import error as zlib_error
 
 from .. import __version__
-from ..errors import ModelFormatError
+from ..common.errors import ModelFormatError
 
 TYPE_CHECKING = False                  # typing is not imported at run time (pipe mode's start-up)
 if TYPE_CHECKING:

@@ -60,8 +60,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..durable import fsync_dir, glob_escape
-from ..errors import ConfigError, ModelFormatError, OutputError
+from ..common.durable import fsync_dir, glob_escape
+from ..common.errors import ConfigError, ModelFormatError, OutputError
 from .manifest import (FORMAT, FORMAT_VERSION, MAX_LINE_BYTES, RANGE_ARRAYS, check_manifest,  # noqa: F401
                        data_bytes, expected_sizes, format_error, is_count_array, member_chunks, member_limits,
                        open_zip, over_budget, read_lines, read_manifest, read_member, value_problem)  # (read_manifest: re-exported with the loader)
@@ -195,11 +195,11 @@ def atomic_write(path: Path, data_writer) -> None:
 
 def term_keys(terms: list[str]) -> np.ndarray:
     """:func:`spamkit.filterfile.manifest.term_hash` of each term, as uint64: in C where it was built
-    (``spamkit.speedups.term_keys``, BLAKE2b written from RFC 7693: 0.05 s for 218,969 terms
+    (``spamkit.common.speedups.term_keys``, BLAKE2b written from RFC 7693: 0.05 s for 218,969 terms
     against 0.18), else
     hashlib's digests of 4,096 terms at a time joined and read as one array (a Python int per
     term costs twice the time; all the digests at once, 9 MB more at the peak)."""
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     if module is not None and isinstance(terms, list):
         keys = module.term_keys(terms)
@@ -215,9 +215,9 @@ def term_keys(terms: list[str]) -> np.ndarray:
 
 def key_order(keys: np.ndarray) -> np.ndarray:
     """``np.argsort(keys, kind="stable")`` of uint64 keys: by the compiled radix sort where it
-    was built (``spamkit.speedups.key_order``: 3-4 ms for a vocabulary's 178,480 keys, NumPy's
+    was built (``spamkit.common.speedups.key_order``: 3-4 ms for a vocabulary's 178,480 keys, NumPy's
     stable sort 12), else NumPy's."""
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     module = speedups()
     if module is not None:
         return np.frombuffer(module.key_order(np.ascontiguousarray(keys, dtype=np.uint64)), dtype=np.int64)
@@ -313,7 +313,7 @@ class TermIndexJob:
     deflates, without the GIL, so the 0.12-0.19 s of hashing 330,000 terms and the 25-30 ms of
     joining, hashing and deflating trec07p-dev's vocabulary overlap the model's fitting instead
     of following it. The thread ends before :meth:`result` returns: no thread is left alive for
-    a later ``fork`` (:mod:`spamkit.processes`).
+    a later ``fork`` (:mod:`spamkit.common.processes`).
     """
 
     def __init__(self, terms: list):

@@ -25,12 +25,12 @@ from ..corpus import LabelledMessage, require_classes
 from ..decide.decision import UNSURE_NAME, CostMatrix, Verdict, prior_shift
 from ..decide.guard import FamiliarityGuard
 from ..decide.familiar import discounted_row
-from .. import errors
-from ..errors import ConfigError, CorpusError, ModelFormatError, WorkerError
+from ..common import errors
+from ..common.errors import ConfigError, CorpusError, ModelFormatError, WorkerError
 from ..features.counting import numbered_here
 from ..features.numbering import IndexedChunk
 from ..features.vectorizer import Vectorizer, columns_per_row
-from ..labels import HAM_NAME, SPAM_NAME
+from ..common.labels import HAM_NAME, SPAM_NAME
 from ..parse.message import Message, defect_families, parse_message, parsed_bytes
 from ..models import BernoulliNB, FisherNBStack, KNNClassifier, MultinomialNB, RobinsonFisher
 from ..models.bytegrams import ByteGramLogistic

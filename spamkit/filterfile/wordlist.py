@@ -36,10 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from ..decide.decision import CostMatrix
-from ..errors import ConfigError, CorpusError
+from ..common.errors import ConfigError, CorpusError
 from ..features.counting import sorted_with_order
 from ..features.vectorizer import Vectorizer
-from ..labels import HAM_NAME, SPAM_NAME
+from ..common.labels import HAM_NAME, SPAM_NAME
 from .manifest import MAX_LINE_BYTES
 from ..models import FisherNBStack, RobinsonFisher
 from ..models.counting import CountingModel

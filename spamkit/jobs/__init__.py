@@ -9,5 +9,5 @@ loop is :mod:`~spamkit.jobs.evaluation`), :mod:`~spamkit.jobs.learn`, :mod:`~spa
 -- with the work they share: a configuration's out-of-fold scores (:mod:`~spamkit.jobs.folds`)
 and corpora scored a block at a time (:mod:`~spamkit.jobs.rows`). Every job takes an engine,
 one declared interface (:mod:`~spamkit.jobs.engine`: this process by default; worker
-processes, :mod:`~spamkit.jobs.engines`; a Dask cluster, :mod:`spamkit.distributed`).
+processes, :mod:`~spamkit.jobs.engines`; a Dask cluster, :mod:`spamkit.jobs.distributed`).
 """

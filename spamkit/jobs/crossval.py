@@ -12,9 +12,9 @@ from collections import Counter
 import numpy as np
 
 from ..corpus import iter_corpora, require_classes
-from ..errors import CorpusError
+from ..common.errors import CorpusError
 from ..features.vectorizer import Vectorizer
-from ..labels import HAM_NAME, SPAM_NAME
+from ..common.labels import HAM_NAME, SPAM_NAME
 from ..models import KNNClassifier
 from ..models.base import finite_log_odds
 from ..scoring.arrays import expit

@@ -14,7 +14,7 @@ two kinds of things, and nothing else:
 terms of three primitives -- :meth:`~Engine.tokenizer`, :meth:`~Engine.counter` and
 :meth:`~Engine.row_source` -- so that :class:`spamkit.jobs.engines.ProcessEngine` (worker processes
 parse, tokenize and make feature rows) overrides only those, and
-:class:`spamkit.distributed.DaskEngine` (a cluster) overrides the whole operations. The jobs
+:class:`spamkit.jobs.distributed.DaskEngine` (a cluster) overrides the whole operations. The jobs
 never ask which engine they were given.
 
 This module imports neither NumPy nor the filter: ``spamkit train`` starts its worker

@@ -3,8 +3,8 @@
 A job (:mod:`spamkit.jobs`) given ``engine=ProcessEngine(jobs)`` reads the corpus in this
 process, sends chunks of messages to a pool of ``jobs`` worker processes (the standard
 library's :class:`~concurrent.futures.ProcessPoolExecutor`, no scheduler of ours: a worker
-that dies breaks the pool and the job fails with :class:`~spamkit.errors.WorkerError` instead
-of waiting for it for ever; workers start as :mod:`spamkit.processes` says) which parse and tokenize them --
+that dies breaks the pool and the job fails with :class:`~spamkit.common.errors.WorkerError` instead
+of waiting for it for ever; workers start as :mod:`spamkit.common.processes` says) which parse and tokenize them --
 the bulk of the work on raw mail -- and takes the token lists back *in corpus order*, so
 vocabulary, counts, the logistic component's steps and every score are the same as with
 one process: the filter file and the scores are identical to ``--jobs 1`` (the tests
@@ -29,12 +29,12 @@ from typing import Any
 from ..corpus.base import LabelledMessage
 from ..corpus.archives import open_spools, read_where
 from ..corpus.tree import Unread
-from ..compiled import gramloops
-from ..errors import CorpusError, WorkerError
+from ..common.compiled import gramloops
+from ..common.errors import CorpusError, WorkerError
 from .engine import Engine
 from ..parse.message import defect_families, parse_message
 from ..features.numbering import IndexedChunk, new_numbering, number_terms
-from ..processes import start_context, worker_pool
+from ..common.processes import start_context, worker_pool
 
 #: messages per task sent to a worker, at most
 CHUNK = 256
@@ -334,7 +334,7 @@ class ProcessEngine(Engine):
 
     def _new_pool(self, *initargs) -> ProcessPoolExecutor:
         # one pool at a time: a pool's manager thread would make the next start a forkserver's
-        # workers instead of forking (spamkit.processes), and the engine uses one pool at a time
+        # workers instead of forking (spamkit.common.processes), and the engine uses one pool at a time
         self.close()
         context = start_context(preload=(__name__,))
         pool = worker_pool(self.jobs, context, _start_worker, initargs)
@@ -344,7 +344,7 @@ class ProcessEngine(Engine):
 
     def start_workers(self, analyzer) -> None:
         """Start the workers that will tokenize with ``analyzer`` now (all of them, forked from this
-        process as it is: :func:`spamkit.processes.worker_pool`), instead of with the first chunk.
+        process as it is: :func:`spamkit.common.processes.worker_pool`), instead of with the first chunk.
         ``spamkit train`` starts them before it opens the corpora and imports NumPy, so that
         they hold the spools of the archives decompressing meanwhile and have no NumPy."""
         pool = self._pool(analyzer)

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..corpus import Corpus
-from ..errors import ConfigError, CorpusError, DegenerateDataWarning
-from ..labels import HAM_NAME, SPAM_NAME
+from ..common.errors import ConfigError, CorpusError, DegenerateDataWarning
+from ..common.labels import HAM_NAME, SPAM_NAME
 from ..decide.metrics import binary_report, multiclass_report, one_vs_rest
 from ..filterfile.spamfilter import SpamFilter
 from .engine import IN_PROCESS, Engine

@@ -17,9 +17,9 @@ import time
 
 from ..features.bytekeys import context_keys, gram_rows
 from ..decide.decision import DEFAULT_BAND, stream_spam_cuts
-from ..errors import ConfigError, CorpusError
+from ..common.errors import ConfigError, CorpusError
 from ..features.vectorizer import Vectorizer
-from ..labels import HAM_NAME, SPAM_NAME
+from ..common.labels import HAM_NAME, SPAM_NAME
 from ..parse.message import parse_message, parsed_bytes
 from ..decide.metrics import learning_curve, roc_curve, three_way_rates, trec_measures
 from ..models import FisherNBStack
@@ -28,7 +28,7 @@ from ..models.logistic import DEFAULT_RATE
 from ..models.bytegrams import ByteGramLogistic
 from ..models.context import ByteContextModel
 from ..models.registry import make_model
-from ..names import FISHER_MODEL, ONLINE_MODELS, REGIMES, STACK_MODEL
+from ..common.names import FISHER_MODEL, ONLINE_MODELS, REGIMES, STACK_MODEL
 from ..scoring.arrays import expit
 
 

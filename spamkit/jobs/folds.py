@@ -11,7 +11,7 @@ import numpy as np
 
 from ..corpus import require_classes
 from ..features.vectorizer import Vectorizer
-from ..labels import SPAM_NAME
+from ..common.labels import SPAM_NAME
 from ..models.base import finite_log_odds
 from ..filterfile.spamfilter import SpamFilter
 from .rows import labelled_messages

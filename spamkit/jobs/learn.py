@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError, CorpusError
+from ..common.errors import ConfigError, CorpusError
 from ..filterfile.spamfilter import SpamFilter
 
 

@@ -8,8 +8,8 @@ import numpy as np
 
 from ..corpus import Corpus, iter_corpora
 from ..corpus.tree import Unread
-from ..errors import CorpusError
-from ..labels import HAM_NAME, SPAM_NAME
+from ..common.errors import CorpusError
+from ..common.labels import HAM_NAME, SPAM_NAME
 from ..parse.message import parse_message
 from ..filterfile.spamfilter import SpamFilter, distinct_tokens
 
@@ -63,7 +63,7 @@ def score_locally(spam_filter: SpamFilter, corpora: list[Corpus], progress=None,
     191 MB, with Enron1-2 at 267 MB). A message's scores depend on it alone (a test compares
     blocks of 7 rows with one block). ``rows_of(indices)`` gives the feature rows of a few
     messages (the report's explanations), read, parsed and tokenized again, as the Dask
-    engine's ``score`` (:class:`spamkit.distributed.DaskEngine`), which returns the same.
+    engine's ``score`` (:class:`spamkit.jobs.distributed.DaskEngine`), which returns the same.
     ``tokenize``: where the messages are tokenized (:meth:`SpamFilter.tokenized`).
     """
     labels: list = []

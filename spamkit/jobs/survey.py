@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..corpus import Corpus
-from ..errors import CorpusError
+from ..common.errors import CorpusError
 from .engine import IN_PROCESS, Engine
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import __version__
 from ..corpus import Corpus, Unread, iter_corpora
-from ..errors import ConfigError, CorpusError
+from ..common.errors import ConfigError, CorpusError
 from ..corpus.split import holdout_ids
 from ..filterfile.spamfilter import SpamFilter
 from .engine import IN_PROCESS, Engine

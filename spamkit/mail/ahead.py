@@ -37,7 +37,7 @@ each message in mailbox order exactly as with one process:
 The workers inherit the classifier by ``fork`` (nothing is pickled) when the run's process has
 one thread, as the ``spamkit filter`` command's has; a program that runs a filter with other
 threads alive gets ``forkserver`` workers and the classifier pickled to them in memory (see
-:mod:`spamkit.processes`: ``fork`` beside other threads can hang a worker for ever). Where the
+:mod:`spamkit.common.processes`: ``fork`` beside other threads can hang a worker for ever). Where the
 platform has no ``fork``, ``--jobs`` has no effect.
 """
 
@@ -55,8 +55,8 @@ from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
 from typing import Callable
 
-from ..durable import MAX_MESSAGE_FILE, read_file, unlink_quietly
-from ..processes import start_context, worker_pool
+from ..common.durable import MAX_MESSAGE_FILE, read_file, unlink_quietly
+from ..common.processes import start_context, worker_pool
 from .tags import recorded_verdict, tag
 
 #: messages per task

@@ -13,7 +13,7 @@ import queue
 import threading
 from pathlib import Path
 
-from ..durable import filesystem_sync, fsync_dir, unlink_quietly
+from ..common.durable import filesystem_sync, fsync_dir, unlink_quietly
 from .failures import FilterError, describe
 
 TYPE_CHECKING = False                  # typing's names for the checker only
@@ -51,7 +51,7 @@ RECLAIM_THREADS = 2
 NO_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV, errno.ENOSYS,
                       errno.EACCES})
 #: how a group is made durable: "filesystem" (one syncfs(2) for the new versions and one for
-#: the renames, where the system has it: :func:`~spamkit.durable.filesystem_sync`) or "files"
+#: the renames, where the system has it: :func:`~spamkit.common.durable.filesystem_sync`) or "files"
 #: (an fsync per new version and per folder touched)
 SYNC_MODES = ("filesystem", "files")
 
@@ -66,7 +66,7 @@ class GroupCommit:
     goes to a destination, then makes those renames durable, and only then reports the
     messages (``report(*args)``, in order). "Durable" is one ``syncfs`` of the file system
     each time with ``sync="filesystem"`` (the default, on Linux 5.8 and later and the file
-    systems of :data:`~spamkit.durable.SYNCFS_FILESYSTEMS`), or an fsync of each new version
+    systems of :data:`~spamkit.common.durable.SYNCFS_FILESYSTEMS`), or an fsync of each new version
     and then of each folder touched with ``sync="files"`` (and elsewhere). Groups are
     committed in order by a thread of their own while the run reads, judges and writes the next group (fsyncs and renames wait
     on the disk, not on Python), and an error it meets is raised in the run at its next
@@ -210,7 +210,7 @@ class GroupCommit:
 
     def _filesystem_sync(self):
         """The ``syncfs`` this group commit uses, or None (``sync="files"``, or a system or file
-        system without an honest one: :func:`~spamkit.durable.filesystem_sync`); found once."""
+        system without an honest one: :func:`~spamkit.common.durable.filesystem_sync`); found once."""
         if self._syncfs is False:
             self._syncfs = filesystem_sync(self.box.path) if self.sync == "filesystem" else None
         return self._syncfs
@@ -238,7 +238,7 @@ class GroupCommit:
     def _folders_durable(self, folders) -> None:
         """The renames in ``folders`` on the disk: one ``syncfs`` (of the mailbox's file system,
         which every rename stays on), or an fsync of each folder -- also when the ``syncfs``
-        fails: each folder is then tried and an error ignored, as :func:`~spamkit.durable.fsync_dir` does."""
+        fails: each folder is then tried and an error ignored, as :func:`~spamkit.common.durable.fsync_dir` does."""
         if not folders:
             return
         sync = self._filesystem_sync()

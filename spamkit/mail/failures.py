@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 
-from ..errors import SpamkitError
+from ..common.errors import SpamkitError
 
 
 class FilterError(SpamkitError):

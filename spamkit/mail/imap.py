@@ -41,7 +41,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from .failures import FilterError
 from .run import FilterSummary
 from .tags import VERDICTS

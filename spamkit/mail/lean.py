@@ -10,7 +10,7 @@ stack (:class:`~spamkit.models.stack.FisherNBStack`) and Robinson/Fisher
 :class:`~spamkit.filterfile.spamfilter.SpamFilter` (calibration, prior correction, saved threshold,
 costs with an unsure decision, the familiarity floor) -- and the accurate configuration,
 that stack with a byte-context model as a side input (``spamkit train --context-model``),
-whose score of one message is the compiled loop ``spamkit.speedups.context_ratios`` over the
+whose score of one message is the compiled loop ``spamkit.common.speedups.context_ratios`` over the
 counts of that message's slots alone, copied from the file's packed table
 (``context_index``, ``context_gather``; no NumPy, and never the 128 MB table). Any other
 filter (:func:`lean_filter` returns None) takes the full path, which gives the same answer.
@@ -38,12 +38,12 @@ import sys
 from pathlib import Path
 
 from ..decide.familiar import discount, discounted_row, guard_settings
-from ..errors import ConfigError, ModelFormatError
+from ..common.errors import ConfigError, ModelFormatError
 from ..filterfile.manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
                        manifest_sha256, member_chunks, open_zip, read_lines, read_member, term_hash, value_problem,
                        whole_file)
 from ..parse.message import parse_message
-from ..names import FISHER_MODEL, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, STACK_MODEL
+from ..common.names import FISHER_MODEL, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, STACK_MODEL
 from ..scoring import (LOG_ODDS_LIMIT, LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combined_log_odds, finite_log_odds,
                       fisher_clue_sums, fisher_log_probabilities, isotonic_log_proba, length_input, nb_log_odds,
                       normalised, platt_log_proba, two_class_log_proba)
@@ -407,7 +407,7 @@ class _LeanContext:
     128 MB); a dense table (older files) is read whole."""
 
     def __init__(self, path: Path, spec, arrays: dict):
-        from ..compiled import speedups
+        from ..common.compiled import speedups
         self.speedups = speedups()
         try:
             self.order, self.bits, self.max_bytes = int(spec["order"]), int(spec["bits"]), int(spec["max_bytes"])
@@ -559,7 +559,7 @@ def _accepts_context(manifest: dict) -> bool:
         return False
     if not has_context:
         return True
-    from ..compiled import speedups
+    from ..common.compiled import speedups
     return (speedups() is not None
             and array.array("I").itemsize == 4 and sys.byteorder == "little"
             and all(name in described and described[name]["dtype"] == dtype for name, dtype in _CONTEXT.items())
@@ -592,7 +592,7 @@ def lean_filter(path, trusted: bool = False, with_sha256: bool = False) -> LeanF
     ``with_sha256`` the filter's ``sha256`` is that of its manifest (the id its tags carry:
     :func:`spamkit.mail.tags.model_id_of`), else None.
 
-    Raises :class:`~spamkit.errors.ModelFormatError` for a damaged or hostile file, as
+    Raises :class:`~spamkit.common.errors.ModelFormatError` for a damaged or hostile file, as
     :func:`spamkit.filterfile.persist.load_filter` does.
     """
     from ..text import Analyzer

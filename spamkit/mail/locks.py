@@ -10,7 +10,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..durable import NotAMessageFile, flock_within, open_regular
+from ..common.durable import NotAMessageFile, flock_within, open_regular
 from .failures import FilterError, describe
 
 @contextmanager

@@ -11,7 +11,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from ..corpus.mboxsplit import estimate_messages
-from ..durable import open_regular, write_durable, write_file
+from ..common.durable import open_regular, write_durable, write_file
 from .failures import FilterError, describe
 from .locks import mbox_locks, pid_alive, spamkit_lock
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..corpus.mboxsplit import split_mbox
-from ..durable import fsync_dir, glob_escape, write_durable
+from ..common.durable import fsync_dir, glob_escape, write_durable
 from .failures import FilterError
 
 def ends_without_blank_line(path: Path) -> bool:

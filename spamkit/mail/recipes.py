@@ -25,7 +25,7 @@ import shutil
 import sys
 
 from .. import __version__
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 
 #: the delivery agents :func:`recipe` writes for
 KINDS = ("procmail", "sieve")

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..durable import MAX_MESSAGE_FILE, NotAMessageFile, read_file, take_mode, unlink_quietly
-from ..errors import ConfigError
+from ..common.durable import MAX_MESSAGE_FILE, NotAMessageFile, read_file, take_mode, unlink_quietly
+from ..common.errors import ConfigError
 from .commit import SYNC_MODES, GroupCommit
 from .failures import FilterError, describe
 from .locks import mbox_locks, spamkit_lock

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from .. import __version__
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from ..parse.message import PREVIOUS, SPAMD_FIELDS, envelope_end, header_end, split_tags, strip_markup
 
 VERDICTS = ("spam", "ham", "unsure")

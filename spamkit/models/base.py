@@ -22,8 +22,8 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from .. import errors
-from ..errors import ConfigError, DegenerateDataWarning
+from ..common import errors
+from ..common.errors import ConfigError, DegenerateDataWarning
 
 
 #: log-odds are kept within LOG_ODDS_LIMIT (700: exp(700) is near the largest float) wherever
@@ -34,7 +34,7 @@ from ..scoring import LOG_ODDS_LIMIT  # the scoring core's, which pipe mode read
 def csr_index_arrays(X) -> tuple[np.ndarray, np.ndarray]:
     """A CSR matrix's row pointers as contiguous int64 and its column indices as the matrix holds
     them (int32 or int64, not copied; anything else as an int64 copy): what the compiled CSR loops
-    of ``spamkit.speedups`` read."""
+    of ``spamkit.common.speedups`` read."""
     indices = X.indices
     if not (indices.dtype in (np.int32, np.int64) and indices.flags.c_contiguous):
         indices = np.ascontiguousarray(indices, dtype=np.int64)

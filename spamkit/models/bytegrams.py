@@ -23,7 +23,7 @@ is a gradient step towards the other class (what a correction means to an online
 held-out scores for a stack's combiner come from a model of the other folds for each fold
 (:meth:`ByteGramLogistic.held_out_scores`), not from unlearning one fold at a time.
 
-The steps and scores run in the compiled loops of ``spamkit.gramloops`` where they are built
+The steps and scores run in the compiled loops of ``spamkit.features.gramloops`` where they are built
 (the same steps; a message's weights added in slot order, which differs from NumPy's pairwise sum
 in the last bits of a double), in NumPy otherwise.
 
@@ -39,12 +39,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..features.bytekeys import unpack_slots
-from ..compiled import gramloops
-from ..errors import ConfigError
-from ..names import GRAM_BITS, GRAM_BYTES, GRAM_RATE
+from ..common.compiled import gramloops
+from ..common.errors import ConfigError
+from ..common.names import GRAM_BITS, GRAM_BYTES, GRAM_RATE
 from .base import LOG_ODDS_LIMIT, ClassifierMixin, Estimator
 
-# the settings' defaults (GRAM_BYTES, GRAM_BITS, GRAM_RATE) live in spamkit.names, which the
+# the settings' defaults (GRAM_BYTES, GRAM_BITS, GRAM_RATE) live in spamkit.common.names, which the
 # workers that compute the 4-grams import without NumPy
 
 
@@ -220,7 +220,7 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
 
     def check_fitted(self) -> None:
         if not hasattr(self, "weights_"):
-            from ..errors import NotFittedError
+            from ..common.errors import NotFittedError
             raise NotFittedError("this ByteGramLogistic is not trained yet; call fit")
 
     def decision_function(self, texts) -> np.ndarray:

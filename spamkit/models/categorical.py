@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from .base import (NaiveBayesParameters, ProbabilisticClassifier, check_alpha, check_sample_weight, class_labels,
                    class_log_prior)
 

@@ -1,6 +1,6 @@
-/* spamkit.speedups, the byte context models' tables (spamkit.features.bytekeys, spamkit.models.context).
+/* spamkit.common.speedups, the byte context models' tables (spamkit.features.bytekeys, spamkit.models.context).
  *
- * One source of the extension spamkit.speedups (spamkit/speedups.c assembles it); what each
+ * One source of the extension spamkit.common.speedups (spamkit/common/speedups.c assembles it); what each
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 

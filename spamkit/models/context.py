@@ -50,12 +50,12 @@ import sys
 
 import numpy as np
 
-from .. import errors
-from ..compiled import speedups as _compiled
-from ..errors import ConfigError
+from ..common import errors
+from ..common.compiled import speedups as _compiled
+from ..common.errors import ConfigError
 from .base import Estimator, ProbabilisticClassifier
 
-speedups = _compiled()                   # spamkit/speedups.c, or None: NumPy throughout
+speedups = _compiled()                   # spamkit/common/speedups.c, or None: NumPy throughout
 
 #: symbols a context can be followed by: 256 bytes and the end of the text
 ALPHABET = 257

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from .base import ProbabilisticClassifier, check_sample_weight
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from .. import errors
-from ..errors import ConfigError
+from ..common import errors
+from ..common.errors import ConfigError
 from .base import Estimator, ProbabilisticClassifier, RegressorMixin
 from .neighbours import NeighbourSearch
 

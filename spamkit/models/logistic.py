@@ -38,16 +38,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..names import DEFAULT_RATE
+from ..common.errors import ConfigError
+from ..common.names import DEFAULT_RATE
 from ..scoring import LOGISTIC_LIMIT as SCORE_LIMIT
 from ..scoring.arrays import expit, log_expit
 
-from ..compiled import speedups as _compiled
+from ..common.compiled import speedups as _compiled
 from .base import ProbabilisticClassifier, check_sample_weight, csr_index_arrays
 from .robinson import PRESENCE_FAILED_CHECKS, presence, two_class_presence_tags
 
-speedups = _compiled()                   # spamkit/speedups.c, or None: the Python definition
+speedups = _compiled()                   # spamkit/common/speedups.c, or None: the Python definition
 
 #: why a weight is not a repetition here: a message of weight w is one gradient step w times as
 #: long, where w copies are w steps, each taken from where the last one left the weights
@@ -122,7 +122,7 @@ class OnlineLogistic(ProbabilisticClassifier):
     def _steps(self, X, codes, weights, rate: float, sign: float = 1.0) -> None:
         """One gradient step per row, in row order (each step sees the weights of the last).
 
-        In C (``spamkit.speedups.logistic_steps``) when the extension is built: the same
+        In C (``spamkit.common.speedups.logistic_steps``) when the extension is built: the same
         arithmetic in the same order, but the dot product summed left to right where NumPy's
         may pair terms, so the two agree to rounding (tests/test_logistic.py)."""
         if speedups is not None and self.coef_.flags.c_contiguous and self.coef_.dtype == np.float64:

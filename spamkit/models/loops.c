@@ -1,6 +1,6 @@
-/* spamkit.speedups, the models' row loops: online logistic steps, Fisher's clue sums, naive Bayes' sums (spamkit.models).
+/* spamkit.common.speedups, the models' row loops: online logistic steps, Fisher's clue sums, naive Bayes' sums (spamkit.models).
  *
- * One source of the extension spamkit.speedups (spamkit/speedups.c assembles it); what each
+ * One source of the extension spamkit.common.speedups (spamkit/common/speedups.c assembles it); what each
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 

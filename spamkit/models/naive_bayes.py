@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from .base import NaiveBayesParameters, ProbabilisticClassifier, check_alpha, check_sample_weight, class_log_prior
 from .counting import CountingModel
 

@@ -34,9 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
-from .. import errors
-from ..errors import ConfigError
-from ..names import METRICS, WEIGHTS
+from ..common import errors
+from ..common.errors import ConfigError
+from ..common.names import METRICS, WEIGHTS
 from .base import is_plain_csr, unit_rows
 from typing import Any
 

@@ -3,9 +3,9 @@ pipeline and online evaluation are turned into classes."""
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from .knn import KNNClassifier
-from ..names import DEFAULT_RATE, MODEL_NAMES, STACK_MODEL
+from ..common.names import DEFAULT_RATE, MODEL_NAMES, STACK_MODEL
 from .logistic import OnlineLogistic
 from .complement import ComplementNB
 from .naive_bayes import BernoulliNB, MultinomialNB

@@ -42,15 +42,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..compiled import speedups as _compiled
-from ..errors import ConfigError
-from ..names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
+from ..common.compiled import speedups as _compiled
+from ..common.errors import ConfigError
+from ..common.names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
 from ..scoring import F_CEILING_GAP, F_FLOOR
 from ..scoring.arrays import fisher_log_odds
 from .base import ProbabilisticClassifier, csr_index_arrays
 from .counting import CountingModel
 
-speedups = _compiled()                   # spamkit/speedups.c, or None: the NumPy definitions
+speedups = _compiled()                   # spamkit/common/speedups.c, or None: the NumPy definitions
 
 #: the scikit-learn estimator checks a token-presence model cannot pass, and why
 #: (``check_estimator(model, expected_failed_checks=model.EXPECTED_FAILED_CHECKS)`` passes)
@@ -210,7 +210,7 @@ class RobinsonFisher(CountingModel):
         """For each row of the presence matrix X: (number of clues, Σ ln f, Σ ln(1 - f)) over its
         clues (f clipped to [1e-300, 1 - 1e-16]), what Fisher combining needs of a message.
 
-        In C (``spamkit.speedups.fisher_sums``) when the extension is built: one pass per row
+        In C (``spamkit.common.speedups.fisher_sums``) when the extension is built: one pass per row
         with the same arithmetic in the same order as :meth:`_clue_sums_python`, which is its
         definition; they agree to the last bits of a logarithm (tests/test_robinson.py). One
         message costs a few microseconds there, against a few dozen NumPy calls here.

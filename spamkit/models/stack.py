@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
+from ..common.errors import ConfigError
+from ..common.names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
 from ..scoring import LENGTH_CENTRE, PRIOR_WARMUP
 from ..scoring.arrays import fisher_log_odds, log_expit
 from .base import LOG_ODDS_LIMIT, check_alpha, csr_index_arrays, finite_log_odds

@@ -1,6 +1,6 @@
-/* spamkit.speedups, html.unescape and the base64 alphabet count (spamkit.parse.htmltext, spamkit.parse.message).
+/* spamkit.common.speedups, html.unescape and the base64 alphabet count (spamkit.parse.htmltext, spamkit.parse.message).
  *
- * One source of the extension spamkit.speedups (spamkit/speedups.c assembles it); what each
+ * One source of the extension spamkit.common.speedups (spamkit/common/speedups.c assembles it); what each
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 

@@ -1,6 +1,6 @@
-/* spamkit.speedups, header fields and MIME parameters (spamkit.parse.message, spamkit.parse.mime).
+/* spamkit.common.speedups, header fields and MIME parameters (spamkit.parse.message, spamkit.parse.mime).
  *
- * One source of the extension spamkit.speedups (spamkit/speedups.c assembles it); what each
+ * One source of the extension spamkit.common.speedups (spamkit/common/speedups.c assembles it); what each
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 

@@ -1,6 +1,6 @@
-/* spamkit.speedups, HTML to text and a start tag's attributes (spamkit.parse.htmltext).
+/* spamkit.common.speedups, HTML to text and a start tag's attributes (spamkit.parse.htmltext).
  *
- * One source of the extension spamkit.speedups (spamkit/speedups.c assembles it); what each
+ * One source of the extension spamkit.common.speedups (spamkit/common/speedups.c assembles it); what each
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 

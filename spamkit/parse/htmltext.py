@@ -24,9 +24,9 @@ import re
 from functools import partial
 from html import unescape as _stdlib_unescape
 
-from ..compiled import speedups as _compiled
+from ..common.compiled import speedups as _compiled
 
-speedups = _compiled()                   # spamkit/speedups.c, or None: the Python definitions
+speedups = _compiled()                   # spamkit/common/speedups.c, or None: the Python definitions
 
 _BLOCK = frozenset("""address article aside blockquote body br center dd div dl dt fieldset
 figcaption figure footer form h1 h2 h3 h4 h5 h6 header hr li main nav ol option p pre
@@ -116,7 +116,7 @@ def unescape(text: str) -> str:
 
 
 def _compiled_unescape():
-    """``html.unescape`` in C (``spamkit.speedups.html_unescape``), handed the standard library's
+    """``html.unescape`` in C (``spamkit.common.speedups.html_unescape``), handed the standard library's
     own tables, or ``html.unescape`` itself where the extension or those (private) tables are
     missing. tests/test_htmltext.py compares the two on generated text and on every HTML part
     of the shared corpora; the Python one was 4-5% of a worker's parsing of TREC mail."""
@@ -132,7 +132,7 @@ def _compiled_unescape():
 #: html.unescape as the compiled scanner calls it
 _unescape = _compiled_unescape()
 
-#: _tag_attrs in C (``spamkit.speedups.tag_attrs``; tests/test_htmltext.py compares the two)
+#: _tag_attrs in C (``spamkit.common.speedups.tag_attrs``; tests/test_htmltext.py compares the two)
 _compiled_tag_attrs = (partial(speedups.tag_attrs, _URL_ATTRS, _unescape, MAX_ATTRIBUTES) if speedups is not None
                        else _tag_attrs)
 
@@ -140,7 +140,7 @@ _compiled_tag_attrs = (partial(speedups.tag_attrs, _URL_ATTRS, _unescape, MAX_AT
 def html_to_text(html: str) -> tuple[str, list[str], list[str]]:
     """Visible text, attribute URLs and tag names of an HTML document.
 
-    Runs the compiled scanner (``spamkit.speedups``, built with the package where a C
+    Runs the compiled scanner (``spamkit.common.speedups``, built with the package where a C
     compiler is present) or else the pure-Python one; the two give identical results
     (``tests/test_htmltext.py`` compares them on every HTML part of the shared corpora and on
     generated and hostile markup).

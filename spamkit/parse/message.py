@@ -41,11 +41,11 @@ import quopri
 import re
 from dataclasses import dataclass, field
 
-from ..compiled import speedups as _compiled
+from ..common.compiled import speedups as _compiled
 from .htmltext import html_to_text
 from .mime import Part, parse_part, split_multipart
 
-_speedups = _compiled()                # spamkit/speedups.c, or None
+_speedups = _compiled()                # spamkit/common/speedups.c, or None
 
 #: encoded payload bytes read from one MIME part; the rest is cut (``part-truncated``)
 MAX_PART_BYTES = 1 << 20

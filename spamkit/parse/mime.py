@@ -37,9 +37,9 @@ import functools
 import re
 from urllib.parse import unquote_to_bytes
 
-from ..compiled import speedups as _compiled
+from ..common.compiled import speedups as _compiled
 
-_speedups = _compiled()                # spamkit/speedups.c, or None: the Python definitions here
+_speedups = _compiled()                # spamkit/common/speedups.c, or None: the Python definitions here
 
 #: header fields kept per header block; the rest of the block is skipped (``header-truncated``)
 MAX_FIELDS = 2000

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 
-from ..compiled import chisquare as _compiled_chisquare
+from ..common.compiled import chisquare as _compiled_chisquare
 
 #: every model's log-odds are clipped to ±this (far beyond any decision; exp() stays finite)
 LOG_ODDS_LIMIT = 700.0

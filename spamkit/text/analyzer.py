@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from ..parse.message import Message, defect_families, parse_message
-from ..names import TOKENS
+from ..common.names import TOKENS
 from .stem import STEMMERS, CachedStemmer
 from .stopwords import english, load_stop_words
 from .tokenize import (NAMED_PATTERNS, WORD_PATTERN, WORD_PATTERN_MIN2_ASCII, WORD_PATTERN_MIN2_FAST, cjk_bigrams,
@@ -39,7 +39,7 @@ _URL_PIECES = re.compile(r"[\s/?#=&.:;,_+%~!@\-]+")
 def digit_shapes(text: str, out: list, cap: int = 20) -> None:
     """Appends ``shape:dN`` to ``out`` for each run of decimal digits of ``text``, N its length
     (at most ``cap``): how long the numbers of a message are, not what they are. In C
-    (``spamkit.speedups.digit_shapes``, tests/test_text.py compares) when it was built.
+    (``spamkit.common.speedups.digit_shapes``, tests/test_text.py compares) when it was built.
 
     >>> out = []; digit_shapes("call 0800 123456 now, ref 7", out); out
     ['shape:d4', 'shape:d6', 'shape:d1']
@@ -67,7 +67,7 @@ def digit_prefixes(text: str, out: list, cap: int = 20, shortest: int = 5) -> No
 def url_part_tokens(urls: list, out: list) -> None:
     """Appends ``url:part:P`` to ``out`` for each piece P of 2 to 30 characters of each URL, lower
     case, cut at white space and URL punctuation: the words of a link's path and query, which a
-    spammer changes less than its host. In C (``spamkit.speedups.url_parts``, tests/test_text.py
+    spammer changes less than its host. In C (``spamkit.common.speedups.url_parts``, tests/test_text.py
     compares) when it was built.
 
     >>> out = []; url_part_tokens(["http://X.example/Buy-Now?id=42&a=b"], out); out
@@ -84,7 +84,7 @@ def received_ip_tokens(values: list, out: list) -> None:
     """Appends, for each dotted quad of the ``Received:`` field values whose numbers are all at
     most 255, ``received:ip:A.B.C.D`` and its /24 and /16 prefixes ``received:ip:A.B.C`` and
     ``received:ip:A.B`` to ``out``: the relays a message passed through, and their networks.
-    In C (``spamkit.speedups.received_ips``, tests/test_text.py compares) when it was built.
+    In C (``spamkit.common.speedups.received_ips``, tests/test_text.py compares) when it was built.
 
     >>> out = []; received_ip_tokens(["from x ([192.0.2.7]) by mx; 1.2.3.4.5 and 300.1.1.1"], out); out
     ['received:ip:192.0.2.7', 'received:ip:192.0.2', 'received:ip:192.0']
@@ -253,7 +253,7 @@ class Analyzer:
         self._stem = CachedStemmer(self.stemmer, self.language)
 
     # The patterns are compiled when first used (re keeps them for the process): with the compiled
-    # word scanner (spamkit.speedups.words) the default words never need them, and compiling the
+    # word scanner (spamkit.common.speedups.words) the default words never need them, and compiling the
     # three took 3-6 ms of every one-shot pipe-mode run.
 
     @property

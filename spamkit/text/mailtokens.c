@@ -1,6 +1,6 @@
-/* spamkit.speedups, the mail analyzer's URL pieces, hosts, relay addresses, field words and digit shapes (spamkit.text).
+/* spamkit.common.speedups, the mail analyzer's URL pieces, hosts, relay addresses, field words and digit shapes (spamkit.text).
  *
- * One source of the extension spamkit.speedups (spamkit/speedups.c assembles it); what each
+ * One source of the extension spamkit.common.speedups (spamkit/common/speedups.c assembles it); what each
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 

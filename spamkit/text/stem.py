@@ -8,7 +8,7 @@ imported only when a stemmer is asked for.
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 
 STEMMERS = ("none", "porter", "snowball", "lancaster")
 SNOWBALL_LANGUAGES = ("arabic", "danish", "dutch", "english", "finnish", "french", "german",

@@ -2,7 +2,7 @@
 
 Never downloads anything (nltk's stop-word corpus is a separate download
 that many machines do not have). The English list is
-``spamkit/data/stopwords_english.txt``: function words, plus the fragments a
+``spamkit/text/stopwords_english.txt``: function words, plus the fragments a
 tokenizer leaves from contractions (``don``, ``t``, ``ll``).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ResourceMissingError
+from ..common.errors import ResourceMissingError
 
 
 def _parse(text: str) -> frozenset[str]:
@@ -30,7 +30,7 @@ def english() -> frozenset[str]:
     (True, False)
     """
     from importlib import resources     # (here: importing it costs pipe mode 4 ms it rarely needs)
-    text = resources.files("spamkit").joinpath("data/stopwords_english.txt").read_text(encoding="utf-8")
+    text = resources.files("spamkit.text").joinpath("stopwords_english.txt").read_text(encoding="utf-8")
     return _parse(text)
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 import sys
 
-from ..compiled import speedups as _compiled
+from ..common.compiled import speedups as _compiled
 
-speedups = _compiled()                   # spamkit/speedups.c, or None: the Python definitions
+speedups = _compiled()                   # spamkit/common/speedups.c, or None: the Python definitions
 
 #: A word: letters or digits, with inner apostrophes, hyphens and dots kept
 #: ("don't", "e-mail", "example.com", "3.50"), commas between digits ("5,000"), and an

@@ -1,6 +1,6 @@
-/* spamkit.speedups, the default word tokenizer (spamkit.text.tokenize).
+/* spamkit.common.speedups, the default word tokenizer (spamkit.text.tokenize).
  *
- * One source of the extension spamkit.speedups (spamkit/speedups.c assembles it); what each
+ * One source of the extension spamkit.common.speedups (spamkit/common/speedups.c assembles it); what each
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 

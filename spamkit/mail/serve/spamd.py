@@ -21,13 +21,13 @@
 ``TELL``
     learning (with ``--allow-tell``, as spamd): ``Message-class: spam|ham`` with ``Set: local``
     learns the message, with ``Remove: local`` forgets it, into the user's filter file under
-    :func:`spamkit.durable.filter_lock`; the servers' other processes reload the file.
+    :func:`spamkit.common.durable.filter_lock`; the servers' other processes reload the file.
 
 ``User:`` chooses a per-user filter, ``--user-models DIR/USER.spamkit``, when the file exists
 (and the default filter otherwise; a ``TELL`` for a user without a file starts one from the
 default filter). ``Compress: zlib`` bodies are inflated, within the size limit.
 
-Requests are read by :class:`spamkit.serve.server.ServeLoop` (one event loop for every connection,
+Requests are read by :class:`spamkit.mail.serve.server.ServeLoop` (one event loop for every connection,
 a deadline for the whole request, a size limit and a memory budget for all requests together,
 a maximum number of clients) through :class:`SpamdProtocol`, and answered by the workers
 (:func:`spamd_job` builds the whole answer). Errors are answered with spamd's codes
@@ -47,8 +47,8 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
-from ..mail.tags import add_spamassassin_fields, points, rule_names, spamassassin_fields, REQUIRED_POINTS
-from ..parse.message import header_end
+from ..tags import add_spamassassin_fields, points, rule_names, spamassassin_fields, REQUIRED_POINTS
+from ...parse.message import header_end
 from .pool import Reply, Work, log, worker_state
 from .server import CLOSE
 
@@ -160,7 +160,7 @@ _SITE_FILTER_USERS: set = set()
 def user_filter(user: str | None):
     """The filter of a ``User:``: ``USER.spamkit`` in the per-user folder when it exists (a
     filter of the user's own), else ``(MODEL, USER.taught)`` when the user taught messages over
-    the site filter (:mod:`spamkit.serve.taught`), else the site filter MODEL -- as spamd answers a
+    the site filter (:mod:`spamkit.mail.serve.taught`), else the site filter MODEL -- as spamd answers a
     user without preferences of their own with the site's. With a per-user folder, a user who
     has neither (a typing error in ``spamc -u``, a name no file can have) is logged, once per
     user, so that the answer is never silently another filter than the one meant."""
@@ -214,10 +214,10 @@ def tell_job(user: str | None, raw: bytes, label: str | None, learn: bool, forge
     their taught messages (``USER.taught``, :func:`_tell_taught`), and without ``User:`` (or
     ``--user-models``) the site filter learns it. Returns the answer's ``DidRemove``/``DidSet`` fields for what changed (nothing, for a
     message already learned so, or never learned: spamc then says "already un/learned")."""
-    from ..corpus.base import LabelledMessage
-    from ..durable import filter_lock
-    from ..jobs.learn import learn_messages
-    from ..parse.message import message_key
+    from ...corpus.base import LabelledMessage
+    from ...common.durable import filter_lock
+    from ...jobs.learn import learn_messages
+    from ...parse.message import message_key
     state = worker_state()
     target = state["model"]
     folder = state.get("user_models")
@@ -246,12 +246,12 @@ def tell_job(user: str | None, raw: bytes, label: str | None, learn: bool, forge
 
 
 def _tell_taught(path: str, raw: bytes, label: str | None, learn: bool, forget: bool, state: dict) -> dict:
-    """:func:`tell_job` for a user's taught messages (:mod:`spamkit.serve.taught`): the message added,
-    relabelled or removed, the newest :data:`~spamkit.serve.taught.MAX_MESSAGES` kept; a new file only
+    """:func:`tell_job` for a user's taught messages (:mod:`spamkit.mail.serve.taught`): the message added,
+    relabelled or removed, the newest :data:`~spamkit.mail.serve.taught.MAX_MESSAGES` kept; a new file only
     within the folder's quota."""
-    from ..durable import filter_lock
-    from ..errors import ModelFormatError
-    from ..parse.message import message_key
+    from ...common.durable import filter_lock
+    from ...common.errors import ModelFormatError
+    from ...parse.message import message_key
     from .taught import bounded, read_taught, write_taught
     key = message_key(raw)
     done: dict[str, str] = {}
@@ -343,7 +343,7 @@ def spamd_batch(items: list) -> list:
     answers: the messages of each filter file are scored together (:func:`score_jobs`), which
     a worker does in about three quarters of the time per message for batches of two to four
     20 KB messages; ``TELL`` and refused requests are answered one by one. The requests are not
-    changed (should this fail, :func:`spamkit.serve.pool.run_batch` answers each with
+    changed (should this fail, :func:`spamkit.mail.serve.pool.run_batch` answers each with
     :func:`spamd_job`)."""
     answers: list = [None] * len(items)
     groups: dict = {}                                  # filter file -> [(position, inflated body)]
@@ -423,7 +423,7 @@ def _fallback(kind: str, text: str) -> bytes:
 
 
 class SpamdProtocol:
-    """SpamAssassin's protocol, read as the bytes arrive (:class:`spamkit.serve.server.ServeLoop`):
+    """SpamAssassin's protocol, read as the bytes arrive (:class:`spamkit.mail.serve.server.ServeLoop`):
     the request line and header fields (at most :data:`MAX_HEAD_BYTES`), then ``Content-length``
     bytes of message (or up to the end of the stream), at most ``max_size`` — a bigger one is
     read to its end and answered ``EX_DATAERR``; the memory budget is taken for the declared

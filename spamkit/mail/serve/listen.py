@@ -3,7 +3,7 @@
 :func:`unix_listener` and :func:`tcp_listener` open the listening sockets ``spamkit serve`` takes
 (``--socket``, ``--spamd``, ``--spamd-socket``), a busy address named in the error;
 :class:`AllowList` is ``--allowed-ips`` (spamd's ``-A``: this host only by default), which
-:class:`spamkit.serve.server.ServeLoop` checks before reading a byte from a TCP client.
+:class:`spamkit.mail.serve.server.ServeLoop` checks before reading a byte from a TCP client.
 """
 
 from __future__ import annotations

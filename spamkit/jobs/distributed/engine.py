@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..jobs.engine import Engine
-from ..labels import HAM_NAME, SPAM_NAME
-from ..scoring.arrays import log_expit
+from ...common.errors import ConfigError
+from ..engine import Engine
+from ...common.labels import HAM_NAME, SPAM_NAME
+from ...scoring.arrays import log_expit
 from .cluster import Cluster, DEFAULT_PARTITION, RunReport
 from .counts import check_distributable, refuse_context
 from .crossval import cv_on_cluster

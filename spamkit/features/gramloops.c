@@ -5,7 +5,7 @@
    pairwise order differs in the last bits: the tests compare the two within 1e-12).
 
    A source of its own, next to the Python it speeds up, rather than one more area of
-   speedups.c: the extension is optional like that one (setup.py), and spamkit.compiled
+   speedups.c: the extension is optional like that one (setup.py), and spamkit.common.compiled
    returns None for it where it is not built or SPAMKIT_PURE_PYTHON=1 is set.
 
    Sources: G. V. Cormack, "University of Waterloo participation in the TREC 2007 spam track"
@@ -486,7 +486,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "spamkit.gramloops",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "spamkit.features.gramloops",
                                     "The byte 4-gram model's compiled loops.", -1, methods};
 
 PyMODINIT_FUNC PyInit_gramloops(void)

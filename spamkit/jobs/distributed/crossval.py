@@ -9,10 +9,10 @@ from collections import Counter
 
 import numpy as np
 
-from ..errors import CorpusError
+from ...common.errors import CorpusError
 
-from ..models import FisherNBStack
-from ..models.base import finite_log_odds
+from ...models import FisherNBStack
+from ...models.base import finite_log_odds
 from .cluster import DEFAULT_PARTITION, RunReport, default_pending, partitions, submit_all, wait_all
 from .counts import Part, Shared, build_from_stats, check_distributable, counting, part_stats, subset, tokenize_partition, tree_reduce
 from .fit import fit_combiner_on_cluster, global_counts
@@ -21,7 +21,7 @@ from .score import filter_from_bytes, send_filter
 
 def part_log_odds(part: Part, blob: Shared, digest: str, rows) -> np.ndarray:
     """log-odds of spam of some rows of a partition under a filter (sent as its file's bytes)."""
-    from ..labels import SPAM_NAME
+    from ...common.labels import SPAM_NAME
     f = filter_from_bytes(blob.value, digest)
     vec = f.vectorizer
     counts = global_counts(subset(part, rows), vec.vocabulary_ if vec.hashing is None else None, vec.n_features_)
@@ -58,16 +58,16 @@ def cv_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: RunRe
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..corpus import iter_corpora, require_classes
-    from ..decide.selection import stratified_folds
-    from ..features.vectorizer import Vectorizer as _Vectorizer
-    from ..labels import HAM_NAME, SPAM_NAME
+    from ...corpus import iter_corpora, require_classes
+    from ...decide.selection import stratified_folds
+    from ...features.vectorizer import Vectorizer as _Vectorizer
+    from ...common.labels import HAM_NAME, SPAM_NAME
     report = report if report is not None else RunReport()
 
     def cv(spam_filter, corpora, folds: int = 5, seed: int = 0, progress=None, return_folds: bool = False):
         from sklearn.base import clone
 
-        from ..filterfile.spamfilter import SpamFilter
+        from ...filterfile.spamfilter import SpamFilter
         check_distributable(spam_filter)
         started = time.perf_counter()
         labels: list = []

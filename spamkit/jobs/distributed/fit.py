@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..features.vectorizer import columns_per_row
-from ..models import FisherNBStack
+from ...features.vectorizer import columns_per_row
+from ...models import FisherNBStack
 from .cluster import DEFAULT_PARTITION, RunReport, default_pending, partitions, submit_all, wait_all
 from .counts import Part, Shared, build_from_stats, check_distributable, counting, part_stats, stats_size, subset, tokenize_partition, tree_reduce
 
@@ -159,7 +159,7 @@ def fit_combiner_on_cluster(spam_filter, client, tokenized: list, labels: list, 
     ``labels``: of the training rows in order; ``sizes``: training rows per partition;
     ``rows_per_part``: which rows of each partition train (None: all).
     """
-    from ..models.stack import fold_of_rows
+    from ...models.stack import fold_of_rows
     model = spam_filter.model
     classes = model.classes_
     codes = np.searchsorted(classes, np.asarray(labels))

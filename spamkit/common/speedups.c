@@ -1,4 +1,4 @@
-/* spamkit.speedups: spamkit's hot loops in C, one extension built from one source per area,
+/* spamkit.common.speedups: spamkit's hot loops in C, one extension built from one source per area,
  * each next to the Python it speeds up (setup.py lists them):
  *
  *   spamkit/parse/entities.c     html.unescape, the base64 alphabet count
@@ -13,7 +13,7 @@
  *   spamkit/models/loops.c       online logistic steps, Fisher's clue sums, naive Bayes' sums
  *   spamkit/models/context.c     the byte context models' tables
  *
- * This file holds what they share (spamkit/speedups.h declares it): the loop in parts on
+ * This file holds what they share (spamkit/common/speedups.h declares it): the loop in parts on
  * helper threads, the buffer checks, and the module that gathers every area's functions.
  * Each function is the translation of a Python definition that stays, is used where the
  * extension was not built (or with SPAMKIT_PURE_PYTHON=1), and is compared with it by the
@@ -29,7 +29,7 @@
  * when this process is the only one working. Their iterations are independent (a row, a range of
  * terms), so they are cut into parts that run at once: part 0 on the calling thread, the others
  * on helper threads made for the call and joined before it returns (no thread outlives it, so a
- * later fork is safe: spamkit.processes). A part touches plain memory only, never a Python
+ * later fork is safe: spamkit.common.processes). A part touches plain memory only, never a Python
  * object or the C API; the caller holds whatever keeps that memory alive. Each part computes
  * exactly what the single loop computes for its iterations, so the results are the same bits
  * whatever the number of parts. The number of parts is the CPUs this process may run on
@@ -266,7 +266,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "spamkit.speedups",
+    PyModuleDef_HEAD_INIT, "spamkit.common.speedups",
     "Compiled inner loops of spamkit (optional: pure-Python equivalents are used without them).",
     -1, methods
 };

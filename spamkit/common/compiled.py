@@ -1,8 +1,8 @@
 """The compiled inner loops, or None: what the hot paths ask for.
 
-``pip install`` builds ``spamkit.speedups`` (``spamkit/speedups.c`` and one source per area: setup.py's
-``SPEEDUPS``), ``spamkit.gramloops``
-(``spamkit/gramloops.c``, the byte 4-gram model's loops) and ``spamkit.scoring.chisquare``
+``pip install`` builds ``spamkit.common.speedups`` (``spamkit/common/speedups.c`` and one source per area: setup.py's
+``SPEEDUPS``), ``spamkit.features.gramloops``
+(``spamkit/features/gramloops.c``, the byte 4-gram model's loops) and ``spamkit.scoring.chisquare``
 (``spamkit/scoring/chisquare.c``, the chi-square tails of the scoring core) where a C compiler is present; without
 it, or with ``SPAMKIT_PURE_PYTHON=1`` in the environment (to measure or rule out the
 extensions), every caller runs its pure-Python definition instead, with the same results.
@@ -24,8 +24,8 @@ def _extension(name: str):
 
 
 def speedups():
-    """The ``spamkit.speedups`` module, or None."""
-    return _extension("speedups")
+    """The ``spamkit.common.speedups`` module, or None."""
+    return _extension("common.speedups")
 
 
 def chisquare():
@@ -34,5 +34,5 @@ def chisquare():
 
 
 def gramloops():
-    """The ``spamkit.gramloops`` module (the byte 4-gram model's loops), or None."""
-    return _extension("gramloops")
+    """The ``spamkit.features.gramloops`` module (the byte 4-gram model's loops), or None."""
+    return _extension("features.gramloops")

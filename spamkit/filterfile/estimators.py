@@ -11,7 +11,7 @@ scikit-learn's checks warn about and which gives its HTML display in notebooks, 
 version-stamped pickles and its metadata routing. Importing this module imports scikit-learn;
 the commands never do. The same arithmetic, the same parameters, the same results::
 
-    >>> from spamkit.estimators import MultinomialNB
+    >>> from spamkit.filterfile.estimators import MultinomialNB
     >>> from sklearn.base import BaseEstimator, clone
     >>> isinstance(MultinomialNB(alpha=0.5), BaseEstimator), clone(MultinomialNB(alpha=0.5)).alpha
     (True, 0.5)
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from sklearn.base import BaseEstimator
 
-from . import models
-from .filterfile import config
+from .. import models
+from . import config
 
 __all__ = ["BernoulliNB", "CategoricalNB", "ComplementNB", "FilterClassifier", "FisherNBStack", "GaussianNB",
            "KNNClassifier", "KNNRegressor", "MultinomialNB", "OnlineLogistic", "RobinsonFisher"]

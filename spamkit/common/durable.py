@@ -263,7 +263,7 @@ def filter_lock(path, wait: float = 60.0):
     and written back (``spamkit learn``, a spamd ``TELL``), so that two learners never lose each
     other's messages. Locking the folder, not a lock file, leaves nothing behind; the filter
     file itself cannot carry the lock, since saving replaces it. Waits up to ``wait`` seconds,
-    then raises :class:`~spamkit.errors.ConfigError` naming the file."""
+    then raises :class:`~spamkit.common.errors.ConfigError` naming the file."""
     folder = os.path.dirname(os.path.abspath(path)) or "."
     fd = os.open(folder, os.O_RDONLY)
 

@@ -1,4 +1,4 @@
-/* spamkit/speedups.h: what the sources of the spamkit.speedups extension share (spamkit/speedups.c
+/* spamkit/common/speedups.h: what the sources of the spamkit.common.speedups extension share (spamkit/common/speedups.c
  * defines it; each area's source includes this file). */
 #ifndef SPAMKIT_SPEEDUPS_H
 #define SPAMKIT_SPEEDUPS_H

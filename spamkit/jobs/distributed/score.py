@@ -12,8 +12,8 @@ from collections import Counter
 
 import numpy as np
 
-from ..errors import ConfigError, CorpusError
-from ..parse.message import parse_message
+from ...common.errors import ConfigError, CorpusError
+from ...parse.message import parse_message
 from .cluster import DEFAULT_PARTITION, RunReport, default_pending, partitions, submit_all, wait_all
 from .counts import Shared, read_partition
 
@@ -23,7 +23,7 @@ _FILTERS: dict = {}
 
 
 def filter_from_bytes(blob: bytes, digest: str):
-    from ..filterfile.spamfilter import SpamFilter
+    from ...filterfile.spamfilter import SpamFilter
     f = _FILTERS.get(digest)
     if f is None:
         fd, path = tempfile.mkstemp(suffix=".spamkit")
@@ -86,7 +86,7 @@ def score_on_cluster(client, partition_size: int = DEFAULT_PARTITION, report: Ru
     report = report if report is not None else RunReport()
 
     def score(spam_filter, corpora, progress=None):
-        from ..corpus import Unread, iter_corpora
+        from ...corpus import Unread, iter_corpora
         started = time.perf_counter()
         blob_future, digest = send_filter(client, spam_filter)
         labels, ids, refs = [], [], []

@@ -1,13 +1,13 @@
 """The resident filter process (``spamkit serve``) and spamkit's own wire protocol.
 
 ``spamkit serve MODEL --socket PATH`` loads the filter once and answers on a Unix-domain
-socket; ``spamkit-pipe --socket PATH`` (:mod:`spamkit.serve.client`, standard library only) sends
+socket; ``spamkit-pipe --socket PATH`` (:mod:`spamkit.mail.serve.client`, standard library only) sends
 one message and writes the tagged message to standard output, with the exit status of
 ``spamkit filter MODEL -``. The machinery here — loaded filters that reload when their file
-changes (:class:`~spamkit.serve.pool.FilterCache`), worker processes
-(:class:`~spamkit.serve.pool.Workers`), the event loop that
+changes (:class:`~spamkit.mail.serve.pool.FilterCache`), worker processes
+(:class:`~spamkit.mail.serve.pool.Workers`), the event loop that
 reads the connections and keeps the limits on clients, bytes and time (:class:`ServeLoop`) —
-is shared with SpamAssassin's protocol (:mod:`spamkit.serve.spamd`, ``spamkit serve --spamd``).
+is shared with SpamAssassin's protocol (:mod:`spamkit.mail.serve.spamd`, ``spamkit serve --spamd``).
 
 Protocol (all lengths 8-byte big-endian unsigned):
 
@@ -21,12 +21,12 @@ Built to hold under abuse (issue "Hostile inputs"):
 
 * **Concurrency.** One event loop in the main process (:class:`ServeLoop`) reads every
   connection as its bytes arrive, so a client that connects and sends nothing, or sends
-  slowly, costs a few hundred bytes and no thread; the listen backlog (:data:`spamkit.serve.listen.BACKLOG`)
+  slowly, costs a few hundred bytes and no thread; the listen backlog (:data:`spamkit.mail.serve.listen.BACKLOG`)
   absorbs bursts. Classification is CPU-bound Python, so it runs in ``workers`` processes
   forked after the filter is loaded (they share its arrays copy-on-write), which uses every
   core; ``workers=0`` classifies in the loop itself. A worker takes one request, or, when
   more are waiting than workers are idle, several at once, scored together for less work
-  each (:data:`~spamkit.serve.pool.MAX_BATCH`, :class:`~spamkit.serve.pool.Work`; the same answers as one by one).
+  each (:data:`~spamkit.mail.serve.pool.MAX_BATCH`, :class:`~spamkit.mail.serve.pool.Work`; the same answers as one by one).
 * **Timeouts.** A request must arrive in full within ``timeout`` seconds of the
   connection (a slow-loris client is cut off and costs nothing meanwhile); a
   classification that has not ended ``timeout`` seconds after the request's last byte
@@ -50,7 +50,7 @@ Built to hold under abuse (issue "Hostile inputs"):
   address may hold at most a quarter of the slots (``max_per_host``): a host that keeps its
   connections busy cannot take the others' turn.
 * **Who may connect.** A TCP listener answers only clients whose address is in its
-  :class:`~spamkit.serve.listen.AllowList` (``--allowed-ips``; by default the loopback networks, as spamd's
+  :class:`~spamkit.mail.serve.listen.AllowList` (``--allowed-ips``; by default the loopback networks, as spamd's
   ``--allowed-ips`` defaults to 127.0.0.1 and ::1); any other connection is closed at once,
   unread, and logged (at most once a minute per address). spamc then passes the message on
   unchanged. Unix sockets are guarded by their file mode instead.
@@ -68,8 +68,8 @@ import selectors
 import time
 
 from .client import LENGTH as _LENGTH
-from ..mail import tag
-from ..passthrough import EXIT_ERROR, EXIT_REFUSED, VERDICT_STATUS
+from .. import tag
+from ...common.passthrough import EXIT_ERROR, EXIT_REFUSED, VERDICT_STATUS
 from .listen import AllowList
 from .pool import (MAX_BATCH, MAX_BATCH_BYTES, Budget, Reply, Work, Workers, log, run_batch, run_inline,
                    worker_state)
@@ -475,8 +475,8 @@ class ServeLoop:
     def _batch_mates(self, batch, first_size: int) -> list:
         """The queued connections to hand out with one of ``batch`` (of ``first_size`` bytes) just
         taken off the queue: as many as make the waiting requests' share of one idle worker (none
-        when every waiting request has an idle worker of its own), up to :data:`~spamkit.serve.pool.MAX_BATCH` in all
-        and :data:`~spamkit.serve.pool.MAX_BATCH_BYTES` of requests (the bytes each was read with), each of the same
+        when every waiting request has an idle worker of its own), up to :data:`~spamkit.mail.serve.pool.MAX_BATCH` in all
+        and :data:`~spamkit.mail.serve.pool.MAX_BATCH_BYTES` of requests (the bytes each was read with), each of the same
         ``batch`` and next in the queue."""
         waiting = sum(1 for c in self.queued if c.state == "queued")
         share = min(MAX_BATCH, -(-(waiting + 1) // len(self.workers.idle)))
@@ -606,7 +606,7 @@ def answer_batch(items: list) -> list:
 
 class SpamkitProtocol:
     """spamkit's own protocol (the module docstring), for ``spamkit-pipe``, on the filter file
-    ``model`` (reloaded when it changes: the workers' :class:`~spamkit.serve.pool.FilterCache`)."""
+    ``model`` (reloaded when it changes: the workers' :class:`~spamkit.mail.serve.pool.FilterCache`)."""
 
     def __init__(self, model: str, max_size: int):
         self.model, self.max_size = str(model), max_size

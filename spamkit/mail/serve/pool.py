@@ -1,12 +1,12 @@
 """The resident filter's loaded filters and worker processes, shared by spamkit's own protocol
-(:mod:`spamkit.serve.server`) and SpamAssassin's (:mod:`spamkit.serve.spamd`).
+(:mod:`spamkit.mail.serve.server`) and SpamAssassin's (:mod:`spamkit.mail.serve.spamd`).
 
 :class:`FilterCache` keeps filter files loaded (at most :data:`MAX_FILTERS`, the least recently
 used dropped, a changed file reloaded at its next use); :class:`Workers` forks the processes that
 classify, after the filter is loaded so that they share its arrays copy-on-write, and hands them
 jobs (module-level functions) one at a time or in batches (:func:`run_batch`); :class:`Budget`,
 :class:`Reply` and :class:`Work` are what a protocol gives the event loop
-(:class:`spamkit.serve.server.ServeLoop`) for each request.
+(:class:`spamkit.mail.serve.server.ServeLoop`) for each request.
 """
 
 from __future__ import annotations

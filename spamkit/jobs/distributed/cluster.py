@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ...common.errors import ConfigError
 
 
 
@@ -89,8 +89,8 @@ def partitions(items, size: int, report: RunReport, progress=None, on_message=No
     as file names, others as bytes; a partition never mixes trees. ``on_message(msg)`` sees
     every message (the driver keeps labels and names there).
     """
-    from ..corpus import LabelledMessage, Unread
-    from ..corpus.tree import tree_address
+    from ...corpus import LabelledMessage, Unread
+    from ...corpus.tree import tree_address
     batch: list = []
     where = None                      # None: bytes; else the tree address of the files in the batch
     addresses: dict = {}              # id(tree) -> (tree, address): resolved once per tree

@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
+from ...common.errors import ConfigError
 
 
 def _shard_search(rows: sp.csr_matrix, dense_cols: np.ndarray, params: dict, Q: sp.csr_matrix, k: int, offset: int,
                   scale=None):
     """Top k of one shard of stored (already prepared) rows, as global indices."""
-    from ..models.knn import KNNClassifier
-    from ..models.neighbours import CosineIndex
+    from ...models.knn import KNNClassifier
+    from ...models.neighbours import CosineIndex
     knn = KNNClassifier(**params, n_jobs=1)
     knn.check_search_params()
     knn.scale_ = scale
@@ -33,7 +33,7 @@ def sharded_kneighbors(client, knn, X, n_shards: int, k: int | None = None):
 
     Returns ``(indices, measure)`` like :meth:`~spamkit.models.KNNClassifier.kneighbors`.
     """
-    from ..models.neighbours import NeighbourSearch
+    from ...models.neighbours import NeighbourSearch
     k = int(knn.k if k is None else k)
     n = knn.rows_.shape[0]
     if k > n:

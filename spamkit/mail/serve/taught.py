@@ -11,7 +11,7 @@ retrained site filter keeps what each user taught, since the messages themselves
 
 The file: a line ``spamkit-taught 1``, then for each message a line ``LABEL SIZE`` and the
 message's ``SIZE`` bytes and a line feed. Read as hostile data: a damaged file is refused
-with the reason (:class:`~spamkit.errors.ModelFormatError`), never half read.
+with the reason (:class:`~spamkit.common.errors.ModelFormatError`), never half read.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import os
 import re
 from pathlib import Path
 
-from ..durable import fsync_dir, unlink_quietly, write_durable
-from ..errors import ModelFormatError
+from ...common.durable import fsync_dir, unlink_quietly, write_durable
+from ...common.errors import ModelFormatError
 
 MAGIC = b"spamkit-taught 1\n"
 #: messages one user may teach (the oldest go first past it)

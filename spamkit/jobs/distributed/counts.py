@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError, CorpusError
-from ..features.counting import count_matrix
-from ..features.vectorizer import Vectorizer, information_gain
-from ..parse.message import parse_message
-from ..models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
-from ..text import Analyzer
+from ...common.errors import ConfigError, CorpusError
+from ...features.counting import count_matrix
+from ...features.vectorizer import Vectorizer, information_gain
+from ...parse.message import parse_message
+from ...models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
+from ...text import Analyzer
 
 
 
@@ -56,7 +56,7 @@ _TREES: dict = {}
 
 
 def _tree(address):
-    from ..corpus.tree import reopen_tree
+    from ...corpus.tree import reopen_tree
     tree = _TREES.get(address)
     if tree is None:
         tree = _TREES[address] = reopen_tree(address)
@@ -226,7 +226,7 @@ def check_distributable(spam_filter) -> None:
     if not isinstance(model, (MultinomialNB, BernoulliNB, RobinsonFisher, FisherNBStack)):
         raise ConfigError(f"--engine dask trains fisher-nb, fisher, multinomial and bernoulli filters; "
                           f"{type(model).__name__} stores its training rows (knn): train it with the default "
-                          "engine, then search it with spamkit.distributed.sharded_kneighbors")
+                          "engine, then search it with spamkit.jobs.distributed.sharded_kneighbors")
     stepped = [what for what, used in (("logistic-regression component (--rate 0 leaves it out)",
                                         isinstance(model, FisherNBStack) and model.logistic),
                                        ("byte 4-gram model (--no-byte-grams)", getattr(spam_filter, "grams", None)
@@ -256,7 +256,7 @@ def _model_counts(spam_filter, stats: Stats) -> np.ndarray:
 
 def build_from_stats(spam_filter, stats: Stats):
     """Fit ``spam_filter`` from merged statistics: the same arrays as ``spam_filter.fit``."""
-    from ..corpus import require_classes
+    from ...corpus import require_classes
     check_distributable(spam_filter)
     require_classes(Counter(dict(zip(stats.labels, stats.docs.tolist()))), "training data")
     vec = spam_filter.vectorizer
