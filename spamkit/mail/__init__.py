@@ -61,8 +61,8 @@ import os  # noqa: F401  (tests replace os.replace here to simulate a failing di
 _HOME = {
     "SPAMKIT_FIELDS": "..parse.message", "split_tags": "..parse.message",
     # exit status of pipe mode (``spamkit filter MODEL -``), as bogofilter's: 0 spam, 1 ham, 2 unsure, 3 error
-    "EXIT_ERROR": "..passthrough", "EXIT_HAM": "..passthrough", "EXIT_SPAM": "..passthrough",
-    "EXIT_UNSURE": "..passthrough",
+    "EXIT_ERROR": "..common.passthrough", "EXIT_HAM": "..common.passthrough", "EXIT_SPAM": "..common.passthrough",
+    "EXIT_UNSURE": "..common.passthrough",
     "FilterError": ".failures",
     "ensure_destination": ".mailboxes", "mailbox_kind": ".mailboxes",
     "MboxChunk": ".mbox", "commit_mbox": ".mbox", "iter_mbox_chunks": ".mbox", "journal_path": ".mbox",
