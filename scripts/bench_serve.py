@@ -30,7 +30,7 @@ from pathlib import Path
 
 from spamkit.mail.serve.client import ask
 from spamkit.corpus import Corpus
-from spamkit.parse.message import split_tags
+from spamkit.parse.markup import split_tags
 from spamkit import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

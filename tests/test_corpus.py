@@ -797,13 +797,13 @@ def test_a_read_that_keeps_the_gil_is_os_pread(tmp_path):
 
 
 def test_message_header_end_equals_the_regular_expression():
-    # spamkit.parse.message.header_end (tagging, learning, split_tags) finds the empty line with two
+    # spamkit.parse.markup.header_end (tagging, learning, split_tags) finds the empty line with two
     # bytes.find calls; the definition is the regular expression it replaced: an empty line at the
     # very start, or a line end followed by an empty line (LF or CRLF), whichever comes first
     import re
     from hypothesis import given, settings
     from hypothesis import strategies as st
-    from spamkit.parse.message import header_end
+    from spamkit.parse.markup import header_end
     pattern = re.compile(rb"(?:\A|(\n))\r?\n")
 
     @settings(max_examples=3000, deadline=None)

@@ -28,7 +28,7 @@ from spamkit.decide.decision import CostMatrix
 from spamkit.common.errors import ModelFormatError
 from spamkit.mail.lean import lean_filter
 from spamkit.filterfile.manifest import term_hash
-from spamkit.parse.message import split_tags
+from spamkit.parse.markup import split_tags
 from spamkit.common.passthrough import EXIT_ERROR, VERDICT_STATUSES
 from spamkit.filterfile.spamfilter import SpamFilter
 

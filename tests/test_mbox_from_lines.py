@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from spamkit.cli import cli
 from spamkit.corpus import Corpus
 from spamkit.corpus.mboxsplit import is_envelope, split_mbox
-from spamkit.parse.message import split_tags
+from spamkit.parse.markup import split_tags
 
 from conftest import SAMPLE
 

@@ -10,8 +10,8 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spamkit.parse.message import (MAX_DEPTH, Message, decode_bytes, decode_header_value, detect_kind,
-                             parse_message)
+from spamkit.parse.message import MAX_DEPTH, Message, detect_kind, parse_message
+from spamkit.parse.decoding import decode_bytes, decode_header_value
 
 from conftest import SAMPLE
 
@@ -229,7 +229,7 @@ def test_mutated_real_messages_never_raise(raw):
 def test_lenient_base64_skips_exactly_the_bytes_outside_the_alphabet(text):
     """RFC 2045 §6.8: a decoder ignores characters outside base64's alphabet. The decoder drops
     them with bytes.translate; its definition is the regular expression below."""
-    from spamkit.parse.message import _lenient_b64
+    from spamkit.parse.decoding import _lenient_b64
     clean = re.sub(rb"[^A-Za-z0-9+/]", b"", text)
     defects = []
     expected = clean[:-1] if len(clean) % 4 == 1 else clean
@@ -244,7 +244,7 @@ def test_ascii_supersets_read_ascii_bytes_as_ascii():
     JIS X 0208 (RFC 1468): it is not a superset, and decodes as itself."""
     import codecs
 
-    from spamkit.parse.message import _ASCII_SUPERSETS
+    from spamkit.parse.decoding import _ASCII_SUPERSETS
     rng = random.Random(5)
     samples = [bytes(range(128)), b"\x1b$B$3$s\x1b(B", b"+AGE-", b"~{<:~}"] + \
               [bytes(rng.randrange(128) for _ in range(rng.randrange(1, 60))) for _ in range(300)]

@@ -187,7 +187,7 @@ def test_generated_messages_give_back_their_text(tree, subject, crlf):
 def test_euc_kr_composed_syllables():
     """A syllable outside KS X 1001 is written in EUC-KR as the filler 0xA4D4 and three jamo
     (KS X 1001 annex 3); CP949 (what 'euc-kr' labels usually mean in mail) has its own code."""
-    from spamkit.parse.message import decode_bytes
+    from spamkit.parse.decoding import decode_bytes
     for codec in ("euc_kr", "cp949"):
         defects = []
         assert decode_bytes("췺 한국어".encode(codec), "euc-kr", defects) == "췺 한국어" and not defects
@@ -355,7 +355,8 @@ def _segment_names(value: str, max_params: int) -> list:
 def test_compiled_top_headers_are_their_definition(fields):
     """speedups.header_pairs gives what the Python comprehension (name.strip().lower(),
     decode_header_value) gives, defects included and in the same order."""
-    from spamkit.parse.message import _speedups, decode_header_value
+    from spamkit.parse.message import _speedups
+    from spamkit.parse.decoding import decode_header_value
     if _speedups is None:
         return
     defects_py, defects_c = [], []
@@ -369,7 +370,7 @@ def test_compiled_top_headers_are_their_definition(fields):
                                                           b"Q", b"QU", b"QUJ", b"\xff", b"-"]), max_size=20).map(b"".join),
        st.sampled_from(["base64", " BASE64 ", "quoted-printable", "7bit", None]), st.integers(1, 50))
 def test_attachment_size_without_decoding_is_the_decoded_length(body, encoding, max_part_bytes):
-    from spamkit.parse.message import payload_bytes, payload_size
+    from spamkit.parse.decoding import payload_bytes, payload_size
     head = b"Content-Type: application/octet-stream\n" + (b"Content-Transfer-Encoding: %s\n" % encoding.encode()
                                                          if encoding else b"") + b"\n"
     raw = head + body
@@ -382,7 +383,8 @@ def test_attachment_size_without_decoding_is_the_decoded_length(body, encoding, 
 def test_compiled_base64_count_is_the_translate_definition(data, start, stop):
     """speedups.base64_chars(data, start, stop) counts what len(data[start:stop].translate(None,
     _NOT_BASE64)) keeps, slice bounds clipped as Python clips them."""
-    from spamkit.parse.message import _NOT_BASE64, _speedups
+    from spamkit.parse.message import _speedups
+    from spamkit.parse.decoding import _NOT_BASE64
     if _speedups is None:
         return
     assert _speedups.base64_chars(data, start, stop) == len(data[start:stop].translate(None, _NOT_BASE64))

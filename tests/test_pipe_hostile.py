@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
-from spamkit.parse.message import split_tags
+from spamkit.parse.markup import split_tags
 from spamkit.common.passthrough import EXIT_ERROR, VERDICT_STATUSES
 
 from conftest import SAMPLE, start_server, stop_server

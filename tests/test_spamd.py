@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from spamkit.cli import cli
-from spamkit.parse.message import strip_markup
+from spamkit.parse.markup import strip_markup
 from spamkit.filterfile.spamfilter import SpamFilter
 
 from conftest import REPO, SAMPLE, installed

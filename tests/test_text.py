@@ -541,7 +541,8 @@ def test_field_name_tokens_are_one_str_per_name_and_the_memo_is_bounded(monkeypa
 def test_compiled_field_names_are_shared_objects_with_their_definition():
     """speedups.header_pairs hands back one str per lower-case field name met lately (a cache),
     and names longer than the cache holds fresh: equal to name.strip().lower() either way."""
-    from spamkit.parse.message import _speedups, decode_header_value
+    from spamkit.parse.message import _speedups
+    from spamkit.parse.decoding import decode_header_value
     if _speedups is None:
         pytest.skip("spamkit.common.speedups was not built")
     long_name = "X-" + "Long" * 20

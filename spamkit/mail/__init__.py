@@ -16,7 +16,7 @@ Tags
     (:mod:`~spamkit.mail.tags`). Everything after them is the original message, byte
     for byte (headers, body, line endings, even a message with no header section at all),
     except another filter's fields of those names, renamed ``X-Spam-Prev-...``;
-    :func:`~spamkit.parse.message.split_tags` undoes both. Re-tagging removes the old spamkit
+    :func:`~spamkit.parse.markup.split_tags` undoes both. Re-tagging removes the old spamkit
     fields at the top first; an mbox envelope line stays first. A message whose ``X-Spamkit-Model`` names the same filter
     file (its SHA-256) is not scored again unless forced: its recorded verdict is used.
 
@@ -59,7 +59,7 @@ import os  # noqa: F401  (tests replace os.replace here to simulate a failing di
 #: which needs only the tags, does not import the mailbox machinery (and the corpus readers) it
 #: never uses: about 20 ms of each delivery's start
 _HOME = {
-    "SPAMKIT_FIELDS": "..parse.message", "split_tags": "..parse.message",
+    "SPAMKIT_FIELDS": "..parse.markup", "split_tags": "..parse.markup",
     # exit status of pipe mode (``spamkit filter MODEL -``), as bogofilter's: 0 spam, 1 ham, 2 unsure, 3 error
     "EXIT_ERROR": "..common.passthrough", "EXIT_HAM": "..common.passthrough", "EXIT_SPAM": "..common.passthrough",
     "EXIT_UNSURE": "..common.passthrough",

@@ -7,7 +7,7 @@ third answer), ``X-Spam-Flag: YES`` for spam, ``X-Spam-Level: *******``, then
 ``X-Spam-Probability``, ``X-Spamkit-Version`` and ``X-Spamkit-Model``. They go above the
 message (below an mbox ``From`` line); fields of those names further down — another filter's
 verdict — are renamed ``X-Spam-Prev-Status`` etc., never doubled. Taking the tags off again
-(to find a message's key whatever its tags) is :func:`spamkit.parse.message.split_tags`, one stage
+(to find a message's key whatever its tags) is :func:`spamkit.parse.markup.split_tags`, one stage
 earlier, since learning needs it too; it renames those fields back.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..common.errors import ConfigError
-from ..parse.message import PREVIOUS, SPAMD_FIELDS, envelope_end, header_end, split_tags, strip_markup
+from ..parse.markup import PREVIOUS, SPAMD_FIELDS, envelope_end, header_end, split_tags, strip_markup
 
 VERDICTS = ("spam", "ham", "unsure")
 STATUS_WORD = {"spam": "Yes", "ham": "No", "unsure": "Unsure"}
@@ -143,7 +143,7 @@ def rule_names(verdict: str, p_spam: float) -> list[str]:
 def spamassassin_fields(verdict: str, p_spam: float, threshold: float, model_id: str,
                         host: str = "localhost") -> list[tuple[str, str]]:
     """The header fields SpamAssassin writes, for a spamkit verdict (``X-Spam-Checker-Version``
-    first: :data:`spamkit.parse.message.SPAMD_MARK` finds the block again)."""
+    first: :data:`spamkit.parse.markup.SPAMD_MARK` finds the block again)."""
     score = points(verdict, p_spam, threshold)
     spam = verdict == "spam"
     fields = [("X-Spam-Checker-Version", f"spamkit {__version__} on {host}")]
@@ -160,7 +160,7 @@ def spamassassin_fields(verdict: str, p_spam: float, threshold: float, model_id:
 
 def add_spamassassin_fields(raw: bytes, fields: list[tuple[str, str]]) -> bytes:
     """``raw`` with ``fields`` appended to its header block, as SpamAssassin does: spamkit's
-    earlier marks removed first (:func:`~spamkit.parse.message.strip_markup`, so processing twice
+    earlier marks removed first (:func:`~spamkit.parse.markup.strip_markup`, so processing twice
     equals processing once), fields of the same names from elsewhere kept under
     ``X-Spam-Prev-...`` (never doubled, never trusted), an mbox ``From`` line left first.
 

@@ -225,7 +225,7 @@ static PyObject *html_unescape(PyObject *self, PyObject *text)
 
 /* base64_chars(data, start, stop) -> int: how many bytes of data[start:stop] (slice bounds as
    Python clips them) are in base64's alphabet, A-Z a-z 0-9 + / -- what
-   len(data[start:stop].translate(None, <every other byte>)) counts (spamkit.message.payload_size,
+   len(data[start:stop].translate(None, <every other byte>)) counts (spamkit.parse.decoding.payload_size,
    the size of a base64 attachment), without copying the slice twice. */
 /* the count of base64_chars: written so that GCC turns it into vector instructions (at -O3,
    asked for this function alone), 16-32 bytes a step: attachments are most of a message's bytes */

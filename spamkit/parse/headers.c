@@ -6,7 +6,7 @@
 
 /* header_pairs(fields, decode, defects) -> list: [(name.strip().lower(), value)] for the
    (name, value) str pairs of fields, what spamkit.message.parse_message keeps of the top header
-   block: value is decode(value, defects) -- spamkit.message.decode_header_value, the
+   block: value is decode(value, defects) -- spamkit.parse.decoding.decode_header_value, the
    definition -- called in order for every value that is not ASCII or holds "=?"; the others,
    which it would return as " ".join(value.split()), are made here (str.split() on ASCII: runs of
    \t \n \v \f \r \x1c-\x1f and space). A name that is not ASCII goes through str.strip().lower(). */

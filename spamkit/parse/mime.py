@@ -66,7 +66,7 @@ class Part:
     ``headers`` holds ``(name, value)`` as written: the name without its colon, the
     value with continuation lines joined by a space, both ``str`` decoded from
     ASCII with ``surrogateescape`` (8-bit bytes survive as surrogates, which
-    :func:`spamkit.parse.message.decode_header_value` detects).
+    :func:`spamkit.parse.decoding.decode_header_value` detects).
     """
 
     __slots__ = ("headers", "start", "end", "defects", "default_type", "_ctype", "_params", "_first")

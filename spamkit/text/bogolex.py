@@ -42,7 +42,7 @@ import codecs
 import quopri
 import re
 
-from ..parse.message import payload_bytes
+from ..parse.decoding import payload_bytes
 from ..parse.mime import parse_part, split_multipart
 
 TYPE_CHECKING = False                  # typing's names for the checker only (no import at run time)

@@ -48,7 +48,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..tags import add_spamassassin_fields, points, rule_names, spamassassin_fields, REQUIRED_POINTS
-from ...parse.message import header_end
+from ...parse.markup import header_end
 from .pool import Reply, Work, log, worker_state
 from .server import CLOSE
 
