@@ -39,7 +39,7 @@ def test_a_chunk_travels_as_one_string_and_comes_back_the_same(monkeypatch):
     for token_lists in cases:
         it = iter(token_lists)
         monkeypatch.setattr(engines, "_ANALYZER", lambda msg, it=it: next(it))
-        monkeypatch.setattr("spamkit.filterfile.spamfilter.parse_item", lambda item: type("M", (), {"defects": ()})())
+        monkeypatch.setattr("spamkit.filterfile.sides.parse_item", lambda item: type("M", (), {"defects": ()})())
         sent = engines._tokenize_chunk([None] * len(token_lists))
         assert (sent[0] is None) == any("\x00" in t for tokens in token_lists for t in tokens)
         assert engines._unpack_chunk(sent) == [(tokens, ()) for tokens in token_lists]

@@ -84,7 +84,8 @@ MODULE_RULES = {
     "jobs/engine.py": {"parse.message", "jobs.folds", "jobs.rows"},
     # the engines implement the interface and call no job back
     "jobs/engines.py": {"common.compiled", "common.errors", "common.processes", "corpus.*", "features.*",
-                        "filterfile.spamfilter", "jobs.engine", "parse.message"},
+                        "filterfile.sides", "filterfile.spamfilter", "filterfile.verdicts", "jobs.engine",
+                        "parse.message"},
 }
 
 

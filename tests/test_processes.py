@@ -20,7 +20,7 @@ from spamkit.common.errors import WorkerError
 from spamkit.mail.ahead import JudgeAhead
 from spamkit import BEST, build_filter
 from spamkit.common.processes import forks, start_context
-from spamkit.filterfile.spamfilter import parse_item
+from spamkit.filterfile.sides import parse_item
 
 from conftest import SAMPLE
 

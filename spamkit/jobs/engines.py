@@ -112,7 +112,7 @@ def _tokens_of(items, grams: tuple | None = None) -> tuple:
         if isinstance(item, tuple):
             msg = parse_message(*item)
         else:
-            from ..filterfile.spamfilter import parse_item              # NumPy's module: its workers have it
+            from ..filterfile.sides import parse_item  # NumPy's module: its workers have it
             msg = parse_item(item)
         token_lists.append(_ANALYZER(msg))
         families.append(defect_families(msg) if msg.defects else ())
@@ -186,7 +186,7 @@ def _rows_chunk(items) -> tuple:
     families; with a byte 4-gram model (:func:`_start_worker`), each message's log-odds under it.
     The driver then stacks arrays instead of unpickling and looking up every token, and reads
     no message's bytes for the 4-grams."""
-    from ..filterfile.spamfilter import distinct_tokens
+    from ..filterfile.verdicts import distinct_tokens
     if _GRAMS is None:
         token_lists, families = _tokens_of(items)
         X = _VECTORIZER.transform(token_lists)

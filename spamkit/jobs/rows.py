@@ -11,7 +11,8 @@ from ..corpus.tree import Unread
 from ..common.errors import CorpusError
 from ..common.labels import HAM_NAME, SPAM_NAME
 from ..parse.message import parse_message
-from ..filterfile.spamfilter import SpamFilter, distinct_tokens
+from ..filterfile.spamfilter import SpamFilter
+from ..filterfile.verdicts import distinct_tokens
 
 
 #: messages scored at a time (score_locally): their feature rows are made and scored together
