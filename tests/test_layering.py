@@ -72,7 +72,8 @@ MODULE_RULES = {
     # pipe mode's fast path: the standard library, the file's manifest, the message, the scoring
     # core's definitions (not its NumPy forms)
     "mail/lean.py": {"common.compiled", "common.errors", "common.names", "decide.familiar", "filterfile.manifest",
-                     "parse.message", "scoring", "text"},
+                     "mail.leanarrays", "parse.message", "scoring", "text"},
+    "mail/leanarrays.py": {"filterfile.manifest"},
     # a filter file's manifest, read and checked with the standard library alone
     "filterfile/manifest.py": {"common.errors", "version"},
     # the terms a worker process numbers (the workers start before NumPy is imported)

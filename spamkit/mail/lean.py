@@ -30,7 +30,6 @@ SHA-256, array types and shapes, counts finite and non-negative.
 from __future__ import annotations
 
 import array
-import ast
 import bisect
 import math
 import os
@@ -39,10 +38,10 @@ from pathlib import Path
 
 from ..decide.familiar import discount, discounted_row, guard_settings
 from ..common.errors import ConfigError, ModelFormatError
-from ..filterfile.manifest import (RANGE_ARRAYS, check_manifest, dtype_of, expected_sizes, format_error, is_count_array,
-                       manifest_sha256, member_chunks, open_zip, read_lines, read_member, term_hash, value_problem,
-                       whole_file)
+from ..filterfile.manifest import (check_manifest, dtype_of, expected_sizes, format_error, manifest_sha256, open_zip,
+                                   read_lines, read_member, term_hash, whole_file)
 from ..parse.message import parse_message
+from .leanarrays import DTYPES, any_negative, check_values, finite_sum, npy_bytes, npy_uint32, npy_values
 from ..common.names import FISHER_MODEL, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, STACK_MODEL
 from ..scoring import (LOG_ODDS_LIMIT, LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combined_log_odds, finite_log_odds,
                       fisher_clue_sums, fisher_log_probabilities, isotonic_log_proba, length_input, nb_log_odds,
@@ -56,120 +55,6 @@ if TYPE_CHECKING:
 LEAN_MODELS = (STACK_MODEL, FISHER_MODEL)
 #: spamkit.features.bytekeys's multiplier of the byte 4-grams' hash
 GRAM_MULTIPLIER = 2654435761
-
-
-# ---------------------------------------------------------------- the file
-
-#: .npy type -> array typecode, for the arrays read here
-_TYPECODES = {"<f8": "d", "<u8": "Q", "<i8": "q", "<f4": "f"}
-
-
-def _npy_values(data: bytes, path: Path, name: str, meta: dict):
-    """The numbers of a ``.npy`` member of little-endian float64, uint64, int64 or float32 (a
-    4-gram model's weights), as a ``memoryview`` of that type: on a little-endian machine a view of
-    the member's own bytes (no copy: every array of the file is read for every message), else of
-    a byte-swapped ``array``."""
-    parsed = _npy_header(data, path, name)
-    if parsed is None:
-        format_error(path, f"array {name} is not a .npy array")
-    header, start = parsed
-    shape = list(header.get("shape", ()))
-    typecode = _TYPECODES.get(str(header.get("descr")))
-    if typecode is None or header.get("fortran_order") is not False or shape != meta["shape"]:
-        format_error(path, f"array {name} has the wrong shape or type")
-    itemsize = 4 if typecode == "f" else 8
-    if (array.array(typecode).itemsize != itemsize or (len(data) - start) % itemsize
-            or (len(data) - start) // itemsize != math.prod(shape)):
-        format_error(path, f"array {name} has the wrong shape or type")
-    if sys.byteorder == "little":
-        return memoryview(data)[start:].cast(typecode)   # type: ignore[call-overload]  # one of _TYPECODES
-    values = array.array(typecode)
-    values.frombytes(memoryview(data)[start:])
-    values.byteswap()
-    return memoryview(values)
-
-
-def _npy_header(data: bytes, path: Path, name: str) -> tuple[dict, int] | None:
-    """The header of a ``.npy`` member and where its data starts, or None while ``data`` holds
-    less than the whole header."""
-    if len(data) < 10:
-        return None
-    if data[:6] != b"\x93NUMPY":
-        format_error(path, f"array {name} is not a .npy array")
-    length_bytes = 2 if data[6] == 1 else 4
-    start = 8 + length_bytes + int.from_bytes(data[8:8 + length_bytes], "little")
-    if len(data) < start:
-        return None
-    try:
-        header = ast.literal_eval(data[8 + length_bytes:start].decode("latin-1"))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        format_error(path, f"array {name} has a damaged header")
-    if not isinstance(header, dict):
-        format_error(path, f"array {name} has a damaged header")
-    return header, start
-
-
-def _npy_uint32(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
-    """A ``.npy`` member of little-endian uint32 (the dense context table, ``filter.context_table``,
-    of files written before the packed one: 128 MB) read piece by piece into one ``bytearray`` made beforehand, seen as
-    unsigned 32-bit numbers: no second copy of it in memory. The member's size and checksum are checked as :func:`read_member` checks them,
-    before it is returned. A little-endian machine's (:func:`_accepts_context`)."""
-    target = memoryview(bytearray(4 * math.prod(meta["shape"])))
-    head, filled = b"", None
-    for piece in member_chunks(z, path, meta, limit):
-        if filled is None:                                      # the header is still being read
-            head += piece
-            parsed = _npy_header(head, path, name)
-            if parsed is None:
-                continue
-            header, start = parsed
-            if (header.get("descr") != "<u4" or header.get("fortran_order") is not False
-                    or list(header.get("shape", ())) != meta["shape"]):
-                format_error(path, f"array {name} has the wrong shape or type")
-            piece, filled, head = head[start:], 0, b""
-        if filled + len(piece) > len(target):
-            format_error(path, f"array {name} holds more data than its shape")
-        target[filled:filled + len(piece)] = piece
-        filled += len(piece)
-    if filled != len(target):
-        format_error(path, f"array {name} holds less data than its shape")
-    return target.cast("I")
-
-
-def _npy_bytes(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
-    """A one-dimensional ``.npy`` member of uint8 (the packed context table), as its bytes."""
-    data = read_member(z, path, meta, limit)
-    parsed = _npy_header(data, path, name)
-    if parsed is None:
-        format_error(path, f"array {name} is not a .npy array")
-    header, start = parsed
-    if (header.get("descr") != "|u1" or header.get("fortran_order") is not False
-            or list(header.get("shape", ())) != meta["shape"] or len(meta["shape"]) != 1
-            or len(data) - start != meta["shape"][0]):
-        format_error(path, f"array {name} has the wrong shape or type")
-    return memoryview(data)[start:]
-
-
-#: every byte below 0x80: what is left after deleting them is the bytes with the sign bit set
-_LOW_BYTES = bytes(range(0x80))
-
-
-def _any_negative(values) -> bool:
-    """Whether signed ``values`` (float or int, any width) hold a number below 0, looking at the
-    sign bits first (a C-speed pass over the bytes; only when one is set are the numbers
-    themselves compared: -0.0 is not below 0)."""
-    raw = values.tobytes()
-    top = values.itemsize - 1 if sys.byteorder == "little" else 0
-    return bool(raw[top::values.itemsize].translate(None, _LOW_BYTES)) and min(values) < 0
-
-
-def _finite_sum(values, path: Path, name: str) -> float:
-    """The sum of float values, which is finite exactly when no value is a NaN or an infinity
-    (for counts and weights far below 1e308)."""
-    total = sum(values)
-    if not math.isfinite(total):
-        format_error(path, f"array {name} holds values that are not finite numbers")
-    return total
 
 
 class LeanFilter:
@@ -215,8 +100,8 @@ class LeanFilter:
         fc = arrays["model.feature_count_"]
         self.counts = (fc[:d], fc[d:])                         # rows of class 0 and class 1
         # integer-valued counts: these sums are exact whatever the order (every array's values
-        # were checked as the full route checks them: lean_filter, _check_values)
-        self.totals = tuple(_finite_sum(row, path, "model.feature_count_") for row in self.counts)
+        # were checked as the full route checks them: lean_filter, check_values)
+        self.totals = tuple(finite_sum(row, path, "model.feature_count_") for row in self.counts)
         if self.kind == STACK_MODEL:
             combiner = list(arrays["model.combiner_"])
             self.coef, self.intercept = combiner[:-1], combiner[-1]
@@ -443,8 +328,8 @@ class _LeanContext:
                          f"make it {2 << self.bits})")
         self.texts, self.symbols = arrays["filter.context_class_count"], arrays["filter.context_symbol_count"]
         for name in ("filter.context_class_count", "filter.context_symbol_count"):
-            _finite_sum(arrays[name], path, name)
-            if _any_negative(arrays[name]):
+            finite_sum(arrays[name], path, name)
+            if any_negative(arrays[name]):
                 format_error(path, f"array {name} holds negative counts")
 
     def score(self, raw: bytes) -> float:
@@ -488,45 +373,6 @@ class _LeanGrams:
         w = self.weights
         z = math.fsum(w[slot] for slot in slots)
         return min(max(z, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)
-
-
-#: the dtypes of the arrays of numbers this module reads (``_TYPECODES``), as a manifest names them
-_DTYPES = ("float64", "int64", "uint64", "float32")
-
-
-#: the top bytes (the sign and the exponent's seven high bits) of float64 values below 2**993, and of
-#: float32 values below 2**125, in magnitude: finite, and fewer than 2**31 of them sum to a finite number
-_SMALL_TOP = bytes(b for b in range(256) if b & 0x7F <= 0x7D)
-
-
-def _finite_and_small(values) -> bool:
-    """Whether every float of ``values`` is finite and far from overflowing a sum, from the top
-    byte of each alone (a C-speed pass: ``bytes.translate``); False says only "look closer"."""
-    raw = values.tobytes()
-    top = values.itemsize - 1 if sys.byteorder == "little" else 0
-    return not raw[top::values.itemsize].translate(None, _SMALL_TOP)
-
-
-def _check_values(values, path: Path, name: str, dtype: str) -> None:
-    """:func:`spamkit.filterfile.manifest.value_problem` for an array read here. Floats: every value's
-    top byte first (finite and small: so is the sum); else the sum (finite when every value is,
-    unless it overflows: then each value is looked at). Counts: the sign bits, then the numbers
-    where one is set. Integers are finite and their sums exact."""
-    kind = dtype[0] if dtype[0] in "fiu" else "f"
-    counts = is_count_array(name)
-    total = None                                   # None: known to be finite
-    if kind == "f" and not _finite_and_small(values):
-        total = float(sum(values))
-        all_finite = math.isfinite(total) or all(map(math.isfinite, values))
-    else:
-        all_finite = True
-    smallest = None
-    if counts:
-        smallest = -1.0 if kind != "u" and _any_negative(values) else 0.0
-    problem = value_problem(name, kind, all_finite, smallest, total if counts else None,
-                            list(values) if name in RANGE_ARRAYS else None)
-    if problem is not None:
-        format_error(path, f"array {name} {problem}")
 
 
 #: the arrays of the file this module reads (the rest serve learning and explaining)
@@ -613,18 +459,18 @@ def lean_filter(path, trusted: bool = False, with_sha256: bool = False) -> LeanF
         # (spamkit.filterfile.manifest.value_problem), those this module does not use among them: both routes
         # accept the same files; the vocabulary's hash keys only when indexed (they are not values)
         wanted = [name for name, meta in described.items()
-                  if name not in _INDEX or indexed] if all(meta["dtype"] in _DTYPES or name in _CONTEXT_TABLE
+                  if name not in _INDEX or indexed] if all(meta["dtype"] in DTYPES or name in _CONTEXT_TABLE
                                                           for name, meta in described.items()) else None
         if wanted is None:
             return None                                  # an array of another type: the full route reads it
-        readers = {"filter.context_table": _npy_uint32, "filter.context_packed": _npy_bytes}
+        readers = {"filter.context_table": npy_uint32, "filter.context_packed": npy_bytes}
         try:
             arrays = {name: (readers[name](z, path, name, meta, sizes[meta["file"]]) if name in readers
-                             else _npy_values(read_member(z, path, meta, sizes[meta["file"]]), path, name, meta))
+                             else npy_values(read_member(z, path, meta, sizes[meta["file"]]), path, name, meta))
                       for name, meta in described.items() if name in wanted}
             for name, values in arrays.items():
                 if name not in _INDEX and name not in readers:
-                    _check_values(values, path, name, described[name]["dtype"])
+                    check_values(values, path, name, described[name]["dtype"])
             terms = None
             if not indexed:
                 terms = read_lines(z, path, manifest["terms"], sizes[manifest["terms"]["file"]])
