@@ -313,3 +313,14 @@ def test_train_and_evaluate_start_decompressing_their_archives_before_anything_e
     seen.clear()
     result = CliRunner().invoke(cli, ["evaluate", str(model), str(archive)])
     assert result.exit_code == 0 and seen[0] == [str(archive)] and archives._AHEAD == {}
+
+
+def test_the_commands_module_examples_hold():
+    # pytest's doctest collection leaves out files named __main__.py: the examples of the
+    # command's own module (pipe mode's argument forms, the archives read early, the BLAS
+    # threads) are run here instead
+    import doctest
+
+    import spamkit.__main__ as command
+    failed, attempted = doctest.testmod(command, optionflags=doctest.ELLIPSIS)
+    assert failed == 0 and attempted >= 7
