@@ -479,3 +479,24 @@ def test_pipe_mode_reads_the_file_once_and_tags_it_with_its_manifests_sha256(mai
     assert whole_file(path) is None
     with pytest.raises(ModelFormatError):
         lean_filter(path)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (3,), (2, 3), (1, 2, 3, 4), (100_000,)])
+@pytest.mark.parametrize("dtype", ["<f8", ">f8", "<u4", "|u1", "<i8", "<f4", "<U5"])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_the_npy_header_reader_reads_what_numpy_writes_as_pythons_parser_does(shape, dtype, order):
+    import ast
+    import io
+
+    from spamkit.mail.leanarrays import numpy_header
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.zeros(shape, dtype=dtype, order=order))
+    data = buffer.getvalue()
+    length = int.from_bytes(data[8:10], "little")
+    text = data[10:10 + length].decode("latin-1")
+    assert numpy_header(text) == ast.literal_eval(text)
+    # anything else is left to Python's parser (None), never read wrong
+    for other in (text.replace("'descr'", "'desc'"), text.replace("False", "0").replace("True", "1"),
+                  text.replace("(", "["), "{}"):
+        assert numpy_header(other) is None

@@ -28,6 +28,34 @@ def test_plain_message_headers_and_body():
     assert m.defects == ()
 
 
+def test_a_message_is_an_immutable_record_equal_by_everything_but_its_raw_bytes():
+    import pickle
+
+    m = parse_message(b"Subject: lunch\r\nContent-Type: text/plain\r\n\r\nnoon")
+    twin = parse_message(b"Subject: lunch\r\nContent-Type: text/plain\r\n\r\nnoon")
+    assert m == twin and hash(m) == hash(twin) and len({m, twin}) == 1
+    other = m.replace(raw=b"different bytes")
+    assert other == m and other.raw == b"different bytes" and m.raw != other.raw     # raw is not compared
+    assert m.replace(subject="dinner") != m and m.replace(subject="dinner").body == "noon"
+    assert "raw" not in repr(m) and repr(m).startswith("Message(headers=(('subject', 'lunch'),")
+    for change in (lambda: setattr(m, "subject", "x"), lambda: delattr(m, "body")):
+        try:
+            change()
+        except AttributeError as exc:
+            assert "immutable" in str(exc)
+        else:
+            raise AssertionError("a field of a Message was changed")
+    back = pickle.loads(pickle.dumps(m))
+    assert back == m and back.raw == m.raw and back.size == m.size
+    try:
+        m.replace(colour="red")
+    except TypeError as exc:
+        assert "colour" in str(exc)
+    else:
+        raise AssertionError("replace took a field a Message does not have")
+    assert Message() == Message(headers=(), subject="", body="", kind="text", size=0) != m
+
+
 def test_encoded_words_rfc2047():
     # B and Q encodings, the space between adjacent encoded words dropped (RFC 2047 §6.2)
     value = "=?UTF-8?B?" + base64.b64encode("Grüße".encode()).decode() + "?= =?ISO-8859-1?Q?aus_K=F6ln?="

@@ -390,3 +390,14 @@ def test_compiled_base64_count_is_the_translate_definition(data, start, stop):
     assert _speedups.base64_chars(data, start, stop) == len(data[start:stop].translate(None, _NOT_BASE64))
     assert _speedups.base64_chars(bytearray(data), start, stop) == len(data[start:stop].translate(None, _NOT_BASE64))
     assert _speedups.base64_chars(bytes(range(256)) * 2, 0, 512) == 2 * 64
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([b"%", b"4", b"f", b"F", b"g", b"a", b" ", b"\xc3", b"%2", b"%41", b"%%"]), max_size=20)
+       .map(b"".join) | st.binary(max_size=40))
+def test_percent_decoding_is_urllibs(data):
+    from urllib.parse import unquote_to_bytes
+
+    from spamkit.parse.mime import percent_decoded
+
+    assert percent_decoded(data) == unquote_to_bytes(data)

@@ -226,14 +226,15 @@ def test_an_array_member_must_hold_exactly_what_its_header_says(tmp_path):
     import zipfile
 
     from spamkit.common.errors import ModelFormatError
+    from spamkit.filterfile.manifest import open_zip
     from spamkit.filterfile.persist import read_array
 
     def member(data: bytes, name="arrays/a.npy", shape=(10,), dtype="float64"):
         path = tmp_path / f"{hashlib.sha256(data).hexdigest()[:8]}.zip"
         with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
             z.writestr(name, data)
-        return zipfile.ZipFile(path), path, {"file": name, "sha256": hashlib.sha256(data).hexdigest(),
-                                             "shape": list(shape), "dtype": dtype}
+        return open_zip(path), path, {"file": name, "sha256": hashlib.sha256(data).hexdigest(),
+                                      "shape": list(shape), "dtype": dtype}
 
     def npy(array) -> bytes:
         buf = io.BytesIO()

@@ -100,6 +100,15 @@ def test_config_round_trip():
     assert a(msg) == b(msg)
     with pytest.raises(ConfigError, match="unknown analyzer settings"):
         Analyzer.from_config({**a.get_config(), "quantum": True})
+    # the settings are the constructor's parameters, all saved, compared and shown
+    import inspect
+    assert list(inspect.signature(Analyzer).parameters) == [*Analyzer.SETTINGS, "_stop_list"]
+    assert set(a.get_config()) == set(Analyzer.SETTINGS)                  # no stop words: no list saved
+    assert a == b and a != Analyzer() and Analyzer(headers=["Subject"]) == Analyzer(headers=("subject",))
+    assert repr(a).startswith("Analyzer(lowercase=True, token_pattern=") and "ngram_max=2" in repr(a)
+    assert "_stop_list" not in repr(a)
+    with pytest.raises(TypeError):
+        hash(a)                                          # mutable: no hash
 
 
 def test_nltk_needs_no_data_download(monkeypatch):

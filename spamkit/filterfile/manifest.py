@@ -10,21 +10,20 @@ The standard library only (array dtypes are read from their NumPy names by
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
 import os
-import stat
-import zipfile
-from pathlib import Path
 import re
+import stat
 from zlib import error as zlib_error
 
 from .. import __version__
 from ..common.errors import ModelFormatError
+from .zipread import Archive, ArchiveError, Encrypted, UnknownMethod
 
 TYPE_CHECKING = False                  # typing is not imported at run time (pipe mode's start-up)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any, NoReturn
 
 
@@ -100,17 +99,18 @@ def max_filter_bytes() -> int:
         raise ModelFormatError(f"SPAMKIT_MAX_FILTER_BYTES={value!r} is not a number of bytes") from None
 
 
-def read_member(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = None) -> bytes:
+def read_member(z: Archive, path: Path, meta: dict, limit: int | None = None) -> bytes | memoryview:
     """A member's bytes, at most ``limit`` (the zip reader stops at the declared size), checksummed
     (:func:`member_chunks`, in one piece the size the zip directory declares)."""
     try:
         size = z.getinfo(meta["file"]).file_size
     except KeyError:
         size = 0                                          # member_chunks reports it missing
-    return b"".join(member_chunks(z, path, meta, limit, chunk=max(size, 1 << 16)))
+    pieces = list(member_chunks(z, path, meta, limit, chunk=max(size, 1 << 16)))
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)       # one piece: not copied
 
 
-def member_chunks(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = None, chunk: int = 1 << 20):
+def member_chunks(z: Archive, path: Path, meta: dict, limit: int | None = None, chunk: int = 1 << 20):
     """A member's bytes in pieces of at most ``chunk`` bytes, with :func:`read_member`'s checks:
     at most ``limit`` bytes, no longer than the zip directory says, the SHA-256 checked after
     the last piece (so a caller keeps nothing it was given until the generator has ended)."""
@@ -123,7 +123,7 @@ def member_chunks(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None 
         format_error(path, f"member {name} declares {info.file_size} bytes, more than the {limit} its manifest allows")
     digest, total = hashlib.sha256(), 0
     try:
-        with z.open(info) as fh:
+        with z.open(info, check_crc=False) as fh:       # the SHA-256 below is the stronger check
             while True:
                 piece = fh.read(min(chunk, info.file_size + 1 - total))
                 if not piece:
@@ -133,11 +133,11 @@ def member_chunks(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None 
                     format_error(path, f"member {name} is longer than the zip directory says; the file is damaged")
                 digest.update(piece)
                 yield piece
-    except NotImplementedError as exc:                  # unknown compression methods
+    except UnknownMethod as exc:
         format_error(path, f"member {name} uses an unsupported compression ({exc})")
-    except RuntimeError as exc:                         # encrypted members
+    except Encrypted as exc:
         format_error(path, f"member {name} cannot be read ({exc})")
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib_error) as exc:
+    except (OSError, EOFError, ValueError, zlib_error) as exc:
         format_error(path, f"member {name} is damaged ({exc})")
     if digest.hexdigest() != meta["sha256"]:
         format_error(path, f"member {name} fails its checksum; the file is damaged")
@@ -145,7 +145,6 @@ def member_chunks(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None 
 
 def read_manifest(path) -> dict:
     """The manifest of a filter file (format, version and structure checked; no member read)."""
-    path = Path(path)
     with open_zip(path) as z:
         return check_manifest(z, path)
 
@@ -171,15 +170,16 @@ def whole_file(path: Path) -> bytes | None:
     return data if len(data) == st.st_size else None
 
 
-def open_zip(path: Path, data: bytes | None = None) -> zipfile.ZipFile:
-    """The filter file at ``path`` as a zip archive (from ``data``, its bytes, when given)."""
+def open_zip(path: Path | str, data: bytes | None = None) -> Archive:
+    """The filter file at ``path`` as a zip archive (:class:`~spamkit.filterfile.zipread.Archive`:
+    from ``data``, its bytes, when given, else read from the file as its members are)."""
     try:
-        return zipfile.ZipFile(path if data is None else io.BytesIO(data))
+        return Archive(data) if data is not None else Archive(open(path, "rb"), owns_file=True)
     except FileNotFoundError:
         raise ModelFormatError(f"{path}: no such filter file") from None
     except IsADirectoryError:
         raise ModelFormatError(f"{path}: is a folder, not a filter file") from None
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+    except (ArchiveError, OSError, ValueError, EOFError) as exc:
         raise ModelFormatError(f"{path}: not a spamkit filter file, or truncated ({exc})") from None
 
 
@@ -196,7 +196,7 @@ def _depth(value) -> int:
     return deepest
 
 
-def manifest_sha256(z: zipfile.ZipFile) -> str:
+def manifest_sha256(z: Archive) -> str:
     """The hex SHA-256 of the filter's ``manifest.json`` (read after :func:`check_manifest`, which
     bounds it): what identifies the filter in its tags (:func:`spamkit.mail.tags.model_id_of`).
     The manifest holds the SHA-256 of every member, checked whenever a member is read, so it
@@ -210,14 +210,15 @@ def filter_sha256(path) -> str:
     """:func:`manifest_sha256` of the filter file at ``path``; for a file that is no filter (no
     zip, no manifest) the SHA-256 of its bytes, so that any file still has an id."""
     try:
-        with zipfile.ZipFile(path) as z:
-            check_manifest(z, Path(path))
+        with open_zip(path) as z:
+            check_manifest(z, path)
             return manifest_sha256(z)
-    except (ModelFormatError, zipfile.BadZipFile, OSError, ValueError, EOFError, zlib_error):
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except (ModelFormatError, OSError, ValueError, EOFError, zlib_error):
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
 
 
-def check_manifest(z: zipfile.ZipFile, path: Path) -> dict:
+def check_manifest(z: Archive, path: Path) -> dict:
     try:
         info = z.getinfo("manifest.json")
     except KeyError:
@@ -230,14 +231,14 @@ def check_manifest(z: zipfile.ZipFile, path: Path) -> dict:
             text = fh.read(MAX_MANIFEST_BYTES + 1)
         if len(text) > MAX_MANIFEST_BYTES:
             format_error(path, "manifest.json is longer than the zip directory says")
-        manifest = json.loads(text.decode("utf-8"))
+        manifest = json.loads(str(text, "utf-8"))
     except RecursionError:
         raise ModelFormatError(f"{path}: manifest.json is nested too deeply") from None
-    except NotImplementedError as exc:
+    except UnknownMethod as exc:
         raise ModelFormatError(f"{path}: manifest.json uses an unsupported compression ({exc})") from None
-    except RuntimeError as exc:
+    except Encrypted as exc:
         raise ModelFormatError(f"{path}: manifest.json cannot be read ({exc})") from None
-    except (zipfile.BadZipFile, ValueError, UnicodeDecodeError, OSError, EOFError, zlib_error) as exc:
+    except (ValueError, UnicodeDecodeError, OSError, EOFError, zlib_error) as exc:
         raise ModelFormatError(f"{path}: damaged manifest ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ModelFormatError(f"{path}: not a spamkit filter file (format {manifest.get('format')!r})"
@@ -432,7 +433,7 @@ def over_budget(total: int) -> str | None:
             "(MAX_FILTER_BYTES; set SPAMKIT_MAX_FILTER_BYTES to allow a bigger filter you trust)")
 
 
-def expected_sizes(manifest: dict, path: Path, z: zipfile.ZipFile) -> dict[str, int]:
+def expected_sizes(manifest: dict, path: Path, z: Archive) -> dict[str, int]:
     """Largest uncompressed size of each member (:func:`member_limits`), after checking the file
     as stored against the cap (:func:`data_bytes`, :func:`over_budget`): before a byte of any
     member is decompressed."""
@@ -445,7 +446,7 @@ def expected_sizes(manifest: dict, path: Path, z: zipfile.ZipFile) -> dict[str, 
             declared[name] = 0                      # member_chunks reports it missing
     for array, meta in manifest["arrays"].items():  # an array's data is all there: its shape is no promise
         need = limits[meta["file"]] - _NPY_HEADER_MAX
-        if meta["file"] in z.NameToInfo and declared[meta["file"]] < need:
+        if meta["file"] in z.namelist() and declared[meta["file"]] < need:
             format_error(path, f"array {array} has a shape of {need} bytes, more than the {declared[meta['file']]} "
                          "its member holds; the file is damaged")
     problem = over_budget(data_bytes(manifest, limits, declared))
@@ -456,11 +457,11 @@ def expected_sizes(manifest: dict, path: Path, z: zipfile.ZipFile) -> dict[str, 
     return limits
 
 
-def read_lines(z: zipfile.ZipFile, path: Path, meta: dict, limit: int | None = None) -> list[str]:
+def read_lines(z: Archive, path: Path, meta: dict, limit: int | None = None) -> list[str]:
     """A text member's lines: as many as the manifest's ``count`` (checked before the text is
     split, so that a member of line feeds never becomes more strings than were paid for)."""
     try:
-        text = read_member(z, path, meta, limit).decode("utf-8")
+        text = str(read_member(z, path, meta, limit), "utf-8")
     except UnicodeDecodeError:
         format_error(path, f"{meta['file']} is not UTF-8 text")
     found = text.count("\n") + 1 if text else 0

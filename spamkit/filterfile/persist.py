@@ -39,7 +39,8 @@ trusts the file (``trusted=True``, for one's own files). Files are written atomi
 (a temporary file in the same folder, flushed, fsynced, then renamed over the old
 one), so a crash while saving leaves the previous file intact, and by
 :class:`spamkit.filterfile.ziparchive.ZipWriter` (members deflated by ISA-L at level 1; zipfile, with
-ZIP64, writes a file too large for 32-bit sizes); zipfile reads them.
+ZIP64, writes a file too large for 32-bit sizes); :mod:`spamkit.filterfile.zipread` reads them, for
+this loader and for pipe mode's fast path alike.
 
 The manifest's own checks are :mod:`spamkit.filterfile.manifest` (all ``spamkit info`` needs).
 """
@@ -71,6 +72,7 @@ from ..models import (BernoulliNB, ComplementNB, FisherNBStack, KNNClassifier, M
                      RobinsonFisher)
 from ..text import Analyzer
 from .ziparchive import ZipWriter, fits, pack
+from .zipread import Archive
 
 
 #: arrays written without compression: those one-shot pipe mode reads whole for every message
@@ -573,7 +575,7 @@ def load_filter(path, trusted: bool = False):
     return analyzer, vectorizer, model, manifest
 
 
-def read_array(z: zipfile.ZipFile, path: Path, meta: dict, limit: int) -> np.ndarray:
+def read_array(z: Archive, path: Path, meta: dict, limit: int) -> np.ndarray:
     """An ``arrays/*.npy`` member as a NumPy array, read into the array piece by piece
     (:func:`spamkit.filterfile.manifest.member_chunks`): no copy of the whole member is held beside it (a
     context model's 128 MB table needed twice its size to load). The header is parsed as

@@ -34,7 +34,6 @@ import bisect
 import math
 import os
 import sys
-from pathlib import Path
 
 from ..decide.familiar import discount, discounted_row, guard_settings
 from ..common.errors import ConfigError, ModelFormatError
@@ -50,6 +49,7 @@ from ..scoring import (LOG_ODDS_LIMIT, LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combi
 TYPE_CHECKING = False                  # typing's names for the checker only (pipe mode's start-up)
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
 #: the model types scored here (file names, as :func:`spamkit.filterfile.persist.model_type_of` writes them)
 LEAN_MODELS = (STACK_MODEL, FISHER_MODEL)
@@ -444,7 +444,7 @@ def lean_filter(path, trusted: bool = False, with_sha256: bool = False) -> LeanF
     from ..text import Analyzer
     if os.environ.get("SPAMKIT_LEAN") == "0":            # the full path, for comparison or as an escape hatch
         return None
-    path = Path(path)
+    path = os.fspath(path)                               # a str: pathlib is not imported in pipe mode
     data = whole_file(path)
     with open_zip(path, data) as z:
         manifest = check_manifest(z, path)

@@ -13,8 +13,8 @@ earlier, since learning needs it too; it renames those fields back.
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
 
 from .. import __version__
 from ..common.errors import ConfigError
@@ -103,7 +103,7 @@ def model_id_of(path, sha256: str | None = None) -> str:
     the filter; ``sha256``, that hex digest when the caller has it, else it is read)."""
     from ..filterfile.manifest import filter_sha256
     digest = (sha256 or filter_sha256(path))[:12]
-    return f"{Path(path).name}@{digest}"
+    return f"{os.path.basename(os.fspath(path))}@{digest}"
 
 
 # ----------------------------------------------------------------------------- SpamAssassin's fields

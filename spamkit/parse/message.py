@@ -36,9 +36,9 @@ charsets, transfer encodings, text and HTML parts, attachments, defects counted)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from ..common.compiled import speedups as _compiled
+from ..common.records import Frozen, set_fields
 from .decoding import decode_bytes, decode_header_value, payload_bytes, payload_size
 from .htmltext import html_to_text
 from .markup import strip_markup
@@ -60,17 +60,19 @@ _HEADER_LINE = re.compile(rb"^[\x21-\x39\x3b-\x7e]+[ \t]*:")
 _SUBJECT_LINE = re.compile(rb"^subject:[ \t]?", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Attachment:
+class Attachment(Frozen):
     """A MIME part that is not body text: recorded by name and type, its bytes not kept."""
 
+    __slots__ = ("filename", "content_type", "size")
     filename: str
     content_type: str
     size: int
 
+    def __init__(self, filename: str, content_type: str, size: int):
+        set_fields(self, filename=filename, content_type=content_type, size=size)
 
-@dataclass(frozen=True)
-class Message:
+
+class Message(Frozen):
     """A parsed message: what the tokenizer needs and nothing else.
 
     Attributes
@@ -102,18 +104,29 @@ class Message:
     raw : bytes
         The input as parsed (after spamkit's own tag fields were taken out): what a lexer
         that works on raw mail reads (``Analyzer(lexer="bogofilter")``). Not compared, not shown.
+
+    An immutable record (:class:`~spamkit.common.records.Frozen`: equal when every field but
+    ``raw`` is; ``replace`` makes a changed copy).
     """
 
-    headers: tuple = ()
-    subject: str = ""
-    body: str = ""
-    urls: tuple = ()
-    html_tags: tuple = ()
-    attachments: tuple = ()
-    defects: tuple = ()
-    kind: str = "text"
-    size: int = 0
-    raw: bytes = field(default=b"", repr=False, compare=False)
+    __slots__ = ("headers", "subject", "body", "urls", "html_tags", "attachments", "defects", "kind", "size", "raw")
+    _hidden = ("raw",)
+    headers: tuple
+    subject: str
+    body: str
+    urls: tuple
+    html_tags: tuple
+    attachments: tuple
+    defects: tuple
+    kind: str
+    size: int
+    raw: bytes
+
+    def __init__(self, headers: tuple = (), subject: str = "", body: str = "", urls: tuple = (),
+                 html_tags: tuple = (), attachments: tuple = (), defects: tuple = (), kind: str = "text",
+                 size: int = 0, raw: bytes = b""):
+        set_fields(self, headers=headers, subject=subject, body=body, urls=urls, html_tags=html_tags,
+                   attachments=attachments, defects=defects, kind=kind, size=size, raw=raw)
 
     def header(self, name: str, default: str = "") -> str:
         """The first value of header ``name`` (case-insensitive), or ``default``."""

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import re
-from urllib.parse import unquote_to_bytes
 
 from ..common.compiled import speedups as _compiled
 
@@ -386,6 +385,32 @@ def _segments(value: str, pos: int) -> list[str]:
     return segments
 
 
+_HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
+
+
+def percent_decoded(data: bytes) -> bytes:
+    """``data`` with each ``%XY`` (two hex digits) as the octet it names: RFC 2231 §4's encoded
+    parameter values; a ``%`` not followed by two hex digits stays as it is. What
+    :func:`urllib.parse.unquote_to_bytes` does (``tests/test_mime.py`` compares the two), without
+    importing :mod:`urllib.parse`, which imports :mod:`ipaddress`: ~4 ms of pipe mode's start-up.
+
+    >>> percent_decoded(b"caf%C3%A9 50%25 %zz%4")
+    b'caf\xc3\xa9 50% %zz%4'
+    """
+    if b"%" not in data:
+        return data
+    pieces = data.split(b"%")
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        if len(piece) >= 2 and piece[0] in _HEX_DIGITS and piece[1] in _HEX_DIGITS:
+            out.append(bytes((int(piece[:2], 16),)))
+            out.append(piece[2:])
+        else:
+            out.append(b"%")
+            out.append(piece)
+    return b"".join(out)
+
+
 def _join_sections(sections: dict[int, tuple[str, bool]]) -> str:
     charset = ""
     chunks: list[bytes] = []
@@ -394,7 +419,7 @@ def _join_sections(sections: dict[int, tuple[str, bool]]) -> str:
         if encoded:
             if i == 0 and text.count("'") >= 2:
                 charset, _lang, text = text.split("'", 2)
-            chunks.append(unquote_to_bytes(text.encode("utf-8", "surrogateescape")))
+            chunks.append(percent_decoded(text.encode("utf-8", "surrogateescape")))
         else:
             chunks.append(text.encode("utf-8", "surrogateescape"))
     data = b"".join(chunks)

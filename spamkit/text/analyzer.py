@@ -5,7 +5,6 @@ in :mod:`spamkit.text`."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
 
 from ..common.errors import ConfigError
 from ..parse.message import Message, defect_families, parse_message
@@ -122,7 +121,6 @@ def _check_untrusted(config: dict, stop_list) -> None:
             raise ConfigError(f"the filter file's {key} is not a list of field names")
 
 
-@dataclass
 class Analyzer:
     """Message or text to tokens; its configuration is saved in every model.
 
@@ -200,32 +198,49 @@ class Analyzer:
     ['free', 'offer', 'subject:free', 'subject:money', 'from:bob', 'from:bob', 'from:spam.example']
     """
 
-    lowercase: bool = True
-    token_pattern: str = WORD_PATTERN
-    numbers: str = "keep"
-    min_len: int = 2
-    max_len: int = 40
-    ngram_max: int = 1
-    stop_words: str = "none"
-    stemmer: str = "none"
-    language: str = "english"
-    headers: tuple = DEFAULT_HEADERS
-    skip_headers: tuple = ()
-    urls: bool = True
-    meta: bool = True
-    header_names: bool = False
-    received_ips: bool = False
-    url_parts: bool = False
-    digit_shapes: bool = False
-    digit_prefixes: bool = False
-    char_ngrams: int = 0
-    char_window: int = 3000
-    lexer: str = "spamkit"
-    cjk_bigrams: bool = False
-    #: the stop words themselves: None until __post_init__ loads ``stop_words``' list
-    _stop_list: frozenset = field(default=None, repr=False, compare=False)  # type: ignore[arg-type]
+    #: the settings, in the order of ``__init__``'s parameters: what :meth:`get_config` saves,
+    #: ``repr`` shows and equality compares
+    SETTINGS = ("lowercase", "token_pattern", "numbers", "min_len", "max_len", "ngram_max", "stop_words", "stemmer",
+                "language", "headers", "skip_headers", "urls", "meta", "header_names", "received_ips", "url_parts",
+                "digit_shapes", "digit_prefixes", "char_ngrams", "char_window", "lexer", "cjk_bigrams")
 
-    def __post_init__(self):
+    def __init__(self, lowercase: bool = True, token_pattern: str = WORD_PATTERN, numbers: str = "keep",
+                 min_len: int = 2, max_len: int = 40, ngram_max: int = 1, stop_words: str = "none",
+                 stemmer: str = "none", language: str = "english", headers: Sequence[str] = DEFAULT_HEADERS,
+                 skip_headers: Sequence[str] = (), urls: bool = True, meta: bool = True, header_names: bool = False,
+                 received_ips: bool = False, url_parts: bool = False, digit_shapes: bool = False,
+                 digit_prefixes: bool = False, char_ngrams: int = 0, char_window: int = 3000, lexer: str = "spamkit",
+                 cjk_bigrams: bool = False, _stop_list: frozenset | None = None):
+        # a plain class, not a dataclass: importing dataclasses costs pipe mode ~20 ms of start-up
+        self.lowercase, self.token_pattern, self.numbers = lowercase, token_pattern, numbers
+        self.min_len, self.max_len, self.ngram_max = min_len, max_len, ngram_max
+        self.stop_words, self.stemmer, self.language = stop_words, stemmer, language
+        self.headers: tuple[str, ...] = tuple(h.lower() for h in headers)
+        self.skip_headers: tuple[str, ...] = tuple(h.lower() for h in skip_headers)
+        self.urls, self.meta, self.header_names, self.received_ips = urls, meta, header_names, received_ips
+        self.url_parts, self.digit_shapes, self.digit_prefixes = url_parts, digit_shapes, digit_prefixes
+        self.char_ngrams, self.char_window, self.lexer, self.cjk_bigrams = char_ngrams, char_window, lexer, cjk_bigrams
+        #: the stop words themselves (``stop_words``' list unless given)
+        self._stop_list: frozenset = _stop_list if _stop_list is not None else frozenset()
+        self._check()
+        # the default word pattern and length: the engine itself drops one-character words
+        self._min2 = self.token_pattern == WORD_PATTERN and self.min_len == 2
+        if _stop_list is None:
+            self._stop_list = load_stop_words(self.stop_words)
+        self._stem = CachedStemmer(self.stemmer, self.language)
+
+    def __repr__(self) -> str:
+        return f"Analyzer({', '.join(f'{name}={getattr(self, name)!r}' for name in self.SETTINGS)})"
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.SETTINGS)
+
+    __hash__ = None                                      # type: ignore[assignment]  # mutable, as a dataclass
+
+    def _check(self) -> None:
+        """Refuse settings out of range (:class:`~spamkit.common.errors.ConfigError`)."""
         if self.numbers not in NUMBER_MODES:
             raise ConfigError(f"numbers must be one of {', '.join(NUMBER_MODES)}, got {self.numbers!r}")
         if not (isinstance(self.min_len, int) and isinstance(self.max_len, int)
@@ -244,13 +259,6 @@ class Analyzer:
                 re.compile(self.token_pattern)
             except re.error as exc:
                 raise ConfigError(f"token_pattern is not a regular expression: {exc}") from None
-        # the default word pattern and length: the engine itself drops one-character words
-        self._min2 = self.token_pattern == WORD_PATTERN and self.min_len == 2
-        self.headers = tuple(h.lower() for h in self.headers)
-        self.skip_headers = tuple(h.lower() for h in self.skip_headers)
-        if self._stop_list is None:
-            self._stop_list = load_stop_words(self.stop_words)
-        self._stem = CachedStemmer(self.stemmer, self.language)
 
     # The patterns are compiled when first used (re keeps them for the process): with the compiled
     # word scanner (spamkit.common.speedups.words) the default words never need them, and compiling the
@@ -281,7 +289,7 @@ class Analyzer:
 
     def get_config(self) -> dict:
         """A JSON-serialisable configuration; a user's stop-word file is stored as its words."""
-        config = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+        config = {name: getattr(self, name) for name in self.SETTINGS}
         config["headers"] = list(self.headers)
         config["skip_headers"] = list(self.skip_headers)
         if self.stop_words not in ("none", "english"):
@@ -302,7 +310,7 @@ class Analyzer:
         """
         config = dict(config)
         stop_list = config.pop("stop_word_list", None)
-        known = {f.name for f in fields(cls) if not f.name.startswith("_")}
+        known = set(cls.SETTINGS)
         unknown = set(config) - known
         if unknown:
             raise ConfigError(f"unknown analyzer settings {sorted(unknown)}; "
