@@ -73,9 +73,10 @@ MODULE_RULES = {
     # core's definitions (not its NumPy forms)
     "mail/lean.py": {"common.compiled", "common.errors", "common.names", "decide.familiar", "filterfile.manifest",
                      "mail.leanarrays", "parse.message", "scoring", "text"},
-    "mail/leanarrays.py": {"filterfile.manifest"},
-    # a filter file's manifest, read and checked with the standard library alone
-    "filterfile/manifest.py": {"common.errors", "version"},
+    "mail/leanarrays.py": {"common.patterns", "filterfile.manifest"},
+    # a filter file's manifest, read and checked with the standard library alone (and the zip
+    # reader made of it)
+    "filterfile/manifest.py": {"common.errors", "common.patterns", "filterfile.zipread", "version"},
     # the terms a worker process numbers (the workers start before NumPy is imported)
     "features/numbering.py": {"common.compiled"},
     # spamkit-pipe's client: the standard library and the guard

@@ -13,10 +13,10 @@ import hashlib
 import json
 import math
 import os
-import re
 import stat
 from zlib import error as zlib_error
 
+from ..common.patterns import LazyPattern
 from .. import __version__
 from ..common.errors import ModelFormatError
 from .zipread import Archive, ArchiveError, Encrypted, UnknownMethod
@@ -58,9 +58,9 @@ _NPY_HEADER_MAX = 4096
 
 
 #: a NumPy dtype as ``dtype.str`` writes it: byte order, kind, item size ("<f8", "|u1", "<U12")
-_DTYPE = re.compile(r"([<>|=]?)([a-zA-Z])(\d+)\Z")
+_DTYPE = LazyPattern(r"([<>|=]?)([a-zA-Z])(\d+)\Z")
 #: a NumPy dtype as ``str(dtype)`` names it (what filter files record): "float64", "uint8", "bool"
-_DTYPE_NAME = re.compile(r"(float|int|uint)(8|16|32|64)\Z")
+_DTYPE_NAME = LazyPattern(r"(float|int|uint)(8|16|32|64)\Z")
 
 
 def dtype_of(text) -> tuple[str, int] | None:

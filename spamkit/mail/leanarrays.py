@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import array
 import math
-import re
 import sys
 
+from ..common.patterns import LazyPattern
 from ..filterfile.manifest import RANGE_ARRAYS, format_error, is_count_array, member_chunks, read_member, value_problem
 
 TYPE_CHECKING = False                  # typing's names for the checker only (pipe mode's start-up)
@@ -79,7 +79,7 @@ def npy_header(data: bytes | memoryview, path: Path, name: str) -> tuple[dict, i
 
 #: the header NumPy's ``np.save`` writes (``numpy.lib.format``: a dict literal of descr,
 #: fortran_order and shape, in this order, padded with spaces to a multiple of 64 bytes)
-_NUMPY_HEADER = re.compile(r"\{'descr': '([<>|=]?[a-zA-Z]\d+)', 'fortran_order': (False|True), "
+_NUMPY_HEADER = LazyPattern(r"\{'descr': '([<>|=]?[a-zA-Z]\d+)', 'fortran_order': (False|True), "
                            r"'shape': \(((?:\d+, )*\d+,?|)\), \} *\n?\Z")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..common.patterns import LazyPattern
 from .. import __version__
 from ..common.errors import ConfigError
 from ..parse.markup import PREVIOUS, SPAMD_FIELDS, envelope_end, header_end, split_tags, strip_markup
@@ -48,7 +49,7 @@ def tag_fields(verdict: str, p_spam: float, model_id: str, threshold: float = 0.
     return fields
 
 
-_TAG_RENAMES = re.compile(rb"(?im)^(X-Spam-(?:Status|Flag|Level|Probability))(?=[ \t]*:)")
+_TAG_RENAMES = LazyPattern(rb"(?im)^(X-Spam-(?:Status|Flag|Level|Probability))(?=[ \t]*:)")
 
 
 def tag(raw: bytes, verdict: str, p_spam: float, model_id: str, threshold: float = 0.5) -> bytes:

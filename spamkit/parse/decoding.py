@@ -15,8 +15,8 @@ from __future__ import annotations
 import binascii
 import codecs
 import quopri
-import re
 
+from ..common.patterns import LazyPattern
 from ..common.compiled import speedups as _compiled
 from .mime import Part
 
@@ -59,9 +59,9 @@ _CODEC_MEMO_SIZE = 1024
 #: EUC-KR's Hangul filler, which starts an 8-byte composed syllable
 _HANGUL_FILLER = b"\xa4\xd4"
 
-_ENCODED_WORD = re.compile(r"=\?([^?\s]+)\?([bBqQ])\?([^?\s]*)\?=")
-_SPACE_BETWEEN_WORDS = re.compile(r"(\?=)\s+(=\?)")
-_SURROGATE = re.compile("[\udc80-\udcff]")
+_ENCODED_WORD = LazyPattern(r"=\?([^?\s]+)\?([bBqQ])\?([^?\s]*)\?=")
+_SPACE_BETWEEN_WORDS = LazyPattern(r"(\?=)\s+(=\?)")
+_SURROGATE = LazyPattern("[\udc80-\udcff]")
 
 
 def _codec(charset: str):

@@ -24,6 +24,7 @@ import re
 from functools import partial
 from html import unescape as _stdlib_unescape
 
+from ..common.patterns import LazyPattern
 from ..common.compiled import speedups as _compiled
 
 speedups = _compiled()                   # spamkit/common/speedups.c, or None: the Python definitions
@@ -34,8 +35,8 @@ section table tbody td tfoot th thead title tr ul""".split())
 #: elements whose content is not shown ("head" is not one: its <title> is)
 _INVISIBLE = frozenset({"script", "style", "template", "xml"})
 #: elements whose content is raw text up to their end tag (HTML5 §13.2.5: script data, RAWTEXT)
-_RAW_TEXT = {"script": re.compile(r"</script(?=[\s/>])|</script\Z", re.I),
-             "style": re.compile(r"</style(?=[\s/>])|</style\Z", re.I)}
+_RAW_TEXT = {"script": LazyPattern(r"</script(?=[\s/>])|</script\Z", re.I),
+             "style": LazyPattern(r"</style(?=[\s/>])|</style\Z", re.I)}
 _URL_ATTRS = frozenset({"href", "src", "action", "background", "cite", "longdesc", "data"})
 MAX_TAGS = 10_000
 
@@ -45,13 +46,13 @@ MAX_TAGS = 10_000
 # regex engine keeps a backtracking record per repetition of the attribute group, so the
 # group repeats per run of plain characters, not per character, and at most 4,096 times:
 # a hostile 1 MB tag would otherwise cost ~150 MB (what is left of it is read as text).
-_MARKUP = re.compile(r"""
+_MARKUP = LazyPattern(r"""
     <!--.*?(?:--!?>|\Z)
   | <[!?][^>]*>?
   | </>
   | <(/?)([A-Za-z][^\t\n\r\f />\x00]*)((?:[^>=]+|=\s*"[^"]*"|=\s*'[^']*'|=){0,4096})(>?)
 """, re.S | re.X)
-_ATTR = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))?""")
+_ATTR = LazyPattern(r"""([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))?""")
 
 
 #: attributes read from one tag (real tags have a handful; a hostile one has thousands)
@@ -93,9 +94,9 @@ def _tag_attrs(attr_text: str) -> tuple[list[str], str | None]:
 
 
 #: a decimal character reference of more than 7 digits, leading zeros aside (10^7 > 0x10FFFF)
-_LONG_DECIMAL_REFERENCE = re.compile(r"&#0*([1-9][0-9]{7,})")
+_LONG_DECIMAL_REFERENCE = LazyPattern(r"&#0*([1-9][0-9]{7,})")
 #: the leading zeros of a decimal reference (all but the digit before the number)
-_LEADING_ZEROS = re.compile(r"&#0+(?=[0-9])")
+_LEADING_ZEROS = LazyPattern(r"&#0+(?=[0-9])")
 
 
 def unescape(text: str) -> str:

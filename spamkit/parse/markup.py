@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ..common.patterns import LazyPattern
+
 
 #: the header fields ``spamkit filter`` prepends (lower-case names)
 SPAMKIT_FIELDS = (b"x-spam-status", b"x-spam-flag", b"x-spam-level", b"x-spam-probability", b"x-spamkit-version",
@@ -19,8 +21,8 @@ SPAMKIT_FIELDS = (b"x-spam-status", b"x-spam-flag", b"x-spam-level", b"x-spam-pr
 #: fields of these names further down a message (another filter's) are renamed X-Spam-Prev-* when
 #: spamkit tags it, so that a recipe matching ``^X-Spam-Status: Yes`` sees spamkit's verdict alone
 TAG_RENAMES = (b"x-spam-status", b"x-spam-flag", b"x-spam-level", b"x-spam-probability")
-_FIELD_LINE = re.compile(rb"([A-Za-z0-9-]+):[ \t]?([^\r\n]*)\r?\n")
-_RENAMED_BACK = re.compile(rb"(?im)^X-Spam-Prev-(Status|Flag|Level|Probability)(?=[ \t]*:)")
+_FIELD_LINE = LazyPattern(rb"([A-Za-z0-9-]+):[ \t]?([^\r\n]*)\r?\n")
+_RENAMED_BACK = LazyPattern(rb"(?im)^X-Spam-Prev-(Status|Flag|Level|Probability)(?=[ \t]*:)")
 
 
 def envelope_end(raw: bytes) -> int:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 
+from ..common.patterns import LazyPattern
 from ..common.compiled import speedups as _compiled
 from ..common.records import Frozen, set_fields
 from .decoding import decode_bytes, decode_header_value, payload_bytes, payload_size
@@ -56,8 +57,8 @@ MAX_MESSAGE_BYTES = 4 << 20
 #: MIME nesting depth and number of parts walked; deeper or further parts are skipped and counted
 MAX_DEPTH = 32
 MAX_PARTS = 500
-_HEADER_LINE = re.compile(rb"^[\x21-\x39\x3b-\x7e]+[ \t]*:")
-_SUBJECT_LINE = re.compile(rb"^subject:[ \t]?", re.IGNORECASE)
+_HEADER_LINE = LazyPattern(rb"^[\x21-\x39\x3b-\x7e]+[ \t]*:")
+_SUBJECT_LINE = LazyPattern(rb"^subject:[ \t]?", re.IGNORECASE)
 
 
 class Attachment(Frozen):

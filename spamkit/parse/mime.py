@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import re
 
+from ..common.patterns import LazyPattern
 from ..common.compiled import speedups as _compiled
 
 _speedups = _compiled()                # spamkit/common/speedups.c, or None: the Python definitions here
@@ -52,11 +53,11 @@ MAX_PARAM_CHARS = 16 * 1024
 MAX_PARAMS = 64
 
 # RFC 5322 field name: printable ASCII except ":" (the stdlib also accepts an empty name)
-_FIELD = re.compile(rb"[\x21-\x39\x3b-\x7e]*:")
+_FIELD = LazyPattern(rb"[\x21-\x39\x3b-\x7e]*:")
 # pieces of a parameter list: quoted strings (which may hold ";"; a missing closing quote
 # runs to the end), runs of other characters, and the ";" that ends a parameter
-_PIECE = re.compile(r'"(?:[^"\\]|\\.)*(?:"|$)|[^;"]+|"|;', re.S)
-_QUOTED_PAIR = re.compile(r"\\(.)", re.S)
+_PIECE = LazyPattern(r'"(?:[^"\\]|\\.)*(?:"|$)|[^;"]+|"|;', re.S)
+_QUOTED_PAIR = LazyPattern(r"\\(.)", re.S)
 
 
 class Part:
@@ -144,9 +145,9 @@ def parse_part(raw: bytes, start: int, end: int, default_type: str = "text/plain
 
 # A well-formed header block (RFC 5322 §2.2): field lines, each followed by its continuation
 # lines, then the empty line. No "From " line, no leading continuation, nothing else.
-_BLOCK = re.compile(rb"(?:[\x21-\x39\x3b-\x7e]*:[^\n]*\n(?:[ \t][^\n]*\n)*)*\r?\n")
+_BLOCK = LazyPattern(rb"(?:[\x21-\x39\x3b-\x7e]*:[^\n]*\n(?:[ \t][^\n]*\n)*)*\r?\n")
 # one field of such a block once CRLFs are LFs: name, value after the colon's blanks, continuations
-_FIELD_LINES = re.compile(r"([\x21-\x39\x3b-\x7e]*):[ \t]*([^\n]*)((?:\n[ \t][^\n]*)*)\n")
+_FIELD_LINES = LazyPattern(r"([\x21-\x39\x3b-\x7e]*):[ \t]*([^\n]*)((?:\n[ \t][^\n]*)*)\n")
 
 
 def _well_formed_block(raw: bytes, start: int, end: int, default_type: str) -> Part | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ..common.patterns import LazyPattern
 from ..common.errors import ConfigError
 from ..parse.message import Message, defect_families, parse_message
 from ..common.names import TOKENS
@@ -29,10 +30,10 @@ NUMBER_MODES = ("keep", "drop", "collapse")
 LEXERS = ("spamkit", "bogofilter")
 #: ``headers=ALL_HEADERS`` tokenizes every header field
 ALL_HEADERS = ("*",)
-_IPV4 = re.compile(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])")
-_DIGIT_RUN = re.compile(r"\d+")
-_SPACE_RUN = re.compile(r"\s+")
-_URL_PIECES = re.compile(r"[\s/?#=&.:;,_+%~!@\-]+")
+_IPV4 = LazyPattern(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])")
+_DIGIT_RUN = LazyPattern(r"\d+")
+_SPACE_RUN = LazyPattern(r"\s+")
+_URL_PIECES = LazyPattern(r"[\s/?#=&.:;,_+%~!@\-]+")
 
 
 def digit_shapes(text: str, out: list, cap: int = 20) -> None:

@@ -8,8 +8,6 @@ tokenizer leaves from contractions (``don``, ``t``, ``ll``).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..common.errors import ResourceMissingError
 
 
@@ -44,9 +42,10 @@ def load_stop_words(spec: str | None) -> frozenset[str]:
         return frozenset()
     if spec == "english":
         return english()
-    path = Path(spec)
+    path = spec                              # a str, not a Path: pathlib is not imported in pipe mode
     try:
-        return _parse(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as fh:
+            return _parse(fh.read())
     except FileNotFoundError:
         raise ResourceMissingError(f"stop-word file not found: {path}; use --stop-words english "
                                    "for the built-in list") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sys
 
+from ..common.patterns import LazyPattern
 from ..common.compiled import speedups as _compiled
 
 speedups = _compiled()                   # spamkit/common/speedups.c, or None: the Python definitions
@@ -59,9 +60,9 @@ WORD_PATTERN_MIN2_FAST = _possessive_min2() or WORD_PATTERN_MIN2
 #: of the texts are ASCII. tests/test_text.py checks it against WORD_PATTERN_MIN2 on ASCII text.
 WORD_PATTERN_MIN2_ASCII = WORD_PATTERN_MIN2_FAST.replace("[^\\W_]", "[A-Za-z0-9]")
 
-URL_PATTERN = re.compile(r"(?:https?://|www\.)[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
-_HOST = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://)?(?:[^@/?#]*@)?([^/?#:\s]+)", re.IGNORECASE)
-_DIGITS = re.compile(r"^[$£€¥]?[\d.,'’\-]+$")
+URL_PATTERN = LazyPattern(r"(?:https?://|www\.)[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
+_HOST = LazyPattern(r"^(?:[a-z][a-z0-9+.\-]*://)?(?:[^@/?#]*@)?([^/?#:\s]+)", re.IGNORECASE)
+_DIGITS = LazyPattern(r"^[$£€¥]?[\d.,'’\-]+$")
 
 
 def find_urls(text: str) -> list[str]:
@@ -123,7 +124,7 @@ def is_number(token: str) -> bool:
 
 #: a run of two or more characters of the scripts written without spaces between words: kana
 #: (Hiragana, Katakana) and Han ideographs (CJK Unified, Extension A, Compatibility)
-_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}")
+_CJK_RUN = LazyPattern("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}")
 
 
 def _bigrams(match) -> str:
