@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from html import unescape as _stdlib_unescape
 
 from ..common.patterns import LazyPattern
 from ..common.compiled import speedups as _compiled
@@ -113,7 +112,8 @@ def unescape(text: str) -> str:
         text = _LONG_DECIMAL_REFERENCE.sub("&#99999999", text)
         if "&#00" in text:                                # zeros no longer than a number's limit
             text = _LEADING_ZEROS.sub("&#", text)
-    return _stdlib_unescape(text)
+    from html import unescape as stdlib_unescape         # (imported when first needed: ~3 ms of start-up)
+    return stdlib_unescape(text)
 
 
 def _compiled_unescape():
@@ -130,12 +130,21 @@ def _compiled_unescape():
     return speedups.html_unescape
 
 
-#: html.unescape as the compiled scanner calls it
-_unescape = _compiled_unescape()
+#: what html_tools makes on its first call
+_TOOLS: list = []
 
-#: _tag_attrs in C (``spamkit.common.speedups.tag_attrs``; tests/test_htmltext.py compares the two)
-_compiled_tag_attrs = (partial(speedups.tag_attrs, _URL_ATTRS, _unescape, MAX_ATTRIBUTES) if speedups is not None
-                       else _tag_attrs)
+
+def html_tools() -> tuple:
+    """``(unescape, tag_attrs)`` as the compiled scanner calls them: ``html.unescape`` in C
+    (:func:`_compiled_unescape`) and :func:`_tag_attrs` in C (``spamkit.common.speedups.tag_attrs``;
+    tests/test_htmltext.py compares each with its Python definition). Made on the first HTML
+    part, not at import: the standard library's entity table is ~3 ms of pipe mode's start-up,
+    which plain-text mail does not need."""
+    if not _TOOLS:
+        unescape_text = _compiled_unescape()
+        _TOOLS.extend((unescape_text, partial(speedups.tag_attrs, _URL_ATTRS, unescape_text, MAX_ATTRIBUTES)
+                       if speedups is not None else _tag_attrs))
+    return _TOOLS[0], _TOOLS[1]
 
 
 def html_to_text(html: str) -> tuple[str, list[str], list[str]]:
@@ -157,7 +166,8 @@ def html_to_text(html: str) -> tuple[str, list[str], list[str]]:
     (['http://x.example/p?q=1&r=2'], ['p', 'b', 'a', 'style'])
     """
     if speedups is not None:
-        return speedups.html_to_text(html, _BLOCK, _INVISIBLE, _RAW_TEXT, _compiled_tag_attrs, _unescape, MAX_TAGS)
+        unescape_text, tag_attrs = html_tools()
+        return speedups.html_to_text(html, _BLOCK, _INVISIBLE, _RAW_TEXT, tag_attrs, unescape_text, MAX_TAGS)
     return _html_to_text_python(html)
 
 
