@@ -16,7 +16,7 @@ THREADS = ["-pthread"] if os.name == "posix" else []
 SPEEDUPS = ["spamkit/common/speedups.c", "spamkit/parse/entities.c", "spamkit/parse/html.c", "spamkit/parse/headers.c",
             "spamkit/text/words.c", "spamkit/text/mailtokens.c", "spamkit/corpus/tar.c", "spamkit/features/columns.c",
             "spamkit/features/numbering.c", "spamkit/features/terms.c", "spamkit/models/loops.c",
-            "spamkit/models/context.c"]
+            "spamkit/models/context.c", "spamkit/filterfile/values.c"]
 
 #: no fused multiply-add, so that compiled sums round as their NumPy definitions do
 FLAGS = ["-O2", "-ffp-contract=off"]

@@ -73,7 +73,7 @@ MODULE_RULES = {
     # core's definitions (not its NumPy forms)
     "mail/lean.py": {"common.compiled", "common.errors", "common.names", "decide.familiar", "filterfile.manifest",
                      "mail.leanarrays", "parse.message", "scoring", "text"},
-    "mail/leanarrays.py": {"common.patterns", "filterfile.manifest"},
+    "mail/leanarrays.py": {"common.compiled", "common.patterns", "filterfile.manifest"},
     # a filter file's manifest, read and checked with the standard library alone (and the zip
     # reader made of it)
     "filterfile/manifest.py": {"common.errors", "common.patterns", "filterfile.zipread", "version"},

@@ -324,3 +324,54 @@ def test_both_routes_apply_one_rule_to_the_values(good, tmp_path, name, values, 
         array[...] = values
     data[meta["file"]] = npy(array)
     _both_routes_refuse(write(tmp_path / "bad.spamkit", manifest, data), problem)
+
+
+@pytest.mark.skipif(__import__("spamkit.common.compiled", fromlist=["speedups"]).speedups() is None,
+                    reason="the compiled loops are not built (SPAMKIT_PURE_PYTHON or no C compiler)")
+def test_the_compiled_value_summary_is_pythons_and_both_checks_agree(monkeypatch, tmp_path):
+    # spamkit/filterfile/values.c's float_summary against Python's all/min/sum, and pipe mode's
+    # check of an array (spamkit.mail.leanarrays.check_values) with and without it, on the values
+    # a hostile file holds: NaNs, infinities, negative zeros, negatives, sums that overflow
+    import array
+    import math
+    import random
+
+    from spamkit.common.errors import ModelFormatError
+    from spamkit.mail import leanarrays
+
+    compiled = leanarrays.speedups
+    rng = random.Random(3)
+    specials = [math.nan, math.inf, -math.inf, -0.0, 0.0, -1.0, 1e308, 3.4e38, 1e-300, 5.0]
+    cases = [[], [1.0], [-0.0], [1e308] * 3, [math.nan, -5.0], [math.inf, -math.inf]]
+    cases += [[rng.choice(specials) if rng.random() < 0.1 else rng.uniform(0, 1e3) for _ in range(rng.randrange(1, 300))]
+              for _ in range(200)]
+    seen = set()
+    for values in cases:
+        for code in "df":
+            try:
+                typed = memoryview(array.array(code, values))
+            except OverflowError:                                        # 1e308 as float32
+                continue
+            finite, smallest, total = compiled.float_summary(typed)
+            numbers = list(typed)
+            assert finite == all(map(math.isfinite, numbers))
+            ordered = [x for x in numbers if not math.isnan(x)]
+            assert smallest == (min(ordered) if ordered else math.inf)
+            python_total = sum(numbers, 0.0)
+            assert total == python_total or (math.isnan(total) and math.isnan(python_total))
+            for name in ("model.feature_count_", "model.logistic_coef_"):
+                outcomes = []
+                for engine in (compiled, None):
+                    monkeypatch.setattr(leanarrays, "speedups", engine)
+                    try:
+                        leanarrays.check_values(typed, tmp_path / "f.spamkit", name, "float64" if code == "d" else "float32")
+                        outcomes.append(None)
+                    except ModelFormatError as exc:
+                        outcomes.append(str(exc).split(name, 1)[1])
+                assert outcomes[0] == outcomes[1], (values, code, name, outcomes)
+                seen.add(outcomes[0])
+    monkeypatch.setattr(leanarrays, "speedups", compiled)
+    assert {None, " holds values that are not finite numbers", " holds negative counts",
+            " holds counts whose sum is not a finite number"} <= seen
+    with pytest.raises(TypeError, match="format 'd' or 'f'"):
+        compiled.float_summary(memoryview(array.array("q", [1, 2])))

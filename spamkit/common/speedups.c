@@ -280,7 +280,7 @@ PyMODINIT_FUNC PyInit_speedups(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    PyMethodDef *areas[] = {sk_parse_entities_methods, sk_parse_html_methods, sk_parse_headers_methods, sk_text_words_methods, sk_text_mailtokens_methods, sk_corpus_tar_methods, sk_features_columns_methods, sk_features_numbering_methods, sk_features_terms_methods, sk_models_loops_methods, sk_models_context_methods};
+    PyMethodDef *areas[] = {sk_parse_entities_methods, sk_parse_html_methods, sk_parse_headers_methods, sk_text_words_methods, sk_text_mailtokens_methods, sk_corpus_tar_methods, sk_features_columns_methods, sk_features_numbering_methods, sk_features_terms_methods, sk_models_loops_methods, sk_models_context_methods, sk_filterfile_values_methods};
     for (size_t k = 0; k < sizeof(areas) / sizeof(areas[0]); k++)
         if (PyModule_AddFunctions(m, areas[k]) < 0) {
             Py_DECREF(m);

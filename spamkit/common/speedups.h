@@ -74,5 +74,6 @@ SK_HIDDEN extern PyMethodDef sk_features_numbering_methods[];
 SK_HIDDEN extern PyMethodDef sk_features_terms_methods[];
 SK_HIDDEN extern PyMethodDef sk_models_loops_methods[];
 SK_HIDDEN extern PyMethodDef sk_models_context_methods[];
+SK_HIDDEN extern PyMethodDef sk_filterfile_values_methods[];
 
 #endif

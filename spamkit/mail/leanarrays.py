@@ -16,12 +16,15 @@ import math
 import sys
 
 from ..common.patterns import LazyPattern
+from ..common.compiled import speedups as _compiled
 from ..filterfile.manifest import RANGE_ARRAYS, format_error, is_count_array, member_chunks, read_member, value_problem
 
 TYPE_CHECKING = False                  # typing's names for the checker only (pipe mode's start-up)
 if TYPE_CHECKING:
     from pathlib import Path
 
+
+speedups = _compiled()                   # spamkit/filterfile/values.c's float_summary, or None
 
 #: .npy type -> array typecode, for the arrays read here
 TYPECODES = {"<f8": "d", "<u8": "Q", "<i8": "q", "<f4": "f"}
@@ -164,7 +167,7 @@ def any_negative(values) -> bool:
 def finite_sum(values, path: Path, name: str) -> float:
     """The sum of float values, which is finite exactly when no value is a NaN or an infinity
     (for counts and weights far below 1e308)."""
-    total = sum(values)
+    total = speedups.float_summary(values)[2] if speedups is not None else sum(values)
     if not math.isfinite(total):
         format_error(path, f"array {name} holds values that are not finite numbers")
     return total
@@ -186,12 +189,20 @@ def _finite_and_small(values) -> bool:
 
 
 def check_values(values, path: Path, name: str, dtype: str) -> None:
-    """:func:`spamkit.filterfile.manifest.value_problem` for an array read here. Floats: every value's
+    """:func:`spamkit.filterfile.manifest.value_problem` for an array read here. Floats, where the
+    compiled loops are built: one pass in C (``float_summary``: finite, smallest, sum). Else floats: every value's
     top byte first (finite and small: so is the sum); else the sum (finite when every value is,
     unless it overflows: then each value is looked at). Counts: the sign bits, then the numbers
     where one is set. Integers are finite and their sums exact."""
     kind = dtype[0] if dtype[0] in "fiu" else "f"
     counts = is_count_array(name)
+    pair = list(values) if name in RANGE_ARRAYS else None
+    if kind == "f" and speedups is not None:      # one pass in C: spamkit/filterfile/values.c
+        all_finite, smallest, total = speedups.float_summary(values)
+        problem = value_problem(name, kind, all_finite, smallest if counts else None, total if counts else None, pair)
+        if problem is not None:
+            format_error(path, f"array {name} {problem}")
+        return
     total = None                                   # None: known to be finite
     if kind == "f" and not _finite_and_small(values):
         total = float(sum(values))
@@ -201,7 +212,6 @@ def check_values(values, path: Path, name: str, dtype: str) -> None:
     smallest = None
     if counts:
         smallest = -1.0 if kind != "u" and any_negative(values) else 0.0
-    problem = value_problem(name, kind, all_finite, smallest, total if counts else None,
-                            list(values) if name in RANGE_ARRAYS else None)
+    problem = value_problem(name, kind, all_finite, smallest, total if counts else None, pair)
     if problem is not None:
         format_error(path, f"array {name} {problem}")
