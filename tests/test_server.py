@@ -68,9 +68,28 @@ def test_no_server_means_the_message_passes_through(server, tmp_path):
 
 
 def test_the_client_imports_only_the_standard_library():
-    code = "import sys, spamkit.mail.serve.client; print(sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk') if m in sys.modules))"
+    # and of it not argparse (gettext, shutil) nor struct: a delivery starts one per message
+    code = ("import sys\nbefore = set(sys.modules)\nimport spamkit.mail.serve.client\n"
+            "print(sorted(m for m in ('numpy', 'scipy', 'sklearn', 'nltk', 'argparse', 'gettext', 'shutil', 'struct') "
+            "if m in sys.modules and m not in before))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV, text=True)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_the_clients_options_help_and_a_bad_option_that_still_delivers(tmp_path):
+    client = [sys.executable, "-m", "spamkit.mail.serve.client"]
+    out = subprocess.run(client + ["--help"], capture_output=True, env=ENV, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith(b"usage: spamkit-pipe") and b"--timeout SECONDS" in out.stdout
+    raw = b"Subject: hello\n\nstill delivered"
+    for bad, reason in ((["--colour"], b"unrecognised option --colour"), (["--timeout"], b"--timeout needs a value"),
+                        (["--timeout=soon"], b"--timeout takes seconds"), (["--timeout", "-1"], b"positive number"),
+                        (["--socket", str(tmp_path / "s"), "extra"], b"unexpected argument extra")):
+        out = subprocess.run(client + bad, input=raw, capture_output=True, env=ENV, timeout=60)
+        assert out.returncode == EXIT_ERROR and out.stdout == raw, bad              # passed through, as printed
+        assert reason in out.stderr and b"Traceback" not in out.stderr, out.stderr
+    # --opt=VALUE and --opt VALUE are the same; the environment gives the default socket
+    from spamkit.mail.serve.client import parse_arguments
+    assert parse_arguments(["--socket=/a", "--timeout", "2.5"]) == {"socket": "/a", "timeout": 2.5, "help": False}
 
 
 # ------------------------------------------------------------------ under abuse
@@ -126,13 +145,13 @@ def test_200_clients_at_once_and_64_idle_connections_are_all_answered(model, tmp
 
 def test_an_idle_client_does_not_hold_the_others_and_a_slow_one_is_cut_off(model, tmp_path):
     import socket
-    from spamkit.mail.serve.client import LENGTH, ask
+    from spamkit.mail.serve.client import LENGTH_BYTES, ask
     sock = tmp_path / "slow.sock"
     proc = start_server(model, sock, "--timeout", "2", "--workers", "1")
     try:
         slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         slow.connect(str(sock))
-        slow.sendall(LENGTH.pack(1000) + b"only part of it")    # then nothing
+        slow.sendall((1000).to_bytes(LENGTH_BYTES, "big") + b"only part of it")    # then nothing
         raw = b"Subject: hello\n\nlunch at noon?"
         status, out = ask(str(sock), raw, timeout=30)            # answered while the slow one hangs
         assert status in (EXIT_SPAM, EXIT_HAM) and out.endswith(raw)

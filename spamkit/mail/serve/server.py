@@ -65,14 +65,19 @@ import collections
 import os
 import socket
 import selectors
+import struct
 import time
 
-from .client import LENGTH as _LENGTH
+from .client import LENGTH_BYTES
 from .. import tag
 from ...common.passthrough import EXIT_ERROR, EXIT_REFUSED, VERDICT_STATUS
 from .listen import AllowList
 from .pool import (MAX_BATCH, MAX_BATCH_BYTES, Budget, Reply, Work, Workers, log, run_batch, run_inline,
                    worker_state)
+
+#: every length on the wire: LENGTH_BYTES (8) bytes, big-endian unsigned, as the client writes them
+_LENGTH = struct.Struct(">Q")
+assert _LENGTH.size == LENGTH_BYTES
 
 #: largest message classified (bytes); a bigger one is refused and the client passes it on
 MAX_MESSAGE = 16 << 20
