@@ -391,7 +391,7 @@ def test_without_the_extension_the_same_tokens_and_scores():
 def test_compiled_digit_shapes_equal_the_regular_expression(text, cap):
     """spamkit.common.speedups.digit_shapes finds the runs \\d+ finds in a str (Unicode decimal digits,
     not superscripts or numerals), each as shape:dN with N capped."""
-    import spamkit.text.analyzer as text_module
+    import spamkit.text.kinds as text_module
     if text_module.speedups is None:
         pytest.skip("spamkit.common.speedups was not built")
     got = []
@@ -461,7 +461,7 @@ def test_a_parsed_messages_fields_take_the_one_call(monkeypatch):
 def test_compiled_url_parts_equal_the_regular_expression(urls):
     """spamkit.common.speedups.url_parts against its definition: str.lower() (İ becomes two characters,
     ẞ becomes ß), then re.split on white space and URL punctuation, pieces of 2 to 30 characters."""
-    import spamkit.text.analyzer as text_module
+    import spamkit.text.kinds as text_module
     if text_module.speedups is None:
         pytest.skip("spamkit.common.speedups was not built")
     got = []
@@ -478,7 +478,7 @@ def test_compiled_received_ips_equal_the_regular_expression(values):
     """spamkit.common.speedups.received_ips against its definition, the regular expression with its
     look-behind and look-ahead (Unicode decimal digits included, superscripts not), on generated
     runs of digits and dots: the same quads, prefixes and order."""
-    import spamkit.text.analyzer as text_module
+    import spamkit.text.kinds as text_module
     if text_module.speedups is None:
         pytest.skip("spamkit.common.speedups was not built")
     got = []
@@ -493,7 +493,7 @@ def test_compiled_received_ips_equal_the_regular_expression(values):
 
 
 def test_received_ips_by_hand():
-    import spamkit.text.analyzer as text_module
+    import spamkit.text.kinds as text_module
     cases = {"from a (b [10.0.0.1]) by c (1.2.3.4)": ["10.0.0.1", "1.2.3.4"],
              "1.2.3.4.5 x.1.2.3.4 1.2.3.4x 01.002.255.0": ["1.2.3.4", "01.002.255.0"],   # x is not a digit or dot
              "1234.1.1.1 256.1.1.1 ١٩٢.٠.٢.٧": ["١٩٢.٠.٢.٧"],
@@ -532,19 +532,19 @@ def test_field_name_tokens_are_one_str_per_name_and_the_memo_is_bounded(monkeypa
     """The mail tokens' "header:" + name come from a memo (one str per name, its hash taken once),
     cleared when it reaches its bound: names come from the mail, a stream of new ones must not
     grow it for ever. The tokens are what the concatenation gives either way."""
-    import spamkit.text.analyzer as text_module
+    import spamkit.text.kinds as text_module
     from spamkit.parse.message import parse_message
-    monkeypatch.setattr(text_module, "_HEADER_NAME_TOKENS", {})
-    monkeypatch.setattr(text_module, "_HEADER_NAME_TOKENS_SIZE", 5)
+    text_module.HEADER_NAME_TOKENS.clear()                  # the one dict the analyzer reads
+    monkeypatch.setattr(text_module, "HEADER_NAME_TOKENS_SIZE", 5)
     a = Analyzer.mail()
     for i in range(20):
         raw = b"".join(b"X-F%d-%d: v\n" % (i, j) for j in range(3)) + b"Subject: s\n\nbody words\n"
         msg = parse_message(raw, "rfc822")
         names = [t for t in a(msg) if t.startswith("header:")]
         assert names == ["header:" + name for name, _ in msg.headers]
-        assert len(text_module._HEADER_NAME_TOKENS) <= 5
+        assert len(text_module.HEADER_NAME_TOKENS) <= 5
     again = [t for t in a(parse_message(b"Subject: s\n\nx\n", "rfc822")) if t.startswith("header:")]
-    assert again == ["header:subject"] and again[0] is text_module._HEADER_NAME_TOKENS["subject"]
+    assert again == ["header:subject"] and again[0] is text_module.HEADER_NAME_TOKENS["subject"]
 
 
 def test_compiled_field_names_are_shared_objects_with_their_definition():

@@ -40,8 +40,8 @@ not help and are off.
 
 from __future__ import annotations
 
-from .analyzer import (ALL_HEADERS, DEFAULT_HEADERS, LEXERS, NUMBER_MODES, Analyzer, analyzer_for, digit_prefixes,
-                       digit_shapes, encodable, make_analyzer, received_ip_tokens, url_part_tokens)
+from .analyzer import ALL_HEADERS, DEFAULT_HEADERS, LEXERS, NUMBER_MODES, Analyzer, analyzer_for, make_analyzer
+from .kinds import digit_prefixes, digit_shapes, encodable, received_ip_tokens, url_part_tokens
 
 __all__ = ["ALL_HEADERS", "Analyzer", "DEFAULT_HEADERS", "LEXERS", "NUMBER_MODES", "analyzer_for", "digit_prefixes",
            "digit_shapes", "encodable", "make_analyzer", "received_ip_tokens", "url_part_tokens"]
