@@ -7,7 +7,8 @@ labels (:mod:`~spamkit.common.labels`), durable writes and safe opens shared by 
 mailboxes (:mod:`~spamkit.common.durable`), how worker processes start
 (:mod:`~spamkit.common.processes`), pipe mode's never-lose-a-message guard and its exit statuses
 (:mod:`~spamkit.common.passthrough`, used by mail filtering, the resident filter and its client),
-and the one loader of the compiled loops (:mod:`~spamkit.common.compiled`; the extension
+immutable records without :mod:`dataclasses` (:mod:`~spamkit.common.records`), regular
+expressions compiled when first used (:mod:`~spamkit.common.patterns`), and the one loader of the compiled loops (:mod:`~spamkit.common.compiled`; the extension
 ``spamkit.common.speedups`` is built from ``speedups.c``, what its areas share, and one source per
 area next to the Python it speeds up).
 """
