@@ -9,9 +9,9 @@ stack (:class:`~spamkit.models.stack.FisherNBStack`) and Robinson/Fisher
 (:class:`~spamkit.models.robinson.RobinsonFisher`) -- with the same decision layer as
 :class:`~spamkit.filterfile.spamfilter.SpamFilter` (calibration, prior correction, saved threshold,
 costs with an unsure decision, the familiarity floor) -- and the accurate configuration,
-that stack with a byte-context model as a side input (``spamkit train --context-model``),
-whose score of one message is the compiled loop ``spamkit.common.speedups.context_ratios`` over the
-counts of that message's slots alone, copied from the file's packed table
+that stack with a byte-context model as a side input (``spamkit train --context-model``;
+:mod:`spamkit.mail.leansides` scores the side inputs), whose score of one message is the
+compiled loop ``spamkit.common.speedups.context_ratios`` over the counts of that message's slots alone, copied from the file's packed table
 (``context_index``, ``context_gather``; no NumPy, and never the 128 MB table). Any other
 filter (:func:`lean_filter` returns None) takes the full path, which gives the same answer.
 
@@ -40,9 +40,10 @@ from ..common.errors import ConfigError, ModelFormatError
 from ..filterfile.manifest import (check_manifest, dtype_of, expected_sizes, format_error, manifest_sha256, open_zip,
                                    read_lines, read_member, term_hash, whole_file)
 from ..parse.message import parse_message
-from .leanarrays import DTYPES, any_negative, check_values, finite_sum, npy_bytes, npy_uint32, npy_values
+from .leansides import LeanContext, LeanGrams
+from .leanarrays import DTYPES, check_values, finite_sum, npy_bytes, npy_uint32, npy_values
 from ..common.names import FISHER_MODEL, FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH, STACK_MODEL
-from ..scoring import (LOG_ODDS_LIMIT, LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combined_log_odds, finite_log_odds,
+from ..scoring import (LOGISTIC_LIMIT, PRIOR_WARMUP, clip, combined_log_odds, finite_log_odds,
                       fisher_clue_sums, fisher_log_probabilities, isotonic_log_proba, length_input, nb_log_odds,
                       normalised, platt_log_proba, two_class_log_proba)
 
@@ -53,8 +54,6 @@ if TYPE_CHECKING:
 
 #: the model types scored here (file names, as :func:`spamkit.filterfile.persist.model_type_of` writes them)
 LEAN_MODELS = (STACK_MODEL, FISHER_MODEL)
-#: spamkit.features.bytekeys's multiplier of the byte 4-grams' hash
-GRAM_MULTIPLIER = 2654435761
 
 
 class LeanFilter:
@@ -116,9 +115,9 @@ class LeanFilter:
         self.context = self.grams = None
         if self.kind == STACK_MODEL and self.side_inputs:
             if "context" in extra:
-                self.context = _LeanContext(path, extra.get("context"), arrays)
+                self.context = LeanContext(path, extra.get("context"), arrays)
             if "grams" in extra:
-                self.grams = _LeanGrams(path, extra["grams"], arrays)
+                self.grams = LeanGrams(path, extra["grams"], arrays)
         center = self.params.get("combiner_center") if self.kind == STACK_MODEL else None
         #: a stack with a combiner prior is less sure until it has learned PRIOR_WARMUP messages
         self.warmup = min(1.0, math.fsum(self.class_count) / PRIOR_WARMUP) if center is not None else 1.0
@@ -280,99 +279,6 @@ class LeanFilter:
         decision = self.decide(proba, familiarity)
         label = decision if decision in ("spam", "unsure") else "ham"
         return label, proba[self.spam]
-
-
-class _LeanContext:
-    """The byte-context model of a filter file, scoring one message: its log-likelihood ratio
-    per symbol (:meth:`spamkit.models.context.ByteContextModel.mean_log_ratio` of the first
-    ``max_bytes`` bytes of the raw message, :meth:`spamkit.filterfile.spamfilter.SpamFilter.side_text`),
-    by the same compiled loop over the same counts: a packed table (``filter.context_packed``) is
-    checked and indexed once, and each message's slots are copied from it before it is scored
-    (a few thousand lookups, about 5 ms, where unpacking the whole table took 0.15-0.2 s and
-    128 MB); a dense table (older files) is read whole."""
-
-    def __init__(self, path: Path, spec, arrays: dict):
-        from ..common.compiled import speedups
-        self.speedups = speedups()
-        try:
-            self.order, self.bits, self.max_bytes = int(spec["order"]), int(spec["bits"]), int(spec["max_bytes"])
-            self.beta = float(spec["beta"])
-            ok = (spec["order"] == self.order and spec["bits"] == self.bits and spec["max_bytes"] == self.max_bytes
-                  and 0 <= self.order <= 16 and 8 <= self.bits <= 30 and self.max_bytes >= 1
-                  and math.isfinite(self.beta) and self.beta > 0)
-        except (KeyError, TypeError, ValueError, OverflowError):
-            ok = False
-        if not ok:
-            format_error(path, f"damaged context model ({spec!r})")
-        self.packed = self.index = None
-        if "filter.context_packed" in arrays:
-            # the packed table checked whole and indexed by blocks of 64 slots; each message's slots
-            # are then copied from it into a table of anonymous memory (context_gather), whose
-            # other pages are never written: the system maps them to its zero page, and nothing the
-            # size of the table is made (small pages: a huge page would be zeroed whole at the
-            # first write into it)
-            import mmap
-            self.packed = arrays["filter.context_packed"]
-            try:
-                self.index = self.speedups.context_index(self.packed, self.bits)
-            except ValueError as exc:
-                format_error(path, f"damaged context model ({exc})")
-            memory = mmap.mmap(-1, 8 << self.bits)
-            if hasattr(mmap, "MADV_NOHUGEPAGE"):
-                memory.madvise(mmap.MADV_NOHUGEPAGE)
-            self.table = memoryview(memory).cast("I")
-        else:
-            self.table = arrays["filter.context_table"]
-        if len(self.table) != 2 << self.bits:
-            format_error(path, f"damaged context model (its table has {len(self.table)} counts; bits {self.bits} "
-                         f"make it {2 << self.bits})")
-        self.texts, self.symbols = arrays["filter.context_class_count"], arrays["filter.context_symbol_count"]
-        for name in ("filter.context_class_count", "filter.context_symbol_count"):
-            finite_sum(arrays[name], path, name)
-            if any_negative(arrays[name]):
-                format_error(path, f"array {name} holds negative counts")
-
-    def score(self, raw: bytes) -> float:
-        out, lengths = array.array("d", [0.0]), array.array("q", [0])
-        text = raw[:self.max_bytes]
-        if self.packed is not None:                # the counts of the slots this text reads, and no others
-            self.speedups.context_gather([text], self.order, self.bits, self.max_bytes, self.packed, self.index,
-                                         self.table)
-        self.speedups.context_ratios([text], self.order, self.bits, self.max_bytes, self.table,
-                                     self.texts[0], self.texts[1], self.symbols[0], self.symbols[1], self.beta,
-                                     out, lengths)
-        return out[0] / max(lengths[0], 1)
-
-
-class _LeanGrams:
-    """The byte 4-gram model of a filter file (:class:`spamkit.models.bytegrams.ByteGramLogistic`),
-    scoring one message: the sum of the weights of the distinct slots of the 4-grams of its first
-    ``n_bytes`` raw bytes (:func:`spamkit.features.bytekeys.gram_slots`: each 4-gram read as a big-endian
-    32-bit number, times :data:`GRAM_MULTIPLIER` modulo 2**32, its top ``bits`` bits), clipped to
-    ±700 as ``decision_function`` clips it. The weights are read whole (float32, 4 bytes a slot)."""
-
-    def __init__(self, path: Path, spec, arrays: dict):
-        try:
-            self.n_bytes, self.bits = int(spec["n_bytes"]), int(spec["bits"])
-            ok = spec["n_bytes"] == self.n_bytes and spec["bits"] == self.bits and self.n_bytes >= 4 and 8 <= self.bits <= 30
-        except (KeyError, TypeError, ValueError, OverflowError):
-            ok = False
-        weights = arrays.get("filter.grams_weights")
-        if not ok or weights is None or weights.format != "f" or len(weights) != 1 << self.bits:
-            format_error(path, f"damaged 4-gram model ({str(spec)[:200]})")
-        self.weights = weights
-
-    def score(self, raw: bytes) -> float:
-        data = raw[:self.n_bytes]
-        shift, mask, multiplier = 32 - self.bits, 0xFFFFFFFF, GRAM_MULTIPLIER
-        value = int.from_bytes(data[:3], "big")
-        slots = set()
-        for byte in data[3:]:
-            value = ((value << 8) | byte) & mask
-            slots.add(((value * multiplier) & mask) >> shift)
-        w = self.weights
-        z = math.fsum(w[slot] for slot in slots)
-        return min(max(z, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)
 
 
 #: the arrays of the file this module reads (the rest serve learning and explaining)
