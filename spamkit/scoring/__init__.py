@@ -57,7 +57,20 @@ _NEGLIGIBLE = math.exp(-45.0)
 #: the most terms of P's series summed past n (they fall when m < n; the sum has converged long before)
 _TAIL_TERMS = 100_000
 
-_chisquare = _compiled_chisquare()   # spamkit/scoring/chisquare.c, or None: the definitions below
+#: not loaded yet (:func:`compiled_tails` loads it)
+_UNLOADED = object()
+#: spamkit/scoring/chisquare.c, or None (the definitions below), once :func:`compiled_tails` has run
+_chisquare: object = _UNLOADED
+
+
+def compiled_tails():
+    """The compiled chi-square tails (``spamkit.scoring.chisquare``), or None where they are not
+    in use: loaded on the first call, not at import, for one-shot pipe mode scores one message
+    by the definitions and would pay the extension's loading (~1-2 ms) for nothing."""
+    global _chisquare
+    if _chisquare is _UNLOADED:
+        _chisquare = _compiled_chisquare()
+    return _chisquare
 
 
 # ---------------------------------------------------------------- logistic and clips
@@ -188,8 +201,9 @@ def fisher_log_probabilities_into(n, log_f, log_1mf, out_c0, out_c1) -> None:
     The compiled loop (``spamkit.scoring.chisquare.fisher_tails``: the same steps in C) where it
     is built; otherwise the definition, row by row.
     """
-    if _chisquare is not None:
-        _chisquare.fisher_tails(n, log_f, log_1mf, out_c0, out_c1)
+    compiled = compiled_tails()
+    if compiled is not None:
+        compiled.fisher_tails(n, log_f, log_1mf, out_c0, out_c1)
         return
     counts, hams, spams = memoryview(n).tolist(), memoryview(log_f).tolist(), memoryview(log_1mf).tolist()
     if not len(counts) == len(hams) == len(spams) == len(out_c0) == len(out_c1):
