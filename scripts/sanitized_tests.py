@@ -104,8 +104,10 @@ def main(argv: list[str]) -> int:
         args = [str(REPO / a) if a.endswith(".py") or "::" in a else a for a in argv]
         if not any(a.endswith(".py") or "::" in a for a in argv):
             args += [str(REPO / t) for t in TESTS]
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(REPO),
-                               *args], env=env, cwd=run).returncode
+        # --capture=sys: a sanitizer's report, written to file descriptor 2 as it stops the process,
+        # reaches the terminal; captured at the descriptor it would be lost with the process
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--capture=sys",
+                               "--rootdir", str(REPO), *args], env=env, cwd=run).returncode
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include "speedups.h"
 
 #include <math.h>
+#include <string.h>
 
 /* float_summary(values) -> (all_finite, smallest, total) for a one-dimensional buffer of float64
    ('d') or float32 ('f'): whether every value is a finite number, the smallest value that is not a
@@ -32,19 +33,24 @@ static PyObject *float_summary(PyObject *self, PyObject *arg)
     int finite = 1;
     double smallest = INFINITY, total = 0.0;
     Py_BEGIN_ALLOW_THREADS
+    /* the values are read by memcpy: a filter file's arrays are views of the file's bytes at
+       whatever offset the zip put them, not aligned to their type (a plain load would be
+       undefined behaviour; the compiler makes the memcpy one unaligned load) */
+    const char *at = view.buf;
     if (wide) {
-        const double *v = view.buf;
         for (Py_ssize_t i = 0; i < n; i++) {
-            double x = v[i];
+            double x;
+            memcpy(&x, at + 8 * i, sizeof x);
             finite &= isfinite(x) != 0;
             if (x < smallest)
                 smallest = x;
             total += x;
         }
     } else {
-        const float *v = view.buf;
         for (Py_ssize_t i = 0; i < n; i++) {
-            double x = (double)v[i];
+            float y;
+            memcpy(&y, at + 4 * i, sizeof y);
+            double x = (double)y;
             finite &= isfinite(x) != 0;
             if (x < smallest)
                 smallest = x;
