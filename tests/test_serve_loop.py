@@ -52,7 +52,10 @@ def ask(path: str, command: str, body: bytes = b"", timeout: float = 30) -> byte
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(timeout)
         s.connect(path)
-        s.sendall(f"{command} {len(body)}\n".encode() + body)
+        try:
+            s.sendall(f"{command} {len(body)}\n".encode() + body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass        # the loop may answer (busy) and close before reading a byte: its answer is still there
         chunks = []
         while chunk := s.recv(1 << 16):
             chunks.append(chunk)
