@@ -133,8 +133,9 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
             runner.run(client, url)
         except (OSError, imaplib.IMAP4.abort, imaplib.IMAP4.error, imapclient.exceptions.IMAPClientError) as exc:
             raise FilterError(f"{url}: the connection failed during the run ({type(exc).__name__}: {exc}); no "
-                              "message is lost: messages already judged keep their keywords and the rest were "
-                              "not touched; run again to continue") from None
+                              "message is lost: messages already judged keep their keywords, the rest were "
+                              "not touched, and a move cut short is finished by the next run; run again to "
+                              "continue") from None
         finally:
             try:
                 client.logout()

@@ -11,12 +11,14 @@ Tags
     ``$SpamkitUnsure`` has been judged (by spamkit, or by the person reading the mail, whose
     client sets them) and is not scored again unless ``--force``: a second run does nothing.
 Moving
-    With the server's ``MOVE`` (RFC 6851) a message is in exactly one folder at every instant.
-    Without it: ``UID COPY``, then ``\\Deleted`` and ``UID EXPUNGE`` (RFC 4315 UIDPLUS) of only
-    those UIDs, after the copy succeeded; a connection lost between the copy and the expunge
-    leaves the message in both folders (a duplicate, never a loss), and a server without
-    UIDPLUS gets the copy and the ``\\Deleted`` flag but no expunge (which would also remove
-    what the user deleted), said in the summary.
+    With the server's ``MOVE`` (RFC 6851), or else ``UID COPY``, then ``\\Deleted`` and ``UID
+    EXPUNGE`` (RFC 4315 UIDPLUS) of only those UIDs, after the copy succeeded. Either can be cut
+    between its copy and its expunge (a server's MOVE is a copy and an expunge too), so each
+    moved message carries the keyword ``$SpamkitMoving`` until its move is done, and the next
+    run finishes what a cut left: a message found in both folders loses its source copy, one
+    never copied is moved again (:mod:`spamkit.mail.imapmoves`). A server without UIDPLUS gets
+    the copy and the ``\\Deleted`` flag but no expunge (which would also remove what the user
+    deleted), said in the summary.
 Reading
     ``BODY.PEEK[]``: filtering never marks a message read. Messages are fetched in batches,
     the keywords of a batch are stored before its moves, and a batch is finished before a
@@ -43,6 +45,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..common.errors import ConfigError
 from .failures import FilterError
+from .imapmoves import MOVING, finish_moves, move, settle
 from .run import FilterSummary
 from .tags import VERDICTS
 
@@ -52,7 +55,6 @@ KEYWORDS = {"spam": "$Junk", "ham": "$NotJunk", "unsure": "$SpamkitUnsure"}
 BATCH = 100
 #: larger messages are left where they are (counted as failed)
 MAX_SIZE = 16 << 20
-DELETED = b"\\Deleted"
 
 
 def score_keyword(p_spam: float) -> str:
@@ -230,6 +232,9 @@ class ImapFilter:
         self.stop_requested = False
         self.summary = FilterSummary(dry_run=dry_run)
         self.notes: list[str] = []
+        #: whether the next pass first finishes the moves a cut left (imapmoves.finish_moves):
+        #: the first pass, and the first after each reconnection of a watch
+        self.check_moves = True
 
     #: in a watch, the folder's UIDVALIDITY and the highest UID already looked at
     seen: tuple[int, int] | None = None
@@ -253,6 +258,12 @@ class ImapFilter:
             for folder in set(self.move.values()):
                 if folder != url.folder and not client.folder_exists(folder):
                     client.create_folder(folder)
+        if self.check_moves and not self.dry_run:
+            note = finish_moves(client, url.folder, self.move, KEYWORDS, can_move, uidplus)
+            if note is not None:
+                self.summary.recovered.append(f"{url}: {note}")
+            self.check_moves = False
+        moved_before = sum(self.summary.moved.values())
         newer = ["UID", f"{since + 1}:*"] if since else ["ALL"]
         everything = [u for u in client.search(newer) if u > since]
         if self.force:
@@ -272,6 +283,8 @@ class ImapFilter:
                 self.summary.interrupted = True
                 break
             self._batch(client, url, chunk, can_move, uidplus)
+        if sum(self.summary.moved.values()) > moved_before and not self.dry_run:
+            settle(client, url.folder, self.move.values())
         if not uidplus and not can_move and any(self.summary.moved.values()) and not self.dry_run:
             self.notes.append(f"{where}: the server has neither MOVE nor UIDPLUS: moved messages were copied "
                               "and flagged \\Deleted but not expunged (your mail client's expunge removes them)")
@@ -304,31 +317,27 @@ class ImapFilter:
                 continue
             self.summary.messages += 1
             self.summary.counts[verdict] += 1
-            if self.tag:
-                keywords.setdefault((KEYWORDS[verdict], score_keyword(p)), []).append(uid)
-                self.summary.tagged += 1
             dest = self.move.get(verdict)
-            if dest is not None and dest != url.folder:
+            if dest == url.folder:
+                dest = None
+            flags = ((KEYWORDS[verdict], score_keyword(p)) if self.tag else ()) + ((MOVING,) if dest else ())
+            if flags:
+                keywords.setdefault(flags, []).append(uid)
+            if self.tag:
+                self.summary.tagged += 1
+            if dest is not None:
                 moves.setdefault(dest, []).append(uid)
                 self.summary.moved[dest] = self.summary.moved.get(dest, 0) + 1
-            else:
-                dest = None
             if self.on_message is not None:
                 self.on_message(f"{url}#{uid}", verdict, p, self.tag, dest)
             if self.progress is not None:
                 self.progress()
         if self.dry_run:
             return
-        for flags, group in keywords.items():                 # verdicts first, then the moves
+        for flags, group in keywords.items():                 # verdicts and marks first, then the moves
             client.add_flags(group, list(flags), silent=True)
         for dest, group in moves.items():
-            if can_move:
-                client.move(group, dest)
-            else:
-                client.copy(group, dest)
-                client.add_flags(group, [DELETED], silent=True)
-                if uidplus:
-                    client.uid_expunge(group)
+            move(client, group, dest, can_move, uidplus)
 
     def watch(self, connect_again, url: ImapURL, idle_seconds: float = RECHECK_SECONDS, max_delay: float = 300.0,
               log=None) -> FilterSummary:
@@ -352,6 +361,7 @@ class ImapFilter:
             client = None
             try:
                 client = connect_again()
+                self.check_moves = True
                 self.run(client, url)
                 delay = 1.0
                 while not self.stop_requested:
@@ -455,7 +465,9 @@ class Corrections:
 
     def messages(self, batch: int = BATCH, max_size: int = MAX_SIZE):
         from ..corpus.base import LabelledMessage
-        for url, criteria in ((self.inbox, ["KEYWORD", KEYWORDS["spam"]]), (self.junk, ["NOT", "KEYWORD", KEYWORDS["spam"]])):
+        # a message still marked MOVING is a move cut short (imapmoves), not a person's correction
+        inbox = ["KEYWORD", KEYWORDS["spam"], "NOT", "KEYWORD", MOVING]
+        for url, criteria in ((self.inbox, inbox), (self.junk, ["NOT", "KEYWORD", KEYWORDS["spam"]])):
             if url.folder != self.inbox.folder and not self.client.folder_exists(url.folder):
                 continue
             select(self.client, url, readonly=True)
