@@ -91,6 +91,11 @@ def test_bad_parameters_and_features_are_refused_by_name():
         ByteGramLogistic(bits=40).check_params()
     with pytest.raises(ConfigError, match="learning rate"):
         ByteGramLogistic(rate=0).check_params()
+    for folds in (1, 2.0, True):
+        with pytest.raises(ConfigError, match="folds >= 2"):
+            ByteGramLogistic(folds=folds).check_params()
+    with pytest.raises(ConfigError, match="two classes of 2 messages or more"):
+        ByteGramLogistic(bits=8).held_out_scores([np.array([1]), np.array([2]), np.array([3])], ["spam", "ham", "ham"])
     m = ByteGramLogistic(bits=8)
     with pytest.raises(ConfigError, match="slots from 0 to 2\\*\\*8 - 1"):
         m.fit([np.array([300]), np.array([1])], ["spam", "ham"])
@@ -222,8 +227,14 @@ def test_fit_is_the_protocol_written_out():
     grams = ByteGramLogistic(bits=16).fit(rows, y)
     assert np.array_equal(f.grams.weights_, grams.weights_)
     grams_side = np.empty(len(msgs))
-    for fold in range(k):                   # a model of the other folds, learned in corpus order
-        rest, members = np.flatnonzero(folds != fold), np.flatnonzero(folds == fold)
+    # the 4-gram model's own two folds, stratified: the i-th message of each class in fold i mod 2
+    assert f.grams.folds == 2
+    codes = (y == "spam").astype(int)
+    gram_folds = np.empty(len(y), dtype=int)
+    for c in (0, 1):
+        gram_folds[codes == c] = np.arange((codes == c).sum()) % 2
+    for fold in range(2):                   # a model of the other fold, learned in corpus order
+        rest, members = np.flatnonzero(gram_folds != fold), np.flatnonzero(gram_folds == fold)
         other = ByteGramLogistic(bits=16).fit([rows[i] for i in rest], y[rest])
         grams_side[members] = other.decision_function([rows[i] for i in members])
     X = f.vectorizer.transform([f.tokens(m) for m in msgs])
@@ -272,6 +283,17 @@ def test_the_filter_file_keeps_the_4_gram_model_and_refuses_a_damaged_one(tmp_pa
         SpamFilter.load(damaged(lambda m: m["extra"].pop("grams")))
     with pytest.raises(ModelFormatError, match="damaged 4-gram model"):
         SpamFilter.load(damaged(lambda m: m["extra"]["grams"].update(bits=20)))
+    # the held-out folds are a fitting setting: recorded; a file from before it loads with the
+    # default; a wrong one is refused by both routes
+    assert manifest["extra"]["grams"]["folds"] == 2
+    old = SpamFilter.load(damaged(lambda m: m["extra"]["grams"].pop("folds")))
+    assert old.grams.folds == 2 and np.array_equal(old.p_spam(msgs), f.p_spam(msgs))
+    for folds in (1, "2", None):
+        bad = damaged(lambda m, folds=folds: m["extra"]["grams"].update(folds=folds))
+        with pytest.raises(ModelFormatError, match="4-gram model is described"):
+            SpamFilter.load(bad)
+        with pytest.raises(ModelFormatError, match="4-gram model is described"):
+            lean_filter(bad)
 
 
 def test_the_commands_train_score_and_learn_with_it(tmp_path):
@@ -292,6 +314,12 @@ def test_the_commands_train_score_and_learn_with_it(tmp_path):
     # cross-validation trains a 4-gram model per fold
     result = run("cv", SAMPLE, "--config", "grams=true", "--folds", "3", "--json")
     assert result.exit_code == 0, result.output
+    # its settings from a --config: the bytes read and the held-out folds
+    from spamkit.filterfile.config import FilterSettings, parse_config
+    settings = FilterSettings.from_config(parse_config("grams=true,grams_bytes=2500,grams_folds=5")).resolved()
+    assert dict(settings.grams) == {"n_bytes": 2500, "bits": 18, "rate": 0.002, "folds": 5}
+    with pytest.raises(ConfigError, match="grams_bytes and grams_folds set the byte 4-gram model: add grams=true"):
+        FilterSettings.from_config(parse_config("grams=false,grams_bytes=2500,grams_folds=5"))
     # options that do not go together say so
     result = CliRunner().invoke(cli, ["train", str(SAMPLE), "--model", "fisher", "--byte-grams", "-o",
                                       str(tmp_path / "x.spamkit")])
@@ -314,7 +342,7 @@ def test_online_alone_and_fused_on_a_real_stream():
     assert alone["measures"]["roca_pct"] == pytest.approx(100 * (1 - roc_auc(labels, m.held_out_)), abs=1e-9)
     default = json.loads(run("online", path, "--json", "-q").stdout)
     fused = json.loads(run("online", path, "--byte-grams", "--json", "-q").stdout)
-    assert fused["settings"]["grams"] == {"n_bytes": 3500, "bits": 18, "rate": 0.002}
+    assert fused["settings"]["grams"] == {"n_bytes": 3500, "bits": 18, "rate": 0.002, "folds": 2}
     assert fused["measures"]["roca_pct"] <= default["measures"]["roca_pct"]
 
 

@@ -21,7 +21,7 @@ from ..models.registry import make_model
 from ..common.names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_MODEL, DEFAULT_RATE, FISHER_MODEL, METRICS,
                     MODEL_DEFAULTS, MODEL_NAMES, REPRESENTATIONS, SELECTIONS, STACK_MODEL, TOKENS, WEIGHTS,
                     model_default)
-from ..models.bytegrams import GRAM_BITS, GRAM_BYTES, GRAM_RATE, ByteGramLogistic
+from ..models.bytegrams import GRAM_BITS, GRAM_BYTES, GRAM_FOLDS, GRAM_RATE, ByteGramLogistic
 from ..models.stack import BEST_STACK, accurate_center
 from .spamfilter import SpamFilter
 from ..text import analyzer_for, make_analyzer
@@ -58,8 +58,9 @@ STACK = BEST_STACK
 #: (``scripts/context_model.py --online``; docs/results.md, "A context model per class")
 CONTEXT = {"order": 6, "beta": 8.0, "bits": 24, "max_bytes": 3000}
 #: the byte 4-gram model (``spamkit train --byte-grams``; spamkit.models.bytegrams): the TREC 2007
-#: winner's rate and table, 3,500 bytes of each raw message
-GRAMS = {"n_bytes": GRAM_BYTES, "bits": GRAM_BITS, "rate": GRAM_RATE}
+#: winner's rate and table, 3,500 bytes of each raw message; its held-out scores for the combiner
+#: from 2 folds (spamkit.common.names.GRAM_FOLDS)
+GRAMS = {"n_bytes": GRAM_BYTES, "bits": GRAM_BITS, "rate": GRAM_RATE, "folds": GRAM_FOLDS}
 
 
 def _frozen(value):
@@ -156,10 +157,13 @@ class FilterSettings:
             raise ConfigError("context_bytes and context_bits set the context model: add context=true")
         kwargs["context"] = {("max_bytes" if k == "bytes" else k): v for k, v in given.items()} if context else None
         grams = kwargs.pop("grams", False)
-        grams_bytes = kwargs.pop("grams_bytes", None)
-        if grams_bytes is not None and not grams:
-            raise ConfigError("grams_bytes sets the byte 4-gram model: add grams=true")
-        kwargs["grams"] = ({"n_bytes": grams_bytes} if grams_bytes is not None else {}) if grams else None
+        given = {key: kwargs.pop(f"grams_{name}") for name, key in (("bytes", "n_bytes"), ("folds", "folds"))
+                 if f"grams_{name}" in kwargs}
+        if given and not grams:
+            names = [f"grams_{'bytes' if k == 'n_bytes' else k}" for k in given]
+            raise ConfigError(f"{' and '.join(names)} {'set' if len(names) > 1 else 'sets'} the byte 4-gram model: "
+                              "add grams=true")
+        kwargs["grams"] = given if grams else None
         return cls(**kwargs)
 
     def resolved(self) -> "FilterSettings":
@@ -287,7 +291,7 @@ CONFIG_KEYS: dict[str, Any] = {"model": str, "tokens": str, "alpha": float, "rep
                "max_clues": int, "k": int, "weights": str, "metric": str, "p": float, "rate": float,
                "char_ngrams": int, "tf_transform": "bool", "length_norm": "bool", "weight_norm": "bool",
                "digit_prefixes": "bool", "context": "bool", "context_bytes": int, "context_bits": int,
-               "grams": "bool", "grams_bytes": int}
+               "grams": "bool", "grams_bytes": int, "grams_folds": int}
 _FISHER_KEYS = ("strength", "prior", "min_dev", "max_clues")
 _KNN_KEYS = ("k", "weights", "metric", "p")
 

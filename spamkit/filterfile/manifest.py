@@ -299,15 +299,18 @@ def _check_structure(manifest: dict, path: Path) -> None:
 
 def _check_grams(spec, need) -> None:
     """A byte 4-gram model's description (spamkit.models.bytegrams.ByteGramLogistic.check_params):
-    whole numbers of bytes (>= 4) and bits (8-30), a finite positive rate; before its weights
-    are read."""
+    whole numbers of bytes (>= 4) and bits (8-30), a finite positive rate, and folds (>= 2)
+    where it says them (files written before the setting have none); before its weights are
+    read."""
     if spec is None:
         return
     ok = isinstance(spec, dict) and all(_is_count(spec.get(k)) for k in ("n_bytes", "bits"))
     ok = ok and spec["n_bytes"] >= 4 and spec["bits"] in CONTEXT_BITS
     rate = spec.get("rate") if isinstance(spec, dict) else None
     ok = ok and isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 < rate < float("inf")
-    need(ok, f"the 4-gram model is described as {str(spec)[:200]}: n_bytes >= 4, bits 8-30, a rate > 0")
+    ok = ok and ("folds" not in spec or (_is_count(spec["folds"]) and spec["folds"] >= 2))
+    need(ok, f"the 4-gram model is described as {str(spec)[:200]}: n_bytes >= 4, bits 8-30, a rate > 0, "
+             "folds >= 2")
 
 
 #: what a context model's description may say (spamkit.models.context.ByteContextModel.check_params)

@@ -141,8 +141,9 @@ class SideModels:
         """Fit the side models on the bytes ``texts`` of the training messages (labels ``y``; or,
         for the byte 4-gram model, on their slots ``gram_rows`` made elsewhere) and return what
         the stack's combiner is fitted on, shape (n, side models): each message's side scores
-        held out by the stack's own folds (:meth:`ByteContextModel.held_out_mean_log_ratio`,
-        :meth:`ByteGramLogistic.held_out_scores`)."""
+        held out: the context model's by the stack's own folds
+        (:meth:`ByteContextModel.held_out_mean_log_ratio`), the 4-gram model's by its own
+        (:meth:`ByteGramLogistic.held_out_scores`, ``folds``)."""
         columns = []
         k, folds = self.model.fold_assignment(y) if isinstance(self.model, FisherNBStack) else (0, None)
         if self.context is not None:
@@ -154,7 +155,7 @@ class SideModels:
             if len(rows) != len(y):
                 raise ConfigError(f"{len(rows)} messages' byte 4-grams for {len(y)} labels")
             self.grams.fit(rows, y)
-            columns.append(self.grams.held_out_scores(rows, y, folds) if k >= 2 else np.zeros(len(texts)))
+            columns.append(self.grams.held_out_scores(rows, y) if k >= 2 else np.zeros(len(texts)))
         return np.column_stack(columns)
 
     @staticmethod
@@ -183,7 +184,8 @@ class SideModels:
         if spec is None:
             return None
         try:
-            grams = ByteGramLogistic(**{k: spec[k] for k in ("n_bytes", "bits", "rate")})
+            grams = ByteGramLogistic(**{k: spec[k] for k in ("n_bytes", "bits", "rate")},
+                                     **{k: spec[k] for k in ("folds",) if k in spec})     # only fitting uses it
             grams.restore_state(model.classes_, {k: arrays[f"grams_{k}"] for k in ("weights", "n_learned")})
         except (KeyError, TypeError, ValueError, IndexError, ConfigError) as exc:
             raise ModelFormatError(f"{path}: damaged 4-gram model ({exc})") from None

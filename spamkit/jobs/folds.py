@@ -80,7 +80,7 @@ def cross_validated_log_proba(spam_filter: SpamFilter, corpora, folds: int = 5, 
                 if grams is not None:
                     rows = f.gram_rows([texts[i] for i in train])
                     grams.fit(rows, y[train])
-                    fitted.append(grams.held_out_scores(rows, y[train], inner_folds) if inner >= 2
+                    fitted.append(grams.held_out_scores(rows, y[train]) if inner >= 2
                                   else np.zeros(len(train)))
                     scored.append(grams.decision_function(f.gram_rows([texts[i] for i in held])))
                 f.model.fit(X, y[train], side=np.column_stack(fitted))

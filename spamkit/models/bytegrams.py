@@ -41,10 +41,11 @@ import numpy as np
 from ..features.bytekeys import unpack_slots
 from ..common.compiled import gramloops
 from ..common.errors import ConfigError
-from ..common.names import GRAM_BITS, GRAM_BYTES, GRAM_RATE
+from ..common.names import GRAM_BITS, GRAM_BYTES, GRAM_FOLDS, GRAM_RATE
 from .base import LOG_ODDS_LIMIT, ClassifierMixin, Estimator
+from .stack import fold_of_rows
 
-# the settings' defaults (GRAM_BYTES, GRAM_BITS, GRAM_RATE) live in spamkit.common.names, which the
+# the settings' defaults (GRAM_BYTES, GRAM_BITS, GRAM_RATE, GRAM_FOLDS) live in spamkit.common.names, which the
 # workers that compute the 4-grams import without NumPy
 
 
@@ -72,6 +73,9 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
         2**bits weights (:data:`GRAM_BITS`).
     rate : float
         The learning rate of each gradient step (:data:`GRAM_RATE`).
+    folds : int
+        The folds of :meth:`held_out_scores` (:data:`GRAM_FOLDS`): how the scores a stack's
+        combiner weighs this model by are held out. Used in fitting only.
 
     Attributes
     ----------
@@ -88,10 +92,11 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
     ['spam', 'ham']
     """
 
-    def __init__(self, n_bytes=GRAM_BYTES, bits=GRAM_BITS, rate=GRAM_RATE):
+    def __init__(self, n_bytes=GRAM_BYTES, bits=GRAM_BITS, rate=GRAM_RATE, folds=GRAM_FOLDS):
         self.n_bytes = n_bytes
         self.bits = bits
         self.rate = rate
+        self.folds = folds
 
     def check_params(self) -> None:
         if not (isinstance(self.n_bytes, (int, np.integer)) and not isinstance(self.n_bytes, bool) and self.n_bytes >= 4):
@@ -100,6 +105,8 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
             raise ConfigError(f"the 4-gram weights are 2**bits with bits from 8 to 30, got {self.bits!r}")
         if not (isinstance(self.rate, (int, float, np.floating)) and self.rate > 0 and np.isfinite(self.rate)):
             raise ConfigError(f"the 4-gram model's learning rate must be > 0, got {self.rate!r}")
+        if not (isinstance(self.folds, (int, np.integer)) and not isinstance(self.folds, bool) and self.folds >= 2):
+            raise ConfigError(f"the 4-gram model's held-out scores need folds >= 2, got {self.folds!r}")
 
     def slots(self, row) -> np.ndarray:
         """A message's features, checked: whole numbers within the table (a packed row,
@@ -176,14 +183,26 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
             scores[i] = self._step(self.slots(text), float(target))
         return scores
 
-    def held_out_scores(self, texts, y, folds) -> np.ndarray:
+    def held_out_scores(self, texts, y, folds=None) -> np.ndarray:
         """Each message's log-odds under a model of this one's parameters learned, in order, on
-        the messages of the other folds (``folds``: the fold of each message): what a stack's
-        combiner fitted on its own cross-validated scores (``FisherNBStack.fold_assignment``)
-        must see of this input, scores of a model about as trained as the one it will weigh.
-        (The scores of the one online pass, :attr:`held_out_`, are those of a model that knew
-        nothing at first: weighed by them, a combiner under-trusts the trained model.)"""
-        texts, y, folds = list(texts), np.asarray(y), np.asarray(folds)
+        the messages of the other folds: what a stack's combiner fitted on its own
+        cross-validated scores (``FisherNBStack.fold_assignment``) must see of this input,
+        scores of a model about as trained as the one it will weigh. (The scores of the one
+        online pass, :attr:`held_out_`, are those of a model that knew nothing at first:
+        weighed by them, a combiner under-trusts the trained model.)
+
+        ``folds``: the fold of each message; by default :attr:`folds` stratified folds
+        (:func:`spamkit.models.stack.fold_of_rows`; fewer when a class has fewer messages)."""
+        texts, y = list(texts), np.asarray(y)
+        if folds is None:
+            self.check_params()
+            classes, codes = np.unique(y, return_inverse=True)
+            smallest = int(np.bincount(codes).min()) if len(classes) == 2 else 0
+            if smallest < 2:
+                raise ConfigError(f"held-out scores need two classes of 2 messages or more, got "
+                                  f"{dict(zip(classes.tolist(), np.bincount(codes).tolist()))}")
+            folds = fold_of_rows(codes, min(int(self.folds), smallest))
+        folds = np.asarray(folds)
         if not (len(texts) == len(y) == len(folds)):
             raise ConfigError(f"{len(y)} labels and {len(folds)} folds for {len(texts)} messages")
         out = np.empty(len(texts))
