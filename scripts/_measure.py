@@ -35,6 +35,35 @@ def compile_package() -> None:
     compileall.compile_dir(Path(spamkit.__file__).parent, quiet=1)
 
 
+def installed_copy(where) -> str | None:
+    """The console script of a ``pip install .`` of this checkout (the README's first command)
+    in a new virtual environment under ``where``, or None (said on standard error) where it
+    cannot be built. An editable install (the development one) runs setuptools' finder at
+    every start, and ``python -m spamkit`` from a checkout is not what a mail server runs.
+
+    The new environment gets spamkit alone (``--no-deps``); the packages of the running one
+    (NumPy and the rest, which the full route imports) are put on its path as plain entries,
+    so their ``.pth`` files, an editable install's finder among them, are not run."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    venv = Path(where) / "installed"
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(repo)], check=True,
+                       capture_output=True)
+    except subprocess.CalledProcessError as exc:
+        print(f"no installed copy to time ({' '.join(map(str, exc.cmd[:4]))} ...: "
+              f"{exc.stderr.decode(errors='replace')[-300:]})", file=sys.stderr)
+        return None
+    site = next((venv / "lib").glob("python*/site-packages"))
+    parents = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site / "_parent_packages.pth").write_text("".join(p + "\n" for p in parents))
+    return str(venv / "bin" / "spamkit")
+
+
 def run_clients(cmd, messages, clients: int, per_client: int, stride: int = 1, times: list | None = None) -> float:
     """Seconds for ``clients`` concurrent clients each running ``cmd`` once per message,
     ``per_client`` messages each (client k starts at message ``k * stride``), a new process per

@@ -18,7 +18,10 @@ asserted anywhere. The commands of a table run in turns, message by message (and
 concurrent rates in alternating rounds), so that a machine whose speed drifts during the run
 slows every row alike.
 
-The package's bytecode is compiled first (``compileall``), as ``pip install .`` does at
+The first rows are what a mail server runs: the ``spamkit`` console script of a ``pip install
+.`` of this checkout into a new virtual environment (``_measure.installed_copy``; an editable
+install runs setuptools' finder at every start, 20-25 ms). The ``python -m spamkit`` rows run
+the checkout, its bytecode compiled first (``compileall``), as ``pip install .`` does at
 install time: an editable install compiles nothing, and where ``PYTHONDONTWRITEBYTECODE`` is
 set (this project's CI machines set it) every new process would recompile spamkit's sources,
 20-40 ms of each one-shot run that no installed copy pays.
@@ -43,7 +46,7 @@ from spamkit import BEST, build_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bogofilter import ensure_bogofilter, serving, trained_wordlist
-from _measure import compile_package, run_clients
+from _measure import compile_package, installed_copy, run_clients
 from bench_bogofilter import DEFAULT_CORPUS
 
 
@@ -68,8 +71,10 @@ def twenty_kb(messages, n: int) -> list[bytes]:
 
 
 def round_robin(commands, messages) -> list:
-    """``[(name, times)]``: each message through every command in turn (``(name, cmd, env)``)."""
+    """``[(name, times)]``: each message through every command in turn (``(name, cmd, env)``;
+    the names distinct)."""
     times = {name: [] for name, _, _ in commands}
+    assert len(times) == len(commands), "two commands of a table share a name"
     for raw in messages:
         for name, cmd, env in commands:
             times[name].append(timed(cmd, raw, env))
@@ -97,6 +102,7 @@ def main():
         build_filter(**BEST).fit(train).save(model)
         print(f"filter file: {model.stat().st_size / 1e6:.1f} MB (best filter, {len(train)} messages)")
         spamkit = [sys.executable, "-m", "spamkit", "filter", str(model), "-"]
+        console = installed_copy(tmp)
         exe = ensure_bogofilter(True)
         bogo = None
         if exe:
@@ -109,9 +115,14 @@ def main():
             while not spamd_sock.exists():
                 time.sleep(0.05)
             client = [sys.executable, "-m", "spamkit.mail.serve.client", "--socket", str(sock)]
-            commands = [("spamkit filter MODEL - (new process)", spamkit, None),
-                        ("  the same, SPAMKIT_LEAN=0 (full path)", spamkit, {"SPAMKIT_LEAN": "0"}),
-                        ("spamkit-pipe -> spamkit serve", client, None)]
+            commands = []
+            if console:
+                installed = [console, "filter", str(model), "-"]
+                commands += [("spamkit filter MODEL - (pip install .)", installed, None),
+                             ("  the same, SPAMKIT_LEAN=0 (full route)", installed, {"SPAMKIT_LEAN": "0"})]
+            commands += [("python -m spamkit filter MODEL - (checkout)", spamkit, None),
+                         ("  the same, SPAMKIT_LEAN=0 (full route) ", spamkit, {"SPAMKIT_LEAN": "0"}),
+                         ("spamkit-pipe -> spamkit serve", client, None)]
             spamc_cmd = [spamc, "-U", str(spamd_sock)]
             if spamc:
                 commands.append(("spamc -> spamkit serve --spamd", spamc_cmd, None))
