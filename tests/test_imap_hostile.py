@@ -73,3 +73,54 @@ def test_a_server_answering_a_byte_at_a_time_is_cut_off_at_the_deadline(model, t
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert "took over 5 s to answer" in out.stdout + out.stderr
     assert took < 60, took
+
+
+class _NoKeywordsServer:
+    """A client to a folder that keeps no keywords (PERMANENTFLAGS without ``\\*``): it records
+    every command and refuses a keyword in a STORE, as such a server answers NO."""
+
+    def __init__(self, messages: dict):
+        self.folders = {"INBOX": dict(messages), "Junk": {}}
+        self.selected, self.calls = None, []
+
+    def select_folder(self, folder, readonly=False):
+        self.selected = folder
+        return {b"UIDVALIDITY": 1, b"PERMANENTFLAGS": (b"\\Seen", b"\\Deleted")}
+
+    def has_capability(self, name):
+        return name in ("MOVE", "UIDPLUS")
+
+    def folder_exists(self, folder):
+        return folder in self.folders
+
+    def create_folder(self, folder):
+        self.folders[folder] = {}
+
+    def search(self, criteria):
+        self.calls.append(("search", list(criteria)))
+        return sorted(self.folders[self.selected])
+
+    def fetch(self, uids, items):
+        box = self.folders[self.selected]
+        return {u: {b"RFC822.SIZE": len(box[u]), b"BODY[]": box[u]} for u in uids if u in box}
+
+    def add_flags(self, uids, flags, silent=False):
+        self.calls.append(("store", list(flags)))
+        assert all(f.startswith("\\") or f.startswith(b"\\") for f in flags), f"a keyword stored: {flags}"
+
+    remove_flags = add_flags
+
+    def move(self, uids, dest):
+        self.calls.append(("move", list(uids), dest))
+        for u in uids:
+            self.folders[dest][u] = self.folders[self.selected].pop(u)
+
+
+def test_a_folder_without_keywords_is_moved_without_marks():
+    # move only (no --tag) on a folder that keeps no keywords: the moves are made, unmarked
+    from spamkit.mail.imap import ImapFilter, ImapURL
+    server = _NoKeywordsServer({1: b"Subject: a\r\n\r\nspam", 2: b"Subject: b\r\n\r\nham"})
+    runner = ImapFilter(lambda raw: ("spam", 0.99) if raw.endswith(b"spam") else ("ham", 0.01), move={"spam": "Junk"})
+    summary = runner.run(server, ImapURL.parse("imaps://me@127.0.0.1/INBOX"))
+    assert summary.moved == {"Junk": 1} and list(server.folders["Junk"]) == [1] and list(server.folders["INBOX"]) == [2]
+    assert not any(call[0] == "store" for call in server.calls)

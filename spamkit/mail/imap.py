@@ -238,6 +238,7 @@ class ImapFilter:
 
     #: in a watch, the folder's UIDVALIDITY and the highest UID already looked at
     seen: tuple[int, int] | None = None
+    marks = True
 
     def run(self, client, url: ImapURL) -> FilterSummary:
         """One pass over the folder: every message not judged yet (and, in a watch, newer than
@@ -249,7 +250,10 @@ class ImapFilter:
         info = select(client, url, readonly=self.dry_run)
         validity = int(info.get(b"UIDVALIDITY", 0))
         since = self.seen[1] if self.seen is not None and self.seen[0] == validity else 0
-        if self.tag and not self.dry_run and b"\\*" not in info.get(b"PERMANENTFLAGS", ()):
+        #: whether the folder keeps keywords: the moves' marks need them (without, a move-only run
+        #: moves unmarked, as a server's MOVE alone can)
+        self.marks = b"\\*" in info.get(b"PERMANENTFLAGS", ())
+        if self.tag and not self.dry_run and not self.marks:
             raise FilterError(f"{where}: the server does not keep keywords on this folder, so --tag cannot "
                               "record verdicts (move only, or ask the server's administrator)")
         can_move = client.has_capability("MOVE") if self.use_move is None else self.use_move
@@ -258,7 +262,7 @@ class ImapFilter:
             for folder in set(self.move.values()):
                 if folder != url.folder and not client.folder_exists(folder):
                     client.create_folder(folder)
-        if self.check_moves and not self.dry_run:
+        if self.check_moves and not self.dry_run and self.marks:
             note = finish_moves(client, url.folder, self.move, KEYWORDS, can_move, uidplus)
             if note is not None:
                 self.summary.recovered.append(f"{url}: {note}")
@@ -283,7 +287,7 @@ class ImapFilter:
                 self.summary.interrupted = True
                 break
             self._batch(client, url, chunk, can_move, uidplus)
-        if sum(self.summary.moved.values()) > moved_before and not self.dry_run:
+        if sum(self.summary.moved.values()) > moved_before and not self.dry_run and self.marks:
             settle(client, url.folder, self.move.values())
         if not uidplus and not can_move and any(self.summary.moved.values()) and not self.dry_run:
             self.notes.append(f"{where}: the server has neither MOVE nor UIDPLUS: moved messages were copied "
@@ -320,7 +324,7 @@ class ImapFilter:
             dest = self.move.get(verdict)
             if dest == url.folder:
                 dest = None
-            flags = ((KEYWORDS[verdict], score_keyword(p)) if self.tag else ()) + ((MOVING,) if dest else ())
+            flags = ((KEYWORDS[verdict], score_keyword(p)) if self.tag else ()) + ((MOVING,) if dest and self.marks else ())
             if flags:
                 keywords.setdefault(flags, []).append(uid)
             if self.tag:
@@ -337,7 +341,7 @@ class ImapFilter:
         for flags, group in keywords.items():                 # verdicts and marks first, then the moves
             client.add_flags(group, list(flags), silent=True)
         for dest, group in moves.items():
-            move(client, group, dest, can_move, uidplus)
+            move(client, group, dest, can_move, uidplus, marked=self.marks)
 
     def watch(self, connect_again, url: ImapURL, idle_seconds: float = RECHECK_SECONDS, max_delay: float = 300.0,
               log=None) -> FilterSummary:

@@ -19,7 +19,8 @@ have the same gap. So a move is recorded on the server, where the next run finds
    the run moves, and otherwise keeps its place and loses the keyword.
 
 The comparison is by content, not by the keyword on the copy, so a destination that keeps no
-keywords is handled the same. A message that was flagged ``\\Deleted`` and has no copy is
+keywords is handled the same. A source folder that keeps none gets no marks: its moves are the
+server's alone (``ImapFilter.marks``). A message that was flagged ``\\Deleted`` and has no copy is
 left as it is (its copy was removed from the destination by someone else; the deletion
 stands). Without UIDPLUS (RFC 4315) nothing is expunged: the duplicate is flagged
 ``\\Deleted`` and said in the run's notes, as the copy path does.
@@ -36,8 +37,8 @@ DELETED = b"\\Deleted"
 _CHUNK = 50
 
 
-def move(client, uids: list, dest: str, can_move: bool, uidplus: bool) -> None:
-    """Move ``uids`` (already carrying :data:`MOVING`) of the selected folder to ``dest``:
+def move(client, uids: list, dest: str, can_move: bool, uidplus: bool, marked: bool = True) -> None:
+    """Move ``uids`` of the selected folder to ``dest`` (``marked``: they carry :data:`MOVING`):
     ``MOVE``, or ``COPY`` then ``\\Deleted`` and ``UID EXPUNGE`` of those UIDs alone."""
     if can_move:
         client.move(uids, dest)
@@ -46,7 +47,7 @@ def move(client, uids: list, dest: str, can_move: bool, uidplus: bool) -> None:
     client.add_flags(uids, [DELETED], silent=True)
     if uidplus:
         client.uid_expunge(uids)
-    else:                                             # left flagged; the mark is done with
+    elif marked:                                      # left flagged; the mark is done with
         client.remove_flags(uids, [MOVING], silent=True)
 
 
