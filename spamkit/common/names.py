@@ -57,7 +57,7 @@ GRAM_BITS = 18
 GRAM_RATE = 0.002
 #: the folds of the 4-gram model's held-out scores, on which a stack's combiner weighs it: 2
 #: (each fold model learns half the messages: one pass over them in all, against four with the
-#: stack's 5; training trec07p-dev + Enron1 4% faster). Trained on the first half of a corpus
+#: stack's 5; training trec07p-dev + Enron1 2-3% faster). Trained on the first half of a corpus
 #: and judging the second, (1-AUC)% 5 -> 2 folds: trec07p-dev 0.0038 -> 0.0041, CSDMC2010 0 ->
 #: 0, trec06p's first 10,000 0.0005 -> 0.0008, Enron1-6 -0.5% to +2.3%, ham past the cut the
 #: same or one fewer on all but Enron5 (``scripts/gram_folds.py``; docs/results.md, "Training

@@ -157,13 +157,12 @@ class FilterSettings:
             raise ConfigError("context_bytes and context_bits set the context model: add context=true")
         kwargs["context"] = {("max_bytes" if k == "bytes" else k): v for k, v in given.items()} if context else None
         grams = kwargs.pop("grams", False)
-        given = {key: kwargs.pop(f"grams_{name}") for name, key in (("bytes", "n_bytes"), ("folds", "folds"))
-                 if f"grams_{name}" in kwargs}
-        if given and not grams:
-            names = [f"grams_{'bytes' if k == 'n_bytes' else k}" for k in given]
-            raise ConfigError(f"{' and '.join(names)} {'set' if len(names) > 1 else 'sets'} the byte 4-gram model: "
+        options = {"grams_bytes": "n_bytes", "grams_folds": "folds"}
+        named = [option for option in options if option in kwargs]
+        if named and not grams:
+            raise ConfigError(f"{' and '.join(named)} {'set' if len(named) > 1 else 'sets'} the byte 4-gram model: "
                               "add grams=true")
-        kwargs["grams"] = given if grams else None
+        kwargs["grams"] = {options[option]: kwargs.pop(option) for option in named} if grams else None
         return cls(**kwargs)
 
     def resolved(self) -> "FilterSettings":

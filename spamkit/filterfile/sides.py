@@ -21,7 +21,7 @@ from ..common.errors import ConfigError, ModelFormatError
 from ..corpus import LabelledMessage
 from ..features.bytekeys import context_keys, packed_gram_rows
 from ..models import FisherNBStack
-from ..models.bytegrams import ByteGramLogistic
+from ..models.bytegrams import GRAM_FOLDS, ByteGramLogistic
 from ..models.context import ByteContextModel
 from ..parse.message import Message, parse_message, parsed_bytes
 
@@ -184,8 +184,8 @@ class SideModels:
         if spec is None:
             return None
         try:
-            grams = ByteGramLogistic(**{k: spec[k] for k in ("n_bytes", "bits", "rate")},
-                                     **{k: spec[k] for k in ("folds",) if k in spec})     # only fitting uses it
+            grams = ByteGramLogistic(spec["n_bytes"], spec["bits"], spec["rate"],
+                                     spec.get("folds", GRAM_FOLDS))      # files before the setting: the default
             grams.restore_state(model.classes_, {k: arrays[f"grams_{k}"] for k in ("weights", "n_learned")})
         except (KeyError, TypeError, ValueError, IndexError, ConfigError) as exc:
             raise ModelFormatError(f"{path}: damaged 4-gram model ({exc})") from None

@@ -238,6 +238,8 @@ class ImapFilter:
 
     #: in a watch, the folder's UIDVALIDITY and the highest UID already looked at
     seen: tuple[int, int] | None = None
+    #: whether the folder keeps keywords (its PERMANENTFLAGS has ``\\*``): the moves' marks need
+    #: them; without, a move-only run moves unmarked, the server's MOVE alone (set by :meth:`run`)
     marks = True
 
     def run(self, client, url: ImapURL) -> FilterSummary:
@@ -250,8 +252,6 @@ class ImapFilter:
         info = select(client, url, readonly=self.dry_run)
         validity = int(info.get(b"UIDVALIDITY", 0))
         since = self.seen[1] if self.seen is not None and self.seen[0] == validity else 0
-        #: whether the folder keeps keywords: the moves' marks need them (without, a move-only run
-        #: moves unmarked, as a server's MOVE alone can)
         self.marks = b"\\*" in info.get(b"PERMANENTFLAGS", ())
         if self.tag and not self.dry_run and not self.marks:
             raise FilterError(f"{where}: the server does not keep keywords on this folder, so --tag cannot "

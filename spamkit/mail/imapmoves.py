@@ -6,8 +6,8 @@ folders (measured: ``tests/test_imap.py``, a session killed mid-run left 50 spam
 in Junk). Without ``MOVE``, the client's own ``UID COPY``, ``\\Deleted`` and ``UID EXPUNGE``
 have the same gap. So a move is recorded on the server, where the next run finds it:
 
-1. :func:`move` — before a batch is moved its messages get the keyword :data:`MOVING` (in the
-   same STORE as their verdict keywords: no extra round trip), then they are moved.
+1. Before a batch is moved its messages get the keyword :data:`MOVING` (``ImapFilter`` stores
+   it with their verdict keywords: no extra round trip); then :func:`move` moves them.
 2. :func:`settle` — after the moves, the keyword is taken off the copies in the destination
    folders (a copy keeps its flags), so that a message a person later moves back is theirs.
 3. :func:`finish_moves` — at the start of the next run on the folder (and after each
