@@ -421,3 +421,21 @@ def test_a_learning_copy_learns_without_changing_the_filter_it_was_copied_from()
     assert site.p_spam([msgs[0].raw]) == p and twin.p_spam([msgs[0].raw]) != p
     assert np.array_equal(site.model.feature_count_, before["model"].feature_count_)
     assert np.array_equal(site.model.class_count_, before["model"].class_count_)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_class_of_one_message_trains_without_held_out_scores(tmp_path, jobs):
+    """One spam: the stack has no folds to hold scores out by (k < 2), so the 4-gram input's
+    held-out column is zeros, whether the 4-grams were made here (--jobs 1) or by the workers
+    (--jobs 2: no message's bytes in this process; that route raised a TypeError)."""
+    for i in range(12):
+        (tmp_path / "ham").mkdir(exist_ok=True)
+        (tmp_path / "ham" / f"{i}.eml").write_bytes(
+            f"From: a{i}@example.org\nSubject: budget {i}\n\nthe budget meeting is at noon, item {i}\n".encode())
+    (tmp_path / "spam").mkdir()
+    (tmp_path / "spam" / "1.eml").write_bytes(b"From: s@spam.example\nSubject: cheap pills\n\nbuy cheap pills now\n")
+    model = tmp_path / "one.spamkit"
+    result = run("train", "--ham", tmp_path / "ham", "--spam", tmp_path / "spam", "--jobs", jobs, "-o", model)
+    assert result.exit_code == 0, result.output
+    f = SpamFilter.load(model)
+    assert f.grams is not None and f.grams.n_learned_ == 13

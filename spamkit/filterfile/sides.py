@@ -155,7 +155,7 @@ class SideModels:
             if len(rows) != len(y):
                 raise ConfigError(f"{len(rows)} messages' byte 4-grams for {len(y)} labels")
             self.grams.fit(rows, y)
-            columns.append(self.grams.held_out_scores(rows, y) if k >= 2 else np.zeros(len(texts)))
+            columns.append(self.grams.held_out_scores(rows, y) if k >= 2 else np.zeros(len(rows)))
         return np.column_stack(columns)
 
     @staticmethod

@@ -283,7 +283,10 @@ class SpamFilter(Decisions):
             if self.condense_mode:
                 self.condensed = self.model.condense(edit=self.condense_mode == "edit")
         elif self.reads_bytes:
-            self.model.fit(X, y_arr, side=self.fit_side(texts, y_arr, gram_rows))
+            side = self.fit_side(texts, y_arr, gram_rows)
+            if gram_rows is not None:
+                gram_rows.clear()                  # read once: let go before the stack is fitted
+            self.model.fit(X, y_arr, side=side)
         else:
             self.model.fit(X, y_arr)
         self.classes_ = self.model.classes_
