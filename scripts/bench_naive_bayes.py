@@ -50,7 +50,7 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 
 from spamkit.corpus import Corpus  # noqa: E402
 from spamkit.parse.message import parse_message  # noqa: E402
-from spamkit.decide.metrics import roc_auc  # noqa: E402
+from spamkit.decide.curves import roc_auc  # noqa: E402
 from spamkit import SpamFilter  # noqa: E402
 from spamkit.text import Analyzer  # noqa: E402
 

@@ -8,7 +8,7 @@ judges each message by its body alone and the three MIME fields that say how to 
 fields (no other field, no header names, no Received addresses; the message is parsed whole,
 so its body is decoded by its charset), and bogofilter is given each message with every other
 field removed. Both see the same text. Online, in the corpus's order, immediate feedback (the TREC protocol);
-(1-ROCA)% by ``spamkit.decide.metrics.roc_auc`` for every filter in the same run:
+(1-ROCA)% by ``spamkit.decide.curves.roc_auc`` for every filter in the same run:
 
 * spamkit's default stack with Han text as character bigrams (``cjk_bigrams``, the default of
   ``--tokens mail``) and without (a run of Han characters is one token);
@@ -33,7 +33,7 @@ from _bogofilter import ensure_bogofilter, online_spamicities
 
 from spamkit.corpus import Corpus
 from spamkit.jobs.evaluation import online_evaluate
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.text import make_analyzer
 
 MIME_NAMES = ("mime-version", "content-type", "content-transfer-encoding")

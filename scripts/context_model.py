@@ -59,7 +59,8 @@ from spamkit.decide.decision import DEFAULT_BAND
 from spamkit.jobs.evaluation import online_model
 from spamkit.features.vectorizer import Vectorizer
 from spamkit.parse.message import parse_message
-from spamkit.decide.metrics import roc_auc, three_way_rates
+from spamkit.decide.metrics import three_way_rates
+from spamkit.decide.curves import roc_auc
 from spamkit.models import FisherNBStack
 from spamkit.models.context import ByteContextModel
 from spamkit.models.stack import BEST_STACK

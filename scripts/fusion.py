@@ -38,7 +38,8 @@ import numpy as np
 
 from spamkit.decide.decision import DEFAULT_BAND
 from spamkit.jobs.evaluation import COMBINER_REFIT, EARLY_MESSAGES, EARLY_REFIT
-from spamkit.decide.metrics import learning_curve, roc_auc, three_way_rates, window_comparison
+from spamkit.decide.metrics import learning_curve, three_way_rates, window_comparison
+from spamkit.decide.curves import roc_auc
 from spamkit.models.logistic import fit_l2_logistic
 from spamkit.models.stack import PRIOR_WARMUP, FisherNBStack
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.filterfile.config import BEST, build_filter
 
 CORPORA = {"trec07p-dev": ("trec07p-dev/trec07p-dev.tar.gz", None), "csdmc2010": ("csdmc2010/csdmc2010.tar.gz", None),

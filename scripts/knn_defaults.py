@@ -19,7 +19,7 @@ import numpy as np
 
 from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 
 CONFIGS = {
     "old default (mail tokens, TF, k=5, uniform)": dict(tokens="mail", representation="tf",

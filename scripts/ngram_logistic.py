@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from spamkit.corpus import Corpus
 from spamkit.features.vectorizer import Vectorizer
 from spamkit.parse.message import parse_message
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.models import FisherNBStack
 from spamkit.models.robinson import presence
 from spamkit.models.stack import BEST_STACK

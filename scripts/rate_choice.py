@@ -43,7 +43,8 @@ from spamkit.corpus import Corpus
 from spamkit.decide.decision import DEFAULT_BAND
 from spamkit.jobs.evaluation import online_evaluate
 from spamkit.jobs.reports import both_class_resamples
-from spamkit.decide.metrics import roc_auc, three_way_rates
+from spamkit.decide.metrics import three_way_rates
+from spamkit.decide.curves import roc_auc
 from spamkit.models.bytegrams import ByteGramLogistic
 from spamkit.models.stack import BEST_STACK
 from spamkit.common.names import DEFAULT_RATE

@@ -35,7 +35,7 @@ import numpy as np
 from spamkit.corpus import Corpus
 from spamkit.features.vectorizer import Vectorizer, information_gain
 from spamkit.parse.message import parse_message
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.decide.calibration import PlattScaling
 from spamkit.decide.selection import out_of_fold_log_odds
 from spamkit.models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher

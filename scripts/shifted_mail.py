@@ -42,7 +42,7 @@ from _bogofilter import ensure_bogofilter, trained_wordlist
 from spamkit.filterfile.config import BEST, build_filter
 from spamkit.corpus import Corpus
 from spamkit.decide.decision import DEFAULT_BAND, CostMatrix
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 
 PATHS = {"trec07p-dev": "trec07p-dev/trec07p-dev.tar.gz", "csdmc": "csdmc2010/csdmc2010.tar.gz",
          "trec06p": "trec06p/trec06p.tar.gz"}

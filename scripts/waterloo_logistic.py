@@ -10,7 +10,7 @@ message is scored, then learned with one gradient step of rate ``--rate`` whatev
 (not only on errors). The score is the log-odds w·x.
 
 Streams are the raw-mail corpora in TREC layout (index order = delivery order); immediate
-feedback. Reported: (1-ROCA)%, 100 (1 - AUC) over the whole stream, by ``spamkit.decide.metrics.roc_auc``,
+feedback. Reported: (1-ROCA)%, 100 (1 - AUC) over the whole stream, by ``spamkit.decide.curves.roc_auc``,
 and with ``--spamkit`` the same for ``spamkit online`` (the default filter) on the same stream
 in the same run, from its TREC result file. This is a reference for choosing defaults, not a
 spamkit model (yet): the issue asks for it as one.
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 
 STREAMS = {"trec07p-dev": "trec07p-dev/trec07p-dev.tar.gz", "csdmc2010": "csdmc2010/csdmc2010.tar.gz",
            "trec06p": "trec06p/trec06p.tar.gz", **{f"enron{i}": f"enron-spam/enron{i}.tar.gz" for i in range(1, 7)}}

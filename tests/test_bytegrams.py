@@ -21,7 +21,7 @@ from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus
 from spamkit.common.errors import ConfigError, ModelFormatError
 from spamkit.mail.lean import lean_filter
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.models import FisherNBStack
 from spamkit.models.bytegrams import ByteGramLogistic
 from spamkit.models.context import ByteContextModel

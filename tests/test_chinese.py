@@ -8,7 +8,7 @@ import numpy as np
 
 from spamkit.corpus import Corpus
 from spamkit.jobs.evaluation import online_evaluate
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.text import make_analyzer
 
 from conftest import installed, script_module, shared_corpus

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from spamkit.features.bytekeys import END, PAD, context_keys
 from spamkit.common.errors import ConfigError
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.models import context as context_module
 from spamkit.models.context import ALPHABET, ByteContextModel
 

@@ -17,7 +17,7 @@ from spamkit.cli import cli
 from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus
 from spamkit.common.errors import ConfigError, ModelFormatError
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.models import FisherNBStack
 from spamkit.models.context import ByteContextModel
 from spamkit.filterfile.spamfilter import SpamFilter

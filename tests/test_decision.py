@@ -13,8 +13,8 @@ from sklearn import metrics as skm
 from spamkit.decide.decision import (CostMatrix, Verdict, bayes_threshold, choose_thresholds, correct_prior,
                               realised_cost, unsure_band, verdicts)
 from spamkit.common.errors import ConfigError
-from spamkit.decide.metrics import (average_precision, mcc, pr_curve, roc_auc, roc_curve, total_cost_ratio,
-                             trec_measures, weighted_accuracy)
+from spamkit.decide.metrics import mcc, total_cost_ratio, trec_measures, weighted_accuracy
+from spamkit.decide.curves import average_precision, pr_curve, roc_auc, roc_curve
 
 
 def test_lecture_example():

@@ -23,7 +23,8 @@ import pytest
 from spamkit.corpus import Corpus
 from spamkit.jobs.evaluation import online_evaluate
 from spamkit.parse.message import parse_message
-from spamkit.decide.metrics import roc_auc, window_comparison
+from spamkit.decide.metrics import window_comparison
+from spamkit.decide.curves import roc_auc
 from spamkit.text import make_analyzer
 
 from conftest import script_module, shared_corpus

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from sklearn import metrics as skm
 
 from spamkit.common.errors import DegenerateDataWarning
-from spamkit.decide.metrics import average_ranks, binary_report, confusion_matrix, multiclass_report, roc_auc
+from spamkit.decide.metrics import binary_report, confusion_matrix, multiclass_report
+from spamkit.decide.curves import average_ranks, roc_auc
 
 
 def test_auc_by_hand_with_a_tie():
@@ -103,7 +104,7 @@ def test_learning_curve_windows_against_sklearn():
 def test_one_vs_rest_equals_scikit_learn():
     from sklearn.metrics import average_precision_score, roc_auc_score
     from sklearn.preprocessing import label_binarize
-    from spamkit.decide.metrics import one_vs_rest
+    from spamkit.decide.curves import one_vs_rest
     rng = np.random.default_rng(3)
     labels = ["a", "b", "c", "d"]
     y = rng.choice(labels, size=300, p=[0.4, 0.3, 0.2, 0.1])
@@ -122,7 +123,7 @@ def test_one_vs_rest_equals_scikit_learn():
 
 
 def test_one_vs_rest_with_an_absent_class():
-    from spamkit.decide.metrics import one_vs_rest
+    from spamkit.decide.curves import one_vs_rest
     r = one_vs_rest(["a", "b", "a"], [[.7, .2, .1], [.2, .7, .1], [.6, .3, .1]], ["a", "b", "c"])
     assert np.isnan(r["per_class"]["c"]["auc"]) and r["per_class"]["c"]["support"] == 0
     assert r["macro"]["auc"] == 1.0                      # over the classes present

@@ -8,7 +8,7 @@ from sklearn.metrics import roc_auc_score
 
 from spamkit.filterfile.config import build_filter
 from spamkit.corpus import Corpus, iter_corpora
-from spamkit.decide.metrics import one_vs_rest
+from spamkit.decide.curves import one_vs_rest
 
 from conftest import shared_corpus
 

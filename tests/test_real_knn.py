@@ -8,7 +8,7 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from spamkit.corpus import Corpus
 from spamkit.features.vectorizer import Vectorizer
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.models import KNNClassifier
 from spamkit import SpamFilter
 

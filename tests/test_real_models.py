@@ -14,7 +14,7 @@ from sklearn.metrics import roc_auc_score
 
 from spamkit.corpus import Corpus
 from spamkit.parse.message import parse_message
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.models import BernoulliNB, MultinomialNB
 from spamkit import SpamFilter
 

@@ -44,7 +44,7 @@ def test_cross_validated_scores_are_deterministic_and_complete(tmp_path):
         y2, s2 = cross_validated_log_odds(f, [c], folds=4, seed=3)
     assert len(s1) == 240 and np.array_equal(s1, s2) and np.array_equal(y1, y2) and np.isfinite(s1).all()
     # out-of-fold scores still separate the sample's classes
-    from spamkit.decide.metrics import roc_auc
+    from spamkit.decide.curves import roc_auc
     assert roc_auc(y1, s1) > 0.95
 
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 from spamkit.common.errors import CorpusError
-from spamkit.decide.metrics import roc_auc
+from spamkit.decide.curves import roc_auc
 from spamkit.filterfile.spamfilter import SpamFilter
 from spamkit.filterfile.wordlist import BOGOFILTER, read_wordlist, wordlist_filter, write_wordlist
 

@@ -29,7 +29,8 @@ def k_class_measures(y, classes: list, log_proba: np.ndarray, fold_of: np.ndarra
     AUC and average precision (per class, macro, weighted, micro), accuracy per fold, and the
     micro-averaged ROC curve (every message's score for every class in one ranking, true for its
     own class; at most 2,000 points) that ``compare --report`` overlays."""
-    from ..decide.metrics import multiclass_report, one_vs_rest, roc_curve
+    from ..decide.metrics import multiclass_report
+    from ..decide.curves import one_vs_rest, roc_curve
     proba = np.exp(log_proba)
     pred = np.asarray(classes, dtype=object)[np.argmax(log_proba, axis=1)]
     truth = np.asarray([str(v) for v in y], dtype=object)
@@ -61,7 +62,8 @@ def compare_configs(configs: list, corpora_factory, folds: int = 5, seed: int = 
     and the expected cost per message (:meth:`~spamkit.decide.decision.CostMatrix.outcome`).
     """
     from .reports import bootstrap_auc
-    from ..decide.metrics import roc_auc, roc_curve, trec_measures
+    from ..decide.metrics import trec_measures
+    from ..decide.curves import roc_auc, roc_curve
     results = []
     steps = len(configs) * (folds + 1)
     for number, (name, settings) in enumerate(configs):

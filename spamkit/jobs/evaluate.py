@@ -11,7 +11,8 @@ import numpy as np
 from ..corpus import Corpus
 from ..common.errors import ConfigError, CorpusError, DegenerateDataWarning
 from ..common.labels import HAM_NAME, SPAM_NAME
-from ..decide.metrics import binary_report, multiclass_report, one_vs_rest
+from ..decide.metrics import binary_report, multiclass_report
+from ..decide.curves import one_vs_rest
 from ..filterfile.spamfilter import SpamFilter
 from .engine import IN_PROCESS, Engine
 

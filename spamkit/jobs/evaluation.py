@@ -21,7 +21,8 @@ from ..common.errors import ConfigError, CorpusError
 from ..features.vectorizer import Vectorizer
 from ..common.labels import HAM_NAME, SPAM_NAME
 from ..parse.message import parse_message, parsed_bytes
-from ..decide.metrics import learning_curve, roc_curve, three_way_rates, trec_measures
+from ..decide.metrics import learning_curve, three_way_rates, trec_measures
+from ..decide.curves import roc_curve
 from ..models import FisherNBStack
 from ..models.stack import accurate_center
 from ..models.logistic import DEFAULT_RATE
@@ -406,7 +407,8 @@ def online_evaluate_classes(messages, analyzer, model: str = "multinomial", alph
     ``keep_proba``: also return each message's class probabilities before it was learned
     (``"proba"``, rows in stream order, columns in the order of ``"classes"``).
     """
-    from ..decide.metrics import multiclass_report, one_vs_rest
+    from ..decide.metrics import multiclass_report
+    from ..decide.curves import one_vs_rest
     if model not in ONLINE_K_MODELS:
         raise ConfigError(f"online evaluation of more than two classes supports {', '.join(ONLINE_K_MODELS)}, "
                           f"not {model!r}")

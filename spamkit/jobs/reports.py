@@ -38,7 +38,7 @@ def bootstrap_auc(is_spam, scores, n_boot: int = 1000, seed: int = 0, level: flo
     interval, and the same for (1 - AUC)% (the TREC (1-ROCA)%); all NaN where the messages are
     of one class (no resample could hold both).
     """
-    from ..decide.metrics import roc_auc
+    from ..decide.curves import roc_auc
     y = np.asarray(is_spam, dtype=bool)
     s = np.asarray(scores, dtype=np.float64)
     if y.all() or not y.any():
@@ -93,7 +93,7 @@ def report_data(is_spam, log_odds, p_spam, decisions, c_fp: float = 1.0, c_fn: f
     model's P(spam) before the filter's calibration, so the report can measure what
     calibration did.
     """
-    from ..decide.metrics import average_precision, pr_curve, roc_curve
+    from ..decide.curves import average_precision, pr_curve, roc_curve
     y = np.asarray(is_spam, dtype=bool)
     s = finite_log_odds(log_odds)
     decided = np.asarray(decisions, dtype=object)
@@ -144,7 +144,7 @@ def k_class_report_data(y_true, proba, classes, max_points: int = 500) -> dict:
     over every (message, class) pair, the ROC curve and the precision-recall curve (at most
     ``max_points`` points each; the AUC and average precision are in the result's
     ``one_vs_rest``)."""
-    from ..decide.metrics import pr_curve, roc_curve
+    from ..decide.curves import pr_curve, roc_curve
     labels = [str(c) for c in classes]
     y = np.asarray([str(v) for v in y_true])
     P = np.asarray(proba, dtype=np.float64)
