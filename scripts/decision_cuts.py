@@ -10,7 +10,7 @@ stricter ones, ham misfiled / spam caught / unsure (%), bogofilter's at its own 
 0.99), and the interval of spam cuts that meets both goals there ("none" when no cut does); the
 last line intersects the intervals: a cut in it meets the goals everywhere. The "stream cut" column
 decides each message with the cut chosen on the messages before it
-(:func:`spamkit.decide.decision.stream_spam_cuts`), as an online filter can.
+(:func:`spamkit.decide.thresholds.stream_spam_cuts`), as an online filter can.
 
 Reads saved scores, computes no filter: the default's online log-odds from ``python
 scripts/rate_choice.py --rates 0.1 --save DIR`` (``NAME-RATE.npz``), bogofilter 1.2.5's online
@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spamkit.decide.decision import DEFAULT_BAND, stream_spam_cuts
+from spamkit.decide.decision import DEFAULT_BAND
+from spamkit.decide.thresholds import stream_spam_cuts
 from spamkit.decide.metrics import three_way_rates
 
 STREAMS = ["trec06p", "trec", "csdmc", *(f"enron{i}" for i in range(1, 7)), "sms", "ccert"]
@@ -104,7 +105,7 @@ def main(argv=None) -> int:
         print(f"{name:<8} {bogo['ham_misfiled']:.2f}/{bogo['spam_caught']:.1f}/{unsure_pct(bogo):.1f}".ljust(27)
               + " ".join(f"{c:>17}" for c in cells) + f"  {span}")
     print("(* meets both goals on that stream; stream cut: each message decided with the spam cut chosen on the "
-          "stream before it, spamkit.decide.decision.stream_spam_cuts)")
+          "stream before it, spamkit.decide.thresholds.stream_spam_cuts)")
     print("the stream cut meets the goals on every stream" if stream_ok else "the stream cut misses the goals somewhere")
     if together is None or together[0] > together[1]:
         print("no single spam cut meets the goals on every stream")

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
-from spamkit.decide.decision import (CostMatrix, Verdict, bayes_threshold, choose_thresholds, correct_prior,
-                              realised_cost, unsure_band, verdicts)
+from spamkit.decide.decision import CostMatrix, Verdict, bayes_threshold, unsure_band, verdicts
+from spamkit.decide.thresholds import choose_thresholds, correct_prior, realised_cost
 from spamkit.common.errors import ConfigError
 from spamkit.decide.metrics import mcc, total_cost_ratio, trec_measures, weighted_accuracy
 from spamkit.decide.curves import average_precision, pr_curve, roc_auc, roc_curve
@@ -202,7 +202,7 @@ def test_spam_rate_correction_in_the_filter(tmp_path):
 
     from spamkit.cli import cli
     from spamkit.corpus import Corpus
-    from spamkit.decide.decision import correct_prior
+    from spamkit.decide.thresholds import correct_prior
     from spamkit.common.errors import ConfigError
     from spamkit import build_filter
     from conftest import SAMPLE

@@ -248,7 +248,7 @@ def _cuts_by_the_rule_written_out(y, p, low, floor, c_fp, c_unsure, every, after
                 min_size=1, max_size=60),
        st.integers(1, 7), st.integers(0, 20))
 def test_the_stream_cut_is_the_rule_written_out(messages, every, after):
-    from spamkit.decide.decision import stream_spam_cuts
+    from spamkit.decide.thresholds import stream_spam_cuts
     y = [s for s, _ in messages]
     p = [q for _, q in messages]
     got = stream_spam_cuts(y, p, 0.2, 0.98, 100.0, 2.0, every=every, after=after).tolist()
@@ -258,7 +258,8 @@ def test_the_stream_cut_is_the_rule_written_out(messages, every, after):
 
 def test_online_reports_the_decision_with_the_cut_chosen_on_the_stream(stream):
     from scipy.special import expit
-    from spamkit.decide.decision import DEFAULT_BAND, STREAM_CUT_AFTER, STREAM_CUT_EVERY
+    from spamkit.decide.decision import DEFAULT_BAND
+    from spamkit.decide.thresholds import STREAM_CUT_AFTER, STREAM_CUT_EVERY
     result = online_evaluate(iter(stream), Analyzer(), model="multinomial", hashing=2 ** 12)
     c = result.measures["stream_cut_decision"]
     p = expit(np.asarray(result.scores))

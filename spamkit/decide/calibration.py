@@ -50,7 +50,7 @@ class PlattScaling:
 
         ``balanced``: weigh each class by N / (2 N_c), as if the classes were equally frequent;
         the probabilities are then those of a stream with P(c1) = 1/2, to be corrected to the
-        deployment rate (:func:`spamkit.decide.decision.correct_prior`). A corpus's class mix is often
+        deployment rate (:func:`spamkit.decide.thresholds.correct_prior`). A corpus's class mix is often
         an artefact of how it was assembled (Enron-spam mixes ham and spam 3:1 and 1:3 on purpose).
         """
         s = np.clip(np.asarray(scores, dtype=np.float64), -SCORE_LIMIT, SCORE_LIMIT)

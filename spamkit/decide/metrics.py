@@ -178,7 +178,7 @@ def spam_caught_at(y_true, scores, ham_rate: float) -> float | None:
 
 def three_way_rates(y_true, p_spam, low: float, high) -> dict:
     """What a three-way decision does with ham and spam: ham below ``low``, spam above ``high``
-    (one cut, or each message's own: :func:`spamkit.decide.decision.stream_spam_cuts`; then
+    (one cut, or each message's own: :func:`spamkit.decide.thresholds.stream_spam_cuts`; then
     ``high`` reports the last and ``high_range`` the lowest and highest).
 
     Returns percentages: ``ham_misfiled`` (ham decided spam), ``ham_unsure``, ``spam_caught``

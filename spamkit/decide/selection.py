@@ -145,7 +145,8 @@ def threshold_report(is_spam, log_odds, c_fp: float, c_fn: float, folds: int = 5
     Bayes threshold t* = c_FP / (c_FP + c_FN) of the costs, and a curve of 41 thresholds.
     """
 
-    from .decision import bayes_threshold, choose_thresholds, realised_cost
+    from .decision import bayes_threshold
+    from .thresholds import choose_thresholds, realised_cost
     y = np.asarray(is_spam, dtype=bool)
     s = finite_log_odds(log_odds)
     choice = choose_thresholds(y, s, c_fp, c_fn)

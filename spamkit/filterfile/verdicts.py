@@ -19,7 +19,8 @@ import numpy as np
 
 from ..common.errors import ConfigError
 from ..common.labels import HAM_NAME, SPAM_NAME
-from ..decide.decision import UNSURE_NAME, CostMatrix, Verdict, prior_shift
+from ..decide.decision import UNSURE_NAME, CostMatrix, Verdict
+from ..decide.thresholds import prior_shift
 from ..decide.familiar import discounted_row
 from ..decide.guard import FamiliarityGuard
 from ..features.vectorizer import Vectorizer, columns_per_row
@@ -72,7 +73,7 @@ class Decisions(SideModels):
 
     def set_spam_rate(self: F, rate: float | None) -> F:
         """Correct P(spam) for a deployment spam rate different from the training rate (Bayes' rule:
-        the log-odds move by logit(rate) - logit(training rate): :func:`spamkit.decide.decision.prior_shift`).
+        the log-odds move by logit(rate) - logit(training rate): :func:`spamkit.decide.thresholds.prior_shift`).
 
         Uncalibrated Robinson/Fisher is refused: its indicator ignores the class prior, so there is
         no training prior to replace (calibrate it, or use fisher-nb).

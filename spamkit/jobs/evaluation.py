@@ -16,7 +16,8 @@ import numpy as np
 import time
 
 from ..features.bytekeys import context_keys, gram_rows
-from ..decide.decision import DEFAULT_BAND, stream_spam_cuts
+from ..decide.decision import DEFAULT_BAND
+from ..decide.thresholds import stream_spam_cuts
 from ..common.errors import ConfigError, CorpusError
 from ..features.vectorizer import Vectorizer
 from ..common.labels import HAM_NAME, SPAM_NAME
@@ -379,7 +380,7 @@ def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed
     p_spam = expit(scores)
     result.measures["default_decision"] = three_way_rates(gold, p_spam, *DEFAULT_BAND)
     # the same with the spam cut a filter re-chooses on the stream it has judged (only ever above
-    # the costs' own): decision.stream_spam_cuts
+    # the costs' own): thresholds.stream_spam_cuts
     result.measures["stream_cut_decision"] = three_way_rates(gold, p_spam, DEFAULT_BAND[0],
                                                              stream_spam_cuts(gold, p_spam))
     result.learning_curve = learning_curve(gold, scores)
