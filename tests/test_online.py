@@ -164,7 +164,7 @@ def test_k_class_online_against_scikit_learn_learning_one_message_at_a_time(tmp_
     import sklearn.naive_bayes as sk
     from sklearn.metrics import roc_auc_score
 
-    from spamkit.jobs.evaluation import online_evaluate_classes
+    from spamkit.jobs.online_classes import online_evaluate_classes
     path = _three_class_stream(tmp_path)
     with Corpus(path, classes=None) as corpus:
         msgs = list(corpus)
@@ -200,7 +200,7 @@ def test_k_class_online_against_scikit_learn_learning_one_message_at_a_time(tmp_
 
 
 def test_k_class_online_learning_curve_and_first_message_by_hand(tmp_path):
-    from spamkit.jobs.evaluation import online_evaluate_classes
+    from spamkit.jobs.online_classes import online_evaluate_classes
     from spamkit.corpus import LabelledMessage
     # a stream of 4: before anything is learned every class gets 1/3 (the first, "a", wins the tie);
     # message 2 ("b") is scored by a model that knows only "a": called "a"; message 3 ("a"): right;

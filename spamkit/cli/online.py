@@ -120,7 +120,7 @@ def _online_classes(corpus, ham, spam, extra, fmt, classes, output, model, token
                     as_json, unsupported: dict) -> None:
     """``spamkit online --classes any`` (or class folders): classify-then-learn for any number of classes."""
     from ..filterfile.config import COMPLEMENT_KEYS, make_analyzer, model_default
-    from ..jobs.evaluation import ONLINE_K_MODELS
+    from ..jobs.online_classes import ONLINE_K_MODELS
     from ..jobs.online import online_filter_classes
     from .report import render_online_classes
     if model not in ONLINE_K_MODELS:

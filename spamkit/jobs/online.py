@@ -22,8 +22,8 @@ def online_filter(corpora, analyzer: Analyzer | None = None, progress=None, engi
 def online_filter_classes(corpora, analyzer: Analyzer | None = None, progress=None, engine: Engine = IN_PROCESS,
                           **settings) -> dict:
     """Online evaluation of any number of classes over corpora in their order
-    (:func:`spamkit.jobs.evaluation.online_evaluate_classes`)."""
-    from .evaluation import online_evaluate_classes
+    (:func:`spamkit.jobs.online_classes.online_evaluate_classes`)."""
+    from .online_classes import online_evaluate_classes
     analyzer = analyzer if analyzer is not None else Analyzer()
     tokenize = engine.tokenizer(analyzer)
     return online_evaluate_classes(iter_corpora(corpora), analyzer, progress=progress, tokenize=tokenize, **settings)
