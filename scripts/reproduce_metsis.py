@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from spamkit.corpus import Corpus
-from spamkit.features.vectorizer import Vectorizer, information_gain
+from spamkit.features.vectorizer import Vectorizer
+from spamkit.features.matrices import information_gain
 from spamkit.parse.message import parse_message
 from spamkit.decide.curves import roc_auc
 from spamkit.decide.calibration import PlattScaling

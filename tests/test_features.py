@@ -16,7 +16,8 @@ from sklearn.metrics import mutual_info_score
 
 from spamkit.common.compiled import speedups
 from spamkit.common.errors import ConfigError, NotFittedError
-from spamkit.features.vectorizer import Vectorizer, information_gain, l2_normalize_rows
+from spamkit.features.vectorizer import Vectorizer
+from spamkit.features.matrices import information_gain, l2_normalize_rows
 
 from conftest import compiled_expected, extensions_off, shared_corpus
 
@@ -498,7 +499,7 @@ def test_token_lists_numbered_here_give_their_own_matrix_and_vocabulary(docs, ba
 @given(st.integers(0, 12), st.integers(1, 15), st.floats(0.0, 1.0), st.integers(0, 2 ** 31 - 1))
 def test_columns_per_row_counts_the_marked_non_zeros_of_each_row(n_rows, n_cols, density, seed):
     # the definition: a row index and a 0/1 weight per non-zero, summed by row
-    from spamkit.features.vectorizer import columns_per_row
+    from spamkit.features.matrices import columns_per_row
 
     rng = np.random.default_rng(seed)
     X = sp.random(n_rows, n_cols, density=density, format="csr", random_state=rng)  # empty rows included

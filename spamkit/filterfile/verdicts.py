@@ -23,7 +23,8 @@ from ..decide.decision import UNSURE_NAME, CostMatrix, Verdict
 from ..decide.thresholds import prior_shift
 from ..decide.familiar import discounted_row
 from ..decide.guard import FamiliarityGuard
-from ..features.vectorizer import Vectorizer, columns_per_row
+from ..features.vectorizer import Vectorizer
+from ..features.matrices import columns_per_row
 from ..models import KNNClassifier, RobinsonFisher
 from .sides import SideModels
 

@@ -14,7 +14,8 @@ import scipy.sparse as sp
 
 from ...common.errors import ConfigError, CorpusError
 from ...features.counting import count_matrix
-from ...features.vectorizer import Vectorizer, information_gain
+from ...features.vectorizer import Vectorizer
+from ...features.matrices import information_gain
 from ...parse.message import parse_message
 from ...models import BernoulliNB, FisherNBStack, MultinomialNB, RobinsonFisher
 from ...text import Analyzer

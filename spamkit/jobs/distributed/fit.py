@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ...features.vectorizer import columns_per_row
+from ...features.matrices import columns_per_row
 from ...models import FisherNBStack
 from .cluster import DEFAULT_PARTITION, RunReport, default_pending, partitions, submit_all, wait_all
 from .counts import Part, Shared, build_from_stats, check_distributable, counting, part_stats, stats_size, subset, tokenize_partition, tree_reduce
