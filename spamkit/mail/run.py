@@ -30,10 +30,6 @@ def _fingerprint(raw: bytes) -> tuple[int, int]:
     return fingerprint(raw)
 
 
-
-
-
-
 def _nothing_written(judgement) -> None:
     """:func:`spamkit.mail.ahead.written_ahead` of a run without workers."""
     return None

@@ -13,7 +13,7 @@ def _shard_search(rows: sp.csr_matrix, dense_cols: np.ndarray, params: dict, Q: 
                   scale=None):
     """Top k of one shard of stored (already prepared) rows, as global indices."""
     from ...models.knn import KNNClassifier
-    from ...models.neighbours import CosineIndex
+    from ...models.cosine import CosineIndex
     knn = KNNClassifier(**params, n_jobs=1)
     knn.check_search_params()
     knn.scale_ = scale
