@@ -25,8 +25,8 @@ from click.testing import CliRunner
 
 from spamkit.cli import cli
 from spamkit.common.errors import ModelFormatError
-from spamkit.filterfile.manifest import (LINE_OBJECT_BYTES, MAX_FILTER_BYTES, MAX_LINE_BYTES, data_bytes, member_limits,
-                              read_manifest)
+from spamkit.filterfile.manifest import MAX_FILTER_BYTES, MAX_LINE_BYTES, read_manifest
+from spamkit.filterfile.budget import LINE_OBJECT_BYTES, data_bytes, member_limits
 from spamkit.filterfile.persist import load_filter, overlong_entry
 from spamkit.common.passthrough import VERDICT_STATUS
 from spamkit.filterfile.spamfilter import SpamFilter

@@ -71,13 +71,16 @@ ALLOWED = {
 MODULE_RULES = {
     # pipe mode's fast path: the standard library, the file's manifest, the message, the scoring
     # core's definitions (not its NumPy forms)
-    "mail/lean.py": {"common.compiled", "common.errors", "common.names", "decide.familiar", "filterfile.manifest",
+    "mail/lean.py": {"common.compiled", "common.errors", "common.names", "decide.familiar", "filterfile.budget",
+                     "filterfile.manifest",
                      "mail.leanarrays", "mail.leansides", "parse.message", "scoring", "text"},
     "mail/leanarrays.py": {"common.compiled", "common.patterns", "filterfile.manifest"},
     "mail/leansides.py": {"common.compiled", "filterfile.manifest", "mail.leanarrays", "scoring"},
     # a filter file's manifest, read and checked with the standard library alone (and the zip
     # reader made of it)
     "filterfile/manifest.py": {"common.errors", "common.patterns", "filterfile.zipread", "version"},
+    # what loading a filter file may cost, checked by both loaders (pipe mode's too)
+    "filterfile/budget.py": {"filterfile.manifest", "filterfile.zipread"},
     # the terms a worker process numbers (the workers start before NumPy is imported)
     "features/numbering.py": {"common.compiled"},
     # spamkit-pipe's client: the standard library and the guard

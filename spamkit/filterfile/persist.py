@@ -64,8 +64,9 @@ from .. import __version__
 from ..common.durable import fsync_dir, glob_escape
 from ..common.errors import ConfigError, ModelFormatError, OutputError
 from .manifest import (FORMAT, FORMAT_VERSION, MAX_LINE_BYTES, RANGE_ARRAYS, check_manifest,  # noqa: F401
-                       data_bytes, expected_sizes, format_error, is_count_array, member_chunks, member_limits,
-                       open_zip, over_budget, read_lines, read_manifest, read_member, value_problem)  # (read_manifest: re-exported with the loader)
+                       format_error, is_count_array, member_chunks, open_zip, read_lines, read_manifest, read_member,
+                       value_problem)  # (read_manifest: re-exported with the loader)
+from .budget import data_bytes, expected_sizes, member_limits, over_budget
 from ..features.vectorizer import Vectorizer
 from .manifest import term_hash  # noqa: F401  (the definition term_hash_index computes; its doctest compares)
 from ..models import (BernoulliNB, ComplementNB, FisherNBStack, KNNClassifier, MultinomialNB, OnlineLogistic,

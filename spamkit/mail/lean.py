@@ -37,8 +37,8 @@ import sys
 
 from ..decide.familiar import discount, discounted_row, guard_settings
 from ..common.errors import ConfigError, ModelFormatError
-from ..filterfile.manifest import (check_manifest, dtype_of, expected_sizes, format_error, manifest_sha256, open_zip,
-                                   read_lines, read_member, term_hash, whole_file)
+from ..filterfile.manifest import check_manifest, dtype_of, format_error, manifest_sha256, open_zip, read_lines, read_member, term_hash, whole_file
+from ..filterfile.budget import expected_sizes
 from ..parse.message import parse_message
 from .leansides import LeanContext, LeanGrams
 from .leanarrays import DTYPES, check_values, finite_sum, npy_bytes, npy_uint32, npy_values
