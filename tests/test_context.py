@@ -14,6 +14,7 @@ from spamkit.features.bytekeys import END, PAD, context_keys
 from spamkit.common.errors import ConfigError
 from spamkit.decide.curves import roc_auc
 from spamkit.models import context as context_module
+from spamkit.models import contexttable
 from spamkit.models.context import ALPHABET, ByteContextModel
 
 from conftest import shared_corpus
@@ -297,7 +298,7 @@ def test_spamkit_online_with_the_context_model(tmp_path):
 def _both_unpackers(monkeypatch):
     """unpack_table in C (where built) and in NumPy."""
     yield "compiled"
-    monkeypatch.setattr(context_module, "speedups", None)
+    monkeypatch.setattr(contexttable, "speedups", None)
     yield "numpy"
     monkeypatch.undo()
 
@@ -308,9 +309,9 @@ def test_pack_table_by_hand():
     table = np.zeros((1 << 9, 2), dtype=np.uint32)
     table[1] = (0, 5)
     table[300] = (2**32 - 1, 128)
-    packed = context_module.pack_table(table)
+    packed = contexttable.pack_table(table)
     assert packed.tolist() == [9, 1, 0, 5, 0xAA, 0x02, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0x80, 0x01]
-    assert context_module.pack_table(np.zeros((256, 2), np.uint32)).tolist() == [8]
+    assert contexttable.pack_table(np.zeros((256, 2), np.uint32)).tolist() == [8]
 
 
 @settings(max_examples=40, deadline=None)
@@ -320,20 +321,20 @@ def test_unpack_is_the_inverse_of_pack(cells):
     table = np.zeros((1 << 10, 2), dtype=np.uint32)
     for slot, c0, c1 in cells:
         table[slot] = (c0, c1)
-    packed = context_module.pack_table(table)
-    assert np.array_equal(context_module.unpack_table(packed, 10), table)
-    saved_pieces = context_module.PACK_SLOTS
-    context_module.PACK_SLOTS = 7                            # packed seven slots at a time: the same bytes
+    packed = contexttable.pack_table(table)
+    assert np.array_equal(contexttable.unpack_table(packed, 10), table)
+    saved_pieces = contexttable.PACK_SLOTS
+    contexttable.PACK_SLOTS = 7                            # packed seven slots at a time: the same bytes
     try:
-        assert np.array_equal(context_module.pack_table(table), packed)
+        assert np.array_equal(contexttable.pack_table(table), packed)
     finally:
-        context_module.PACK_SLOTS = saved_pieces
-    saved = context_module.speedups
-    context_module.speedups = None
+        contexttable.PACK_SLOTS = saved_pieces
+    saved = contexttable.speedups
+    contexttable.speedups = None
     try:
-        assert np.array_equal(context_module.unpack_table(packed, 10), table)
+        assert np.array_equal(contexttable.unpack_table(packed, 10), table)
     finally:
-        context_module.speedups = saved
+        contexttable.speedups = saved
 
 
 @pytest.mark.parametrize("data, why", [
@@ -352,10 +353,10 @@ def test_unpack_refuses_what_is_not_a_packed_table(data, why, monkeypatch):
     packed = np.array(data, dtype=np.uint8)
     for _ in _both_unpackers(monkeypatch):
         with pytest.raises(ConfigError, match=why):
-            context_module.unpack_table(packed, 8)
+            contexttable.unpack_table(packed, 8)
         table = np.zeros((256, 2), np.uint32)
         table[255] = (1, 1)                                  # the last slot itself is fine
-        assert np.array_equal(context_module.unpack_table([8, 0xFF, 0x01, 1, 1], 8), table)
+        assert np.array_equal(contexttable.unpack_table([8, 0xFF, 0x01, 1, 1], 8), table)
 
 
 def test_a_trained_tables_packing_round_trips_and_is_small():
@@ -368,7 +369,7 @@ def test_a_trained_tables_packing_round_trips_and_is_small():
     assert np.array_equal(back.slots_, model.slots_)
 
 
-needs_compiled = pytest.mark.skipif(context_module.speedups is None, reason="spamkit.common.speedups is not built here")
+needs_compiled = pytest.mark.skipif(contexttable.speedups is None, reason="spamkit.common.speedups is not built here")
 
 
 @needs_compiled
@@ -379,13 +380,13 @@ def test_gathering_a_texts_slots_from_the_packed_table_scores_as_the_whole_table
     # pipe mode's route: the packed table indexed, each text's slots copied from it into an empty
     # table -- the same scores as the whole table, bit for bit; only those slots written
     import array
-    speedups = context_module.speedups
+    speedups = contexttable.speedups
     rng = np.random.default_rng(len(texts) * 31 + order * 7 + bits)
     full = np.zeros((1 << bits, 2), dtype=np.uint32)
     filled = rng.random(1 << bits) < density
     full[filled] = rng.integers(0, 2**32, size=(int(filled.sum()), 2), dtype=np.uint64).astype(np.uint32)
     full[filled & (full.sum(axis=1) == 0)] = (1, 0)
-    packed = context_module.pack_table(full)
+    packed = contexttable.pack_table(full)
     index = speedups.context_index(packed, bits)
     assert len(index) == 16 << (bits - 6)
     gathered = np.zeros_like(full)
@@ -412,16 +413,16 @@ def test_gathering_a_texts_slots_from_the_packed_table_scores_as_the_whole_table
 ])
 def test_the_index_refuses_what_unpacking_refuses(data, why):
     with pytest.raises(ValueError, match=why):
-        context_module.speedups.context_index(np.array(data, dtype=np.uint8), 8)
+        contexttable.speedups.context_index(np.array(data, dtype=np.uint8), 8)
 
 
 @needs_compiled
 def test_a_forged_index_reads_nothing_outside_the_data():
     # context_gather trusts only an index context_index made; any other is read within bounds
-    speedups = context_module.speedups
+    speedups = contexttable.speedups
     full = np.zeros((256, 2), dtype=np.uint32)
     full[::3] = (2, 5)
-    packed = context_module.pack_table(full)
+    packed = contexttable.pack_table(full)
     table = np.zeros(512, dtype=np.uint32)
     for forged in (np.full(8, -10**12, dtype=np.int64), np.full(8, 10**12, dtype=np.int64),
                    np.arange(8, dtype=np.int64)):
