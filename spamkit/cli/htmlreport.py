@@ -17,120 +17,10 @@ the realised cost per message against the threshold, and log-odds histograms per
 
 from __future__ import annotations
 
-import base64
-import re
 import html
-import io
 import json
 
-
-#: displayed size of a plot, in CSS pixels; it is drawn at twice that (sharp on high-density screens and zoomed)
-_PLOT_SIZE = (520, 380)
-
-
-_SPAM_WORD = re.compile(r"\bspam\b")
-_HAM_WORD = re.compile(r"\bham\b")
-
-
-def class_words(positive: str = "spam", negative: str = "ham"):
-    """A function that says "spam" and "ham" as the two classes of an evaluation are called.
-
-    >>> class_words("email", "sms")("ham called spam; P(spam)")
-    'sms called email; P(email)'
-    """
-    if (positive, negative) == ("spam", "ham"):
-        return lambda text: text
-    return lambda text: _HAM_WORD.sub(lambda m: negative, _SPAM_WORD.sub(lambda m: "\0SPAM\0", text)).replace(
-        "\0SPAM\0", positive)
-
-
-def _figure(draw, say=None) -> str:
-    """A plot as ``<figure>`` with a PNG at 2x resolution and alt text from its title and axes.
-
-    ``say`` rewrites the words of titles, axes and legends (the class names of a two-class
-    evaluation whose classes are not spam and ham: :func:`class_words`)."""
-    import matplotlib
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-    width, height = _PLOT_SIZE
-    fig, ax = plt.subplots(figsize=(width / 100, height / 100), dpi=200)
-    try:
-        draw(ax)
-        if say is not None:
-            ax.set(title=say(ax.get_title()), xlabel=say(ax.get_xlabel()), ylabel=say(ax.get_ylabel()))
-            legend = ax.get_legend()
-            for text in legend.get_texts() if legend is not None else ():
-                text.set_text(say(text.get_text()))
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        alt = f"{ax.get_title()}: {ax.get_ylabel()} against {ax.get_xlabel()}"
-        legend = ax.get_legend()
-        if legend is not None:
-            alt += "; one curve each for " + ", ".join(t.get_text() for t in legend.get_texts())
-    finally:
-        plt.close(fig)
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return (f'<figure><img alt="{html.escape(alt)}" width="{width}" height="{height}" '
-            f'src="data:image/png;base64,{data}"></figure>')
-
-
-_STYLE = ("<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-          "table{border-collapse:collapse;margin:1em 0;max-width:100%}"
-          "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;overflow-wrap:anywhere}"
-          "figure{display:inline-block;margin:.5em;max-width:100%}img{max-width:100%;height:auto}"
-          "code,pre{background:#f4f4f4;padding:.2em;white-space:pre-wrap;overflow-wrap:anywhere}"
-          "p.what{background:#eef3f8;padding:.5em;overflow-wrap:anywhere}details{margin:1em 0}"
-          "summary{cursor:pointer;font-weight:bold}</style>")
-
-
-def _page(title: str, what: str, body: str, folded: list[tuple[str, str]]) -> str:
-    """The page around a report: ``what`` (what was evaluated, one line) on top, ``folded``
-    ((summary, text) pairs: the command, the filter's manifest) closed at the bottom."""
-    details = "".join(f"<details><summary>{html.escape(name)}</summary><pre>{html.escape(text)}</pre></details>"
-                      for name, text in folded)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)}</title>{_STYLE}</head><body>
-<h1>{html.escape(title)}</h1>
-<p class="what">{what}</p>
-{body}
-<h2>Configuration</h2>{details}
-</body></html>
-"""
-
-
-def _what(command: str, configuration: dict | None = None, corpora=None) -> str:
-    """One line: the filter, the corpora, the date, the filter's configuration."""
-    import datetime as dt
-    parts = []
-    configuration = configuration or {}
-    manifest = configuration.get("manifest") or {}
-    if configuration.get("model"):
-        model = manifest.get("model", {})
-        kind = model.get("type", "")
-        classes = ", ".join(map(str, model.get("classes", [])))
-        parts.append(f"filter <code>{html.escape(str(configuration['model']))}</code>"
-                     + (f" ({html.escape(kind)}; classes {html.escape(classes)})" if kind else ""))
-    if corpora:
-        parts.append("corpora " + ", ".join(
-            f"<code>{html.escape(str(c.get('path', c)))}</code>" + (
-                f" ({', '.join(f'{html.escape(str(k))} {v}' for k, v in c['per_class'].items())})"
-                if isinstance(c, dict) and c.get("per_class") else "") for c in corpora))
-    parts.append(dt.datetime.now().strftime("%Y-%m-%d %H:%M"))
-    parts.append(f"command <code>{html.escape(command)}</code>")
-    return "Evaluated: " + "; ".join(parts) + "."
-
-
-def _value(key: str, value, fmt: str = "{:.4f}") -> str:
-    """A number of the report in a span that names it (``data-key``) and holds it exactly
-    (``data-value``, JSON: null where the measure is undefined on these messages, shown n/a)."""
-    if isinstance(value, float) and value != value:
-        value = None
-    text = (fmt.format(value) if isinstance(value, (int, float)) else "n/a" if value is None
-            else html.escape(str(value)))
-    return f'<span data-key="{html.escape(key)}" data-value="{html.escape(json.dumps(value))}">{text}</span>'
+from .htmlpage import class_words, figure, page, value_span, what_line
 
 
 def _plots(report: dict, say=None) -> dict:
@@ -190,9 +80,9 @@ def _plots(report: dict, say=None) -> dict:
         ax.legend()
         ax.set(xlabel="log-odds of spam", ylabel="messages", title="scores per class")
 
-    return {"roc": _figure(roc_linear, say), "roc_log": _figure(roc_log, say), "pr": _figure(precision_recall, say),
-            "reliability": _figure(reliability, say), "cost": _figure(cost_curve, say),
-            "histogram": _figure(histograms, say)}
+    return {"roc": figure(roc_linear, say), "roc_log": figure(roc_log, say), "pr": figure(precision_recall, say),
+            "reliability": figure(reliability, say), "cost": figure(cost_curve, say),
+            "histogram": figure(histograms, say)}
 
 
 def render_k_class_html(result: dict, command: str, configuration: dict) -> str:
@@ -216,31 +106,31 @@ def render_k_class_html(result: dict, command: str, configuration: dict) -> str:
                ylabel="true-positive rate" if kind == "roc" else "precision",
                title="ROC, each class against the rest" if kind == "roc" else "precision-recall, each class against the rest")
 
-    plots = [_figure(lambda ax: overlay(ax, "roc")), _figure(lambda ax: overlay(ax, "pr"))]
+    plots = [figure(lambda ax: overlay(ax, "roc")), figure(lambda ax: overlay(ax, "pr"))]
     head = "<tr><th>class</th><th>precision</th><th>recall</th><th>F1</th><th>support</th><th>ROC AUC</th><th>average precision</th></tr>"
     rows = []
     for label in labels:
         s, o = result["per_class"][label], ovr["per_class"][label]
         k, ok = f"per_class.{label}.", f"one_vs_rest.per_class.{label}."
-        rows.append(f"<tr><th>{html.escape(label)}</th><td>{_value(k + 'precision', s['precision'])}</td>"
-                    f"<td>{_value(k + 'recall', s['recall'])}</td><td>{_value(k + 'f1', s['f1'])}</td>"
-                    f"<td>{_value(k + 'support', s['support'], '{}')}</td><td>{_value(ok + 'auc', o['auc'])}</td>"
-                    f"<td>{_value(ok + 'average_precision', o['average_precision'])}</td></tr>")
-    averages = "".join(f"<tr><th>{kind}</th><td>{_value(f'one_vs_rest.{kind}.auc', ovr[kind]['auc'])}</td>"
-                       f"<td>{_value(f'one_vs_rest.{kind}.average_precision', ovr[kind]['average_precision'])}</td></tr>"
+        rows.append(f"<tr><th>{html.escape(label)}</th><td>{value_span(k + 'precision', s['precision'])}</td>"
+                    f"<td>{value_span(k + 'recall', s['recall'])}</td><td>{value_span(k + 'f1', s['f1'])}</td>"
+                    f"<td>{value_span(k + 'support', s['support'], '{}')}</td><td>{value_span(ok + 'auc', o['auc'])}</td>"
+                    f"<td>{value_span(ok + 'average_precision', o['average_precision'])}</td></tr>")
+    averages = "".join(f"<tr><th>{kind}</th><td>{value_span(f'one_vs_rest.{kind}.auc', ovr[kind]['auc'])}</td>"
+                       f"<td>{value_span(f'one_vs_rest.{kind}.average_precision', ovr[kind]['average_precision'])}</td></tr>"
                        for kind in ("macro", "weighted", "micro"))
     confusion = ("<table><tr><th>true \\ decided</th>" + "".join(f"<th>{html.escape(label)}</th>" for label in labels) + "</tr>"
                  + "".join(f"<tr><th>{html.escape(label)}</th>" + "".join(
-                     f"<td>{_value(f'confusion.{i}.{j}', n, '{}')}</td>" for j, n in enumerate(row)) + "</tr>"
+                     f"<td>{value_span(f'confusion.{i}.{j}', n, '{}')}</td>" for j, n in enumerate(row)) + "</tr>"
                      for i, (label, row) in enumerate(zip(labels, result["confusion"]))) + "</table>")
-    body = f"""<p>{_value("n", result["n"], "{}")} messages; accuracy {_value("accuracy", result["accuracy"])}, macro F1
-{_value("macro_f1", result["macro_f1"])}.</p>
+    body = f"""<p>{value_span("n", result["n"], "{}")} messages; accuracy {value_span("accuracy", result["accuracy"])}, macro F1
+{value_span("macro_f1", result["macro_f1"])}.</p>
 <h2>Each class</h2><table>{head}{''.join(rows)}</table>
 <h2>Averages of the one-vs-rest measures</h2>
 <table><tr><th></th><th>ROC AUC</th><th>average precision</th></tr>{averages}</table>
 <h2>Confusion matrix</h2>{confusion}
 <h2>Curves</h2>{''.join(plots)}"""
-    return _page(f"spamkit evaluation: {len(labels)} classes", _what(command, configuration, result.get("corpora")),
+    return page(f"spamkit evaluation: {len(labels)} classes", what_line(command, configuration, result.get("corpora")),
                  body, [("command", command), ("the filter's manifest and settings",
                                                json.dumps(configuration, indent=2, sort_keys=True, default=str))])
 
@@ -259,7 +149,7 @@ def _overlaid_rocs(curves: list, title: str) -> list:
         ax.set(xlabel="false-positive rate" + (" (log scale)" if log else ""), ylabel="true-positive rate",
                title=title)
 
-    return [_figure(lambda ax: roc(ax, False)), _figure(lambda ax: roc(ax, True))]
+    return [figure(lambda ax: roc(ax, False)), figure(lambda ax: roc(ax, True))]
 
 
 def _comparison_costs(configs: list) -> str:
@@ -268,8 +158,8 @@ def _comparison_costs(configs: list) -> str:
         return ""
     rows = "".join(
         f"<tr><td>{html.escape(c['name'])}</td>"
-        f"<td>{_value(f'configs.{i}.costs.cost_per_message', c['costs']['cost_per_message'])}</td>"
-        f"<td>{_value(f'configs.{i}.costs.expected_cost_per_message', c['costs']['expected_cost_per_message'])}</td>"
+        f"<td>{value_span(f'configs.{i}.costs.cost_per_message', c['costs']['cost_per_message'])}</td>"
+        f"<td>{value_span(f'configs.{i}.costs.expected_cost_per_message', c['costs']['expected_cost_per_message'])}</td>"
         f"<td>{html.escape('; '.join(f'true {cls}: ' + ', '.join(f'{d} {n}' for d, n in row.items()) for cls, row in c['costs']['decisions'].items()))}</td></tr>"
         for i, c in enumerate(configs) if "costs" in c)
     return ("<h2>Decided by the costs</h2><table><tr><th>configuration</th><th>cost per message</th>"
@@ -290,23 +180,23 @@ def render_k_class_comparison_html(result: dict, command: str) -> str:
     for i, c in enumerate(configs):
         k = f"configs.{i}."
         o = c["one_vs_rest"]
-        rows.append(f"<tr><td>{html.escape(c['name'])}</td><td>{_value(k + 'accuracy', c['accuracy'])}</td>"
-                    f"<td>{_value(k + 'macro_f1', c['macro_f1'])}</td><td>{_value(k + 'log_loss', c['log_loss'])}</td>"
-                    f"<td>{_value(k + 'one_vs_rest.macro.auc', o['macro']['auc'])}</td>"
-                    f"<td>{_value(k + 'one_vs_rest.weighted.auc', o['weighted']['auc'])}</td>"
-                    f"<td>{_value(k + 'one_vs_rest.micro.auc', o['micro']['auc'])}</td>"
-                    f"<td>{_value(k + 'one_vs_rest.macro.average_precision', o['macro']['average_precision'])}</td>"
-                    f"<td>{_value(k + 'accuracy_fold_mean', c['accuracy_fold_mean'])} ± "
-                    f"{_value(k + 'accuracy_fold_std', c['accuracy_fold_std'])}</td></tr>")
+        rows.append(f"<tr><td>{html.escape(c['name'])}</td><td>{value_span(k + 'accuracy', c['accuracy'])}</td>"
+                    f"<td>{value_span(k + 'macro_f1', c['macro_f1'])}</td><td>{value_span(k + 'log_loss', c['log_loss'])}</td>"
+                    f"<td>{value_span(k + 'one_vs_rest.macro.auc', o['macro']['auc'])}</td>"
+                    f"<td>{value_span(k + 'one_vs_rest.weighted.auc', o['weighted']['auc'])}</td>"
+                    f"<td>{value_span(k + 'one_vs_rest.micro.auc', o['micro']['auc'])}</td>"
+                    f"<td>{value_span(k + 'one_vs_rest.macro.average_precision', o['macro']['average_precision'])}</td>"
+                    f"<td>{value_span(k + 'accuracy_fold_mean', c['accuracy_fold_mean'])} ± "
+                    f"{value_span(k + 'accuracy_fold_std', c['accuracy_fold_std'])}</td></tr>")
     per_class = ("<tr><th>class</th>" + "".join(f"<th>{html.escape(c['name'][:30])}: recall / AUC</th>"
                                                  for c in configs) + "</tr>"
                  + "".join(f"<tr><th>{html.escape(label)}</th>" + "".join(
-                     f"<td>{_value(f'configs.{i}.per_class.{label}.recall', c['per_class'][label]['recall'])} / "
-                     f"{_value(f'configs.{i}.one_vs_rest.per_class.{label}.auc', c['one_vs_rest']['per_class'][label]['auc'])}</td>"
+                     f"<td>{value_span(f'configs.{i}.per_class.{label}.recall', c['per_class'][label]['recall'])} / "
+                     f"{value_span(f'configs.{i}.one_vs_rest.per_class.{label}.auc', c['one_vs_rest']['per_class'][label]['auc'])}</td>"
                      for i, c in enumerate(configs)) + "</tr>" for label in classes))
     paired = "".join(
         f"<li>{html.escape(c['name'])} vs {html.escape(configs[0]['name'])}: accuracy per fold "
-        f"{_value(f'configs.{i}.vs_first.accuracy_diff_mean', c['vs_first']['accuracy_diff_mean'], '{:+.4f}')}, "
+        f"{value_span(f'configs.{i}.vs_first.accuracy_diff_mean', c['vs_first']['accuracy_diff_mean'], '{:+.4f}')}, "
         f"better in {c['vs_first']['folds_better']} of {result['folds']} folds</li>"
         for i, c in enumerate(configs) if i)
     body = f"""<p>{result['folds']}-fold stratified cross-validation (seed {result['seed']}), the same folds for every
@@ -314,7 +204,7 @@ configuration; {len(classes)} classes ({html.escape(', '.join(classes))}); decis
 <table>{head}{''.join(rows)}</table><ul>{paired}</ul>
 <h2>Each class</h2><table>{per_class}</table>{_comparison_costs(configs)}
 <h2>Curves</h2>{''.join(plots)}"""
-    return _page(f"spamkit comparison: {len(classes)} classes", _what(command, None, result.get("corpora")), body,
+    return page(f"spamkit comparison: {len(classes)} classes", what_line(command, None, result.get("corpora")), body,
                  [("command", command)])
 
 
@@ -326,39 +216,39 @@ def render_html(result: dict, command: str, configuration: dict) -> str:
     r = result["report"]
     auc = r["auc"]
     plots = _plots(r, say)
-    rows = [("messages", _value("n", result["n"], "{}")),
-            ("accuracy", _value("accuracy", result["accuracy"])),
-            ("spam recall", _value("spam_recall", result["spam_recall"])),
-            ("ham recall", _value("ham_recall", result["ham_recall"])),
-            ("spam precision", _value("spam_precision", result["spam_precision"])),
-            ("F1 (spam)", _value("f1", result["f1"])),
-            ("MCC", _value("mcc", result["mcc"])),
-            ("ROC AUC", _value("report.auc.auc", auc["auc"]) + f" ({int(auc['level'] * 100)}% bootstrap interval "
-             + _value("report.auc.auc_low", auc["auc_low"]) + " – " + _value("report.auc.auc_high", auc["auc_high"])
+    rows = [("messages", value_span("n", result["n"], "{}")),
+            ("accuracy", value_span("accuracy", result["accuracy"])),
+            ("spam recall", value_span("spam_recall", result["spam_recall"])),
+            ("ham recall", value_span("ham_recall", result["ham_recall"])),
+            ("spam precision", value_span("spam_precision", result["spam_precision"])),
+            ("F1 (spam)", value_span("f1", result["f1"])),
+            ("MCC", value_span("mcc", result["mcc"])),
+            ("ROC AUC", value_span("report.auc.auc", auc["auc"]) + f" ({int(auc['level'] * 100)}% bootstrap interval "
+             + value_span("report.auc.auc_low", auc["auc_low"]) + " – " + value_span("report.auc.auc_high", auc["auc_high"])
              + f", {auc['n_boot']} resamples)"),
-            ("(1-ROCA)%", _value("report.auc.roca_pct", auc["roca_pct"]) + " ("
-             + _value("report.auc.roca_pct_low", auc["roca_pct_low"]) + " – "
-             + _value("report.auc.roca_pct_high", auc["roca_pct_high"]) + ")"),
+            ("(1-ROCA)%", value_span("report.auc.roca_pct", auc["roca_pct"]) + " ("
+             + value_span("report.auc.roca_pct_low", auc["roca_pct_low"]) + " – "
+             + value_span("report.auc.roca_pct_high", auc["roca_pct_high"]) + ")"),
             *[(f"spam caught at {100 / int(rate.split('/')[1]):g}% ham misfiled (ROC read-off)",
-               _value(f"spam_caught_pct_at_hm.{rate}", value, "{:.2f}%") if value is not None
+               value_span(f"spam_caught_pct_at_hm.{rate}", value, "{:.2f}%") if value is not None
                else "not measurable (too few ham)")
               for rate, value in result.get("spam_caught_pct_at_hm", {}).items()],
-            ("average precision", _value("report.average_precision", r["average_precision"])),
-            ("TREC hm% / sm% / lam%", _value("hm_pct", result["hm_pct"], "{:.3f}") + " / "
-             + _value("sm_pct", result["sm_pct"], "{:.3f}") + " / " + _value("lam_pct", result["lam_pct"], "{:.3f}")),
-            ("Brier score / log loss of P(spam)", _value("report.calibration.brier", r["calibration"]["brier"])
-             + " / " + _value("report.calibration.log_loss", r["calibration"]["log_loss"])
-             + (" (before calibration: " + _value("report.calibration.raw.brier", r["calibration"]["raw"]["brier"])
-                + " / " + _value("report.calibration.raw.log_loss", r["calibration"]["raw"]["log_loss"]) + ")"
+            ("average precision", value_span("report.average_precision", r["average_precision"])),
+            ("TREC hm% / sm% / lam%", value_span("hm_pct", result["hm_pct"], "{:.3f}") + " / "
+             + value_span("sm_pct", result["sm_pct"], "{:.3f}") + " / " + value_span("lam_pct", result["lam_pct"], "{:.3f}")),
+            ("Brier score / log loss of P(spam)", value_span("report.calibration.brier", r["calibration"]["brier"])
+             + " / " + value_span("report.calibration.log_loss", r["calibration"]["log_loss"])
+             + (" (before calibration: " + value_span("report.calibration.raw.brier", r["calibration"]["raw"]["brier"])
+                + " / " + value_span("report.calibration.raw.log_loss", r["calibration"]["raw"]["log_loss"]) + ")"
                 if "raw" in r["calibration"] else "")),
-            ("cheapest two-way threshold (P(spam) >)", _value("report.threshold.chosen.p_spam", r["threshold"]["chosen"]["p_spam"],
+            ("cheapest two-way threshold (P(spam) >)", value_span("report.threshold.chosen.p_spam", r["threshold"]["chosen"]["p_spam"],
                                                       "{:.6g}") + ", cost per message "
-             + _value("report.threshold.chosen.cost", r["threshold"]["chosen"]["cost"])
+             + value_span("report.threshold.chosen.cost", r["threshold"]["chosen"]["cost"])
              + " (chosen on these messages: descriptive, not a test result)")]
     decisions = _decisions_table(result, say)
     confusion = say(f"<table class='cm'><tr><th></th><th>called ham</th><th>called spam</th></tr>"
-                    f"<tr><th>ham</th><td>{_value('tn', result['tn'], '{}')}</td><td>{_value('fp', result['fp'], '{}')}</td></tr>"
-                    f"<tr><th>spam</th><td>{_value('fn', result['fn'], '{}')}</td><td>{_value('tp', result['tp'], '{}')}</td></tr>"
+                    f"<tr><th>ham</th><td>{value_span('tn', result['tn'], '{}')}</td><td>{value_span('fp', result['fp'], '{}')}</td></tr>"
+                    f"<tr><th>spam</th><td>{value_span('fn', result['fn'], '{}')}</td><td>{value_span('tp', result['tp'], '{}')}</td></tr>"
                     "</table>")
     mistakes = []
     for m in r["mistakes"]:
@@ -379,7 +269,7 @@ def render_html(result: dict, command: str, configuration: dict) -> str:
 <table><tr><th>message</th><th>true class</th><th>decided</th><th>cost</th><th>{say("P(spam)")}</th>
 <th>tokens that decided it (share of log-odds)</th></tr>
 {''.join(mistakes) or '<tr><td colspan="6">none</td></tr>'}</table>"""
-    return _page("spamkit evaluation", _what(command, configuration, result.get("corpora")), body,
+    return page("spamkit evaluation", what_line(command, configuration, result.get("corpora")), body,
                  [("command", command), ("the filter's manifest and settings",
                                          json.dumps(configuration, indent=2, sort_keys=True, default=str))])
 
@@ -395,15 +285,15 @@ def _decisions_table(result: dict, say) -> str:
     decided = list(next(iter(c["decisions"].values())))
     head = "".join(f"<th>decided {html.escape(d)}</th>" for d in decided)
     rows = "".join(f"<tr><th>{html.escape(cls)}</th>" + "".join(
-        f"<td>{_value(f'costs.decisions.{cls}.{d}', c['decisions'][cls][d], '{}')}</td>" for d in decided) + "</tr>"
+        f"<td>{value_span(f'costs.decisions.{cls}.{d}', c['decisions'][cls][d], '{}')}</td>" for d in decided) + "</tr>"
         for cls in classes)
     matrix = c["matrix"]
     priced = ", ".join(f"{d} when {cls}: {v:g}" for d, row in zip(matrix["decisions"], matrix["costs"])
                        for cls, v in zip(matrix["classes"], row) if v)
-    expected = (f" (its probabilities expected {_value('costs.expected_cost_per_message', c['expected_cost_per_message'])})"
+    expected = (f" (its probabilities expected {value_span('costs.expected_cost_per_message', c['expected_cost_per_message'])})"
                 if "expected_cost_per_message" in c else "")
     return say(f"<table class='cm'><tr><th></th>{head}</tr>{rows}</table>"
-               f"<p>cost per message {_value('costs.cost_per_message', c['cost_per_message'])}{expected}; "
+               f"<p>cost per message {value_span('costs.cost_per_message', c['cost_per_message'])}{expected}; "
                f"costs: {html.escape(priced)}</p>")
 
 
@@ -419,20 +309,20 @@ def render_comparison_html(result: dict, command: str) -> str:
     rows = []
     for i, c in enumerate(configs):
         k = f"configs.{i}."
-        rows.append(f"<tr><td>{html.escape(c['name'])}</td><td>{_value(k + 'auc', c['auc'])}</td>"
-                    f"<td>{_value(k + 'auc_low', c['auc_low'])} – {_value(k + 'auc_high', c['auc_high'])}</td>"
-                    f"<td>{_value(k + 'roca_pct', c['roca_pct'], '{:.3f}')}</td>"
-                    f"<td>{_value(k + 'accuracy', c['accuracy'])}</td><td>{_value(k + 'spam_recall', c['spam_recall'])}</td>"
-                    f"<td>{_value(k + 'ham_recall', c['ham_recall'])}</td><td>{_value(k + 'lam_pct', c['lam_pct'], '{:.3f}')}</td>"
-                    f"<td>{_value(k + 'auc_fold_mean', c['auc_fold_mean'])} ± {_value(k + 'auc_fold_std', c['auc_fold_std'])}</td></tr>")
+        rows.append(f"<tr><td>{html.escape(c['name'])}</td><td>{value_span(k + 'auc', c['auc'])}</td>"
+                    f"<td>{value_span(k + 'auc_low', c['auc_low'])} – {value_span(k + 'auc_high', c['auc_high'])}</td>"
+                    f"<td>{value_span(k + 'roca_pct', c['roca_pct'], '{:.3f}')}</td>"
+                    f"<td>{value_span(k + 'accuracy', c['accuracy'])}</td><td>{value_span(k + 'spam_recall', c['spam_recall'])}</td>"
+                    f"<td>{value_span(k + 'ham_recall', c['ham_recall'])}</td><td>{value_span(k + 'lam_pct', c['lam_pct'], '{:.3f}')}</td>"
+                    f"<td>{value_span(k + 'auc_fold_mean', c['auc_fold_mean'])} ± {value_span(k + 'auc_fold_std', c['auc_fold_std'])}</td></tr>")
     paired = "".join(
         f"<li>{html.escape(c['name'])} vs {html.escape(configs[0]['name'])}: AUC per fold "
-        f"{_value(f'configs.{i}.vs_first.auc_diff_mean', c['vs_first']['auc_diff_mean'], '{:+.4f}')}, better in "
+        f"{value_span(f'configs.{i}.vs_first.auc_diff_mean', c['vs_first']['auc_diff_mean'], '{:+.4f}')}, better in "
         f"{c['vs_first']['folds_better']} of {result['folds']} folds</li>" for i, c in enumerate(configs) if i)
     body = f"""<p>{result['folds']}-fold stratified cross-validation (seed {result['seed']}), the same folds for every
 configuration; pooled out-of-fold scores; recalls at P(spam) = 0.5.</p>
 <table>{head}{''.join(rows)}</table><ul>{paired}</ul>{_comparison_costs(configs)}{''.join(plots)}"""
-    return _page("spamkit comparison", _what(command, None, result.get("corpora")), body, [("command", command)])
+    return page("spamkit comparison", what_line(command, None, result.get("corpora")), body, [("command", command)])
 
 
 def render_online_html(result: dict, command: str) -> str:
@@ -467,43 +357,43 @@ def render_online_html(result: dict, command: str) -> str:
         ax.set(xlim=(floor, 1), xlabel=f"ham misfiled (false-positive rate, log scale, from 1 ham in {round(1 / floor):,})",
                ylabel="spam caught (true-positive rate)", title=f"ROC, (1-ROCA)% {m['roca_pct']:.4f}")
 
-    plots = [_figure(learning), _figure(roc_log)]
-    rows = [("messages classified / learned", _value("n", result["n"], "{}") + " / "
-             + _value("n_learned", result["n_learned"], "{}")),
-            ("(1-ROCA)%", _value("measures.roca_pct", m["roca_pct"])),
-            ("hm% / sm% / lam% (at P(spam) = 0.5)", _value("measures.hm_pct", m["hm_pct"], "{:.3f}") + " / "
-             + _value("measures.sm_pct", m["sm_pct"], "{:.3f}") + " / " + _value("measures.lam_pct", m["lam_pct"], "{:.3f}")),
+    plots = [figure(learning), figure(roc_log)]
+    rows = [("messages classified / learned", value_span("n", result["n"], "{}") + " / "
+             + value_span("n_learned", result["n_learned"], "{}")),
+            ("(1-ROCA)%", value_span("measures.roca_pct", m["roca_pct"])),
+            ("hm% / sm% / lam% (at P(spam) = 0.5)", value_span("measures.hm_pct", m["hm_pct"], "{:.3f}") + " / "
+             + value_span("measures.sm_pct", m["sm_pct"], "{:.3f}") + " / " + value_span("measures.lam_pct", m["lam_pct"], "{:.3f}")),
             *[(f"spam caught at {100 / int(rate.split('/')[1]):g}% ham misfiled (ROC read-off)",
-               _value(f"measures.spam_caught_pct_at_hm.{rate}", value, "{:.2f}%") if value is not None
+               value_span(f"measures.spam_caught_pct_at_hm.{rate}", value, "{:.2f}%") if value is not None
                else "not measurable (too few ham)")
               for rate, value in m.get("spam_caught_pct_at_hm", {}).items()]]
     d = m.get("default_decision")
     if d:
         rows.append((f"default decision: ham misfiled / unsure (ham below {d['low']:g}, spam above {d['high']:g})",
-                     _value("measures.default_decision.ham_misfiled", d["ham_misfiled"], "{:.3f}%") + " / "
-                     + _value("measures.default_decision.ham_unsure", d["ham_unsure"], "{:.3f}%")))
+                     value_span("measures.default_decision.ham_misfiled", d["ham_misfiled"], "{:.3f}%") + " / "
+                     + value_span("measures.default_decision.ham_unsure", d["ham_unsure"], "{:.3f}%")))
         rows.append(("default decision: spam caught / unsure",
-                     _value("measures.default_decision.spam_caught", d["spam_caught"], "{:.2f}%") + " / "
-                     + _value("measures.default_decision.spam_unsure", d["spam_unsure"], "{:.2f}%")))
+                     value_span("measures.default_decision.spam_caught", d["spam_caught"], "{:.2f}%") + " / "
+                     + value_span("measures.default_decision.spam_unsure", d["spam_unsure"], "{:.2f}%")))
     c = m.get("stream_cut_decision")
     if c:
         rows.append((f"with the spam cut chosen on the stream so far ({c['high_range'][0]:g} to {c['high_range'][1]:g}):"
                      " ham misfiled / unsure",
-                     _value("measures.stream_cut_decision.ham_misfiled", c["ham_misfiled"], "{:.3f}%") + " / "
-                     + _value("measures.stream_cut_decision.ham_unsure", c["ham_unsure"], "{:.3f}%")))
+                     value_span("measures.stream_cut_decision.ham_misfiled", c["ham_misfiled"], "{:.3f}%") + " / "
+                     + value_span("measures.stream_cut_decision.ham_unsure", c["ham_unsure"], "{:.3f}%")))
         rows.append(("with the spam cut chosen on the stream so far: spam caught / unsure",
-                     _value("measures.stream_cut_decision.spam_caught", c["spam_caught"], "{:.2f}%") + " / "
-                     + _value("measures.stream_cut_decision.spam_unsure", c["spam_unsure"], "{:.2f}%")))
+                     value_span("measures.stream_cut_decision.spam_caught", c["spam_caught"], "{:.2f}%") + " / "
+                     + value_span("measures.stream_cut_decision.spam_unsure", c["spam_unsure"], "{:.2f}%")))
     if "active" in st:
-        rows.append(("labels asked for (active learning)", _value("settings.asked", st["asked"], "{}")
+        rows.append(("labels asked for (active learning)", value_span("settings.asked", st["asked"], "{}")
                      + f" of at most {st['active']}"))
     points = "".join(f"<tr><td>{p['start']}–{p['end']}</td><td>{p['ham']}</td><td>{p['spam']}</td><td>"
-                     + (_value(f"learning_curve.{i}.roca_pct", p["roca_pct"]) if p["roca_pct"] is not None else "n/a")
+                     + (value_span(f"learning_curve.{i}.roca_pct", p["roca_pct"]) if p["roca_pct"] is not None else "n/a")
                      + "</td></tr>" for i, p in enumerate(curve))
     body = f"""<p>The TREC spam-track protocol: each message classified in order, then learned.</p>
 <table>{''.join(f'<tr><th>{k}</th><td>{v}</td></tr>' for k, v in rows)}</table>
 <h2>Curves</h2>{''.join(plots)}
 <h2>Learning curve</h2>
 <table><tr><th>messages</th><th>ham</th><th>spam</th><th>(1-ROCA)%</th></tr>{points}</table>"""
-    return _page("spamkit online evaluation", _what(command, None, result.get("corpora")), body,
+    return page("spamkit online evaluation", what_line(command, None, result.get("corpora")), body,
                  [("command", command), ("settings", json.dumps(st, indent=2, sort_keys=True, default=str))])
