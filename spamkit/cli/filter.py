@@ -361,7 +361,8 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
 
     from ..common.durable import filter_lock
     from ..jobs.learn import learn_messages
-    from ..mail.imap import Corrections, ImapURL, connect, imap_messages, is_imap_url, password
+    from ..mail.imap import ImapURL, connect, is_imap_url, password
+    from ..mail.imaplearn import Corrections, imap_messages
     from ..filterfile.spamfilter import SpamFilter
     imap = {label: [ImapURL.parse(u) for u in urls if is_imap_url(u)] for label, urls in (("ham", ham), ("spam", spam))}
     local_ham = tuple(h for h in ham if not is_imap_url(h))
