@@ -454,7 +454,8 @@ def test_a_batch_of_requests_gets_the_answers_each_would_get_alone(model, tmp_pa
     import copy
     import zlib
     from spamkit.mail.serve import pool
-    from spamkit.mail.serve.spamd import SCORING, Request, spamd_batch, spamd_job
+    from spamkit.mail.serve.spamd import spamd_batch, spamd_job
+    from spamkit.mail.serve.spamdwire import SCORING, Request
 
     users = tmp_path / "users"
     users.mkdir()
