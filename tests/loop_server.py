@@ -83,7 +83,7 @@ class LineProtocol:
                 states = sorted(c.state for c in self.loop.connections if c is not conn)
                 return workers.Reply(json.dumps({"budget": self.loop.budget.used - conn.held, "states": states,
                                              "workers": sorted(w.process.pid for w in self.loop.workers.all),
-                                             "batches": {str(k): v for k, v in self.loop.batches.items()}}
+                                             "batches": {str(k): v for k, v in self.loop.handout.batches.items()}}
                                             ).encode())
         if len(conn.buf) < ctx["size"]:
             return None

@@ -189,7 +189,7 @@ def test_a_batch_of_messages_gets_the_replies_each_would_get_alone(model):
     """answer_batch (several queued spamkit-pipe requests handed to one worker) replies exactly as
     answer_job does to each alone, hostile messages included."""
     from spamkit.mail.serve import pool
-    from spamkit.mail.serve import server as srv
+    from spamkit.mail.serve import wire as srv
     from spamkit import SpamFilter
 
     def state():

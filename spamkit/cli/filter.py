@@ -18,7 +18,8 @@ from ..common.passthrough import VERDICT_STATUS, guard
 from .report import guard_text, to_json
 from ..mail.serve.listen import AllowList, tcp_listener, unix_listener
 from ..mail.serve.pool import FilterCache, Workers, log
-from ..mail.serve.server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, ServeLoop, SpamkitProtocol
+from ..mail.serve.server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, ServeLoop
+from ..mail.serve.wire import SpamkitProtocol
 from . import cli
 from .params import (CostsParam, OutputPath, SizeParam, close_corpora, corpus_options, costs_or_none, imap_options,
                      jobs_option, open_corpora, spam_rate_option)

@@ -1,7 +1,7 @@
 """``spamkit-pipe``: hand one message to a running ``spamkit serve`` (standard library only).
 
 Starts in a few tens of milliseconds because it imports nothing but the standard library
-(:mod:`spamkit.mail.serve.server` documents the protocol). Reads one message on standard input, writes
+(:mod:`spamkit.mail.serve.wire` documents the protocol). Reads one message on standard input, writes
 the tagged message on standard output and exits 0 spam, 1 ham, 2 unsure, 3 error. When no
 server answers, the message is written out unchanged with status 3, so a delivery agent
 never loses it.
@@ -17,7 +17,7 @@ import sys
 
 from ...common.passthrough import EXIT_ERROR, EXIT_REFUSED, guard
 
-#: reply status of a refused request (the payload is the reason); see spamkit.mail.serve.server
+#: reply status of a refused request (the payload is the reason); see spamkit.mail.serve.wire
 
 #: every length on the wire: 8-byte big-endian unsigned
 LENGTH_BYTES = 8

@@ -9,13 +9,7 @@ changes (:class:`~spamkit.mail.serve.pool.FilterCache`), worker processes
 reads the connections and keeps the limits on clients, bytes and time (:class:`ServeLoop`) —
 is shared with SpamAssassin's protocol (:mod:`spamkit.mail.serve.spamd`, ``spamkit serve --spamd``).
 
-Protocol (all lengths 8-byte big-endian unsigned):
-
-    request:  length, message bytes
-    reply:    status byte, length, bytes
-              0 spam, 1 ham, 2 unsure: the tagged message
-              3 error: the message unchanged
-              4 refused (too big, server busy): a UTF-8 reason; the client keeps its copy
+spamkit's own protocol on the wire is :mod:`spamkit.mail.serve.wire`.
 
 Built to hold under abuse (issue "Hostile inputs"):
 
@@ -65,19 +59,12 @@ import collections
 import os
 import socket
 import selectors
-import struct
 import time
 
-from .client import LENGTH_BYTES
-from .. import tag
-from ...common.passthrough import EXIT_ERROR, EXIT_REFUSED, VERDICT_STATUS
 from .listen import AllowList
-from .pool import (MAX_BATCH, MAX_BATCH_BYTES, Budget, Reply, Work, Workers, log, run_batch, run_inline,
-                   worker_state)
+from .handout import Handout, first_in_state
+from .pool import Budget, Reply, Work, Workers, log
 
-#: every length on the wire: LENGTH_BYTES (8) bytes, big-endian unsigned, as the client writes them
-_LENGTH = struct.Struct(">Q")
-assert _LENGTH.size == LENGTH_BYTES
 
 #: largest message classified (bytes); a bigger one is refused and the client passes it on
 MAX_MESSAGE = 16 << 20
@@ -157,17 +144,13 @@ class ServeLoop:
         self.listeners: list = []
         self.connections: set = set()
         self.budget_waiting: collections.deque = collections.deque()
-        self.queued: collections.deque = collections.deque()
-        self.busy: dict = {}                     # worker -> (its connections, deadline)
-        self.batches: collections.Counter = collections.Counter()   # requests per hand-out -> hand-outs
         self.resting: list = []                  # listening sockets whose accept failed, until the next check
         self.allowed: dict = {}                  # TCP listening socket -> its AllowList
         self.refused: collections.OrderedDict = collections.OrderedDict()   # address -> when last logged
         self._accept_failed_said = -1e9
         self.evicted = 0                         # idle connections closed to let new ones in
         self.stopped = False
-        for worker in workers.idle:
-            self.selector.register(worker.conn, selectors.EVENT_READ, ("worker", worker))
+        self.handout = Handout(workers, self.selector, timeout, self._answer)
 
     # -- set-up and shut-down
 
@@ -187,10 +170,7 @@ class ServeLoop:
 
     def summary(self) -> str:
         """What the workers were handed: requests, and how many of them went in batches."""
-        requests = sum(size * count for size, count in self.batches.items())
-        batched = sum(size * count for size, count in self.batches.items() if size > 1)
-        return (f"{requests} requests handed to the workers, {batched} of them in "
-                f"{sum(count for size, count in self.batches.items() if size > 1)} batches")
+        return self.handout.summary()
 
     def close(self) -> None:
         for sock, path in self.listeners:
@@ -220,7 +200,7 @@ class ServeLoop:
                     elif events & selectors.EVENT_READ and conn.state == "draining":
                         self._drain(conn)
                 elif kind == "worker":
-                    self._worker_done(key.data[1])
+                    self.handout.done(key.data[1])
                 else:
                     self._accept(key.data[1], key.data[2])
             now = time.monotonic()
@@ -354,9 +334,7 @@ class ServeLoop:
             conn.buf = bytearray()                # the request is in the job's arguments now
             self._watch(conn, 0)
             conn.deadline = time.monotonic() + self.timeout
-            conn.state = "queued"
-            self.queued.append(conn)
-            return self._dispatch()
+            return self.handout.submit(conn)
 
     def _answer(self, conn: Connection, data: bytes) -> None:
         conn.state, conn.out, conn.work = "writing", memoryview(data), None
@@ -432,127 +410,18 @@ class ServeLoop:
         conn.held -= n
         self._budget_freed()
 
-    @staticmethod
-    def _first(waiting: collections.deque, state: str):
-        """The first connection of ``waiting`` still in ``state`` (those that moved on meanwhile,
-        answered or closed, are dropped from it), or None."""
-        while waiting and waiting[0].state != state:
-            waiting.popleft()
-        return waiting[0] if waiting else None
-
     def _budget_freed(self) -> None:
-        while self.budget.used < self.budget.limit and (conn := self._first(self.budget_waiting, "budget")) is not None:
+        while self.budget.used < self.budget.limit and (conn := first_in_state(self.budget_waiting, "budget")) is not None:
             self.budget_waiting.popleft()
             conn.state = "reading"
             self._watch(conn, selectors.EVENT_READ)
             self._read(conn)                     # the bytes that came meanwhile are still to be read
 
-    # -- work
-
-    def _dispatch(self) -> None:
-        while (conn := self._first(self.queued, "queued")) is not None:
-            if self.workers.n and not self.workers.idle:
-                return
-            self.queued.popleft()
-            work = conn.work
-            if self.workers.n == 0:
-                self._answer(conn, run_inline(work.job, work.args, work.fallback))
-                continue
-            conns = [conn]
-            if work.batch is not None and not conn.ctx.get("alone"):
-                conns += self._batch_mates(work.batch, conn.held + conn.free)
-            worker = self.workers.idle.pop()
-            try:
-                if len(conns) == 1:
-                    worker.conn.send((work.job, work.args))
-                else:
-                    worker.conn.send((run_batch, (work.job, work.batch, [c.work.args for c in conns])))
-            except (OSError, EOFError):
-                # it died while idle (its end of the pipe is gone): its replacement takes the requests
-                self.queued.extendleft(reversed(conns))
-                self._worker_lost(worker, (), "an idle worker process died; it has been replaced")
-                continue
-            for c in conns:
-                c.state = "working"
-            self.busy[worker] = (conns, time.monotonic() + self.timeout)
-            self.batches[len(conns)] += 1
-
-    def _batch_mates(self, batch, first_size: int) -> list:
-        """The queued connections to hand out with one of ``batch`` (of ``first_size`` bytes) just
-        taken off the queue: as many as make the waiting requests' share of one idle worker (none
-        when every waiting request has an idle worker of its own), up to :data:`~spamkit.mail.serve.pool.MAX_BATCH` in all
-        and :data:`~spamkit.mail.serve.pool.MAX_BATCH_BYTES` of requests (the bytes each was read with), each of the same
-        ``batch`` and next in the queue."""
-        waiting = sum(1 for c in self.queued if c.state == "queued")
-        share = min(MAX_BATCH, -(-(waiting + 1) // len(self.workers.idle)))
-        mates: list = []
-        size = first_size
-        while len(mates) + 1 < share:
-            nxt = self._first(self.queued, "queued")
-            if (nxt is None or nxt.work.batch is not batch or nxt.ctx.get("alone")
-                    or size + nxt.held + nxt.free > MAX_BATCH_BYTES):
-                break
-            size += nxt.held + nxt.free
-            mates.append(self.queued.popleft())
-        return mates
-
-    def _worker_done(self, worker) -> None:
-        if worker not in self.workers.all:
-            return                                # replaced earlier in the same batch of events
-        conns, _ = self.busy.pop(worker, ((), None))
-        try:
-            status, value = worker.conn.recv()
-        except (EOFError, OSError):
-            if len(conns) > 1:
-                # one of the batch may have killed it: each goes again alone, so that only that
-                # one is answered with the fallback
-                for conn in conns:
-                    if conn.state == "working":
-                        conn.state, conn.ctx["alone"] = "queued", True
-                self.queued.extendleft(reversed(conns))
-                conns = ()
-            return self._worker_lost(worker, conns, "a worker process died; it has been replaced")
-        self.workers.idle.append(worker)
-        if len(conns) > 1 and status == "ok":
-            results = value
-        else:
-            results = [(status, value)] * len(conns)
-        for conn, (status, value) in zip(conns, results):
-            if conn.state != "working":
-                continue
-            if status == "ok":
-                self._answer(conn, value)
-            else:
-                text = value if isinstance(value, str) else f"{type(value).__name__}: {value}"
-                log(text)
-                self._answer(conn, conn.work.fallback("failed", text))
-        self._dispatch()
-
-    def _worker_lost(self, worker, conns, text: str, kind: str = "failed") -> None:
-        """A worker died or overran: a new one in its place; its requests answered with the fallback."""
-        self.busy.pop(worker, None)
-        if worker in self.workers.idle:
-            self.workers.idle.remove(worker)
-        try:
-            self.selector.unregister(worker.conn)
-        except (KeyError, ValueError):
-            pass
-        new = self.workers.replace(worker)
-        self.selector.register(new.conn, selectors.EVENT_READ, ("worker", new))
-        self.workers.idle.append(new)
-        log(text)
-        for conn in conns:
-            if conn.state in ("working", "queued"):
-                self._answer(conn, conn.work.fallback(kind, text))
-        self._dispatch()
-
     def _expire(self, now: float) -> None:
         for listener, protocol in self.resting:
             self.selector.register(listener, selectors.EVENT_READ, ("listen", listener, protocol))
         self.resting = []
-        for worker, (conns, deadline) in list(self.busy.items()):
-            if now > deadline:
-                self._worker_lost(worker, conns, f"the filter took over {self.timeout:g} s", "timeout")
+        self.handout.expire(now)
         for conn in list(self.connections):
             if now <= conn.deadline:
                 continue
@@ -564,83 +433,3 @@ class ServeLoop:
                 self._answer(conn, conn.work.fallback("timeout", text))
             elif conn.state in ("reading", "writing", "draining"):
                 self._close(conn)                 # too slow; the client still holds its message
-
-
-# ----------------------------------------------------------------------------- listening sockets
-
-def frame(status: int, payload: bytes) -> bytes:
-    """One reply of spamkit's protocol: the status byte, the length, the bytes."""
-    return bytes([status]) + _LENGTH.pack(len(payload)) + payload
-
-
-def answer_job(model: str, raw: bytes) -> bytes:
-    """The reply to one message of the spamkit protocol (in a worker): the tagged message and
-    its verdict's status, or the message unchanged (status 3) if anything fails; never loses it."""
-    try:
-        spam_filter = worker_state()["cache"].get(model)
-        verdict, p = spam_filter.verdict(raw)
-        return frame(VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id,
-                                                  getattr(spam_filter, "points_threshold", 0.5)))
-    except Exception as exc:                      # noqa: BLE001 -- a mail filter must pass mail on
-        log(f"{type(exc).__name__}: {exc}; message passed through")
-        return frame(EXIT_ERROR, raw)
-
-
-def answer_batch(items: list) -> list:
-    """:func:`answer_job` for several ``(model, raw)`` requests, the same replies: each filter
-    file's messages scored together, then each tagged (a message that fails to tag goes back
-    unchanged, as alone)."""
-    replies: list = [None] * len(items)
-    groups: dict = {}
-    for i, (model, _raw) in enumerate(items):
-        groups.setdefault(model, []).append(i)
-    for model, members in groups.items():
-        spam_filter = worker_state()["cache"].get(model)
-        proba, familiarity = spam_filter.score([items[i][1] for i in members])
-        for i, row, known in zip(members, proba, familiarity):
-            raw = items[i][1]
-            try:
-                verdict, p = spam_filter.verdict_from(row, known, alone=True)
-                replies[i] = frame(VERDICT_STATUS[verdict], tag(raw, verdict, p, spam_filter.model_id,
-                                                                getattr(spam_filter, "points_threshold", 0.5)))
-            except Exception as exc:              # noqa: BLE001 -- a mail filter must pass mail on
-                log(f"{type(exc).__name__}: {exc}; message passed through")
-                replies[i] = frame(EXIT_ERROR, raw)
-    return replies
-
-
-class SpamkitProtocol:
-    """spamkit's own protocol (the module docstring), for ``spamkit-pipe``, on the filter file
-    ``model`` (reloaded when it changes: the workers' :class:`~spamkit.mail.serve.pool.FilterCache`)."""
-
-    def __init__(self, model: str, max_size: int):
-        self.model, self.max_size = str(model), max_size
-
-    @staticmethod
-    def busy() -> bytes:
-        return frame(EXIT_REFUSED, b"server busy: too many clients at once; try again")
-
-    @staticmethod
-    def too_many_bytes() -> bytes:
-        return frame(EXIT_REFUSED, b"server busy: too many bytes in flight; try again")
-
-    def step(self, conn: Connection):
-        ctx, buf = conn.ctx, conn.buf
-        if "length" not in ctx:
-            if len(buf) < _LENGTH.size:
-                return None
-            (length,) = _LENGTH.unpack(buf[:_LENGTH.size])
-            del buf[:_LENGTH.size]
-            ctx["length"] = length
-            if length > self.max_size:
-                ctx["refuse"], ctx["dropped"] = (f"message of {length} bytes is over the server's limit of "
-                                                 f"{self.max_size} (spamkit serve --max-size)").encode(), 0
-        length = ctx["length"]
-        if "refuse" in ctx:                       # read and drop it all, then refuse: the client keeps it
-            ctx["dropped"] += len(buf)
-            buf.clear()
-            return Reply(frame(EXIT_REFUSED, ctx["refuse"])) if ctx["dropped"] >= length else None
-        if len(buf) < length:
-            return None
-        raw = bytes(buf[:length])
-        return Work(answer_job, (self.model, raw), lambda kind, text: frame(EXIT_ERROR, raw), answer_batch)
