@@ -9,7 +9,8 @@ import click
 
 
 from ..common.names import METRICS, REPRESENTATIONS
-from .report import render_comparison, render_engine_run, render_threshold, render_tuning, to_json
+from .report import render_engine_run, to_json
+from .crossreport import render_comparison, render_threshold, render_tuning
 from . import cli
 from .params import (CostsParam, OutputPath, close_corpora, corpus_options, costs_or_none, engine_from_options,
                      engine_options, open_corpora, reading_corpora, running)

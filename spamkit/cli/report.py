@@ -81,16 +81,16 @@ def to_json_line(obj) -> str:
     return json.dumps(obj, sort_keys=True, default=str)
 
 
-def _num(x) -> str:
+def number(x) -> str:
     return "n/a" if x is None or x != x else f"{x:.4f}"
 
 
-def _fixed(x, places: int) -> str:
+def fixed(x, places: int) -> str:
     """``x`` with ``places`` decimals, or n/a where it is undefined (NaN)."""
     return "n/a" if x is None or x != x else f"{x:.{places}f}"
 
 
-def _pct(x) -> str:
+def percent(x) -> str:
     return "   n/a" if x != x else f"{100 * x:6.2f}%"
 
 
@@ -104,18 +104,18 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
             # what the filter decided comes first; the measures below are the ranking's, at 0.5
             *([render_costs(ev["costs"]), "  at P(spam) 0.5, without an unsure band (the ranking's view, not the "
                                           "decisions above):"] if "costs" in ev else []),
-            f"  {'accuracy':<{w}} {_pct(ev['accuracy'])}",
-            f"  {pos + ' recall':<{w}} {_pct(ev['spam_recall'])}   ({ev['tp']} of {ev['tp'] + ev['fn']} {pos} caught)",
-            f"  {neg + ' recall':<{w}} {_pct(ev['ham_recall'])}   ({ev['fp']} of {ev['tn'] + ev['fp']} {neg} misfiled)",
-            f"  {pos + ' precision':<{w}} {_pct(ev['spam_precision'])}",
-            f"  {'F1 (' + pos + ')':<{w}} {_pct(ev['f1'])}",
-            f"  {'Jaccard (' + pos + ')':<{w}} {_pct(ev['jaccard'])}   TP / (TP + FP + FN)",
+            f"  {'accuracy':<{w}} {percent(ev['accuracy'])}",
+            f"  {pos + ' recall':<{w}} {percent(ev['spam_recall'])}   ({ev['tp']} of {ev['tp'] + ev['fn']} {pos} caught)",
+            f"  {neg + ' recall':<{w}} {percent(ev['ham_recall'])}   ({ev['fp']} of {ev['tn'] + ev['fp']} {neg} misfiled)",
+            f"  {pos + ' precision':<{w}} {percent(ev['spam_precision'])}",
+            f"  {'F1 (' + pos + ')':<{w}} {percent(ev['f1'])}",
+            f"  {'Jaccard (' + pos + ')':<{w}} {percent(ev['jaccard'])}   TP / (TP + FP + FN)",
             f"  {'ROC AUC':<{w}} {ev['auc']:.4f}" if ev["auc"] == ev["auc"] else f"  {'ROC AUC':<{w}}    n/a",
             f"  {'confusion':<{w}} {neg}->{neg} {ev['tn']}  {neg}->{pos} {ev['fp']}  {pos}->{neg} {ev['fn']}  "
             f"{pos}->{pos} {ev['tp']}",
             f"  {'MCC':<{w}} {ev['mcc']:.4f}",
-            f"  {'TREC':<{w}} (1-ROCA)% {_fixed(100 * (1 - ev['auc']), 3)}  hm% {_fixed(ev['hm_pct'], 2)}  "
-            f"sm% {_fixed(ev['sm_pct'], 2)}  lam% {_fixed(ev['lam_pct'], 2)}",
+            f"  {'TREC':<{w}} (1-ROCA)% {fixed(100 * (1 - ev['auc']), 3)}  hm% {fixed(ev['hm_pct'], 2)}  "
+            f"sm% {fixed(ev['sm_pct'], 2)}  lam% {fixed(ev['lam_pct'], 2)}",
             *([f"  {'':<{w}} only {', '.join(ev['one_class'])} here: ranking measures need messages of both classes"]
               if ev.get("one_class") else []),
             *caught_lines(ev, indent="                  "),
@@ -127,19 +127,19 @@ def render_evaluation(ev: dict, title: str = "evaluation") -> str:
                          f"99% of messages above {f['floor']:.0%}, 95% above {f['typical']:.0%}); " + guard_text(g))
         return "\n".join(lines)
     ovr = ev.get("one_vs_rest")
-    lines = [f"{title}: {counted(ev['n'], 'message')}, accuracy {_pct(ev['accuracy'])}, macro F1 {_pct(ev['macro_f1'])}",
+    lines = [f"{title}: {counted(ev['n'], 'message')}, accuracy {percent(ev['accuracy'])}, macro F1 {percent(ev['macro_f1'])}",
              f"  {'class':<16} {'precision':>9} {'recall':>9} {'F1':>9} {'support':>8}"
              + (f" {'ROC AUC':>8} {'avg prec':>8}" if ovr else "")]
     for label, s in ev["per_class"].items():
         rank = ""
         if ovr:
             o = ovr["per_class"].get(label, {})
-            rank = f" {_num(o.get('auc')):>8} {_num(o.get('average_precision')):>8}"
-        lines.append(f"  {label:<16} {_pct(s['precision']):>9} {_pct(s['recall']):>9} {_pct(s['f1']):>9} "
+            rank = f" {number(o.get('auc')):>8} {number(o.get('average_precision')):>8}"
+        lines.append(f"  {label:<16} {percent(s['precision']):>9} {percent(s['recall']):>9} {percent(s['f1']):>9} "
                      f"{s['support']:>8}{rank}")
     if ovr:
         lines.append("  one-vs-rest     " + "   ".join(
-            f"{kind} AUC {_num(ovr[kind]['auc'])}, AP {_num(ovr[kind]['average_precision'])}"
+            f"{kind} AUC {number(ovr[kind]['auc'])}, AP {number(ovr[kind]['average_precision'])}"
             for kind in ("macro", "weighted", "micro")))
     if "confusion" in ev:
         labels = ev.get("labels", list(ev["per_class"]))
@@ -258,7 +258,7 @@ def render_info(manifest: dict, path: str) -> str:
         if t.get("held_out_evaluation"):
             ev = t["held_out_evaluation"]
             extra = f", AUC {ev['auc']:.4f}" if "auc" in ev else ""
-            lines.append(f"  held out    {counted(ev['n'], 'message')}: accuracy {_pct(ev['accuracy']).strip()}{extra}")
+            lines.append(f"  held out    {counted(ev['n'], 'message')}: accuracy {percent(ev['accuracy']).strip()}{extra}")
     return "\n".join(lines)
 
 
@@ -271,22 +271,6 @@ def render_import(imported: dict, output: str) -> str:
             f"bogofilter parameters: robs {p['robs']:g}, robx {p['robx']:g}, min_dev {p['min_dev']:g}; "
             f"ham below {p['ham_cutoff']:g}, spam from {p['spam_cutoff']:g}, unsure between\n"
             f"filter written to {output}")
-
-
-def render_tuning(result) -> str:
-    """kNN cross-validation: error rate per k and weighting, the best marked."""
-    head = f"  {'k':>4} " + " ".join(f"{w:>16}" for w in result.weights)
-    lines = [f"kNN tuning: {result.folds}-fold stratified cross-validation (seed {result.seed}); error rate",
-             head]
-    for col, k in enumerate(result.ks):
-        cells = []
-        for w in result.weights:
-            mark = "*" if (k, w) == (result.best_k, result.best_weights) else " "
-            cells.append(f"{100 * result.errors[w][col]:7.2f}% ±{100 * result.stds[w][col]:5.2f}{mark}")
-        lines.append(f"  {k:>4} " + " ".join(f"{c:>16}" for c in cells))
-    lines.append(f"best: k={result.best_k}, weights={result.best_weights} "
-                 f"(error {100 * result.best_error:.2f}%)")
-    return "\n".join(lines)
 
 
 def guard_text(g: dict) -> str:
@@ -339,7 +323,7 @@ def render_online_classes(r: dict) -> str:
     lines = [render_evaluation(r["measures"], f"online, {len(r['classes'])} classes, classified before learning")]
     lines.append(f"  log loss        {r['measures']['log_loss']:.4f}")
     lines.append("  learning curve  accuracy over a sliding window: " + ", ".join(
-        f"{p['end']}: {_pct(p['accuracy']).strip()}" for p in r["learning_curve"]))
+        f"{p['end']}: {percent(p['accuracy']).strip()}" for p in r["learning_curve"]))
     if r.get("messages_per_second"):
         lines.append(f"  throughput      {r['messages_per_second']:.0f} messages/s")
     return "\n".join(lines)
@@ -399,88 +383,6 @@ def render_online(r: dict, output: str | None) -> str:
     if output:
         lines.append(f"TREC results written to {output}")
     return "\n".join(lines)
-
-
-def render_threshold(r: dict, saved_in: str | None = None) -> str:
-    """The threshold choice: a cost curve and the recommendation (``saved_in``: the filter file
-    ``--save`` wrote it to)."""
-    lines = [f"threshold choice: {r['folds']}-fold cross-validation on {r['n']} messages "
-             f"(ham {r['n_ham']}, spam {r['n_spam']}); a false positive costs {r['c_fp']:g}, "
-             f"a missed spam {r['c_fn']:g}",
-             f"  {'P(spam) >':>12} {'log-odds':>9} {'cost/msg':>10}"]
-    chosen, bayes = r["chosen"]["log_odds"], r["bayes"]["log_odds"]
-    for point in r["curve"][::2] if len(r["curve"]) > 30 else r["curve"]:
-        mark = "  <- chosen" if point["log_odds"] == chosen else ("  <- Bayes t*" if point["log_odds"] == bayes else "")
-        lines.append(f"  {point['p_spam']:>12.6g} {point['log_odds']:>9.2f} {point['cost']:>10.4f}{mark}")
-    lines.append(f"Bayes threshold t* = {r['bayes']['p_spam']:.4g}: {r['bayes']['cost']:.4f} per message")
-    lines.append(f"at P(spam) = 0.5: {r['at_one_half']['cost']:.4f} per message")
-    c = r["chosen"]
-    lines.append(f"recommended: spam above P(spam) = {c['p_spam']:.6g} (log-odds {c['log_odds']:.3f}): "
-                 f"{c['cost']:.4f} per message, {c['false_positives']} false positives and "
-                 f"{c['false_negatives']} missed spam in cross-validation")
-    if saved_in is not None:
-        lines.append(f"threshold saved in {saved_in}: classify and filter call spam above P(spam) "
-                     f"{c['p_spam']:.6g}")
-    return "\n".join(lines)
-
-
-def render_comparison(r: dict) -> str:
-    """Configurations side by side, cross-validated on the same folds."""
-    if r["configs"] and "auc" not in r["configs"][0]:
-        return _render_k_class_comparison(r)
-    lines = [f"{r['folds']}-fold stratified cross-validation (seed {r['seed']}), the same folds for every "
-             "configuration; pooled out-of-fold scores, threshold P(spam) = 0.5",
-             f"  {'configuration':<34} {'AUC':>7} {'95% interval':>17} {'(1-ROCA)%':>10} {'accuracy':>9} "
-             f"{'spam rec':>9} {'ham rec':>8} {'lam%':>6}  {'AUC per fold':>16}"]
-    for c in r["configs"]:
-        lines.append(f"  {c['name'][:34]:<34} {c['auc']:>7.4f}  [{c['auc_low']:.4f}, {c['auc_high']:.4f}] "
-                     f"{c['roca_pct']:>10.3f} {100 * c['accuracy']:>8.2f}% {100 * c['spam_recall']:>8.2f}% "
-                     f"{100 * c['ham_recall']:>7.2f}% {c['lam_pct']:>6.2f}  {c['auc_fold_mean']:.4f} ±{c['auc_fold_std']:.4f}")
-    for c in r["configs"][1:]:
-        v = c["vs_first"]
-        lines.append(f"  {c['name']} vs {r['configs'][0]['name']}: AUC per fold {v['auc_diff_mean']:+.4f} "
-                     f"±{v['auc_diff_std']:.4f}, better in {v['folds_better']} of {r['folds']} folds, "
-                     f"worse in {v['folds_worse']}")
-    return "\n".join(lines + _comparison_cost_lines(r))
-
-
-def _comparison_cost_lines(r: dict) -> list[str]:
-    """The ``--cost`` results of ``cv`` / ``compare``: realised and expected cost per message, decisions."""
-    lines: list[str] = []
-    for c in r["configs"]:
-        costs = c.get("costs")
-        if costs is None:
-            continue
-        if not lines:
-            m = costs["matrix"]
-            lines.append("  decided by the costs " + ", ".join(
-                f"{d}|{cls}={v:g}" for d, row in zip(m["decisions"], m["costs"]) for cls, v in zip(m["classes"], row) if v))
-        lines.append(f"  {c['name'][:34]:<34} cost per message {costs['cost_per_message']:.4f} (expected "
-                     f"{costs['expected_cost_per_message']:.4f}); " + "; ".join(
-                         f"true {cls}: " + " ".join(f"{d} {n}" for d, n in row.items())
-                         for cls, row in costs["decisions"].items()))
-    return lines
-
-
-def _render_k_class_comparison(r: dict) -> str:
-    first = r["configs"][0]
-    lines = [f"{r['folds']}-fold stratified cross-validation (seed {r['seed']}), the same folds for every "
-             f"configuration; {first['n']} messages of {len(first['classes'])} classes "
-             f"({', '.join(first['classes'])}); decisions: the most probable class",
-             f"  {'configuration':<34} {'accuracy':>9} {'macro F1':>9} {'log loss':>9} {'macro AUC':>10} "
-             f"{'micro AUC':>10} {'macro AP':>9}  {'accuracy per fold':>18}"]
-    for c in r["configs"]:
-        o = c["one_vs_rest"]
-        lines.append(f"  {c['name'][:34]:<34} {_pct(c['accuracy']):>9} {_pct(c['macro_f1']):>9} {c['log_loss']:>9.4f} "
-                     f"{_num(o['macro']['auc']):>10} {_num(o['micro']['auc']):>10} "
-                     f"{_num(o['macro']['average_precision']):>9}  "
-                     f"{100 * c['accuracy_fold_mean']:.2f}% ±{100 * c['accuracy_fold_std']:.2f}")
-    for c in r["configs"][1:]:
-        v = c["vs_first"]
-        lines.append(f"  {c['name']} vs {first['name']}: accuracy per fold {100 * v['accuracy_diff_mean']:+.2f} "
-                     f"±{100 * v['accuracy_diff_std']:.2f} points, better in {v['folds_better']} of {r['folds']} "
-                     f"folds, worse in {v['folds_worse']}")
-    return "\n".join(lines + _comparison_cost_lines(r))
 
 
 def render_classification(record: dict) -> str:

@@ -11,7 +11,8 @@ from ..text.stem import SNOWBALL_LANGUAGES, STEMMERS
 from ..common.names import (CALIBRATIONS, DEFAULT_MODEL, FISHER_MODEL, METRICS, MODEL_NAMES as MODELS, REPRESENTATIONS,
                      SPLIT_METHODS, STACK_MODEL, WEIGHTS)
 from ..common.labels import HAM_NAME, SPAM_NAME
-from .report import render_condensed, render_engine_run, render_train, render_tuning, to_json
+from .report import render_condensed, render_engine_run, render_train, to_json
+from .crossreport import render_tuning
 from . import cli
 from .params import (CostsParam, OutputPath, archives_ahead, costs_or_none, corpus_options, engine_from_options, engine_options,
                      fisher_params, importing_ahead, model_options, reading_corpora, running)
