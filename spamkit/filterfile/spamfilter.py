@@ -8,8 +8,9 @@ messages ``spamkit learn`` added, and its filter file (:meth:`SpamFilter.save`,
 stage's module. Corpus-level jobs (train, evaluate, cross-validate, learn) are in
 :mod:`spamkit.jobs`; turning settings into an untrained filter is :mod:`spamkit.filterfile.config`.
 
-One concern over ~450 lines: every operation on a trained filter (scoring, explaining,
-deciding, guarding, saving) needs the same state, so they stay together.
+One concern: every operation on a trained filter (scoring, explaining, deciding, guarding,
+saving) needs the same state, so they stay on one class; what the filter carries beside its
+model is written and read back by :mod:`spamkit.filterfile.carried`.
 """
 
 from __future__ import annotations
@@ -20,10 +21,8 @@ from typing import Any
 import numpy as np
 
 from ..features.bytekeys import context_keys
-from ..decide.calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling, calibration_from_dict
+from ..decide.calibration import CALIBRATIONS, IsotonicCalibration, PlattScaling
 from ..corpus import LabelledMessage, require_classes
-from ..decide.decision import CostMatrix
-from ..decide.guard import FamiliarityGuard
 from ..common import errors
 from ..common.errors import ConfigError, CorpusError, ModelFormatError, WorkerError
 from ..features.counting import numbered_here
@@ -35,6 +34,7 @@ from ..models.bytegrams import ByteGramLogistic
 from ..models.context import ByteContextModel
 from .sides import CONTEXT_BYTES, parse_item
 from .verdicts import Decisions
+from .carried import carried_state, restore_carried
 from .persist import TermIndex, TermIndexJob, load_filter, save_filter
 from ..scoring.arrays import log_expit
 from ..text import Analyzer
@@ -420,33 +420,17 @@ class SpamFilter(Decisions):
     # ------------------------------------------------------------------ files
 
     def save(self, path) -> None:
+        """The filter file: the model's arrays and settings, and what the filter carries beside
+        them (:func:`spamkit.filterfile.carried.carried_state`)."""
         self.check_fitted()
-        extra = {"decision": self.costs.as_dict()} if self.costs is not None else {}
-        if self.calibration is not None:
-            extra["calibration"] = self.calibration.as_dict()
-        if self.threshold is not None:
-            extra["threshold"] = {"p_spam": float(self.threshold), **self.threshold_info}
-        if self.guard is not None:
-            extra["familiarity"] = self.guard.as_dict()
-        if self.imap_seen:
-            extra["imap_seen"] = {k: [int(v[0]), int(v[1])] for k, v in self.imap_seen.items()}
-        # 16-byte digests as rows of uint8 (a bytes dtype would drop trailing zero bytes)
-        keys = np.frombuffer(b"".join(sorted(self.learned)), dtype=np.uint8).reshape(-1, 16)
-        labels = np.array([str(self.learned[k]) for k in sorted(self.learned)], dtype=str)
-        arrays = {"learned_keys": keys, "learned_labels": labels} if self.learned else {}
-        if self.seen_columns is not None:
-            arrays["seen_columns"] = np.packbits(self.seen_columns)
-        if self.context is not None:
-            extra["context"] = {**self.context.get_params(), "max_bytes": self.context_bytes}
-            arrays.update({f"context_{k}": v for k, v in self.context.state_arrays().items()})
-        if self.grams is not None:
-            extra["grams"] = self.grams.get_params()
-            arrays.update({f"grams_{k}": v for k, v in self.grams.state_arrays().items()})
+        extra, arrays = carried_state(self)
         save_filter(path, self.analyzer, self.vectorizer, self.model, self.training, extra, arrays,
                     term_index=self._term_index, side_model=self.reads_bytes)
 
     @classmethod
     def load(cls, path) -> "SpamFilter":
+        """The filter a file holds, every part checked (a damaged one raises ModelFormatError
+        naming the file and the part)."""
         analyzer, vectorizer, model, manifest = load_filter(path)
         learned = manifest.get("filter_arrays", {})
         extra = manifest.get("extra", {})
@@ -461,46 +445,5 @@ class SpamFilter(Decisions):
         f.classes_ = model.classes_
         f.training = manifest.get("training", {})
         f.manifest = manifest
-        if "learned_keys" in learned:
-            keys = learned["learned_keys"]
-            if keys.ndim != 2 or keys.shape[1] != 16 or len(keys) != len(learned.get("learned_labels", [])):
-                raise ModelFormatError(f"{path}: damaged list of learned messages")
-            f.learned = dict(zip((row.tobytes() for row in keys), learned["learned_labels"].tolist()))
-        threshold = manifest.get("extra", {}).get("threshold")
-        if threshold:
-            try:
-                f.threshold = float(threshold["p_spam"])
-                f.threshold_info = {k: v for k, v in threshold.items() if k != "p_spam"}
-            except (KeyError, TypeError, ValueError):
-                raise ModelFormatError(f"{path}: damaged threshold") from None
-        calibration = manifest.get("extra", {}).get("calibration")
-        if calibration:
-            try:
-                f.calibration = calibration_from_dict(calibration)
-                f.calibrate = calibration["method"]
-            except (KeyError, TypeError, ValueError, ConfigError) as exc:
-                raise ModelFormatError(f"{path}: damaged calibration ({exc})") from None
-        if "seen_columns" in learned:
-            bits = learned["seen_columns"]
-            if bits.dtype != np.uint8 or bits.ndim != 1 or len(bits) != (model.n_features_in_ + 7) // 8:
-                raise ModelFormatError(f"{path}: damaged list of seen columns")
-            f.seen_columns = np.unpackbits(bits)[:model.n_features_in_].astype(bool)
-        familiar = manifest.get("extra", {}).get("familiarity")
-        if familiar:
-            try:
-                f.guard = FamiliarityGuard.from_dict(familiar)
-            except (KeyError, TypeError, ValueError, ConfigError) as exc:
-                raise ModelFormatError(f"{path}: damaged familiarity guard ({exc})") from None
-        seen = manifest.get("extra", {}).get("imap_seen") or {}
-        if not (isinstance(seen, dict) and all(isinstance(k, str) and isinstance(v, list) and len(v) == 2
-                                               and all(isinstance(x, int) and x >= 0 for x in v)
-                                               for k, v in seen.items())):
-            raise ModelFormatError(f"{path}: damaged list of IMAP folders learned from")
-        f.imap_seen = {k: list(v) for k, v in seen.items()}
-        decision = manifest.get("extra", {}).get("decision")
-        if decision:
-            try:
-                f.set_costs(CostMatrix(decision["costs"], decision["classes"], decision["decisions"]))
-            except (KeyError, TypeError) as exc:
-                raise ModelFormatError(f"{path}: damaged decision layer ({exc})") from None
+        restore_carried(f, path, manifest, learned)
         return f
