@@ -48,7 +48,8 @@ from .mailboxes import is_maildir, is_mh, iter_files, iter_maildir, iter_mbox, i
 from .tabular import iter_csv, iter_tsv, sniff_table
 from .trec import find_trec_index, iter_trec
 from .archives import archive_kind
-from .tree import ArchiveTree, DirTree, ListingTree, LocatedTree, Tree, Unread, WrappedTree, open_tree, tree_address
+from .tree import ArchiveTree, DirTree, Tree, open_tree, tree_address
+from .deferred import ListingTree, LocatedTree, Unread, WrappedTree
 
 __all__ = ["Corpus", "LabelledMessage", "ReadStats", "FORMATS", "LABELLED_FORMATS",
            "MAILBOX_FORMATS", "PATH_FORMATS", "Unread", "KINDS", "detect_format", "iter_corpora", "sniff_date",
@@ -276,7 +277,7 @@ class Corpus:
         """Within the block, iterating yields a message that a process forked from this one reads
         where it lies (a member of an archive whose spool is complete: ``msg.where``) with an
         :class:`Unread` as its ``raw``, not read here; any other message as usual
-        (:class:`~spamkit.corpus.tree.LocatedTree`). Such a message's date is None (it comes from
+        (:class:`~spamkit.corpus.deferred.LocatedTree`). Such a message's date is None (it comes from
         the content), and the corpus's byte count leaves it out. Yields whether that is possible:
         for the formats of one file per message (:data:`PATH_FORMATS` but mbox)."""
         with self._wrapped(LocatedTree, tuple(f for f in PATH_FORMATS if f != "mbox")) as located:

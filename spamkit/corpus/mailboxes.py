@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from .base import LabelledMessage, ReadStats, read_or_skip, sniff_date
 from .mboxsplit import split_mbox
-from .tree import ListingTree, Tree, Unread, is_hidden, join, natural_key
+from .tree import Tree, is_hidden, join, natural_key
+from .deferred import ListingTree, Unread
 
 
 def is_maildir(tree: Tree, rel: str) -> bool:
@@ -50,8 +51,8 @@ def iter_mbox(tree: Tree, rel: str, label: str | None, stats: ReadStats):
     """Yield the messages of mbox file ``rel``, streaming line by line.
 
     A message is the bytes between its ``From `` line and the blank line before the next:
-    one span of the file. Listed without reading (:class:`~spamkit.corpus.tree.ListingTree`,
-    the Dask engine), each message's ``raw`` is an :class:`~spamkit.corpus.tree.Unread` of
+    one span of the file. Listed without reading (:class:`~spamkit.corpus.deferred.ListingTree`,
+    the Dask engine), each message's ``raw`` is an :class:`~spamkit.corpus.deferred.Unread` of
     that span, so a worker reads just its messages.
     """
     display = tree.display(rel)

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..corpus.base import LabelledMessage
 from ..corpus.archives import open_spools, read_where
-from ..corpus.tree import Unread
+from ..corpus.deferred import Unread
 from ..common.compiled import gramloops
 from ..common.errors import CorpusError, WorkerError
 from .engine import Engine

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..corpus import Corpus, iter_corpora
-from ..corpus.tree import Unread
+from ..corpus.deferred import Unread
 from ..common.errors import CorpusError
 from ..common.labels import HAM_NAME, SPAM_NAME
 from ..parse.message import parse_message
