@@ -63,12 +63,17 @@ def render_comparison(r: dict) -> str:
         lines.append(f"  {c['name'][:34]:<34} {c['auc']:>7.4f}  [{c['auc_low']:.4f}, {c['auc_high']:.4f}] "
                      f"{c['roca_pct']:>10.3f} {100 * c['accuracy']:>8.2f}% {100 * c['spam_recall']:>8.2f}% "
                      f"{100 * c['ham_recall']:>7.2f}% {c['lam_pct']:>6.2f}  {c['auc_fold_mean']:.4f} ±{c['auc_fold_std']:.4f}")
-    for c in r["configs"][1:]:
-        v = c["vs_first"]
-        lines.append(f"  {c['name']} vs {r['configs'][0]['name']}: AUC per fold {v['auc_diff_mean']:+.4f} "
-                     f"±{v['auc_diff_std']:.4f}, better in {v['folds_better']} of {r['folds']} folds, "
-                     f"worse in {v['folds_worse']}")
+    lines += vs_first_lines(r, "AUC", lambda v: f"{v['auc_diff_mean']:+.4f} ±{v['auc_diff_std']:.4f}")
     return "\n".join(lines + comparison_cost_lines(r))
+
+
+def vs_first_lines(r: dict, measure: str, difference) -> list[str]:
+    """Each configuration after the first against the first: ``difference(vs_first)`` of the
+    ``measure`` per fold, and in how many folds it was better and worse."""
+    first = r["configs"][0]["name"]
+    return [f"  {c['name']} vs {first}: {measure} per fold {difference(c['vs_first'])}, better in "
+            f"{c['vs_first']['folds_better']} of {r['folds']} folds, worse in {c['vs_first']['folds_worse']}"
+            for c in r["configs"][1:]]
 
 
 def comparison_cost_lines(r: dict) -> list[str]:
@@ -102,9 +107,6 @@ def render_k_class_comparison(r: dict) -> str:
                      f"{number(o['macro']['auc']):>10} {number(o['micro']['auc']):>10} "
                      f"{number(o['macro']['average_precision']):>9}  "
                      f"{100 * c['accuracy_fold_mean']:.2f}% ±{100 * c['accuracy_fold_std']:.2f}")
-    for c in r["configs"][1:]:
-        v = c["vs_first"]
-        lines.append(f"  {c['name']} vs {first['name']}: accuracy per fold {100 * v['accuracy_diff_mean']:+.2f} "
-                     f"±{100 * v['accuracy_diff_std']:.2f} points, better in {v['folds_better']} of {r['folds']} "
-                     f"folds, worse in {v['folds_worse']}")
+    lines += vs_first_lines(r, "accuracy", lambda v: f"{100 * v['accuracy_diff_mean']:+.2f} "
+                                                      f"±{100 * v['accuracy_diff_std']:.2f} points")
     return "\n".join(lines + comparison_cost_lines(r))
