@@ -453,7 +453,7 @@ def _tarfile_index(path: Path) -> list:
 
 def _plain_index(path: Path) -> list | None:
     import gzip
-    from spamkit.corpus.archives import plain_tar_index
+    from spamkit.corpus.tarindex import plain_tar_index
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
         data = io.BytesIO(f.read())
@@ -471,7 +471,7 @@ def _plain_index(path: Path) -> list | None:
 @pytest.mark.parametrize("relative", ["trec07p-dev/trec07p-dev.tar.gz", "csdmc2010/csdmc2010.tar.gz",
                                       *[f"enron-spam/enron{i}.tar.gz" for i in range(1, 7)]])
 def test_plain_tar_index_equals_tarfile_on_the_shared_archives(relative):
-    """spamkit.corpus.archives.plain_tar_index reads the members' headers itself (a tenth of the cost of
+    """spamkit.corpus.tarindex.plain_tar_index reads the members' headers itself (a tenth of the cost of
     TarInfo objects): on every archive of the shared corpora the same names, kinds, sizes and bytes
     as tarfile."""
     from conftest import shared_corpus
@@ -482,7 +482,7 @@ def test_plain_tar_index_equals_tarfile_on_the_shared_archives(relative):
 
 
 def test_plain_tar_index_reads_plain_members_and_leaves_the_rest_to_tarfile(tmp_path):
-    from spamkit.corpus.archives import plain_tar_index
+    from spamkit.corpus.tarindex import plain_tar_index
     def member(tf, name, data=b"", kind=tarfile.REGTYPE):
         info = tarfile.TarInfo(name)
         info.type, info.size = kind, len(data)
@@ -529,11 +529,11 @@ def test_plain_tar_index_reads_plain_members_and_leaves_the_rest_to_tarfile(tmp_
 
 def _index_both_ways(data: bytes):
     """plain_tar_index of ``data`` with the compiled header scan and with the Python loop alone."""
-    from spamkit.corpus import archives
-    compiled = archives.plain_tar_index(io.BytesIO(data))
+    from spamkit.corpus import tarindex
+    compiled = tarindex.plain_tar_index(io.BytesIO(data))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(archives, "_TAR_HEADERS", None)
-        python = archives.plain_tar_index(io.BytesIO(data))
+        mp.setattr(tarindex, "_TAR_HEADERS", None)
+        python = tarindex.plain_tar_index(io.BytesIO(data))
     return compiled, python
 
 
@@ -585,8 +585,8 @@ def test_the_compiled_tar_header_scan_on_shared_archives(relative):
     import gzip
 
     from conftest import compiled_expected, shared_corpus
-    from spamkit.corpus import archives
-    assert archives._TAR_HEADERS is not None or not compiled_expected(), "the compiled module is built in CI"
+    from spamkit.corpus import tarindex
+    assert tarindex._TAR_HEADERS is not None or not compiled_expected(), "the compiled module is built in CI"
     with gzip.open(shared_corpus(relative), "rb") as f:
         data = f.read()
     compiled, python = _index_both_ways(data)

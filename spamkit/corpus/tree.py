@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.errors import CorpusError
-from .archives import (ARCHIVE_OPENERS, Spool, archive_kind, claim_ahead, compression_of, file_head, plain_tar_index,
-                       split_member)
+from .archives import ARCHIVE_OPENERS, Spool, archive_kind, claim_ahead, compression_of, file_head, split_member
+from .tarindex import plain_tar_index
 
 _NUMBER = re.compile(r"(\d+)")
 
