@@ -27,7 +27,8 @@ from spamkit.cli import cli
 from spamkit.common.errors import ModelFormatError
 from spamkit.filterfile.manifest import MAX_FILTER_BYTES, MAX_LINE_BYTES, read_manifest
 from spamkit.filterfile.budget import LINE_OBJECT_BYTES, data_bytes, member_limits
-from spamkit.filterfile.persist import load_filter, overlong_entry
+from spamkit.filterfile.persist import load_filter
+from spamkit.filterfile.termindex import overlong_entry
 from spamkit.common.passthrough import VERDICT_STATUS
 from spamkit.filterfile.spamfilter import SpamFilter
 from spamkit.filterfile.wordlist import read_wordlist

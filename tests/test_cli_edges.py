@@ -51,7 +51,7 @@ def test_output_onto_a_folder_is_a_usage_error(tmp_path):
 
 def test_a_failed_save_names_the_file(tmp_path, monkeypatch):
     from spamkit.common.errors import OutputError
-    from spamkit.filterfile.persist import atomic_write
+    from spamkit.common.durable import atomic_write
     target = tmp_path / "gone" / "m.spamkit"
     with pytest.raises(OutputError, match="cannot write .*m.spamkit"):
         atomic_write(target, lambda fh: fh.write(b"x"))

@@ -117,12 +117,12 @@ def test_save_is_atomic_and_keeps_old_file_on_failure(tmp_path, trained, monkeyp
     path = tmp_path / "m.spamkit"
     trained.save(path)
     before = path.read_bytes()
-    import spamkit.filterfile.persist as persist
+    import spamkit.common.durable as durable
 
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(persist.os, "fsync", boom)
+    monkeypatch.setattr(durable.os, "fsync", boom)
     from spamkit.common.errors import OutputError
     with pytest.raises(OutputError, match=r"cannot write .*m\.spamkit: disk full"):   # names the file
         trained.save(path)
@@ -148,7 +148,7 @@ def test_the_compiled_term_keys_are_blake2b(terms):
     exactly one, and several (128 bytes of UTF-8 and more), and every kind of character."""
     import hashlib
     from spamkit.common.compiled import speedups
-    from spamkit.filterfile.persist import term_keys
+    from spamkit.filterfile.termindex import term_keys
     expected = [int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest(), "little") for t in terms]
     if speedups() is not None or compiled_expected():
         assert np.frombuffer(speedups().term_keys(terms), dtype="<u8").tolist() == expected
@@ -163,7 +163,7 @@ def test_the_compiled_key_order_is_a_stable_argsort(keys, shift):
     np.argsort(kind="stable"): duplicates keep their order; keys that differ only above or
     below some bit (a shift) leave some passes with one digit."""
     from spamkit.common.compiled import speedups
-    from spamkit.filterfile.persist import key_order
+    from spamkit.filterfile.termindex import key_order
     arr = np.array([(k << shift) & (2 ** 64 - 1) for k in keys], dtype=np.uint64)
     expected = np.argsort(arr, kind="stable").tolist()
     if speedups() is not None or compiled_expected():
@@ -173,7 +173,7 @@ def test_the_compiled_key_order_is_a_stable_argsort(keys, shift):
 
 def test_a_term_without_utf8_is_refused_as_before():
     from spamkit.common.compiled import speedups
-    from spamkit.filterfile.persist import term_keys
+    from spamkit.filterfile.termindex import term_keys
     if speedups() is not None:
         assert speedups().term_keys(["a", "\ud800"]) is None and speedups().term_keys(["a", 1]) is None
     with pytest.raises(UnicodeEncodeError):
@@ -187,13 +187,13 @@ def test_lines_made_ready_are_the_text_member_save_would_write(lines, at_a_time)
     UTF-8 of the lines joined by line feeds and its SHA-256; None for a line break or a lone
     surrogate in an entry, which saving refuses."""
     import zlib
-    from spamkit.filterfile import persist
-    old = persist.LINES_AT_A_TIME
-    persist.LINES_AT_A_TIME = at_a_time
+    from spamkit.filterfile import termindex
+    old = termindex.LINES_AT_A_TIME
+    termindex.LINES_AT_A_TIME = at_a_time
     try:
-        ready = persist.prepare_lines(lines)
+        ready = termindex.prepare_lines(lines)
     finally:
-        persist.LINES_AT_A_TIME = old
+        termindex.LINES_AT_A_TIME = old
     if any(("\n" in t or "\r" in t or any(0xD800 <= ord(c) <= 0xDFFF for c in t)) for t in lines):
         assert ready is None
         return
@@ -206,7 +206,7 @@ def test_lines_made_ready_are_the_text_member_save_would_write(lines, at_a_time)
 
 def test_the_term_index_keys_are_term_hash_and_stored_uncompressed(tmp_path):
     from spamkit.filterfile.manifest import term_hash
-    from spamkit.filterfile.persist import term_hash_index
+    from spamkit.filterfile.termindex import term_hash_index
 
     terms = ["viagra", "ünïcode", "", "x" * 128, "x" * 300, "subject:free"]
     keys, columns = term_hash_index(terms)

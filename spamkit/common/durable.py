@@ -11,6 +11,7 @@ import errno
 import fcntl
 import os
 import stat
+import tempfile
 import time
 from pathlib import Path
 
@@ -275,3 +276,41 @@ def filter_lock(path, wait: float = 60.0):
         yield
     finally:
         os.close(fd)
+
+
+def _stale_temporaries(folder: Path, name: str) -> None:
+    """Remove the temporary files of earlier saves of ``name`` whose writing process is gone."""
+    for tmp in folder.glob(f".{glob_escape(name)}.spamkit-*.tmp"):
+        try:
+            pid = int(tmp.name.rsplit(".spamkit-", 1)[1].split("-", 1)[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+        except (ValueError, IndexError, PermissionError, OSError):
+            continue
+
+
+def atomic_write(path: Path, data_writer) -> None:
+    """Write ``path`` via a temporary file in its folder: flush, fsync, rename (POSIX-atomic).
+
+    The temporary file's name holds the writer's pid, so a later save removes what a
+    killed one left; an error names the file and the reason (:class:`OutputError`).
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    tmp = None
+    try:
+        _stale_temporaries(folder, path.name)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.spamkit-{os.getpid()}-", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "wb") as fh:
+            data_writer(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        tmp = None
+        fsync_dir(folder)                        # make the rename itself durable
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)

@@ -35,7 +35,8 @@ from ..models.context import ByteContextModel
 from .sides import CONTEXT_BYTES, parse_item
 from .verdicts import Decisions
 from .carried import carried_state, restore_carried
-from .persist import TermIndex, TermIndexJob, load_filter, save_filter
+from .persist import load_filter, save_filter
+from .termindex import TermIndex, TermIndexJob
 from ..scoring.arrays import log_expit
 from ..text import Analyzer
 
