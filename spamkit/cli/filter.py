@@ -3,58 +3,33 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 from pathlib import Path
 
 import click
 
-from ..corpus import iter_corpora
 from ..common.durable import MAX_MESSAGE_FILE
 from ..common.errors import counted
 from ..mail import MailFilter, model_id_of, recover_mbox, tag
 from ..common.passthrough import VERDICT_STATUS, guard
 from .report import guard_text, to_json
-from ..mail.serve.listen import AllowList, tcp_listener, unix_listener
-from ..mail.serve.pool import FilterCache, Workers, log
-from ..mail.serve.server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT, ServeLoop
-from ..mail.serve.wire import SpamkitProtocol
 from . import cli
-from .params import (CostsParam, OutputPath, SizeParam, close_corpora, corpus_options, costs_or_none, imap_options,
-                     jobs_option, open_corpora, spam_rate_option)
+from .params import (CostsParam, OutputPath, SizeParam, costs_or_none, imap_options,
+                     jobs_option, spam_rate_option)
 from .progress import Progress, verbosity, verbosity_options
 from .status import ExitStatus
 
 
-
-def _load(model, cost, spam_rate=None):
+def loaded_filter(model, cost, spam_rate=None):
+    """The filter file ``model`` loaded in full, deciding with ``cost`` (a --cost value, or None for the
+    file's own costs) and ``spam_rate``; refused if it has no "spam" class."""
     from ..filterfile.spamfilter import SpamFilter
     spam_filter = SpamFilter.load(model)
     if cost is not None:
         spam_filter.set_costs(costs_or_none(cost))
     spam_filter.set_spam_rate(spam_rate)
     spam_filter.spam_column     # noqa: B018 -- the property refuses a filter without a "spam" class: it cannot filter mail
-    return spam_filter
-
-
-def _taught_filter(site_filter, taught: str, site_id: str):
-    """The loaded site filter with the messages a user taught (``taught``, :mod:`spamkit.mail.serve.taught`)
-    learned on top, in the order taught; its id names both. The site filter itself is not
-    changed: the user's filter shares its vocabulary, analyzer and decision layer and has copies
-    of what learning changes (:meth:`SpamFilter.learning_copy`: the model, the side models, the
-    learned keys, the guard, seen columns) -- a few MB where loading the whole file again took
-    55 MB and 0.4 s for a trec06p-sized filter."""
-    from ..corpus.base import LabelledMessage
-    from ..jobs.learn import learn_messages
-    from ..mail.serve.taught import read_taught
-    spam_filter = site_filter.learning_copy()
-    entries = read_taught(taught)
-    learn_messages(spam_filter, [LabelledMessage(f"taught:{i}", label, raw, f"{taught}#{i + 1}")
-                                 for i, (label, raw) in enumerate(entries)])
-    spam_filter.model_id = f"{site_id}+{os.path.basename(taught)}:{len(entries)}"
-    if spam_filter.guard is not None:
-        spam_filter.guard.reset()
     return spam_filter
 
 
@@ -93,7 +68,7 @@ def _pipe(model, cost, spam_rate=None, exit_zero: bool = False) -> int:
             lean_failed(exc)
             spam_filter = None
         if spam_filter is None:
-            spam_filter = _load(model, cost, spam_rate)
+            spam_filter = loaded_filter(model, cost, spam_rate)
             verdict, p = spam_filter.verdict(raw)
         assert verdict is not None                   # one of the two routes decided
         return (0 if exit_zero else VERDICT_STATUS[verdict],
@@ -231,7 +206,7 @@ def filter_command(model, mailboxes, do_tag, move_spam_to, move_unsure_to, cost,
         raise click.UsageError("--watch watches one IMAP folder (give one imaps://USER@HOST/FOLDER)")
     if not (do_tag or move_spam_to or move_unsure_to or dry_run):
         raise click.UsageError("nothing to do: give --tag, --move-spam-to, --move-unsure-to or --dry-run")
-    spam_filter = _load(model, cost, spam_rate)
+    spam_filter = loaded_filter(model, cost, spam_rate)
     move = {"spam": move_spam_to, "unsure": move_unsure_to}
     if move_unsure_to and (spam_filter.costs is None or "unsure" not in spam_filter.costs.decisions):
         raise click.UsageError("--move-unsure-to needs a decision layer with an unsure decision "
@@ -323,265 +298,3 @@ def _report_filter(result: dict, spam_filter, summary_file, as_json: bool, dry_r
         sys.exit(ExitStatus.INTERRUPTED)
     if result["failed"]:
         sys.exit(ExitStatus.ERROR)
-
-
-@cli.command("learn")
-@verbosity_options
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
-@corpus_options
-@click.option("--corrections", default=None, metavar="IMAP-FOLDER",
-              help="Learn what you corrected on an IMAP server: messages you moved out of Junk into this folder "
-                   "(ham) and into Junk (spam), for a filter that runs --tag --move-spam-to Junk.")
-@click.option("--junk", default="Junk", show_default=True, metavar="FOLDER",
-              help="The Junk folder of --corrections, on the same server.")
-@imap_options
-@click.option("--forget", is_flag=True, help="Remove these messages' contribution instead (exactly for counts; "
-              "a logistic-regression component takes a step back, approximately).")
-@click.option("--on-error", is_flag=True, help="Learn only the messages the filter gets wrong now.")
-@click.option("--json", "as_json", is_flag=True)
-def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, junk, password_command, ca_file,
-                  insecure, forget, on_error, as_json):
-    """Teach a trained filter from corrected folders, like sa-learn or bogofilter -s/-n.
-
-    \b
-    Examples:
-      spamkit learn mine.spamkit --spam ~/Mail/Junk-missed --ham ~/Mail/Not-junk
-      spamkit learn mine.spamkit --spam ~/Mail/Junk --on-error
-      spamkit learn mine.spamkit --ham ~/Mail/wrongly-learned --forget
-      spamkit learn mine.spamkit --spam imaps://me@mail.example.org/Junk
-      spamkit learn mine.spamkit --corrections imaps://me@mail.example.org/INBOX --junk Junk
-
-    Each learned message is remembered by a hash of its content (spamkit's tags excluded):
-    the same message is never learned twice, a message learned with the other class is
-    moved to this one, and --forget takes back what learning added (exactly for the counting
-    models; a logistic-regression component approximately). An IMAP folder is read from
-    where the last run stopped (its UIDVALIDITY and highest UID are kept in the filter file).
-    The filter file is replaced atomically, under a lock that spamkit serve's TELL shares.
-    """
-    import itertools
-
-    from ..common.durable import filter_lock
-    from ..jobs.learn import learn_messages
-    from ..mail.imap import ImapURL, connect, is_imap_url, password
-    from ..mail.imaplearn import Corrections, imap_messages
-    from ..filterfile.spamfilter import SpamFilter
-    imap = {label: [ImapURL.parse(u) for u in urls if is_imap_url(u)] for label, urls in (("ham", ham), ("spam", spam))}
-    local_ham = tuple(h for h in ham if not is_imap_url(h))
-    local_spam = tuple(s for s in spam if not is_imap_url(s))
-    if corrections is not None and not is_imap_url(corrections):
-        raise click.BadParameter("expected an imaps://USER@HOST/FOLDER address", param_hint="--corrections")
-    if corrections and forget:
-        raise click.UsageError("--corrections learns what you corrected; it does not combine with --forget")
-    local = bool(corpus or local_ham or local_spam or extra)
-    if not (local or imap["ham"] or imap["spam"] or corrections):
-        raise click.UsageError("name at least one corpus (CORPUS, --ham, --spam, --class or --corrections)")
-    if insecure and (imap["ham"] or imap["spam"] or corrections):
-        click.echo("warning: --insecure: the IMAP server's certificate is not checked", err=True)
-    clients: dict = {}
-
-    def client_for(url):
-        key = (url.secure, url.user, url.host, url.port)
-        if key not in clients:
-            clients[key] = connect(url, password(url, password_command), insecure=insecure, ca_file=ca_file)
-        return clients[key]
-
-    corpora = open_corpora(corpus, local_ham, local_spam, extra, fmt, classes) if local else []
-    fixed = None
-    try:
-        # read, learn and write back under the filter's lock: a spamd TELL or another learn waits
-        with filter_lock(model), Progress("learning") as progress:
-            spam_filter = SpamFilter.load(model)
-            seen_before = {k: list(v) for k, v in spam_filter.imap_seen.items()}
-            sources = [iter_corpora(corpora)] if corpora else []
-            for label, urls in imap.items():
-                for url in urls:
-                    sources.append(imap_messages(client_for(url), url, label,
-                                                 None if forget else spam_filter.imap_seen))
-            fixes = Corrections(client_for(ImapURL.parse(corrections)), ImapURL.parse(corrections), junk) \
-                if corrections else None
-            if fixes is not None:
-                sources.append(fixes.messages())
-
-            def listing(source, what):
-                click.echo(f"{source}\t{what}")
-            report = _learn_guarded(learn_messages, spam_filter, itertools.chain(*sources), forget, on_error,
-                                    progress.step, listing if verbosity() > 0 and not as_json else None)
-            # the file is rewritten only for a change (where the reading of IMAP folders got to is one)
-            changed = bool(sum(report.learned.values()) + sum(report.forgotten.values())
-                           or spam_filter.imap_seen != seen_before)
-            if changed:
-                spam_filter.save(model)
-            if fixes is not None:
-                fixed = fixes.commit()
-    finally:
-        close_corpora(corpora)
-        for client in clients.values():
-            try:
-                client.logout()
-            except Exception:                          # noqa: BLE001 -- the connection may be gone already
-                pass
-    result = report.as_dict()
-    if fixed is not None:
-        result["corrections"] = fixed
-    if as_json:
-        click.echo(to_json(result))
-        return
-    if forget:
-        done = ", ".join(f"{k} {v}" for k, v in result["forgotten"].items()) or "nothing"
-        click.echo(f"forgot {done}; {result['not_learned_before']} were never learned")
-    else:
-        done = ", ".join(f"{k} {v}" for k, v in result["learned"].items()) or "nothing"
-        click.echo(f"learned {done} ({result['relabelled']} moved from the other class); "
-                   f"{result['already_learned']} already learned"
-                   + (f", {result['skipped_correct']} already classified right" if on_error else ""))
-    if fixed is not None:
-        click.echo(f"  corrections: {fixed['ham']} moved out of {junk} (ham), {fixed['spam']} moved into it (spam)")
-    if changed:
-        click.echo(f"filter written to {model} ({counted(len(spam_filter.learned), 'message')} learned in all)")
-    else:
-        click.echo(f"nothing changed: {model} left as it was ({counted(len(spam_filter.learned), 'message')} "
-                   "learned in all)")
-
-
-def _learn_guarded(learn_messages, spam_filter, messages, forget, on_error, progress, on_message):
-    """learn_messages, with a lost IMAP connection turned into an error that says nothing was saved."""
-    import imaplib
-
-    import imapclient
-
-    from ..mail.failures import FilterError
-    try:
-        return learn_messages(spam_filter, messages, forget=forget, on_error=on_error, progress=progress,
-                              on_message=on_message)
-    except (OSError, imaplib.IMAP4.abort, imaplib.IMAP4.error, imapclient.exceptions.IMAPClientError) as exc:
-        raise FilterError(f"reading an IMAP folder failed ({type(exc).__name__}: {exc}); the filter file was not "
-                          "changed; run again") from None
-
-
-@cli.command("serve")
-@verbosity_options
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
-@click.option("--socket", "socket_path", type=click.Path(dir_okay=False), default=None,
-              help="Answer spamkit-pipe on this Unix-domain socket (created with mode 0600).")
-@click.option("--spamd", "spamd_address", default=None, metavar="HOST:PORT",
-              help="Answer SpamAssassin's spamc protocol on this TCP address (e.g. 127.0.0.1:783).")
-@click.option("--spamd-socket", type=click.Path(dir_okay=False), default=None,
-              help="Answer SpamAssassin's spamc protocol on this Unix-domain socket (spamc -U PATH).")
-@click.option("--allowed-ips", multiple=True, metavar="NETWORKS",
-              help="Clients --spamd answers: addresses or networks (10.1.2.3, 192.0.2.0/24, 10., ::1), "
-                   "comma-separated or repeated, as spamd -A. Default: this host only (127.0.0.0/8, ::1).")
-@click.option("--user-models", type=click.Path(file_okay=False), default=None, metavar="DIR",
-              help="Per-user filters for spamd's User: field: DIR/USER.spamkit when it exists, else MODEL.")
-@click.option("--allow-tell", is_flag=True,
-              help="Let spamd clients teach the filters (spamc -L spam|ham|forget), as spamd --allow-tell.")
-@click.option("--cost", type=CostsParam(), default=None, help="Decide with these costs instead of the filter's.")
-@click.option("--workers", type=click.IntRange(min=0), default=None,
-              help="Processes that classify (default: one per core; 0 classifies in the server's own process).")
-@click.option("--max-size", type=SizeParam(), default=str(MAX_MESSAGE >> 20) + "M", show_default=True,
-              help="Largest message classified; bigger ones are refused and the client passes them on untagged.")
-@click.option("--memory-budget", type=SizeParam(), default=str(MEMORY_BUDGET >> 20) + "M", show_default=True,
-              help="Bytes of messages held at once, all clients together (more wait their turn).")
-@click.option("--max-clients", type=click.IntRange(min=1), default=MAX_CLIENTS, show_default=True,
-              help="Connections served at once; one more is told the server is busy (the client keeps the message).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=TIMEOUT, show_default=True,
-              help="Seconds a client has to send its message, and the filter to classify it.")
-@click.option("--socket-mode", default="600", show_default=True, metavar="OCTAL",
-              help="Permissions of the Unix sockets (600: only its owner may ask; 660 lets the group ask too).")
-@click.option("--filter-cache", type=SizeParam(), default="512M", show_default=True,
-              help="Memory each worker may keep filters loaded in (the site filter and users' filters, the least "
-                   "recently used dropped first).")
-@click.option("--max-user-filters", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="With --user-models and --allow-tell: filter files TELL may create for new users; more are "
-                   "refused.")
-@click.option("--user-models-quota", type=SizeParam(), default="2G", show_default=True,
-              help="With --user-models and --allow-tell: bytes the users' filter files may take together before "
-                   "TELL refuses to create another.")
-@spam_rate_option
-def serve_command(model, socket_path, spamd_address, spamd_socket, allowed_ips, user_models, allow_tell, cost,
-                  workers, max_size, memory_budget, max_clients, timeout, socket_mode, filter_cache,
-                  max_user_filters, user_models_quota, spam_rate):
-    """Keep a filter loaded and answer spamkit-pipe, or spamc as SpamAssassin's spamd would.
-
-    \b
-    Examples:
-      spamkit serve mine.spamkit --socket ~/.spamkit.sock &
-      spamkit-pipe --socket ~/.spamkit.sock < message.eml > tagged.eml
-      spamkit serve mine.spamkit --spamd 127.0.0.1:783 --user-models /var/lib/spamkit --allow-tell &
-      spamc -d 127.0.0.1 -p 783 < message.eml > processed.eml     # any spamc integration
-      spamkit serve mine.spamkit --spamd 0.0.0.0:783 --allowed-ips 127.0.0.1,192.0.2.0/24 &
-
-    Clients are served concurrently (one event loop reads every connection, worker
-    processes classify); a client that sends nothing holds only its own connection. A filter file is
-    reloaded when it changes (after spamkit learn) and after SIGHUP, without dropping a
-    request. Stop it with Ctrl-C or SIGTERM; the sockets are removed. spamd has no
-    authentication: as spamd, --spamd answers only this host unless --allowed-ips names
-    other clients (any other connection is closed unread, and spamc passes the message on).
-    """
-    from ..filterfile.spamfilter import SpamFilter
-    from ..mail.serve.spamd import SpamdProtocol, parse_address
-    if not (socket_path or spamd_address or spamd_socket):
-        raise click.UsageError("nothing to answer on: give --socket, --spamd HOST:PORT or --spamd-socket PATH")
-    try:
-        mode = int(socket_mode, 8)
-    except ValueError:
-        raise click.BadParameter(f"{socket_mode!r} is not an octal mode like 600", param_hint="--socket-mode") from None
-    if mode & ~0o777 or not mode & 0o600 == 0o600:
-        raise click.BadParameter(f"{socket_mode!r}: the owner needs read and write (6xx)", param_hint="--socket-mode")
-    try:
-        address = parse_address(spamd_address) if spamd_address else None
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--spamd") from exc
-    if allowed_ips and not spamd_address:
-        raise click.BadParameter("only a TCP listener has client addresses: give --spamd HOST:PORT too",
-                                 param_hint="--allowed-ips")
-    try:
-        allowed = AllowList.parse(allowed_ips or AllowList.LOOPBACK)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--allowed-ips") from exc
-    if user_models and not Path(user_models).is_dir():
-        raise click.BadParameter(f"{user_models}: no such folder", param_hint="--user-models")
-
-    def load(path):
-        if isinstance(path, tuple):                    # the site filter and what a user taught over it
-            return _taught_filter(cache.get(path[0]), path[1], model_id_of(path[0]))
-        spam_filter = _load(path, cost, spam_rate)
-        spam_filter.model_id = model_id_of(path)
-        spam_filter.points_threshold = spam_filter.spam_threshold()   # spamd's 5.0 points, found once
-        spam_filter.verdict(b"Subject: warm-up\n\nwarm up")      # first call builds caches
-        if spam_filter.guard is not None:
-            spam_filter.guard.reset()
-        return spam_filter
-
-    cache = FilterCache(load, max_bytes=filter_cache)
-    cache.get(model)                                  # a bad filter file stops here, with its reason
-    workers = (os.cpu_count() or 1) if workers is None else workers
-    pool = Workers(workers, {"cache": cache, "model": str(model), "user_models": user_models,
-                             "allow_tell": allow_tell, "load_for_learning": SpamFilter.load,
-                             "user_quota": (max_user_filters, user_models_quota)})
-    loop = ServeLoop(pool, max_size=max_size, memory_budget=memory_budget, timeout=timeout, max_clients=max_clients)
-    try:
-        if socket_path:
-            loop.listen(unix_listener(socket_path, mode), SpamkitProtocol(model, max_size))
-        if address:
-            loop.listen(tcp_listener(address), SpamdProtocol(max_size), allowed)
-        if spamd_socket:
-            loop.listen(unix_listener(spamd_socket, mode), SpamdProtocol(max_size))
-    except OSError as exc:
-        loop.close()
-        pool.close()
-        raise click.ClickException(str(exc)) from None
-
-    signal.signal(signal.SIGTERM, lambda signum, frame: loop.stop())
-    signal.signal(signal.SIGINT, lambda signum, frame: loop.stop())
-    signal.signal(signal.SIGHUP, lambda signum, frame: cache.reload_all())
-    where = ", ".join(filter(None, [socket_path and f"spamkit-pipe on {socket_path}",
-                                    address and f"spamd on {address[0]}:{address[1]} for {allowed}",
-                                    spamd_socket and f"spamd on {spamd_socket}"]))
-    click.echo(f"spamkit serve: {model} ({where}; {workers or 'no'} worker processes)", err=True)
-    try:
-        loop.run()
-    finally:
-        if workers:
-            log(loop.summary())
-        loop.close()
-        pool.close()
