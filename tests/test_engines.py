@@ -34,15 +34,15 @@ def members(path) -> dict:
 def test_a_chunk_travels_as_one_string_and_comes_back_the_same(monkeypatch):
     # tokens go back to the driver joined by NUL; a token holding NUL (a URL can) sends the
     # chunk as lists instead, and empty token lists and empty tokens survive either way
-    from spamkit.jobs import engines
+    from spamkit.jobs import chunks
     cases = [[["a", "b"], [], ["c"]], [["url:x\x00y", "b"], ["c"]], [[""], ["", "d"]], [[], []]]
     for token_lists in cases:
         it = iter(token_lists)
-        monkeypatch.setattr(engines, "_ANALYZER", lambda msg, it=it: next(it))
+        monkeypatch.setattr(chunks, "_ANALYZER", lambda msg, it=it: next(it))
         monkeypatch.setattr("spamkit.filterfile.sides.parse_item", lambda item: type("M", (), {"defects": ()})())
-        sent = engines._tokenize_chunk([None] * len(token_lists))
+        sent = chunks.tokenize_chunk([None] * len(token_lists))
         assert (sent[0] is None) == any("\x00" in t for tokens in token_lists for t in tokens)
-        assert engines._unpack_chunk(sent) == [(tokens, ()) for tokens in token_lists]
+        assert chunks.unpack_chunk(sent) == [(tokens, ()) for tokens in token_lists]
 
 
 def test_tokens_come_back_in_order_with_their_defects():
@@ -279,11 +279,11 @@ from spamkit.corpus import Corpus, archives
 from spamkit.jobs.engines import ProcessEngine
 from spamkit import BEST, build_filter
 archive, out, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
-sent, real = [], engines._on_the_wire
+sent, real = [], engines.on_the_wire
 def recording(shared=frozenset()):
     wire = real(shared)
     return lambda item: sent.append(wire(item)) or sent[-1]
-engines._on_the_wire = recording
+engines.on_the_wire = recording
 stop = threading.Event()
 other = threading.Thread(target=stop.wait) if thread else None
 if other is not None:
@@ -471,18 +471,18 @@ import json, os, sys, threading
 from spamkit.jobs import engines
 from spamkit.corpus import tree
 archive, out, log = sys.argv[1], sys.argv[2], sys.argv[3]
-real_start, real_wire, real_open = engines._start_worker, engines._on_the_wire, tree.ArchiveTree.__init__
+real_start, real_wire, real_open = engines.start_worker, engines.on_the_wire, tree.ArchiveTree.__init__
 events, sent = [], []
 def start(*args):                            # in each worker, as it starts
     with open(log, "a") as fh:
         fh.write(json.dumps({"numpy": "numpy" in sys.modules}) + "\\n")
     real_start(*args)
-engines._start_worker = start
+engines.start_worker = start
 def wire(shared=frozenset()):
     events.append(("workers", sorted(shared)))
     inner = real_wire(shared)
     return lambda item: sent.append(isinstance(inner(item)[0], tuple)) or inner(item)
-engines._on_the_wire = wire
+engines.on_the_wire = wire
 def opening(self, path):
     events.append(("open", threading.active_count()))
     real_open(self, path)

@@ -89,9 +89,10 @@ MODULE_RULES = {
     # import what they run)
     "jobs/engine.py": {"parse.message", "jobs.folds", "jobs.rows"},
     # the engines implement the interface and call no job back
-    "jobs/engines.py": {"common.compiled", "common.errors", "common.processes", "corpus.*", "features.*",
-                        "filterfile.sides", "filterfile.spamfilter", "filterfile.verdicts", "jobs.engine",
-                        "parse.message"},
+    "jobs/engines.py": {"common.errors", "common.processes", "corpus.*", "jobs.chunks", "jobs.engine"},
+    # what a worker does with a chunk: parse, tokenize, number, make rows (no job, no engine)
+    "jobs/chunks.py": {"common.compiled", "corpus.*", "features.*", "filterfile.sides", "filterfile.verdicts",
+                       "parse.message"},
 }
 
 
