@@ -389,7 +389,8 @@ def test_side_scores_are_asked_for_and_checked():
 
 def test_a_combiner_prior_is_the_unfitted_combiner_and_the_centre_of_the_fit():
     from spamkit.models.logistic import fit_l2_logistic
-    from spamkit.models.stack import ACCURATE_CENTER, BEST_STACK as BEST, accurate_center
+    from spamkit.models.combiner import ACCURATE_CENTER, accurate_center
+    from spamkit.models.stack import BEST_STACK as BEST
     rng = np.random.default_rng(3)
     X = sp.csr_matrix((rng.random((60, 30)) < 0.2).astype(float))
     y = np.where(X[:, :5].sum(axis=1).A.ravel() > 1, "spam", "ham")
@@ -413,7 +414,7 @@ def test_a_combiner_prior_is_the_unfitted_combiner_and_the_centre_of_the_fit():
     assert not np.allclose(stack.coef_, plain.coef_)
     assert scores.shape == (60, 3)
     # while it has learned fewer than PRIOR_WARMUP messages, a stack with a prior is that much less sure
-    from spamkit.models.stack import PRIOR_WARMUP
+    from spamkit.scoring import PRIOR_WARMUP
     young = FisherNBStack(logistic=0.2, squash="slog", combiner_center=center).partial_fit(X[:10], y[:10],
                                                                                          classes=["ham", "spam"])
     features = young.combiner_features(young.component_log_odds(X[10:20]))

@@ -22,7 +22,8 @@ from ..common.names import (CALIBRATIONS, COMPLEMENT_KEYS, DEFAULT_MODEL, DEFAUL
                     MODEL_DEFAULTS, MODEL_NAMES, REPRESENTATIONS, SELECTIONS, STACK_MODEL, TOKENS, WEIGHTS,
                     model_default)
 from ..models.bytegrams import GRAM_BITS, GRAM_BYTES, GRAM_FOLDS, GRAM_RATE, ByteGramLogistic
-from ..models.stack import BEST_STACK, accurate_center
+from ..models.combiner import accurate_center
+from ..models.stack import BEST_STACK
 from .spamfilter import SpamFilter
 from ..text import analyzer_for, make_analyzer
 from ..text.stem import SNOWBALL_LANGUAGES, STEMMERS

@@ -25,7 +25,7 @@ from ..parse.message import parse_message, parsed_bytes
 from ..decide.metrics import learning_curve, three_way_rates, trec_measures
 from ..decide.curves import roc_curve
 from ..models import FisherNBStack
-from ..models.stack import accurate_center
+from ..models.combiner import accurate_center
 from ..models.logistic import DEFAULT_RATE
 from ..models.bytegrams import ByteGramLogistic
 from ..models.context import ByteContextModel
