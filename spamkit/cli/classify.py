@@ -11,12 +11,12 @@ from ..common.errors import CorpusError
 from .report import render_classification, to_json_line
 from . import cli
 from .progress import verbosity_options
-from .params import CostsParam, costs_or_none, spam_rate_option
+from .params import CostsParam, costs_or_none, model_argument, spam_rate_option
 
 
 @cli.command("classify")
 @verbosity_options
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @click.argument("inputs", nargs=-1, type=click.Path(allow_dash=True))
 @click.option("--explain", "explain", type=click.IntRange(min=1), default=None, metavar="N",
               help="Show the N tokens that pushed each message most towards each side.")

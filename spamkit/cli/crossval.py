@@ -13,7 +13,7 @@ from .report import render_engine_run, to_json
 from .crossreport import render_comparison, render_threshold, render_tuning
 from . import cli
 from .params import (CostsParam, OutputPath, close_corpora, corpus_options, costs_or_none, engine_from_options,
-                     engine_options, open_corpora, reading_corpora, running)
+                     engine_options, folds_options, model_argument, open_corpora, reading_corpora, running)
 from .progress import Progress, verbosity_options
 
 
@@ -25,8 +25,7 @@ from .progress import Progress, verbosity_options
               help="Weightings to try, comma-separated (uniform, inverse, softmax).")
 @click.option("--metric", type=click.Choice(METRICS), default="cosine", show_default=True)
 @click.option("--representation", type=click.Choice(REPRESENTATIONS), default="tf", show_default=True)
-@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@folds_options
 @click.option("--json", "as_json", is_flag=True)
 def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric, representation, folds, seed,
                  as_json):
@@ -45,12 +44,11 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
 
 @cli.command("threshold")
 @verbosity_options
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @corpus_options
 @click.option("--cost", "cost", type=CostsParam(), default=None,
               help="fp=100,fn=10 (default: the filter's own costs, else fp=1,fn=1).")
-@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@folds_options
 @click.option("--save", is_flag=True, help="Store the chosen threshold in the filter file.")
 @click.option("--json", "as_json", is_flag=True)
 def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds, seed, save, as_json):
@@ -112,8 +110,7 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
 @corpus_options
 @click.option("--config", "config", default="", metavar="KEY=VALUE,...",
               help="Settings on top of the best filter, e.g. model=multinomial,tokens=words,alpha=0.5.")
-@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@folds_options
 @click.option("--cost", "cost", type=CostsParam(), default=None,
               help="Also decide the out-of-fold probabilities by these costs and report the realised and expected "
                    "cost per message: fp=100,fn=10[,unsure=2], or a cost-table file for any number of classes.")
@@ -142,8 +139,7 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, cost
 @click.option("--config", "configs", multiple=True, required=True, metavar="KEY=VALUE,...",
               help="A configuration (settings on top of the best filter); repeat for each. "
                    "'best' alone means the best filter.")
-@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@folds_options
 @click.option("--report", "report_path", type=OutputPath(), default=None,
               help="Also write an HTML page with overlaid ROC curves (linear and log FPR) and the table.")
 @click.option("--cost", "cost", type=CostsParam(), default=None,

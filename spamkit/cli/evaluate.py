@@ -9,14 +9,14 @@ import click
 
 from .report import render_engine_run, render_evaluation, to_json
 from . import cli
-from .params import (CostsParam, OutputPath, archives_ahead, corpus_options, costs_or_none, engine_from_options, engine_options,
-                     reading_corpora, running, spam_rate_option)
+from .params import (CostsParam, OutputPath, archives_ahead, corpus_options, costs_or_none, engine_from_options,
+                     engine_options, model_argument, reading_corpora, running, spam_rate_option)
 from .progress import Progress, verbosity_options
 
 
 @cli.command("evaluate")
 @verbosity_options
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @corpus_options
 @click.option("--cost", "cost", type=CostsParam(), default=None,
               help="Also report decisions and cost per message under these costs.")

@@ -15,8 +15,7 @@ from ..mail import MailFilter, model_id_of, recover_mbox, tag
 from ..common.passthrough import VERDICT_STATUS, guard
 from .report import guard_text, to_json
 from . import cli
-from .params import (CostsParam, OutputPath, SizeParam, costs_or_none, imap_options,
-                     jobs_option, spam_rate_option)
+from .params import CostsParam, OutputPath, SizeParam, costs_or_none, imap_options, jobs_option, spam_rate_option
 from .progress import Progress, verbosity, verbosity_options
 from .status import ExitStatus
 

@@ -7,12 +7,13 @@ import click
 from ..common.errors import ModelFormatError
 from .report import render_info, to_json
 from . import cli
+from .params import model_argument
 from .progress import verbosity_options
 
 
 @cli.command("info")
 @verbosity_options
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @click.option("--json", "as_json", is_flag=True, help="Print the whole manifest as JSON.")
 def info_command(model, as_json):
     """Describe a filter file: model, classes, features, analyzer, training corpus."""

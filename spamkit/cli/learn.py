@@ -8,14 +8,14 @@ import click
 from ..corpus import iter_corpora
 from ..common.errors import counted
 from . import cli
-from .params import close_corpora, corpus_options, imap_options, open_corpora
+from .params import close_corpora, corpus_options, imap_options, model_argument, open_corpora
 from .progress import Progress, verbosity, verbosity_options
 from .report import to_json
 
 
 @cli.command("learn")
 @verbosity_options
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @corpus_options
 @click.option("--corrections", default=None, metavar="IMAP-FOLDER",
               help="Learn what you corrected on an IMAP server: messages you moved out of Junk into this folder "

@@ -9,8 +9,8 @@ import click
 from ..common.names import DEFAULT_MODEL, ONLINE_MODELS, REGIMES, STACK_MODEL
 from .report import render_online, to_json
 from . import cli
-from .params import (OutputPath, corpus_options, engine_from_options, fisher_params, model_options,
-                     reading_corpora, running)
+from .params import (OutputPath, corpus_options, engine_from_options, fisher_params, model_options, reading_corpora,
+                     running)
 from .progress import Progress, verbosity_options
 
 

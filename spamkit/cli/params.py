@@ -221,6 +221,16 @@ def fisher_params(strength, prior, min_dev, max_clues) -> dict:
 
 
 
+#: MODEL, the filter file a command reads (it must exist and be a file)
+model_argument = click.argument("model", type=click.Path(exists=True, dir_okay=False))
+
+
+def folds_options(fn):
+    """--folds and --seed of the cross-validating commands (cv, compare, threshold, tune)."""
+    fn = click.option("--seed", type=int, default=0, show_default=True)(fn)
+    return click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)(fn)
+
+
 #: ``--spam-rate``, shared by classify, evaluate, filter and serve
 spam_rate_option = click.option(
     "--spam-rate", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="R",

@@ -6,13 +6,14 @@ import click
 
 from ..mail.recipes import KINDS, recipe
 from . import cli
+from .params import model_argument
 from .progress import verbosity_options
 
 
 @cli.command("recipe")
 @verbosity_options
 @click.argument("kind", type=click.Choice(KINDS))
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @click.option("--junk", default="Junk", show_default=True, help="The folder spam is filed into.")
 @click.option("--unsure", default="Review", show_default=True, help="The folder unsure mail is filed into.")
 @click.option("--spamd", default="127.0.0.1:783", show_default=True, metavar="HOST:PORT",

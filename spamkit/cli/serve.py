@@ -16,7 +16,7 @@ from ..mail.serve.server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT
 from ..mail.serve.wire import SpamkitProtocol
 from . import cli
 from .filter import loaded_filter
-from .params import CostsParam, SizeParam, spam_rate_option
+from .params import CostsParam, SizeParam, model_argument, spam_rate_option
 from .progress import verbosity_options
 
 
@@ -42,7 +42,7 @@ def _taught_filter(site_filter, taught: str, site_id: str):
 
 @cli.command("serve")
 @verbosity_options
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @click.option("--socket", "socket_path", type=click.Path(dir_okay=False), default=None,
               help="Answer spamkit-pipe on this Unix-domain socket (created with mode 0600).")
 @click.option("--spamd", "spamd_address", default=None, metavar="HOST:PORT",

@@ -14,8 +14,8 @@ from ..common.labels import HAM_NAME, SPAM_NAME
 from .report import render_condensed, render_engine_run, render_train, to_json
 from .crossreport import render_tuning
 from . import cli
-from .params import (CostsParam, OutputPath, archives_ahead, costs_or_none, corpus_options, engine_from_options, engine_options,
-                     fisher_params, importing_ahead, model_options, reading_corpora, running)
+from .params import (CostsParam, OutputPath, archives_ahead, costs_or_none, corpus_options, engine_from_options,
+                     engine_options, fisher_params, importing_ahead, model_options, reading_corpora, running)
 from .progress import Progress, verbosity_options
 
 

@@ -7,7 +7,7 @@ import sys
 import click
 
 from . import cli
-from .params import OutputPath
+from .params import OutputPath, model_argument
 from .progress import verbosity_options
 
 
@@ -45,7 +45,7 @@ def import_wordlist_command(dump, output, robs, robx, min_dev, ham_cutoff, spam_
 
 @cli.command("export-wordlist")
 @verbosity_options
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@model_argument
 @click.option("-o", "--output", type=OutputPath(), default=None,
               help="File to write; default: standard output. Load it with `bogoutil -l wordlist.db < FILE`.")
 def export_wordlist_command(model, output):
