@@ -229,6 +229,17 @@ SK_HIDDEN void sk_release_views(Py_buffer *view, ...)
     va_end(more);
 }
 
+/* The end of a function that checked its inputs as it went: None, or (bad) NULL with a
+   ValueError saying message. */
+SK_HIDDEN PyObject *sk_none_unless(int bad, const char *message)
+{
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, message);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* The str of the ASCII text buf[:len], the same object as the last time that text was asked for
    while it still holds its slot (field names: two dozen a message, nearly all of them met
    before; HTML attribute names), so that its hash is taken once and the lookups by name (get,

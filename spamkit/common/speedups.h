@@ -47,6 +47,7 @@ SK_HIDDEN int sk_get_buffer(PyObject *o, Py_buffer *view, const char *format, Py
 SK_HIDDEN int sk_get_index_buffer(PyObject *o, Py_buffer *view, int *narrow);
 SK_HIDDEN int sk_csr_fits(const long long *ptr, Py_ssize_t n_rows, const void *idx, int narrow, Py_ssize_t nnz, Py_ssize_t n_cols);
 SK_HIDDEN void sk_release_views(Py_buffer *view, ...);
+SK_HIDDEN PyObject *sk_none_unless(int bad, const char *message);
 SK_HIDDEN void sk_row_part(const void *indptr, int narrow, Py_ssize_t n_rows, int part, int parts, Py_ssize_t *lo, Py_ssize_t *hi);
 SK_HIDDEN int sk_parts_for(Py_ssize_t work, Py_ssize_t least);
 SK_HIDDEN void sk_run_parts(part_fn fn, void *arg, int parts);

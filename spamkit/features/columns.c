@@ -188,15 +188,33 @@ static PyObject *sorted_counts(int32_t *cols, Py_ssize_t m, int as_double)
     return Py_BuildValue("(NN)", out_cols, out_counts);
 }
 
+/* value as a column: an int (not a subclass) from 0 to INT32_MAX, or -1 for anything else. */
+static long long column_value(PyObject *value)
+{
+    if (!PyLong_CheckExact(value))
+        return -1;
+    int overflow = 0;
+    long long column = PyLong_AsLongLongAndOverflow(value, &overflow);
+    return overflow || column < 0 || column > INT32_MAX ? -1 : column;
+}
+
+/* Whether every item of a list is a str (not a subclass): the counting loops read them as such. */
+static int all_exact_str(PyObject *list)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(list, i)))
+            return 0;
+    return 1;
+}
+
 static PyObject *known_counts(PyObject *self, PyObject *args)
 {
     PyObject *index, *tokens;
     if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &index, &PyList_Type, &tokens))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(tokens);
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (!PyUnicode_CheckExact(PyList_GET_ITEM(tokens, i)))
-            Py_RETURN_NONE;
+    if (!all_exact_str(tokens))
+        Py_RETURN_NONE;
     int32_t *cols = PyMem_Malloc((size_t)(n ? 2 * n : 1) * sizeof(int32_t));   /* 2n: see sorted_counts */
     if (cols == NULL)
         return PyErr_NoMemory();
@@ -210,13 +228,8 @@ static PyObject *known_counts(PyObject *self, PyObject *args)
             }
             continue;
         }
-        if (!PyLong_CheckExact(column)) {
-            PyMem_Free(cols);
-            Py_RETURN_NONE;
-        }
-        int overflow = 0;
-        long long value = PyLong_AsLongLongAndOverflow(column, &overflow);
-        if (overflow || value < 0 || value > INT32_MAX) {
+        long long value = column_value(column);
+        if (value < 0) {                                      /* not a column: the Python definition answers */
             PyMem_Free(cols);
             Py_RETURN_NONE;
         }
@@ -285,13 +298,8 @@ static PyObject *frozen_index(PyObject *self, PyObject *args)
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(index, &pos, &key, &value)) {          /* no Python code runs in the loop */
-        if (!PyUnicode_CheckExact(key) || !PyLong_CheckExact(value)) {
-            Py_DECREF(capsule);
-            Py_RETURN_NONE;
-        }
-        int overflow = 0;
-        long long column = PyLong_AsLongLongAndOverflow(value, &overflow);
-        if (overflow || column < 0 || column > INT32_MAX) {
+        long long column = PyUnicode_CheckExact(key) ? column_value(value) : -1;
+        if (column < 0) {
             Py_DECREF(capsule);
             Py_RETURN_NONE;
         }
@@ -316,9 +324,8 @@ static PyObject *frozen_counts(PyObject *self, PyObject *args)
     if (t == NULL)
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(tokens);
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (!PyUnicode_CheckExact(PyList_GET_ITEM(tokens, i)))
-            Py_RETURN_NONE;
+    if (!all_exact_str(tokens))
+        Py_RETURN_NONE;
     int32_t *cols = PyMem_Malloc((size_t)(n ? 2 * n : 1) * sizeof(int32_t));   /* 2n: see sorted_counts */
     if (cols == NULL)
         return PyErr_NoMemory();
@@ -642,11 +649,7 @@ static PyObject *renumber_rows(PyObject *self, PyObject *args)
     PyMem_Free(job.keys);
     PyMem_Free(job.tv);
     sk_release_views(&indptr, &indices, &data, &new_col, NULL);
-    if (repeated) {
-        PyErr_SetString(PyExc_ValueError, "renumber_rows: a row holds a column twice");
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return sk_none_unless(repeated, "renumber_rows: a row holds a column twice");
 }
 
 SK_HIDDEN PyMethodDef sk_features_columns_methods[] = {

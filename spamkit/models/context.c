@@ -44,32 +44,45 @@ static inline void ctx_ahead(const unsigned char *b, Py_ssize_t n, Py_ssize_t i,
         PREFETCH(&table[2 * out[k]]);
 }
 
-/* The texts of a sequence as (pointer, length) pairs, each cut at max_bytes; *owner holds them
-   (a tuple) until released. Only bytes are accepted. */
-static int ctx_texts(PyObject *seq, Py_ssize_t max_bytes, PyObject **owner, const unsigned char ***ptrs,
-                     Py_ssize_t **lens)
+/* The texts of a sequence as (pointer, length) pairs, each cut at max_bytes; owner holds them
+   (a tuple) until ctx_texts_release. Only bytes are accepted. */
+typedef struct {
+    PyObject *owner;
+    const unsigned char **ptrs;
+    Py_ssize_t *lens;
+    Py_ssize_t n;
+} CtxTexts;
+
+static void ctx_texts_release(CtxTexts *T)
 {
-    *owner = PySequence_Tuple(seq);
-    if (*owner == NULL)
+    PyMem_Free(T->ptrs); PyMem_Free(T->lens); Py_CLEAR(T->owner);
+    T->ptrs = NULL; T->lens = NULL;
+}
+
+static int ctx_texts(PyObject *seq, Py_ssize_t max_bytes, CtxTexts *T)
+{
+    T->ptrs = NULL; T->lens = NULL;
+    T->owner = PySequence_Tuple(seq);
+    if (T->owner == NULL)
         return -1;
-    Py_ssize_t n = PyTuple_GET_SIZE(*owner);
-    *ptrs = PyMem_Malloc(sizeof(**ptrs) * (n ? n : 1));
-    *lens = PyMem_Malloc(sizeof(**lens) * (n ? n : 1));
-    if (*ptrs == NULL || *lens == NULL) {
-        PyMem_Free(*ptrs); PyMem_Free(*lens); Py_CLEAR(*owner);
+    T->n = PyTuple_GET_SIZE(T->owner);
+    T->ptrs = PyMem_Malloc(sizeof(*T->ptrs) * (T->n ? T->n : 1));
+    T->lens = PyMem_Malloc(sizeof(*T->lens) * (T->n ? T->n : 1));
+    if (T->ptrs == NULL || T->lens == NULL) {
+        ctx_texts_release(T);
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t t = 0; t < n; t++) {
-        PyObject *item = PyTuple_GET_ITEM(*owner, t);
+    for (Py_ssize_t t = 0; t < T->n; t++) {
+        PyObject *item = PyTuple_GET_ITEM(T->owner, t);
         if (!PyBytes_Check(item)) {
             PyErr_Format(PyExc_TypeError, "context texts must be bytes, got %.80s", Py_TYPE(item)->tp_name);
-            PyMem_Free(*ptrs); PyMem_Free(*lens); Py_CLEAR(*owner);
+            ctx_texts_release(T);
             return -1;
         }
-        (*ptrs)[t] = (const unsigned char *)PyBytes_AS_STRING(item);
+        T->ptrs[t] = (const unsigned char *)PyBytes_AS_STRING(item);
         Py_ssize_t len = PyBytes_GET_SIZE(item);
-        (*lens)[t] = len < max_bytes ? len : max_bytes;
+        T->lens[t] = len < max_bytes ? len : max_bytes;
     }
     return 0;
 }
@@ -126,18 +139,16 @@ static PyObject *context_learn(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "context_learn: order, bits, max_bytes or sign out of range");
         return NULL;
     }
-    PyObject *owner;
-    const unsigned char **ptrs;
-    Py_ssize_t *lens;
-    if (ctx_texts(o_texts, max_bytes, &owner, &ptrs, &lens) < 0)
+    CtxTexts T;
+    if (ctx_texts(o_texts, max_bytes, &T) < 0)
         return NULL;
     Py_buffer codes = {0}, tab = {0};
     if (sk_get_buffer(o_codes, &codes, "q", 8, 0, "codes") < 0 || sk_get_buffer(o_table, &tab, "I", 4, 1, "table") < 0) {
         sk_release_views(&codes, &tab, NULL);
-        PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
+        ctx_texts_release(&T);
         return NULL;
     }
-    Py_ssize_t n_texts = PyTuple_GET_SIZE(owner), size = (Py_ssize_t)1 << bits;
+    Py_ssize_t n_texts = T.n, size = (Py_ssize_t)1 << bits;
     const long long *code = codes.buf;
     int bad = codes.shape[0] != n_texts || tab.shape[0] != 2 * size, done = 1;
     for (Py_ssize_t t = 0; !bad && t < n_texts; t++)
@@ -145,15 +156,15 @@ static PyObject *context_learn(PyObject *self, PyObject *args)
     if (!bad) {
         uint32_t *table = tab.buf;
         Py_BEGIN_ALLOW_THREADS
-        Py_ssize_t stopped = ctx_apply(ptrs, lens, code, n_texts, order, bits, table, sign < 0, -1);
+        Py_ssize_t stopped = ctx_apply(T.ptrs, T.lens, code, n_texts, order, bits, table, sign < 0, -1);
         if (stopped >= 0) {                  /* put back what the stopped unlearning took */
-            ctx_apply(ptrs, lens, code, n_texts, order, bits, table, 0, stopped);
+            ctx_apply(T.ptrs, T.lens, code, n_texts, order, bits, table, 0, stopped);
             done = 0;
         }
         Py_END_ALLOW_THREADS
     }
     sk_release_views(&codes, &tab, NULL);
-    PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
+    ctx_texts_release(&T);
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "context_learn: the texts, codes and table do not fit together");
         return NULL;
@@ -178,19 +189,17 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "context_ratios: order, bits, max_bytes or beta out of range");
         return NULL;
     }
-    PyObject *owner;
-    const unsigned char **ptrs;
-    Py_ssize_t *lens;
-    if (ctx_texts(o_texts, max_bytes, &owner, &ptrs, &lens) < 0)
+    CtxTexts T;
+    if (ctx_texts(o_texts, max_bytes, &T) < 0)
         return NULL;
     Py_buffer tab = {0}, out = {0}, len = {0};
     if (sk_get_buffer(o_table, &tab, "I", 4, 0, "table") < 0 || sk_get_buffer(o_out, &out, "d", 8, 1, "out") < 0
             || sk_get_buffer(o_len, &len, "q", 8, 1, "lengths") < 0) {
         sk_release_views(&tab, &out, &len, NULL);
-        PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
+        ctx_texts_release(&T);
         return NULL;
     }
-    Py_ssize_t n_texts = PyTuple_GET_SIZE(owner), size = (Py_ssize_t)1 << bits;
+    Py_ssize_t n_texts = T.n, size = (Py_ssize_t)1 << bits;
     int bad = tab.shape[0] != 2 * size || out.shape[0] != n_texts || len.shape[0] != n_texts;
     if (!bad) {
         const uint32_t *table = tab.buf;
@@ -204,11 +213,11 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
         double pair_before[2][CTX_MAX_ORDER + 1];
         for (Py_ssize_t t = 0; t < n_texts; t++) {
             double sum = 0.0;
-            Py_ssize_t n = lens[t];
-            ctx_ahead(ptrs[t], n, 0, order, bits, ring[0], table);
-            ctx_ahead(ptrs[t], n, 1, order, bits, ring[1], table);
+            Py_ssize_t n = T.lens[t];
+            ctx_ahead(T.ptrs[t], n, 0, order, bits, ring[0], table);
+            ctx_ahead(T.ptrs[t], n, 1, order, bits, ring[1], table);
             for (Py_ssize_t i = 0; i <= n; i++) {
-                ctx_ahead(ptrs[t], n, i + 2, order, bits, ring[(i + 2) % 3], table);
+                ctx_ahead(T.ptrs[t], n, i + 2, order, bits, ring[(i + 2) % 3], table);
                 const int64_t *slot = ring[i % 3];
                 double lp[2];
                 for (int c = 0; c < 2; c++) {
@@ -232,12 +241,8 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
         Py_END_ALLOW_THREADS
     }
     sk_release_views(&tab, &out, &len, NULL);
-    PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "context_ratios: the texts, table and outputs do not fit together");
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    ctx_texts_release(&T);
+    return sk_none_unless(bad, "context_ratios: the texts, table and outputs do not fit together");
 }
 
 /* context_unpack(data, table) -> int: a context table packed by spamkit.models.context.pack_table
@@ -427,16 +432,14 @@ static PyObject *context_gather(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "context_gather: order, bits or max_bytes out of range");
         return NULL;
     }
-    PyObject *owner;
-    const unsigned char **ptrs;
-    Py_ssize_t *lens;
-    if (ctx_texts(o_texts, max_bytes, &owner, &ptrs, &lens) < 0)
+    CtxTexts T;
+    if (ctx_texts(o_texts, max_bytes, &T) < 0)
         return NULL;
     Py_buffer data = {0}, index = {0}, tab = {0};
     if (sk_get_buffer(o_data, &data, "B", 1, 0, "data") < 0 || sk_get_buffer(o_index, &index, "B", 1, 0, "index") < 0
             || sk_get_buffer(o_table, &tab, "I", 4, 1, "table") < 0) {
         sk_release_views(&data, &index, &tab, NULL);
-        PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
+        ctx_texts_release(&T);
         return NULL;
     }
     Py_ssize_t size = (Py_ssize_t)1 << bits;
@@ -446,24 +449,20 @@ static PyObject *context_gather(PyObject *self, PyObject *args)
         const unsigned char *p = data.buf;
         const int64_t *ix = (const int64_t *)index.buf;
         uint32_t *table = tab.buf;
-        Py_ssize_t n_data = data.shape[0], n_texts = PyTuple_GET_SIZE(owner);
+        Py_ssize_t n_data = data.shape[0], n_texts = T.n;
         Py_BEGIN_ALLOW_THREADS
         int64_t slot[CTX_MAX_ORDER + 1];
         for (Py_ssize_t t = 0; t < n_texts; t++)
-            for (Py_ssize_t i = 0; i <= lens[t]; i++) {
-                ctx_slots(ptrs[t], lens[t], i, order, bits, slot);
+            for (Py_ssize_t i = 0; i <= T.lens[t]; i++) {
+                ctx_slots(T.ptrs[t], T.lens[t], i, order, bits, slot);
                 for (int k = 0; k <= order; k++)
                     ctx_lookup(p, n_data, ix, slot[k], &table[2 * slot[k]]);
             }
         Py_END_ALLOW_THREADS
     }
     sk_release_views(&data, &index, &tab, NULL);
-    PyMem_Free(ptrs); PyMem_Free(lens); Py_DECREF(owner);
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "context_gather: the index and table do not fit the bits");
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    ctx_texts_release(&T);
+    return sk_none_unless(bad, "context_gather: the index and table do not fit the bits");
 }
 
 

@@ -235,11 +235,7 @@ static PyObject *fisher_sums(PyObject *self, PyObject *args)
     }
     PyMem_Free(job.f); PyMem_Free(job.clue); PyMem_Free(job.cand);
     sk_release_views(&indptr, &indices, &ham, &spam, &out, NULL);
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "fisher_sums: the matrix, counts and output do not fit together");
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return sk_none_unless(bad, "fisher_sums: the matrix, counts and output do not fit together");
 }
 
 /* spamkit.models.stack.FisherNBStack._nb_log_odds: for each row of a CSR matrix, out[i] =
@@ -328,11 +324,7 @@ static PyObject *nb_sums(PyObject *self, PyObject *args)
         PyMem_Free(job.known);
     }
     sk_release_views(&indptr, &indices, &data, &ham, &spam, &out, NULL);
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "nb_sums: the matrix, counts and output do not fit together");
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return sk_none_unless(bad, "nb_sums: the matrix, counts and output do not fit together");
 }
 
 
