@@ -41,7 +41,8 @@ from spamkit.jobs.evaluation import COMBINER_REFIT, EARLY_MESSAGES, EARLY_REFIT
 from spamkit.decide.metrics import learning_curve, three_way_rates, window_comparison
 from spamkit.decide.curves import roc_auc
 from spamkit.models.logistic import fit_l2_logistic
-from spamkit.models.stack import PRIOR_WARMUP, FisherNBStack
+from spamkit.models.stack import FisherNBStack
+from spamkit.scoring import PRIOR_WARMUP
 
 FLOOR = 0.005
 STREAMS = "trec,trec06p,csdmc,enron1,enron2,enron3,enron4,enron5,enron6,sms"

@@ -349,7 +349,7 @@ def test_online_alone_and_fused_on_a_real_stream():
 def test_a_young_stack_with_a_prior_is_scored_alike_by_both_routes(tmp_path):
     # fewer training messages than the prior's warm-up: both routes scale the log-odds alike
     from spamkit.mail.lean import PRIOR_WARMUP as LEAN_WARMUP
-    from spamkit.models.stack import PRIOR_WARMUP
+    from spamkit.scoring import PRIOR_WARMUP
     assert LEAN_WARMUP == PRIOR_WARMUP
     msgs = sample_messages()[::6]                             # 40 messages of both classes
     f = build_filter(model="fisher-nb", tokens="mail", context={"bits": 18}, grams={"bits": 16}).fit(msgs)
