@@ -105,7 +105,7 @@ static uint64_t blake2b_64(const unsigned char *data, Py_ssize_t len)
 }
 
 /* term_keys(terms) -> bytes of uint64, or None: BLAKE2b-64 of each term's UTF-8 bytes
-   (spamkit.persist.term_hash_index's keys); None when an item is not a str or has no UTF-8
+   (spamkit.filterfile.termindex.term_hash_index's keys); None when an item is not a str or has no UTF-8
    form, for the caller's Python path to report as it does. */
 static PyObject *term_keys(PyObject *self, PyObject *args)
 {
@@ -160,7 +160,7 @@ static PyObject *term_keys(PyObject *self, PyObject *args)
    order, equal keys in their order (np.argsort(keys, kind="stable"), tests/test_persist.py):
    an LSD radix sort, 11 bits a pass (six passes; a pass whose digit is the same in every key
    is skipped), without the GIL. The hash index of a vocabulary sorts its BLAKE2b keys with it
-   (spamkit.persist.term_hash_index): 178,480 keys in ~3 ms where NumPy's stable argsort took 12. */
+   (spamkit.filterfile.termindex.term_hash_index): 178,480 keys in ~3 ms where NumPy's stable argsort took 12. */
 static PyObject *key_order(PyObject *self, PyObject *args)
 {
     PyObject *o_keys;

@@ -15,7 +15,7 @@ A filter file (``*.spamkit``) is a zip archive:
     NumPy arrays (the model's counts, document frequencies, idf), read back with
     ``allow_pickle=False``. With a vocabulary, ``filter.term_hash`` and
     ``filter.term_hash_column`` index it by a 64-bit key per term
-    (:func:`term_hash_index`), so that pipe mode (:mod:`spamkit.mail.lean`) looks a message's
+    (:func:`spamkit.filterfile.termindex.term_hash_index`), so that pipe mode (:mod:`spamkit.mail.lean`) looks a message's
     tokens up without reading ``terms.txt``; files without them still load everywhere.
 
 Loading a file therefore never runs code from it: JSON, text and ``.npy`` arrays of
@@ -162,8 +162,8 @@ def save_filter(path, analyzer: Analyzer, vectorizer: Vectorizer, model, trainin
 
     ``filter_arrays``: arrays that belong to the filter rather than its model (the keys of
     the messages ``spamkit learn`` has learned); :func:`load_filter` returns them in
-    ``manifest["filter_arrays"]``. ``term_index``: a :class:`TermIndex` made beforehand
-    (:meth:`TermIndexJob.result`: the vocabulary's hash index and ``terms.txt``), used when its
+    ``manifest["filter_arrays"]``. ``term_index``: a :class:`spamkit.filterfile.termindex.TermIndex` made beforehand
+    (:meth:`~spamkit.filterfile.termindex.TermIndexJob.result`: the vocabulary's hash index and ``terms.txt``), used when its
     ``terms`` is still the vectorizer's vocabulary (the same list, of the same length). ``side_model``: the file also
     holds (in ``extra`` and ``filter_arrays``) what computes the side scores of a stack with
     side inputs (a filter's context model); such a stack is refused without it.

@@ -89,7 +89,7 @@ class FisherNBStack(StackCombiner, CountingModel):
         sign(z) log(1 + |z|) ("slog"), which keeps every ranking but stops a few saturated
         scores (Fisher's exact log-odds reach hundreds) from deciding the combiner's fit.
     length_aware : bool
-        The combiner also sees the message's length, ℓ = log(1 + n) - :data:`LENGTH_CENTRE`
+        The combiner also sees the message's length, ℓ = log(1 + n) - :data:`spamkit.scoring.LENGTH_CENTRE`
         with n its distinct tokens in the model's features (the terms NB's sum runs over), and
         ℓ times NB's squashed log-odds, so that NB's weight can change with the length: NB on
         presence features is sharp on a short text and over-confident on a long one (its
@@ -115,8 +115,8 @@ class FisherNBStack(StackCombiner, CountingModel):
         combiner has weights). The weights are fitted as the mean of a Gaussian prior centred
         there (``fit_l2_logistic(center=...)``: few scores leave them near it, many outweigh
         it), and a combiner not fitted yet is this one instead of Fisher alone; the combined
-        log-odds are scaled by min(1, n / :data:`PRIOR_WARMUP`) while the stack has learned n <
-        PRIOR_WARMUP messages. None: centred on 0, Fisher alone until fitted, no scaling. :data:`ACCURATE_CENTER` is the measured prior of the
+        log-odds are scaled by min(1, n / :data:`spamkit.scoring.PRIOR_WARMUP`) while the stack has learned n <
+        PRIOR_WARMUP messages. None: centred on 0, Fisher alone until fitted, no scaling. :data:`spamkit.models.combiner.ACCURATE_CENTER` is the measured prior of the
         accurate configuration; with a prior, ``spamkit online`` also refits the combiner every
         10 messages over the first 1,000 (without one, fits on so few messages overfit).
 
