@@ -11,20 +11,17 @@ from ..common.errors import CorpusError
 from .report import render_classification, to_json_line
 from . import cli
 from .progress import verbosity_options
-from .params import CostsParam, costs_or_none, model_argument, spam_rate_option
-
-
+from .params import cost_option, costs_or_none, json_option, model_argument, spam_rate_option
 @cli.command("classify")
 @verbosity_options
 @model_argument
 @click.argument("inputs", nargs=-1, type=click.Path(allow_dash=True))
 @click.option("--explain", "explain", type=click.IntRange(min=1), default=None, metavar="N",
               help="Show the N tokens that pushed each message most towards each side.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
+@json_option("One JSON object per message.")
 @click.option("--format", "fmt", default="auto", show_default=True,
               help="Read INPUTS as this corpus format (see 'spamkit corpus --help').")
-@click.option("--cost", "cost", type=CostsParam(), default=None,
-              help="Decide by minimum expected cost: fp=100,fn=10[,unsure=2] or a cost-table file.")
+@cost_option("Decide by minimum expected cost: fp=100,fn=10[,unsure=2] or a cost-table file.")
 @spam_rate_option
 def classify_command(model, inputs, explain, as_json, fmt, cost, spam_rate):
     """Classify messages: one line per message, SOURCE<TAB>DECISION<TAB>P(spam).

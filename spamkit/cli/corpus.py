@@ -7,14 +7,14 @@ import click
 from ..jobs.survey import survey_corpus
 from .report import render_survey, to_json
 from . import cli
-from .params import corpus_options, engine_from_options, jobs_option, open_corpora
+from .params import corpus_options, engine_from_options, jobs_option, json_option, open_corpora
 from .progress import Progress, verbosity_options
 
 
 @cli.command("corpus")
 @verbosity_options
 @corpus_options
-@click.option("--json", "as_json", is_flag=True, help="Print the survey as JSON.")
+@json_option("Print the survey as JSON.")
 @click.option("--no-parse", is_flag=True, help="Only read and count; do not parse the messages.")
 @click.option("--strict", is_flag=True, help="Fail on the first message that needs a parse fallback.")
 @jobs_option

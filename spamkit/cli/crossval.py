@@ -12,8 +12,8 @@ from ..common.names import METRICS, REPRESENTATIONS
 from .report import render_engine_run, to_json
 from .crossreport import render_comparison, render_threshold, render_tuning
 from . import cli
-from .params import (CostsParam, OutputPath, close_corpora, corpus_options, costs_or_none, engine_from_options,
-                     engine_options, folds_options, model_argument, open_corpora, reading_corpora, running)
+from .params import (close_corpora, corpus_options, cost_option, costs_or_none, engine_from_options, engine_options,
+                     folds_options, json_option, model_argument, open_corpora, reading_corpora, report_option, running)
 from .progress import Progress, verbosity_options
 
 
@@ -26,7 +26,7 @@ from .progress import Progress, verbosity_options
 @click.option("--metric", type=click.Choice(METRICS), default="cosine", show_default=True)
 @click.option("--representation", type=click.Choice(REPRESENTATIONS), default="tf", show_default=True)
 @folds_options
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric, representation, folds, seed,
                  as_json):
     """Choose kNN's k and weighting by stratified cross-validation; print the error curve."""
@@ -46,11 +46,10 @@ def tune_command(corpus, ham, spam, extra, fmt, classes, ks, weightings, metric,
 @verbosity_options
 @model_argument
 @corpus_options
-@click.option("--cost", "cost", type=CostsParam(), default=None,
-              help="fp=100,fn=10 (default: the filter's own costs, else fp=1,fn=1).")
+@cost_option("fp=100,fn=10 (default: the filter's own costs, else fp=1,fn=1).")
 @folds_options
 @click.option("--save", is_flag=True, help="Store the chosen threshold in the filter file.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 def threshold_command(model, corpus, ham, spam, extra, fmt, classes, cost, folds, seed, save, as_json):
     """Choose the spam threshold that minimises expected cost, by cross-validation.
 
@@ -111,10 +110,9 @@ def _comparison(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, as
 @click.option("--config", "config", default="", metavar="KEY=VALUE,...",
               help="Settings on top of the best filter, e.g. model=multinomial,tokens=words,alpha=0.5.")
 @folds_options
-@click.option("--cost", "cost", type=CostsParam(), default=None,
-              help="Also decide the out-of-fold probabilities by these costs and report the realised and expected "
-                   "cost per message: fp=100,fn=10[,unsure=2], or a cost-table file for any number of classes.")
-@click.option("--json", "as_json", is_flag=True)
+@cost_option("Also decide the out-of-fold probabilities by these costs and report the realised and expected "
+             "cost per message: fp=100,fn=10[,unsure=2], or a cost-table file for any number of classes.")
+@json_option()
 @engine_options
 def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, cost, as_json, engine, scheduler,
                partition_size, ship, jobs):
@@ -140,12 +138,10 @@ def cv_command(corpus, ham, spam, extra, fmt, classes, config, folds, seed, cost
               help="A configuration (settings on top of the best filter); repeat for each. "
                    "'best' alone means the best filter.")
 @folds_options
-@click.option("--report", "report_path", type=OutputPath(), default=None,
-              help="Also write an HTML page with overlaid ROC curves (linear and log FPR) and the table.")
-@click.option("--cost", "cost", type=CostsParam(), default=None,
-              help="Also decide each configuration's out-of-fold probabilities by these costs (any number of "
-                   "classes) and report the realised and expected cost per message.")
-@click.option("--json", "as_json", is_flag=True)
+@report_option("Also write an HTML page with overlaid ROC curves (linear and log FPR) and the table.")
+@cost_option("Also decide each configuration's out-of-fold probabilities by these costs (any number of "
+             "classes) and report the realised and expected cost per message.")
+@json_option()
 @engine_options
 def compare_command(corpus, ham, spam, extra, fmt, classes, configs, folds, seed, report_path, cost, as_json, engine,
                     scheduler, partition_size, ship, jobs):

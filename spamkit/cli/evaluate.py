@@ -9,8 +9,8 @@ import click
 
 from .report import render_engine_run, render_evaluation, to_json
 from . import cli
-from .params import (CostsParam, OutputPath, archives_ahead, corpus_options, costs_or_none, engine_from_options,
-                     engine_options, model_argument, reading_corpora, running, spam_rate_option)
+from .params import (archives_ahead, corpus_options, cost_option, costs_or_none, engine_from_options, engine_options,
+                     json_option, model_argument, reading_corpora, report_option, running, spam_rate_option)
 from .progress import Progress, verbosity_options
 
 
@@ -18,15 +18,13 @@ from .progress import Progress, verbosity_options
 @verbosity_options
 @model_argument
 @corpus_options
-@click.option("--cost", "cost", type=CostsParam(), default=None,
-              help="Also report decisions and cost per message under these costs.")
-@click.option("--report", "report_path", type=OutputPath(), default=None,
-              help="Write a self-contained HTML report with plots (ham/spam filters).")
+@cost_option("Also report decisions and cost per message under these costs.")
+@report_option("Write a self-contained HTML report with plots (ham/spam filters).")
 @click.option("--positive", default=None, metavar="CLASS",
               help="Two classes: the class ROC, precision-recall and recall are about. [default: spam when it "
                    "is a class, else the rarer class]")
 @spam_rate_option
-@click.option("--json", "as_json", is_flag=True, help="Print the measures as JSON.")
+@json_option("Print the measures as JSON.")
 @engine_options
 @archives_ahead
 def evaluate_command(model, corpus, ham, spam, extra, fmt, classes, cost, report_path, positive, spam_rate, as_json,

@@ -15,7 +15,8 @@ from ..mail import MailFilter, model_id_of, recover_mbox, tag
 from ..common.passthrough import VERDICT_STATUS, guard
 from .report import guard_text, to_json
 from . import cli
-from .params import CostsParam, OutputPath, SizeParam, costs_or_none, imap_options, jobs_option, spam_rate_option
+from .params import (OutputPath, SizeParam, cost_option, costs_or_none, imap_options, jobs_option, json_option,
+                     spam_rate_option)
 from .progress import Progress, verbosity, verbosity_options
 from .status import ExitStatus
 
@@ -132,8 +133,7 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
               help="Move spam here (a mailbox of the same format; created if missing).")
 @click.option("--move-unsure-to", type=click.Path(), default=None, metavar="MAILBOX",
               help="Move messages the decision layer calls unsure here.")
-@click.option("--cost", type=CostsParam(), default=None,
-              help="Decide with these costs instead of the filter's (e.g. fp=100,fn=10,unsure=2).")
+@cost_option("Decide with these costs instead of the filter's (e.g. fp=100,fn=10,unsure=2).")
 @click.option("--dry-run", is_flag=True, help="Change nothing; list what would happen to each message.")
 @click.option("--force", is_flag=True, help="Score messages already tagged by this filter again.")
 @click.option("--wait", type=click.FloatRange(min=0), default=30.0, show_default=True,
@@ -150,7 +150,7 @@ def _run_imap(runner, addresses, password_command, ca_file, insecure, watch=Fals
               help="IMAP: then stay connected and filter new mail as it arrives (IDLE), until Ctrl-C or SIGTERM; "
                    "a lost connection is retried with back-off.")
 @spam_rate_option
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@json_option("Print the summary as JSON.")
 @click.option("--sync", type=click.Choice(["filesystem", "files"]), default="filesystem", show_default=True,
               help="Maildir/MH: make each group of 64 changes durable with one syncfs of the file system (Linux 5.8+, "
                    "ext4/XFS/Btrfs/tmpfs; elsewhere as 'files'), or with an fsync per changed file and folder ('files': writes back nothing "

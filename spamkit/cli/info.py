@@ -7,14 +7,14 @@ import click
 from ..common.errors import ModelFormatError
 from .report import render_info, to_json
 from . import cli
-from .params import model_argument
+from .params import json_option, model_argument
 from .progress import verbosity_options
 
 
 @cli.command("info")
 @verbosity_options
 @model_argument
-@click.option("--json", "as_json", is_flag=True, help="Print the whole manifest as JSON.")
+@json_option("Print the whole manifest as JSON.")
 def info_command(model, as_json):
     """Describe a filter file: model, classes, features, analyzer, training corpus."""
     from ..filterfile.manifest import read_manifest

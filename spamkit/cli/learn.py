@@ -8,7 +8,7 @@ import click
 from ..corpus import iter_corpora
 from ..common.errors import counted
 from . import cli
-from .params import close_corpora, corpus_options, imap_options, model_argument, open_corpora
+from .params import close_corpora, corpus_options, imap_options, json_option, model_argument, open_corpora
 from .progress import Progress, verbosity, verbosity_options
 from .report import to_json
 
@@ -26,7 +26,7 @@ from .report import to_json
 @click.option("--forget", is_flag=True, help="Remove these messages' contribution instead (exactly for counts; "
               "a logistic-regression component takes a step back, approximately).")
 @click.option("--on-error", is_flag=True, help="Learn only the messages the filter gets wrong now.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, junk, password_command, ca_file,
                   insecure, forget, on_error, as_json):
     """Teach a trained filter from corrected folders, like sa-learn or bogofilter -s/-n.

@@ -9,8 +9,8 @@ import click
 from ..common.names import DEFAULT_MODEL, ONLINE_MODELS, REGIMES, STACK_MODEL
 from .report import render_online, to_json
 from . import cli
-from .params import (OutputPath, corpus_options, engine_from_options, fisher_params, model_options, reading_corpora,
-                     running)
+from .params import (OutputPath, byte_grams_option, context_model_option, corpus_options, engine_from_options,
+                     fisher_params, json_option, model_options, reading_corpora, report_option, running)
 from .progress import Progress, verbosity_options
 
 
@@ -45,23 +45,16 @@ from .progress import Progress, verbosity_options
                    "sure of (asked with probability b / (b + |log-odds|)); only those are learned.")
 @click.option("--active-b", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
               help="Active learning: b (larger asks more often).")
-@click.option("--report", "report_path", type=OutputPath(), default=None,
-              help="Write an HTML report: measures, the learning curve, ROC curves.")
+@report_option("Write an HTML report: measures, the learning curve, ROC curves.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--order", type=click.Choice(["corpus", "date"]), default="corpus", show_default=True,
               help="Stream order: the corpus's own (TREC index, Enron arrival) or by message date.")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="0: every core",
               help="Parse and tokenize ahead in this many worker processes (1: all in this process); the "
                    "learning stays in order, so the results are the same.")
-@click.option("--context-model", is_flag=True,
-              help="fisher-nb: add a byte context model per class (compression-based filtering) of each raw "
-                   "message's first 3,000 bytes as one more input of the stack's combiner: the accurate "
-                   "configuration, at about twice the time a message and 128 MB of tables.")
-@click.option("--byte-grams/--no-byte-grams", default=None,
-              help="fisher-nb: an online logistic regression on the byte 4-grams of each raw message's first "
-                   "3,500 bytes (TREC 2007's best filter) as an input of the stack's combiner, on by default: "
-                   "with --context-model the most accurate filter on long streams (1 MB of weights).")
-@click.option("--json", "as_json", is_flag=True)
+@context_model_option
+@byte_grams_option
+@json_option()
 def online_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,
                    max_clues, rate, alpha, regime, margin, hashing, delay, feedback_fraction, active, active_b,
                    report_path, seed, order, jobs, context_model, byte_grams, as_json):

@@ -218,7 +218,37 @@ def fisher_params(strength, prior, min_dev, max_clues) -> dict:
     return {"strength": strength, "prior": prior, "min_dev": min_dev, "max_clues": max_clues}
 
 
+#: ``--context-model``, shared by ``train`` and ``online``
+context_model_option = click.option(
+    "--context-model", is_flag=True,
+    help="fisher-nb: also a byte-level context model per class (PPM-style, order 6) over the first 3,000 "
+         "bytes of each raw message (train: --context-bytes), weighed by the stack's combiner with the byte "
+         "4-grams: the accurate configuration (online (1-ROCA)% trec06p 0.017, trec07p-dev 0.025; "
+         "docs/results.md). Costs: 128 MB of tables in memory, a filter file of 6-11 MB on 5,000 "
+         "messages, about twice the default's time per message to classify and 3 times to train.")
 
+#: ``--byte-grams/--no-byte-grams``, shared by ``train`` and ``online``
+byte_grams_option = click.option(
+    "--byte-grams/--no-byte-grams", default=None,
+    help="fisher-nb: an online logistic regression on the byte 4-grams of the first 3,500 bytes of "
+         "each raw message (TREC 2007's best filter), weighed by the stack's combiner: on by default. Online "
+         "(1-ROCA)% on trec06p 0.034 -> 0.022 (docs/results.md); costs 1 MB of weights, about 0.1 ms more a "
+         "message to train and 0.03 ms more to classify (scripts/bench_context.py).")
+
+
+def cost_option(help: str):
+    """``--cost`` (a :class:`CostsParam`), with the command's own help."""
+    return click.option("--cost", "cost", type=CostsParam(), default=None, help=help)
+
+
+def report_option(help: str):
+    """``--report`` (an :class:`OutputPath`), with the command's own help."""
+    return click.option("--report", "report_path", type=OutputPath(), default=None, help=help)
+
+
+def json_option(help: str | None = None):
+    """``--json``: print the result as JSON instead of text."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
 
 
 #: MODEL, the filter file a command reads (it must exist and be a file)

@@ -16,7 +16,7 @@ from ..mail.serve.server import MAX_CLIENTS, MAX_MESSAGE, MEMORY_BUDGET, TIMEOUT
 from ..mail.serve.wire import SpamkitProtocol
 from . import cli
 from .filter import loaded_filter
-from .params import CostsParam, SizeParam, model_argument, spam_rate_option
+from .params import SizeParam, cost_option, model_argument, spam_rate_option
 from .progress import verbosity_options
 
 
@@ -56,7 +56,7 @@ def _taught_filter(site_filter, taught: str, site_id: str):
               help="Per-user filters for spamd's User: field: DIR/USER.spamkit when it exists, else MODEL.")
 @click.option("--allow-tell", is_flag=True,
               help="Let spamd clients teach the filters (spamc -L spam|ham|forget), as spamd --allow-tell.")
-@click.option("--cost", type=CostsParam(), default=None, help="Decide with these costs instead of the filter's.")
+@cost_option("Decide with these costs instead of the filter's.")
 @click.option("--workers", type=click.IntRange(min=0), default=None,
               help="Processes that classify (default: one per core; 0 classifies in the server's own process).")
 @click.option("--max-size", type=SizeParam(), default=str(MAX_MESSAGE >> 20) + "M", show_default=True,

@@ -14,8 +14,9 @@ from ..common.labels import HAM_NAME, SPAM_NAME
 from .report import render_condensed, render_engine_run, render_train, to_json
 from .crossreport import render_tuning
 from . import cli
-from .params import (CostsParam, OutputPath, archives_ahead, costs_or_none, corpus_options, engine_from_options,
-                     engine_options, fisher_params, importing_ahead, model_options, reading_corpora, running)
+from .params import (OutputPath, archives_ahead, byte_grams_option, context_model_option, corpus_options, cost_option,
+                     costs_or_none, engine_from_options, engine_options, fisher_params, importing_ahead, json_option,
+                     model_options, reading_corpora, running)
 from .progress import Progress, verbosity_options
 
 
@@ -67,21 +68,12 @@ from .progress import Progress, verbosity_options
               help="Also a token of the first two digits and the length of each run of 5 or more digits "
                    "(the kind of a telephone number: premium-rate, freephone, mobile). SMS: 99.05% "
                    "accuracy; on mail about even (docs/results.md).")
-@click.option("--context-model", is_flag=True,
-              help="fisher-nb: also a byte-level context model per class (PPM-style, order 6) over the first "
-                   "--context-bytes bytes of each raw message, weighed by the stack's combiner with the byte "
-                   "4-grams: the accurate configuration (online (1-ROCA)% trec06p 0.017, trec07p-dev 0.025; "
-                   "docs/results.md). Costs: 128 MB of tables in memory, a filter file of 6-11 MB on 5,000 "
-                   "messages, about twice the default's time per message to classify and 3 times to train.")
+@context_model_option
 @click.option("--context-bytes", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --context-model: the bytes of each raw message it reads. [default: 3000]")
 @click.option("--context-bits", type=click.IntRange(16, 28), default=None, metavar="B",
               help="With --context-model: 2**B slots a class (8 bytes each in memory). [default: 24]")
-@click.option("--byte-grams/--no-byte-grams", default=None,
-              help="fisher-nb: an online logistic regression on the byte 4-grams of the first 3,500 bytes of "
-                   "each raw message (TREC 2007's best filter), weighed by the stack's combiner: on by default. Online (1-ROCA)% on trec06p 0.034 -> "
-                   "0.022 (docs/results.md); costs 1 MB of weights, about 0.1 ms more a message to train and "
-                   "0.03 ms more to classify (scripts/bench_context.py).")
+@byte_grams_option
 @click.option("--k", "k", default="15", show_default=True, metavar="N|auto",
               help="kNN: neighbours that vote; 'auto' picks k and --weights by 5-fold cross-validation.")
 @click.option("--weights", type=click.Choice(WEIGHTS), default="softmax", show_default=True,
@@ -100,16 +92,15 @@ from .progress import Progress, verbosity_options
               help="kNN: memory budget of one search (e.g. 64M, 1G).")
 @click.option("--condense", type=click.Choice(["none", "hart", "edit"]), default="none", show_default=True,
               help="kNN: keep only the prototypes needed (Hart); 'edit' first drops rows kNN gets wrong (Wilson).")
-@click.option("--cost", "cost", type=CostsParam(), default=None,
-              help="The decision layer saved with the filter: fp=100,fn=10[,unsure=2], a cost-table file, or "
-                   "none (the most probable class). Default for ham/spam filters: fp=100,fn=10,unsure=2 -- "
-                   "ham below P(spam) 0.2, spam above 0.98, unsure between.")
+@cost_option("The decision layer saved with the filter: fp=100,fn=10[,unsure=2], a cost-table file, or "
+             "none (the most probable class). Default for ham/spam filters: fp=100,fn=10,unsure=2 -- "
+             "ham below P(spam) 0.2, spam above 0.98, unsure between.")
 @click.option("--test-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="Hold out this fraction, train on the rest and print the held-out evaluation.")
 @click.option("--split", type=click.Choice(SPLIT_METHODS), default="auto", show_default=True,
               help="How to hold out: chrono (latest by date), order, random (stratified), auto.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random split.")
-@click.option("--json", "as_json", is_flag=True, help="Print the training report as JSON.")
+@json_option("Print the training report as JSON.")
 @engine_options
 @archives_ahead
 def train_command(corpus, ham, spam, extra, fmt, classes, output, model, tokens, strength, prior, min_dev,

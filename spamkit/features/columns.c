@@ -198,13 +198,22 @@ static long long column_value(PyObject *value)
     return overflow || column < 0 || column > INT32_MAX ? -1 : column;
 }
 
-/* Whether every item of a list is a str (not a subclass): the counting loops read them as such. */
-static int all_exact_str(PyObject *list)
+/* The start of counting one document's tokens: *cols gets room for 2n int32 columns (see
+   sorted_counts) and n is returned; -2 when an item of the list is not a str (a subclass
+   neither: the counting loops read them as such), for the Python definition to answer;
+   -1 with MemoryError set. */
+static Py_ssize_t column_buffer(PyObject *tokens, int32_t **cols)
 {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
-        if (!PyUnicode_CheckExact(PyList_GET_ITEM(list, i)))
-            return 0;
-    return 1;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(tokens, i)))
+            return -2;
+    *cols = PyMem_Malloc((size_t)(n ? 2 * n : 1) * sizeof(int32_t));
+    if (*cols == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return n;
 }
 
 static PyObject *known_counts(PyObject *self, PyObject *args)
@@ -212,12 +221,10 @@ static PyObject *known_counts(PyObject *self, PyObject *args)
     PyObject *index, *tokens;
     if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &index, &PyList_Type, &tokens))
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(tokens);
-    if (!all_exact_str(tokens))
-        Py_RETURN_NONE;
-    int32_t *cols = PyMem_Malloc((size_t)(n ? 2 * n : 1) * sizeof(int32_t));   /* 2n: see sorted_counts */
-    if (cols == NULL)
-        return PyErr_NoMemory();
+    int32_t *cols;
+    Py_ssize_t n = column_buffer(tokens, &cols);
+    if (n < 0)
+        return n == -1 ? NULL : Py_NewRef(Py_None);
     Py_ssize_t m = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *column = PyDict_GetItemWithError(index, PyList_GET_ITEM(tokens, i));   /* borrowed */
@@ -323,12 +330,10 @@ static PyObject *frozen_counts(PyObject *self, PyObject *args)
     FrozenTable *t = PyCapsule_GetPointer(capsule, "spamkit.frozen");
     if (t == NULL)
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(tokens);
-    if (!all_exact_str(tokens))
-        Py_RETURN_NONE;
-    int32_t *cols = PyMem_Malloc((size_t)(n ? 2 * n : 1) * sizeof(int32_t));   /* 2n: see sorted_counts */
-    if (cols == NULL)
-        return PyErr_NoMemory();
+    int32_t *cols;
+    Py_ssize_t n = column_buffer(tokens, &cols);
+    if (n < 0)
+        return n == -1 ? NULL : Py_NewRef(Py_None);
     /* Three passes, so that the cache misses of many tokens overlap instead of following one
        another (a message scored alone finds the table out of the cache: 70 µs a 20 KB message
        one token at a time): each token's hash, prefetching its slot; each token's first slot

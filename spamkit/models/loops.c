@@ -63,6 +63,27 @@ static PyObject *logistic_steps(PyObject *self, PyObject *args)
 
 /* ------------------------------------------------------------------ Fisher and NB row sums */
 
+/* A CSR matrix's rows as the row loops read them: indptr (int64), the columns (int32 when
+   `narrow`, else int64) and the number of rows; rows_part gives a part of the threads its rows. */
+typedef struct {
+    const long long *ptr;
+    const int32_t *c32;
+    const long long *c64;
+    int narrow;
+    Py_ssize_t n_rows;
+} Rows;
+
+static inline long long row_column(const Rows *r, long long k)
+{
+    return r->narrow ? (long long)r->c32[k] : r->c64[k];
+}
+
+static Rows rows_of(const long long *ptr, const void *indices, int narrow, Py_ssize_t n_rows)
+{
+    Rows r = {ptr, indices, indices, narrow, n_rows < 0 ? 0 : n_rows};
+    return r;
+}
+
 typedef struct {
     double dev;
     long long col;
@@ -123,24 +144,23 @@ static void select_strongest(Candidate *a, Py_ssize_t n, Py_ssize_t k)
    the row's order, f clipped to [1e-300, 1 - 1e-16]. The same arithmetic in the same order
    as RobinsonFisher._clues and the bincounts of its caller (tests/test_robinson.py). */
 typedef struct {
-    const long long *ptr;
-    const int32_t *c32;
-    const long long *c64;
-    int narrow;
+    Rows rows;
     const double *hc, *sc;
     double n_ham, n_spam, s, x, min_dev;
-    Py_ssize_t max_clues, n_rows, longest;
+    Py_ssize_t max_clues, longest;
     double *out, *f;                              /* f: `longest` doubles per part */
     char *clue;                                   /* `longest` per part */
     Candidate *cand;                              /* `longest` per part */
 } FisherJob;
 
+/* One thread's part of fisher_sums: its rows, with its own `longest`-long scratch rows f,
+   clue and cand. */
 static void fisher_part(void *arg, int part, int parts)
 {
     FisherJob *J = arg;
     Py_ssize_t lo, hi;
-    sk_row_part(J->ptr, 0, J->n_rows, part, parts, &lo, &hi);
-    const long long *ptr = J->ptr;
+    const long long *ptr = J->rows.ptr;
+    sk_row_part(ptr, 0, J->rows.n_rows, part, parts, &lo, &hi);
     double *f = J->f + (size_t)part * J->longest;
     char *clue = J->clue + (size_t)part * J->longest;
     Candidate *cand = J->cand + (size_t)part * J->longest;
@@ -150,7 +170,7 @@ static void fisher_part(void *arg, int part, int parts)
         long long start = ptr[i], len = ptr[i + 1] - ptr[i];
         Py_ssize_t n_clues = 0;
         for (long long k = 0; k < len; k++) {
-            long long j = J->narrow ? (long long)J->c32[start + k] : J->c64[start + k];
+            long long j = row_column(&J->rows, start + k);
             double h = J->hc[j], sp = J->sc[j];
             double b = n_spam > 0 ? sp / n_spam : 0.0;
             double g = n_ham > 0 ? h / n_ham : 0.0;
@@ -167,7 +187,7 @@ static void fisher_part(void *arg, int part, int parts)
             for (long long k = 0; k < len; k++)
                 if (clue[k]) {
                     cand[m].dev = fabs(f[k] - 0.5);
-                    cand[m].col = J->narrow ? (long long)J->c32[start + k] : J->c64[start + k];
+                    cand[m].col = row_column(&J->rows, start + k);
                     cand[m].pos = (Py_ssize_t)k;
                     m++;
                     clue[k] = 0;
@@ -215,8 +235,8 @@ static PyObject *fisher_sums(PyObject *self, PyObject *args)
         if (ptr[i + 1] - ptr[i] > longest)
             longest = (Py_ssize_t)(ptr[i + 1] - ptr[i]);
     int parts = bad ? 1 : sk_parts_for(nnz, ROWS_PART_NNZ);
-    FisherJob job = {ptr, indices.buf, indices.buf, narrow, ham.buf, spam.buf, n_ham, n_spam, s, x, min_dev,
-                     max_clues, n_rows < 0 ? 0 : n_rows, longest, out.buf, NULL, NULL, NULL};
+    FisherJob job = {rows_of(ptr, indices.buf, narrow, n_rows), ham.buf, spam.buf, n_ham, n_spam, s, x, min_dev,
+                     max_clues, longest, out.buf, NULL, NULL, NULL};
     if (!bad && longest) {
         size_t room = (size_t)parts * (size_t)longest;
         job.f = PyMem_Malloc(room * sizeof(double));
@@ -242,31 +262,30 @@ static PyObject *fisher_sums(PyObject *self, PyObject *args)
    sum over its entries, in order, of x_k [(ln(spam_j + a) - den1) - (ln(ham_j + a) - den0)]
    (multinomial NB's log-odds without its prior), as np.bincount sums the weights. */
 typedef struct {
-    const long long *ptr;
-    const int32_t *c32;
-    const long long *c64;
-    int narrow;
+    Rows rows;
     const double *hc, *sc, *val;
     double a, den0, den1;
-    Py_ssize_t n_rows, n_cols;
+    Py_ssize_t n_cols;
     double *out;
     double *weight;                               /* n_cols per part, or NULL: no memo */
     unsigned char *known;                         /* n_cols per part */
 } NbJob;
 
+/* One thread's part of nb_sums: its rows' sums, each column's weight computed once in the
+   part's memo (weight, known) where there is one. */
 static void nb_part(void *arg, int part, int parts)
 {
     NbJob *J = arg;
     Py_ssize_t lo, hi;
-    sk_row_part(J->ptr, 0, J->n_rows, part, parts, &lo, &hi);
-    const long long *ptr = J->ptr;
+    const long long *ptr = J->rows.ptr;
+    sk_row_part(ptr, 0, J->rows.n_rows, part, parts, &lo, &hi);
     double *weight = J->weight != NULL ? J->weight + (size_t)part * J->n_cols : NULL;
     unsigned char *known = J->weight != NULL ? J->known + (size_t)part * J->n_cols : NULL;
     const double a = J->a, den0 = J->den0, den1 = J->den1;
     for (Py_ssize_t i = lo; i < hi; i++) {
         double z = 0.0;
         for (long long k = ptr[i]; k < ptr[i + 1]; k++) {
-            long long j = J->narrow ? (long long)J->c32[k] : J->c64[k];
+            long long j = row_column(&J->rows, k);
             double w;
             if (weight != NULL && known[j]) {
                 w = weight[j];
@@ -304,8 +323,8 @@ static PyObject *nb_sums(PyObject *self, PyObject *args)
               || !sk_csr_fits(ptr, n_rows, indices.buf, narrow, nnz, n_cols);
     if (!bad) {
         int parts = sk_parts_for(nnz, ROWS_PART_NNZ);
-        NbJob job = {ptr, indices.buf, indices.buf, narrow, ham.buf, spam.buf, data.buf, a, den0, den1, n_rows,
-                     n_cols, out.buf, NULL, NULL};
+        NbJob job = {rows_of(ptr, indices.buf, narrow, n_rows), ham.buf, spam.buf, data.buf, a, den0, den1, n_cols,
+                     out.buf, NULL, NULL};
         /* each column's weight once per part, where the rows hold many entries per column (a
            fold of training messages: the same numbers, two logarithms per column instead of
            per entry) */
