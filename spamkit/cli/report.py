@@ -214,32 +214,33 @@ def render_info(manifest: dict, path: str) -> str:
     if m["type"] == "logistic" or (m["type"] == STACK_MODEL and m["params"].get("logistic")):
         lines.append("  unlearning  approximate: a logistic regression learns by gradient steps, and a step "
                      "cannot be subtracted exactly (spamkit learn --forget takes a step back)")
-    context = manifest.get("extra", {}).get("context")
+    extras = manifest.get("extra", {})
+    context = extras.get("context")
     if context:
         lines.append(f"  context     a byte context model per class (order {context['order']}, beta {context['beta']:g}, "
                      f"2**{context['bits']} slots a class) over the first {context['max_bytes']} bytes of each "
                      f"message, the stack's side input; {(8 << context['bits']) >> 20} MB in memory; unlearning exact")
-    grams = manifest.get("extra", {}).get("grams")
+    grams = extras.get("grams")
     if grams:
         lines.append(f"  byte grams  online logistic regression on the byte 4-grams of the first {grams['n_bytes']} bytes of "
                      f"each message (2**{grams['bits']} weights, rate {grams['rate']:g}), a side input of the stack; "
                      f"{(4 << grams['bits']) >> 20} MB in memory; unlearning approximate (a step back)")
-    calibration = manifest.get("extra", {}).get("calibration")
+    calibration = extras.get("calibration")
     if calibration and calibration["method"] == "platt":
         lines.append(f"  calibration platt: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "
                      f"log-odds + {calibration['b']:.4g})))")
     elif calibration:
         lines.append(f"  calibration {calibration['method']}: a monotone map of {len(calibration['x']) // 2} "
                      f"blocks fitted on {calibration['n']} cross-validated scores")
-    threshold = manifest.get("extra", {}).get("threshold")
+    threshold = extras.get("threshold")
     if threshold:
         lines.append(f"  threshold   spam above P(spam) = {threshold['p_spam']:.6g} (chosen by "
                      f"{threshold.get('folds', '?')}-fold cross-validation, fp={threshold.get('c_fp', '?')}, "
                      f"fn={threshold.get('c_fn', '?')})")
-    decision = manifest.get("extra", {}).get("decision")
+    decision = extras.get("decision")
     if decision:
         lines.append(f"  decision    {_describe_costs(decision)}")
-    familiar = manifest.get("extra", {}).get("familiarity")
+    familiar = extras.get("familiarity")
     if familiar:
         g = guard_settings(familiar)
         drift = g["typical"] - g["drift"] * max(g["typical"] - g["floor"], 0.0)
