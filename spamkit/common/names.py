@@ -60,7 +60,7 @@ GRAM_RATE = 0.002
 #: stack's 5; training trec07p-dev + Enron1 2-3% faster). Trained on the first half of a corpus
 #: and judging the second, (1-AUC)% 5 -> 2 folds: trec07p-dev 0.0038 -> 0.0041, CSDMC2010 0 ->
 #: 0, trec06p's first 10,000 0.0005 -> 0.0008, Enron1-6 -0.5% to +2.3%, ham past the cut the
-#: same or one fewer on all but Enron5 (``scripts/gram_folds.py``; docs/results.md, "Training
+#: same or one fewer on all but Enron5 (``scripts/gram_folds.py``; docs/history.md, "Training
 #: and classifying ...")
 GRAM_FOLDS = 2
 #: spamkit's learning rate of the logistic component: of 0.04 to 0.2, the one whose default filter
@@ -89,7 +89,7 @@ FISHER_STRENGTH, FISHER_PRIOR, FISHER_MIN_DEV, FISHER_MAX_CLUES = 0.45, 0.5, 0.1
 #: weighs the byte 4-gram regression (spamkit.models.bytegrams) as a side input: online, 0.56 times
 #: the best published peer on trec06p's 37,821 messages where it was 0.86 without, better on eight
 #: of ten streams, the other two within 6% (``python scripts/fusion.py``; docs/results.md, "The
-#: default stack with the 4-gram regression").
+#: 4-gram regression in the default").
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {STACK_MODEL: {"grams": True},
                   "knn": {"tokens": "words", "representation": "tfidf"},
                   "multinomial": {"alpha": 0.01},
