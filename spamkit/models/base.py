@@ -130,6 +130,19 @@ class Estimator:
                 changed.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(changed)})"
 
+    def first_partial_fit(self, classes) -> bool:
+        """Whether this ``partial_fit`` is the model's first (it has no ``classes_`` yet), after
+        checking its ``classes``: the first call needs them (every class the stream may hold),
+        a later call's, when given, must be the first's. A ConfigError otherwise."""
+        first = not hasattr(self, "classes_")
+        if first and classes is None:
+            raise ConfigError(f"the first partial_fit of a {type(self).__name__} needs classes=[...]: every "
+                              "class the stream may hold")
+        if not first and classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
+                                                                      np.unique(self.classes_)):
+            raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
+        return first
+
     def __sklearn_tags__(self):
         from sklearn.utils import Tags, TargetTags  # only scikit-learn asks, so it is loaded
 

@@ -221,9 +221,7 @@ class ByteGramLogistic(ClassifierMixin, Estimator):
 
     def partial_fit(self, texts, y, classes=None) -> "ByteGramLogistic":
         """One gradient step for each message, in order (``classes`` on the first call)."""
-        if not hasattr(self, "classes_"):
-            if classes is None:
-                raise ConfigError("the first partial_fit needs classes=[negative, positive]")
+        if self.first_partial_fit(classes):             # classes=[negative, positive]
             self._start(np.asarray(classes))
         texts = list(texts)
         self._learn(texts, self._targets(y))

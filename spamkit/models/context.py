@@ -264,9 +264,7 @@ class ByteContextModel(Estimator):
     def partial_fit(self, keys, y, classes=None):
         """Add texts to the counts (``classes`` on the first call); returns ``self``."""
         self.check_params()
-        if not hasattr(self, "classes_"):
-            if classes is None:
-                raise ConfigError("the first partial_fit needs classes=[...] (both classes of the stream)")
+        if self.first_partial_fit(classes):
             self._start(classes)
         return self._add(keys, y, +1)
 

@@ -141,17 +141,13 @@ class CountingModel(ProbabilisticClassifier):
         """Add the counts of a batch (``classes`` is required on the first call): fitting in
         batches equals fitting at once. Touches only the batch's non-zeros, O(nnz)."""
         self.check_params()
-        first = not hasattr(self, "classes_")
+        first = self.first_partial_fit(classes)
         X, y = self._validate_Xy(X, y, reset=first)
         X = self.counted(X)
         if not sp.issparse(X):
             X = sp.csr_matrix(X)
         if first:
-            if classes is None:
-                raise ConfigError("the first partial_fit needs classes=[...] (all classes the stream may hold)")
             self._start_counts(classes, X.shape[1])
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
         codes = self.class_codes(y)
         weights = self._weights(sample_weight, X.shape[0])
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))

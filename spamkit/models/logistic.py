@@ -166,15 +166,11 @@ class OnlineLogistic(ProbabilisticClassifier):
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One gradient step per row (``classes`` on the first call); returns ``self``."""
         rate = self.check_params()
-        first = not hasattr(self, "classes_")
+        first = self.first_partial_fit(classes)
         X, y = self._validate_Xy(X, y, reset=first)
         X = presence(X)
         if first:
-            if classes is None:
-                raise ConfigError("the first partial_fit needs classes=[...] (both classes of the stream)")
             self._start(classes, X.shape[1])
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
         codes = self.class_codes(y)
         np.add.at(self.class_count_, codes, 1.0)
         self._steps(X, codes, check_sample_weight(sample_weight, X.shape[0]), rate)

@@ -203,8 +203,7 @@ class MultinomialNB(_DiscreteNB):
         """Add a batch's counts; with alpha > 0 only the columns it touches are recomputed."""
         if not hasattr(self, "classes_") or not getattr(self, "_split", False) or check_alpha(self.alpha) == 0:
             return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
-        if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
+        self.first_partial_fit(classes)                   # not the first: checks that classes are the first's
         X, y = self._validate_Xy(X, y, reset=False)
         X = sp.csr_matrix(self.counted(X))
         codes = self.class_codes(y)
@@ -363,10 +362,8 @@ class GaussianNB(ProbabilisticClassifier):
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Merge a batch into the running means and variances; ``classes`` on the first call."""
-        first = not hasattr(self, "classes_")
+        first = self.first_partial_fit(classes)
         X, y = self._validate_Xy(X, y, reset=first)
-        if first and classes is None:
-            raise ConfigError("the first partial_fit needs classes=[...]")
         return self._partial(X, y, np.unique(classes) if first else self.classes_, sample_weight)
 
     def _partial(self, X, y, classes, sample_weight):
