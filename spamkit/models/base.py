@@ -134,14 +134,14 @@ class Estimator:
         """Whether this ``partial_fit`` is the model's first (it has no ``classes_`` yet), after
         checking its ``classes``: the first call needs them (every class the stream may hold),
         a later call's, when given, must be the first's. A ConfigError otherwise."""
-        first = not hasattr(self, "classes_")
-        if first and classes is None:
+        known = getattr(self, "classes_", None)
+        if known is None and classes is None:
             raise ConfigError(f"the first partial_fit of a {type(self).__name__} needs classes=[...]: every "
                               "class the stream may hold")
-        if not first and classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
-                                                                      np.unique(self.classes_)):
-            raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {self.classes_.tolist()}")
-        return first
+        if known is not None and classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
+                                                                              np.unique(known)):
+            raise ConfigError(f"classes {list(classes)} differ from the first partial_fit's {known.tolist()}")
+        return known is None
 
     def __sklearn_tags__(self):
         from sklearn.utils import Tags, TargetTags  # only scikit-learn asks, so it is loaded
