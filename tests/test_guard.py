@@ -71,8 +71,8 @@ def test_the_guard_turns_spam_into_unsure_never_ham():
 def test_the_margin_by_hand():
     """Between the floor (1st percentile) and the typical familiarity (5th), a spam decision must
     clear the costs' cut (P(spam) 0.98, log-odds ln 49 = 3.892) by a margin falling linearly from
-    2 at the floor to 0 at the typical familiarity."""
-    g = FamiliarityGuard(floor=0.6, typical=0.8)                    # margin 2, the default
+    2 at the floor to 0 at the typical familiarity (a margin of 2; the default is GUARD_MARGIN)."""
+    g = FamiliarityGuard(floor=0.6, typical=0.8, margin=2.0)
     assert g.discount(0.9) == 0.0 and g.discount(0.8) == 0.0
     assert g.discount(0.7) == pytest.approx(1.0) and g.discount(0.6) == pytest.approx(2.0)
     assert g.discount(0.59) is None
