@@ -46,23 +46,28 @@ static int get_view(PyObject *o, Py_buffer *view, char format, Py_ssize_t itemsi
     return 0;
 }
 
-/* Sorts keys[0..n) (each < 2**bits) into ascending order with LSD radix passes of RADIX_BITS
-   bits, `tmp` as scratch; returns the array that holds the result (keys or tmp). */
+/* Sorts keys[0..n) (each < 2**bits) into ascending order with LSD radix passes of at most
+   RADIX_BITS bits, as few as can be and of equal width (2**18 slots: two passes of 9 bits,
+   whose 512 counters cost less to clear and sum than 2048), `tmp` as scratch; returns the
+   array that holds the result (keys or tmp). */
 static uint32_t *radix_sort(uint32_t *keys, uint32_t *tmp, Py_ssize_t n, int bits)
 {
     uint32_t count[RADIX];
-    for (int shift = 0; shift < bits; shift += RADIX_BITS) {
-        memset(count, 0, sizeof count);
+    int passes = (bits + RADIX_BITS - 1) / RADIX_BITS;
+    int width = passes ? (bits + passes - 1) / passes : 1;
+    uint32_t digits = 1u << width;
+    for (int shift = 0; shift < bits; shift += width) {
+        memset(count, 0, digits * sizeof count[0]);
         for (Py_ssize_t i = 0; i < n; i++)
-            count[(keys[i] >> shift) & (RADIX - 1)]++;
+            count[(keys[i] >> shift) & (digits - 1)]++;
         uint32_t at = 0;
-        for (uint32_t d = 0; d < RADIX; d++) {
+        for (uint32_t d = 0; d < digits; d++) {
             uint32_t c = count[d];
             count[d] = at;
             at += c;
         }
         for (Py_ssize_t i = 0; i < n; i++)
-            tmp[count[(keys[i] >> shift) & (RADIX - 1)]++] = keys[i];
+            tmp[count[(keys[i] >> shift) & (digits - 1)]++] = keys[i];
         uint32_t *swap = keys;
         keys = tmp;
         tmp = swap;
@@ -71,9 +76,11 @@ static uint32_t *radix_sort(uint32_t *keys, uint32_t *tmp, Py_ssize_t n, int bit
 }
 
 /* A bitmap of 2**bits bits, all clear between calls (each call clears what it set), for tables
-   of up to 2**BITMAP_MAX_BITS slots (32 KB): where the table has few slots for the message's
-   4-grams, setting their bits and reading the set bits in order is faster than sorting them
-   (13 against 21 us for 3,500 bytes into 2**18 slots). Calls hold the GIL: one user at a time. */
+   of up to 2**BITMAP_MAX_BITS slots (32 KB): the first occurrence of each of a message's slots
+   is found by testing and setting its bit, without a branch, and only those distinct slots are
+   sorted. (Reading the set bits of the whole bitmap in order, as this did before, ran a loop
+   per bit whose exit mispredicts about once a word: 50 against 35 us for the bitmap's part of
+   3,500 bytes into 2**18 slots, measured side by side.) Calls hold the GIL: one user at a time. */
 #define BITMAP_MAX_BITS 18
 static uint64_t bitmap[((size_t)1 << BITMAP_MAX_BITS) >> 6];
 
@@ -81,24 +88,26 @@ static uint64_t bitmap[((size_t)1 << BITMAP_MAX_BITS) >> 6];
    `tmp` (n items) is scratch. */
 static Py_ssize_t distinct_sorted(uint32_t *keys, uint32_t *tmp, Py_ssize_t n, int bits, uint32_t *out)
 {
-    Py_ssize_t m = 0, words = bits >= 6 ? ((Py_ssize_t)1 << bits) >> 6 : 1;
-    if (bits > BITMAP_MAX_BITS || words > 4 * n) {
+    Py_ssize_t m = 0;
+    if (bits > BITMAP_MAX_BITS) {
         uint32_t *sorted = radix_sort(keys, tmp, n, bits);
         for (Py_ssize_t i = 0; i < n; i++)
             if (m == 0 || sorted[i] != out[m - 1])
                 out[m++] = sorted[i];
         return m;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        bitmap[keys[i] >> 6] |= (uint64_t)1 << (keys[i] & 63);
-    for (Py_ssize_t j = 0; j < words; j++) {
-        uint64_t w = bitmap[j];
-        bitmap[j] = 0;
-        while (w) {
-            out[m++] = (uint32_t)(j << 6) + (uint32_t)__builtin_ctzll(w);
-            w &= w - 1;
-        }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t key = keys[i];
+        uint64_t bit = (uint64_t)1 << (key & 63), *word = &bitmap[key >> 6];
+        tmp[m] = key;
+        m += !(*word & bit);
+        *word |= bit;
     }
+    for (Py_ssize_t i = 0; i < m; i++)
+        bitmap[tmp[i] >> 6] = 0;
+    uint32_t *sorted = radix_sort(tmp, out, m, bits);
+    if (sorted != out)
+        memcpy(out, sorted, (size_t)m * sizeof(uint32_t));
     return m;
 }
 
