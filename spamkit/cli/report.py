@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from ..decide.familiar import guard_settings
 from ..common.errors import counted
@@ -194,6 +195,49 @@ def _describe_costs(decision: dict) -> str:
     return f"costs over {', '.join(map(str, decision.get('decisions', [])))}"
 
 
+def _side_model_line(kind: str, spec: dict) -> str:
+    """A stack's side model, from its settings as the file keeps them (``kind``: "context" or "grams")."""
+    if kind == "context":
+        head = (f"context     a byte context model per class (order {spec['order']}, beta {spec['beta']:g}, "
+                f"2**{spec['bits']} slots a class) over the first {spec['max_bytes']} bytes of each message")
+        mb, unlearning = (8 << spec["bits"]) >> 20, "exact"
+    else:
+        head = (f"byte grams  online logistic regression on the byte 4-grams of the first {spec['n_bytes']} bytes "
+                f"of each message (2**{spec['bits']} weights, rate {spec['rate']:g})")
+        mb, unlearning = (4 << spec["bits"]) >> 20, "approximate (a step back)"
+    return f"  {head}, a side input of the stack; {mb} MB in memory; unlearning {unlearning}"
+
+
+def _calibration_line(calibration: dict) -> str:
+    if calibration["method"] == "platt":
+        return (f"  calibration platt: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "
+                f"log-odds + {calibration['b']:.4g})))")
+    return (f"  calibration {calibration['method']}: a monotone map of {len(calibration['x']) // 2} "
+            f"blocks fitted on {calibration['n']} cross-validated scores")
+
+
+def _threshold_line(threshold: dict) -> str:
+    return (f"  threshold   spam above P(spam) = {threshold['p_spam']:.6g} (chosen by "
+            f"{threshold.get('folds', '?')}-fold cross-validation, fp={threshold.get('c_fp', '?')}, "
+            f"fn={threshold.get('c_fn', '?')})")
+
+
+def _guard_line(familiar: dict) -> str:
+    g = guard_settings(familiar)
+    drift = g["typical"] - g["drift"] * max(g["typical"] - g["floor"], 0.0)
+    return (f"  guard       spam becomes unsure for a message with under {g['floor']:.0%} known tokens; "
+            f"under {g['typical']:.0%}, spam needs up to {g['margin']:g} more log-odds; and while the "
+            f"median of the last {g['window']} is under {drift:.0%} (mail unlike the training mail)")
+
+
+#: what ``spamkit info`` says of a filter file's extras, in this order: (the key in the manifest's
+#: ``extra``, its line), each where the file has it
+EXTRA_LINES = (("context", partial(_side_model_line, "context")), ("grams", partial(_side_model_line, "grams")),
+               ("calibration", _calibration_line),
+               ("threshold", _threshold_line), ("decision", lambda d: f"  decision    {_describe_costs(d)}"),
+               ("familiarity", _guard_line))
+
+
 def render_info(manifest: dict, path: str) -> str:
     """A filter file's manifest for people."""
     m, v, a, t = manifest["model"], manifest["vectorizer"], manifest["analyzer"], manifest.get("training", {})
@@ -215,38 +259,7 @@ def render_info(manifest: dict, path: str) -> str:
         lines.append("  unlearning  approximate: a logistic regression learns by gradient steps, and a step "
                      "cannot be subtracted exactly (spamkit learn --forget takes a step back)")
     extras = manifest.get("extra", {})
-    context = extras.get("context")
-    if context:
-        lines.append(f"  context     a byte context model per class (order {context['order']}, beta {context['beta']:g}, "
-                     f"2**{context['bits']} slots a class) over the first {context['max_bytes']} bytes of each "
-                     f"message, the stack's side input; {(8 << context['bits']) >> 20} MB in memory; unlearning exact")
-    grams = extras.get("grams")
-    if grams:
-        lines.append(f"  byte grams  online logistic regression on the byte 4-grams of the first {grams['n_bytes']} bytes of "
-                     f"each message (2**{grams['bits']} weights, rate {grams['rate']:g}), a side input of the stack; "
-                     f"{(4 << grams['bits']) >> 20} MB in memory; unlearning approximate (a step back)")
-    calibration = extras.get("calibration")
-    if calibration and calibration["method"] == "platt":
-        lines.append(f"  calibration platt: P(spam) = 1 / (1 + exp(-({calibration['a']:.4g} * "
-                     f"log-odds + {calibration['b']:.4g})))")
-    elif calibration:
-        lines.append(f"  calibration {calibration['method']}: a monotone map of {len(calibration['x']) // 2} "
-                     f"blocks fitted on {calibration['n']} cross-validated scores")
-    threshold = extras.get("threshold")
-    if threshold:
-        lines.append(f"  threshold   spam above P(spam) = {threshold['p_spam']:.6g} (chosen by "
-                     f"{threshold.get('folds', '?')}-fold cross-validation, fp={threshold.get('c_fp', '?')}, "
-                     f"fn={threshold.get('c_fn', '?')})")
-    decision = extras.get("decision")
-    if decision:
-        lines.append(f"  decision    {_describe_costs(decision)}")
-    familiar = extras.get("familiarity")
-    if familiar:
-        g = guard_settings(familiar)
-        drift = g["typical"] - g["drift"] * max(g["typical"] - g["floor"], 0.0)
-        lines.append(f"  guard       spam becomes unsure for a message with under {g['floor']:.0%} known tokens; "
-                     f"under {g['typical']:.0%}, spam needs up to {g['margin']:g} more log-odds; and while the "
-                     f"median of the last {g['window']} is under {drift:.0%} (mail unlike the training mail)")
+    lines.extend(describe(extras[key]) for key, describe in EXTRA_LINES if extras.get(key))
     if t:
         per_class = ", ".join(f"{k} {n}" for k, n in t.get("per_class", {}).items())
         lines.append(f"  trained on  {counted(t.get('n_messages'), 'message')} ({per_class})")
