@@ -4,6 +4,26 @@
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 
+/* The functions of the form f(items, out) -> None: `args` parsed with `format` ("O!O!:name") as
+   two lists, and for each item of the first, fn(item, out) (0, or -1 with an exception set); a
+   TypeError `what` for an item that is not a str. Returns None, or NULL on error. */
+static PyObject *each_str(PyObject *args, const char *format, const char *what, int (*fn)(PyObject *, PyObject *))
+{
+    PyObject *items, *out;
+    if (!PyArg_ParseTuple(args, format, &PyList_Type, &items, &PyList_Type, &out))
+        return NULL;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(items); k++) {
+        PyObject *item = PyList_GET_ITEM(items, k);
+        if (!PyUnicode_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, what);
+            return NULL;
+        }
+        if (fn(item, out) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* url_parts(urls, out): for each str of the list urls, its lower-case form (str.lower()) cut at
    every run of white space and of the characters / ? # = & . : ; , _ + % ~ ! @ - (what
    spamkit.text's _URL_PIECES.split finds), and each piece of 2 to 30 characters appended to
@@ -18,43 +38,38 @@ static int url_separator(Py_UCS4 c)
     return Py_UNICODE_ISSPACE(c);
 }
 
+static int url_part_tokens(PyObject *url, PyObject *out)
+{
+    PyObject *low = PyObject_CallMethod(url, "lower", NULL);
+    if (low == NULL)
+        return -1;
+    int kind = PyUnicode_KIND(low);
+    const void *data = PyUnicode_DATA(low);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(low), i = 0;
+    while (i < n) {
+        while (i < n && url_separator(PyUnicode_READ(kind, data, i)))
+            i++;
+        Py_ssize_t start = i;
+        while (i < n && !url_separator(PyUnicode_READ(kind, data, i)))
+            i++;
+        Py_ssize_t len = i - start;
+        if (len < 2 || len > 30)
+            continue;
+        PyObject *token = sk_literal_and("url:part:", low, start, i, "");
+        if (token == NULL || PyList_Append(out, token) < 0) {
+            Py_XDECREF(token);
+            Py_DECREF(low);
+            return -1;
+        }
+        Py_DECREF(token);
+    }
+    Py_DECREF(low);
+    return 0;
+}
+
 static PyObject *url_parts(PyObject *self, PyObject *args)
 {
-    PyObject *urls, *out;
-    if (!PyArg_ParseTuple(args, "O!O!:url_parts", &PyList_Type, &urls, &PyList_Type, &out))
-        return NULL;
-    for (Py_ssize_t u = 0; u < PyList_GET_SIZE(urls); u++) {
-        PyObject *url = PyList_GET_ITEM(urls, u);
-        if (!PyUnicode_Check(url)) {
-            PyErr_SetString(PyExc_TypeError, "url_parts: every URL must be a str");
-            return NULL;
-        }
-        PyObject *low = PyObject_CallMethod(url, "lower", NULL);
-        if (low == NULL)
-            return NULL;
-        int kind = PyUnicode_KIND(low);
-        const void *data = PyUnicode_DATA(low);
-        Py_ssize_t n = PyUnicode_GET_LENGTH(low), i = 0;
-        while (i < n) {
-            while (i < n && url_separator(PyUnicode_READ(kind, data, i)))
-                i++;
-            Py_ssize_t start = i;
-            while (i < n && !url_separator(PyUnicode_READ(kind, data, i)))
-                i++;
-            Py_ssize_t len = i - start;
-            if (len < 2 || len > 30)
-                continue;
-            PyObject *token = sk_literal_and("url:part:", low, start, i, "");
-            if (token == NULL || PyList_Append(out, token) < 0) {
-                Py_XDECREF(token);
-                Py_DECREF(low);
-                return NULL;
-            }
-            Py_DECREF(token);
-        }
-        Py_DECREF(low);
-    }
-    Py_RETURN_NONE;
+    return each_str(args, "O!O!:url_parts", "url_parts: every URL must be a str", url_part_tokens);
 }
 
 /* find_urls(text) -> list of str: URL_PATTERN.findall(text) of spamkit.text.tokenize, that is
@@ -300,71 +315,66 @@ static PyObject *url_host_tokens(PyObject *self, PyObject *args)
    out as "received:ip:A.B.C.D", "received:ip:A.B.C" and "received:ip:A.B", digits as written
    (spamkit.text.Analyzer's received_ips tokens). A run of digits matches a group only whole:
    a shorter match would leave a digit where the pattern needs a dot or an end. */
+static int received_ip_tokens(PyObject *text, PyObject *out)
+{
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    while (i < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (!sk_is_decimal(c) || (i > 0 && (sk_is_decimal(PyUnicode_READ(kind, data, i - 1))
+                                        || PyUnicode_READ(kind, data, i - 1) == '.'))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t at = i, ends[4];
+        int values4[4], ok = 1;
+        for (int g = 0; g < 4 && ok; g++) {
+            Py_ssize_t start = at;
+            int number = 0;
+            while (at < n && sk_is_decimal(PyUnicode_READ(kind, data, at))) {
+                number = number * 10 + Py_UNICODE_TODECIMAL(PyUnicode_READ(kind, data, at));
+                at++;
+                if (at - start > 3)
+                    break;
+            }
+            if (at - start < 1 || at - start > 3 || (at < n && sk_is_decimal(PyUnicode_READ(kind, data, at)))) {
+                ok = 0;
+                break;
+            }
+            ends[g] = at;
+            values4[g] = number;
+            if (g < 3) {
+                if (at < n && PyUnicode_READ(kind, data, at) == '.')
+                    at++;
+                else
+                    ok = 0;
+            } else if (at < n && PyUnicode_READ(kind, data, at) == '.') {
+                ok = 0;
+            }
+        }
+        if (!ok) {
+            i++;
+            continue;
+        }
+        if (values4[0] <= 255 && values4[1] <= 255 && values4[2] <= 255 && values4[3] <= 255) {
+            for (int g = 3; g >= 1; g--) {
+                PyObject *token = sk_literal_and("received:ip:", text, i, ends[g], "");
+                if (token == NULL || PyList_Append(out, token) < 0) {
+                    Py_XDECREF(token);
+                    return -1;
+                }
+                Py_DECREF(token);
+            }
+        }
+        i = ends[3];
+    }
+    return 0;
+}
+
 static PyObject *received_ips(PyObject *self, PyObject *args)
 {
-    PyObject *values, *out;
-    if (!PyArg_ParseTuple(args, "O!O!:received_ips", &PyList_Type, &values, &PyList_Type, &out))
-        return NULL;
-    for (Py_ssize_t v = 0; v < PyList_GET_SIZE(values); v++) {
-        PyObject *text = PyList_GET_ITEM(values, v);
-        if (!PyUnicode_Check(text)) {
-            PyErr_SetString(PyExc_TypeError, "received_ips: every value must be a str");
-            return NULL;
-        }
-        int kind = PyUnicode_KIND(text);
-        const void *data = PyUnicode_DATA(text);
-        Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
-        while (i < n) {
-            Py_UCS4 c = PyUnicode_READ(kind, data, i);
-            if (!sk_is_decimal(c) || (i > 0 && (sk_is_decimal(PyUnicode_READ(kind, data, i - 1))
-                                            || PyUnicode_READ(kind, data, i - 1) == '.'))) {
-                i++;
-                continue;
-            }
-            Py_ssize_t at = i, ends[4];
-            int values4[4], ok = 1;
-            for (int g = 0; g < 4 && ok; g++) {
-                Py_ssize_t start = at;
-                int number = 0;
-                while (at < n && sk_is_decimal(PyUnicode_READ(kind, data, at))) {
-                    number = number * 10 + Py_UNICODE_TODECIMAL(PyUnicode_READ(kind, data, at));
-                    at++;
-                    if (at - start > 3)
-                        break;
-                }
-                if (at - start < 1 || at - start > 3 || (at < n && sk_is_decimal(PyUnicode_READ(kind, data, at)))) {
-                    ok = 0;
-                    break;
-                }
-                ends[g] = at;
-                values4[g] = number;
-                if (g < 3) {
-                    if (at < n && PyUnicode_READ(kind, data, at) == '.')
-                        at++;
-                    else
-                        ok = 0;
-                } else if (at < n && PyUnicode_READ(kind, data, at) == '.') {
-                    ok = 0;
-                }
-            }
-            if (!ok) {
-                i++;
-                continue;
-            }
-            if (values4[0] <= 255 && values4[1] <= 255 && values4[2] <= 255 && values4[3] <= 255) {
-                for (int g = 3; g >= 1; g--) {
-                    PyObject *token = sk_literal_and("received:ip:", text, i, ends[g], "");
-                    if (token == NULL || PyList_Append(out, token) < 0) {
-                        Py_XDECREF(token);
-                        return NULL;
-                    }
-                    Py_DECREF(token);
-                }
-            }
-            i = ends[3];
-        }
-    }
-    Py_RETURN_NONE;
+    return each_str(args, "O!O!:received_ips", "received_ips: every value must be a str", received_ip_tokens);
 }
 
 /* header_words(fields, max_len, long_token, out): for each (name, value) of fields (a list or tuple),
