@@ -117,12 +117,28 @@ def stream_spam_cuts(is_spam, p_spam, low: float = DEFAULT_BAND[0], floor: float
     current = float(floor)
     for t in range(len(p)):
         if t >= after and (t - after) % every == 0:
-            past, past_y = p[:t], y[:t]
-            candidates = np.unique(np.concatenate([[floor], past[past > floor]]))
-            ham = np.sort(past[~past_y])
-            middle = np.sort(past[past > low])
-            cost = (c_fp * (len(ham) - np.searchsorted(ham, candidates, "right"))
-                    + c_unsure * np.searchsorted(middle, candidates, "right"))
-            current = float(candidates[np.argmin(cost)])
+            current = spam_cut(y[:t], p[:t], low, floor, c_fp, c_unsure)
         cuts[t] = current
     return cuts
+
+
+def spam_cut(is_spam, p_spam, low: float = DEFAULT_BAND[0], floor: float = DEFAULT_BAND[1],
+             c_fp: float = DEFAULT_COSTS["c_fp"], c_unsure: float = DEFAULT_COSTS["c_unsure"]) -> float:
+    """The spam cut c >= ``floor`` that would have cost least on these labelled messages: c_fp
+    for each ham above c, c_unsure for each message between ``low`` and c (the lowest such cut
+    on a tie; the candidates are ``floor`` and the scores above it). What
+    :func:`stream_spam_cuts` chooses at each step from the messages before it.
+
+    >>> spam_cut([1, 0, 1, 1], [0.99, 0.995, 0.985, 0.999])   # the ham at 0.995: 2 x 3 unsure < 100
+    0.995
+    >>> spam_cut([1, 0, 1, 1], [0.99, 0.5, 0.985, 0.999])     # no ham above the floor
+    0.98
+    """
+    y = np.asarray(is_spam, dtype=bool)
+    p = np.asarray(p_spam, dtype=np.float64)
+    candidates = np.unique(np.concatenate([[floor], p[p > floor]]))
+    ham = np.sort(p[~y])
+    middle = np.sort(p[p > low])
+    cost = (c_fp * (len(ham) - np.searchsorted(ham, candidates, "right"))
+            + c_unsure * np.searchsorted(middle, candidates, "right"))
+    return float(candidates[np.argmin(cost)])
