@@ -321,18 +321,3 @@ def test_a_zip_written_member_by_member_is_what_zipfile_reads(members, packed):
 def test_a_zip_too_large_for_its_32_bit_fields_is_refused_not_written_wrong():
     from spamkit.filterfile.ziparchive import LIMIT, fits
     assert fits([1 << 20] * 3) and not fits([LIMIT - 10]) and not fits([1 << 31, 1 << 31])
-
-
-def test_the_digests_pipe_mode_uses_are_hashlibs():
-    # spamkit.common.digests: CPython's built-in SHA-256 and BLAKE2b, without OpenSSL's start-up;
-    # the same digests as hashlib's (which are OpenSSL's where it is there)
-    import importlib.util
-
-    from spamkit.common import digests
-    for data in (b"", b"abc", bytes(range(256)) * 300, "Grüße, 你好".encode("utf-8")):
-        assert digests.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
-        assert digests.blake2b(data, digest_size=8).digest() == hashlib.blake2b(data, digest_size=8).digest()
-    assert hashlib.sha256(b"abc").hexdigest().startswith("ba7816bf8f01cfea")      # FIPS 180-2's example
-    if importlib.util.find_spec("_sha2") or importlib.util.find_spec("_sha256"):
-        assert digests.sha256.__module__ in ("_sha2", "_sha256")
-

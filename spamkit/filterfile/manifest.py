@@ -9,13 +9,13 @@ The standard library only (array dtypes are read from their NumPy names by
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import stat
 from zlib import error as zlib_error
 
-from ..common.digests import blake2b, sha256
 from ..common.patterns import LazyPattern
 from .. import __version__
 from ..common.errors import ModelFormatError
@@ -121,7 +121,7 @@ def member_chunks(z: Archive, path: Path, meta: dict, limit: int | None = None, 
         format_error(path, f"member {name} is missing; the file is damaged")
     if limit is not None and info.file_size > limit:
         format_error(path, f"member {name} declares {info.file_size} bytes, more than the {limit} its manifest allows")
-    digest, total = sha256(), 0
+    digest, total = hashlib.sha256(), 0
     try:
         with z.open(info, check_crc=False) as fh:       # the SHA-256 below is the stronger check
             while True:
@@ -203,7 +203,7 @@ def manifest_sha256(z: Archive) -> str:
     changes with any byte the filter is made of, as the whole file's SHA-256 would; hashing a
     few kilobytes instead of the whole file was half of one-shot pipe mode's instructions on a
     10.8 MB filter (docs/results.md, "Start-up")."""
-    return sha256(z.read("manifest.json")).hexdigest()
+    return hashlib.sha256(z.read("manifest.json")).hexdigest()
 
 
 def filter_sha256(path) -> str:
@@ -215,7 +215,7 @@ def filter_sha256(path) -> str:
             return manifest_sha256(z)
     except (ModelFormatError, OSError, ValueError, EOFError, zlib_error):
         with open(path, "rb") as fh:
-            return sha256(fh.read()).hexdigest()
+            return hashlib.sha256(fh.read()).hexdigest()
 
 
 def check_manifest(z: Archive, path: Path) -> dict:
@@ -398,4 +398,4 @@ def term_hash(term: str) -> int:
     >>> term_hash("viagra") == term_hash("viagra") != term_hash("Viagra")
     True
     """
-    return int.from_bytes(blake2b(term.encode("utf-8"), digest_size=8).digest(), "little")
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "little")
