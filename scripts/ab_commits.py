@@ -15,7 +15,8 @@ modules again in every run.
 Prints each version's medians (seconds, CPU of the process and the children it waited for,
 peak MB) and the median of the pairwise differences (B - A) with how many pairs B won: on a
 machine whose speed moves by a fifth from one minute to the next, the pairwise difference is
-what says something. Relative corpus paths are made absolute. Standard library and git only.
+what says something. Relative corpus paths are made absolute. ``--stdin FILE``: each run reads
+FILE on its standard input (pipe mode: ``-- filter MODEL -``). Standard library and git only.
 """
 
 from __future__ import annotations
@@ -61,15 +62,17 @@ def absolute(args: list[str], out: Path) -> list[str]:
     return fixed
 
 
-def run(tree: Path, args: list[str], folder: Path) -> tuple[float, float, float]:
-    """(seconds, CPU seconds, peak MB) of ``python -m spamkit ARGS`` run from ``folder``: the
-    process's and its workers' (wait4's usage covers the children it waited for)."""
+def run(tree: Path, args: list[str], folder: Path, stdin: Path | None = None) -> tuple[float, float, float]:
+    """(seconds, CPU seconds, peak MB) of ``python -m spamkit ARGS`` run from ``folder`` (reading
+    ``stdin``, a file, where given): the process's and its workers' (wait4's usage covers the
+    children it waited for)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "spamkit", *args], cwd=folder, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - started
+    with open(stdin if stdin is not None else os.devnull, "rb") as source:
+        started = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "spamkit", *args], cwd=folder, env=env,
+                                stdin=source, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
     err = proc.stderr.read().decode(errors="replace")
     proc.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
@@ -83,6 +86,7 @@ def main() -> None:
     parser.add_argument("a", help="the version compared against: a commit, or WORKTREE")
     parser.add_argument("b", help="the version measured: a commit, or WORKTREE")
     parser.add_argument("--pairs", type=int, default=12)
+    parser.add_argument("--stdin", type=Path, default=None, help="a file each run reads on its standard input")
     argv = sys.argv[1:]
     if "--" not in argv:
         parser.parse_args(argv)                    # --help, or what is wrong with the options
@@ -105,7 +109,8 @@ def main() -> None:
             results: dict = {"A": [], "B": []}
             for i in range(opts.pairs):
                 for name in (("A", "B") if i % 2 else ("B", "A")):
-                    results[name].append(run(trees[name], command, folder))
+                    results[name].append(run(trees[name], command, folder,
+                                             opts.stdin.resolve() if opts.stdin else None))
         finally:
             for tree in made:
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
