@@ -132,7 +132,7 @@ def main(argv=None) -> int:
         if args.training_cut:
             is_spam, log_odds = cross_validated_log_odds(build_filter(**BEST), [train], folds=5)
             cut = spam_cut(is_spam, 1.0 / (1.0 + np.exp(-log_odds)))
-            for label, decisions in list(rows[:2]):
+            for label, decisions in rows[:2]:
                 rows.append((f"{label.removeprefix('spamkit, ')}, cut {cut:.4f}",
                              np.where((decisions == "spam") & (p < cut), "unsure", decisions)))
         for label, decisions in rows:
