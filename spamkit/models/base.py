@@ -152,11 +152,19 @@ class Estimator:
 
 class _PredictorMixin:
     """What scikit-learn's classifier and regressor mixins add: the estimator type in the tags,
-    the target required, and ``score`` (a metric of scikit-learn's, imported when called)."""
+    the target required, and ``score`` (a metric of scikit-learn's, imported when called); and
+    the tags each class declares in :attr:`sklearn_tag_settings`."""
 
     _estimator_type_name: str
     _score_name: str
     predict: Callable                # the estimator's own (annotation only: no attribute here)
+    #: scipy.sparse input accepted (the ``accept_sparse`` of input validation; tagged ``input_tags.sparse``)
+    _accept_sparse: str | bool = False
+    #: scikit-learn tags a class sets on top of its bases', as {"group.field": value}, e.g.
+    #: ``{"input_tags.positive_only": True}``: each class declares its own, and
+    #: ``__sklearn_tags__`` applies them from the most basic class to the most derived, so a
+    #: subclass's setting wins, as in an override of ``__sklearn_tags__`` calling ``super()``
+    sklearn_tag_settings: dict = {}
 
     def __sklearn_tags__(self):
         from sklearn import utils
@@ -166,6 +174,11 @@ class _PredictorMixin:
         tags.estimator_type = kind
         setattr(tags, f"{kind}_tags", getattr(utils, f"{kind.capitalize()}Tags")())
         tags.target_tags.required = True
+        tags.input_tags.sparse = bool(self._accept_sparse)
+        for cls in reversed(type(self).__mro__):
+            for path, value in vars(cls).get("sklearn_tag_settings", {}).items():
+                group, field = path.split(".")
+                setattr(getattr(tags, group), field, value)
         return tags
 
     def score(self, X, y, sample_weight=None) -> float:
@@ -206,11 +219,6 @@ class ProbabilisticClassifier(ClassifierMixin, Estimator):
     _accept_sparse: str | bool = "csr"
     #: the classes, set by fitting (annotation only: an unfitted model has no such attribute)
     classes_: np.ndarray
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = bool(self._accept_sparse)
-        return tags
 
     # ------------------------------------------------------------- validation
 
@@ -381,13 +389,10 @@ class NaiveBayesParameters:
         self.fit_prior = fit_prior
         self.class_prior = class_prior
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # scikit-learn's estimator suite checks accuracy > 0.83 on Gaussian blobs, which a
-        # count or category model cannot reach on real numbers; scikit-learn tags its own
-        # discrete Naive Bayes estimators poor_score for the same reason.
-        tags.classifier_tags.poor_score = True
-        return tags
+    #: scikit-learn's estimator suite checks accuracy > 0.83 on Gaussian blobs, which a count or
+    #: category model cannot reach on real numbers; scikit-learn tags its own discrete Naive
+    #: Bayes estimators poor_score for the same reason
+    sklearn_tag_settings = {"classifier_tags.poor_score": True}
 
 
 def class_log_prior(class_count, fit_prior: bool = True, class_prior=None) -> np.ndarray:
@@ -412,12 +417,28 @@ def class_log_prior(class_count, fit_prior: bool = True, class_prior=None) -> np
     return np.full(n_classes, -np.log(n_classes))
 
 
+def check_positive(value, name: str, *, zero: bool = False) -> float:
+    """``value`` as a float, which must be finite and > 0 (>= 0 with ``zero``); otherwise a
+    ConfigError naming the parameter ``name``.
+
+    >>> check_positive("0.5", "beta")
+    0.5
+    >>> check_positive(0, "alpha", zero=True)
+    0.0
+    >>> check_positive(0, "beta")
+    Traceback (most recent call last):
+    spamkit.common.errors.ConfigError: beta must be a finite number > 0, got 0
+    """
+    bound = ">= 0" if zero else "> 0"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number {bound}, got {value!r}") from None
+    if not (np.isfinite(number) and (number >= 0 if zero else number > 0)):
+        raise ConfigError(f"{name} must be a finite number {bound}, got {value!r}")
+    return number
+
+
 def check_alpha(alpha) -> float:
     """Additive smoothing must be a finite number >= 0 (0 only for hand checks: unsmoothed MLE)."""
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise ConfigError(f"alpha must be a number >= 0, got {alpha!r}") from None
-    if not np.isfinite(value) or value < 0:
-        raise ConfigError(f"alpha must be a finite number >= 0, got {alpha!r}")
-    return value
+    return check_positive(alpha, "alpha", zero=True)

@@ -32,9 +32,6 @@ from .base import (NaiveBayesParameters, ProbabilisticClassifier, check_alpha, c
 class CategoricalNB(NaiveBayesParameters, ProbabilisticClassifier):
     """Naive Bayes over categorical features, missing values allowed.
 
-    scikit-learn's ``check_estimator`` passes but for the checks listed, each with the reason,
-    in :attr:`EXPECTED_FAILED_CHECKS` (``tests/test_estimator_checks.py``).
-
     Parameters
     ----------
     alpha : float
@@ -83,11 +80,7 @@ class CategoricalNB(NaiveBayesParameters, ProbabilisticClassifier):
                               "(the example in this docstring)",
     }
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.categorical = True
-        tags.input_tags.allow_nan = True
-        return tags
+    sklearn_tag_settings = {"input_tags.categorical": True, "input_tags.allow_nan": True}
 
     # ------------------------------------------------------------- encoding
 

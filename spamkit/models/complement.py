@@ -57,11 +57,7 @@ class ComplementNB(CountingModel):
         self.tf_transform = tf_transform
         self.length_norm = length_norm
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True
-        tags.classifier_tags.poor_score = True
-        return tags
+    sklearn_tag_settings = {"input_tags.positive_only": True, "classifier_tags.poor_score": True}
 
     def check_params(self):
         check_alpha(self.alpha)

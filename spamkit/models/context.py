@@ -53,7 +53,7 @@ import numpy as np
 from ..common import errors
 from ..common.compiled import speedups as _compiled
 from ..common.errors import ConfigError
-from .base import Estimator, ProbabilisticClassifier
+from .base import Estimator, ProbabilisticClassifier, check_positive
 from .contexttable import SATURATED, pack_table, unpack_table
 
 speedups = _compiled()                   # spamkit/common/speedups.c, or None: NumPy throughout
@@ -134,13 +134,7 @@ class ByteContextModel(Estimator):
             raise ConfigError(f"the context order must be an integer from 0 to 16, got {self.order!r}")
         if not (isinstance(self.bits, (int, np.integer)) and 8 <= self.bits <= 30):
             raise ConfigError(f"the table size must be 2**bits with bits from 8 to 30, got {self.bits!r}")
-        try:
-            beta = float(self.beta)
-        except (TypeError, ValueError):
-            raise ConfigError(f"beta must be a number > 0, got {self.beta!r}") from None
-        if not np.isfinite(beta) or beta <= 0:
-            raise ConfigError(f"beta must be a finite number > 0, got {self.beta!r}")
-        return beta
+        return check_positive(self.beta, "beta")
 
     # ------------------------------------------------------------- input
 

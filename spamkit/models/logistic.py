@@ -44,8 +44,8 @@ from ..scoring import LOGISTIC_LIMIT as SCORE_LIMIT
 from ..scoring.arrays import expit, log_expit
 
 from ..common.compiled import speedups as _compiled
-from .base import ProbabilisticClassifier, check_sample_weight, csr_index_arrays
-from .robinson import PRESENCE_FAILED_CHECKS, presence, two_class_presence_tags
+from .base import ProbabilisticClassifier, check_positive, check_sample_weight, csr_index_arrays
+from .robinson import PRESENCE_FAILED_CHECKS, PRESENCE_TAGS, presence
 
 speedups = _compiled()                   # spamkit/common/speedups.c, or None: the Python definition
 
@@ -60,9 +60,6 @@ _ONLINE_WEIGHTS = ("online gradient steps: a message of weight w takes one step 
 
 class OnlineLogistic(ProbabilisticClassifier):
     """Two-class logistic regression learned by stochastic gradient steps on binary features.
-
-    scikit-learn's ``check_estimator`` passes but for the checks listed, each with the reason,
-    in :attr:`EXPECTED_FAILED_CHECKS` (``tests/test_estimator_checks.py``).
 
     Parameters
     ----------
@@ -91,19 +88,14 @@ class OnlineLogistic(ProbabilisticClassifier):
         self.rate = rate
         self.epochs = epochs
 
-    __sklearn_tags__ = two_class_presence_tags
+    sklearn_tag_settings = PRESENCE_TAGS
     #: the scikit-learn checks it cannot pass, and why (tests/test_estimator_checks.py)
     EXPECTED_FAILED_CHECKS = {**PRESENCE_FAILED_CHECKS,
                               "check_sample_weight_equivalence_on_dense_data": _ONLINE_WEIGHTS,
                               "check_sample_weight_equivalence_on_sparse_data": _ONLINE_WEIGHTS}
 
     def check_params(self) -> float:
-        try:
-            rate = float(self.rate)
-        except (TypeError, ValueError):
-            raise ConfigError(f"the learning rate must be a number > 0, got {self.rate!r}") from None
-        if not np.isfinite(rate) or rate <= 0:
-            raise ConfigError(f"the learning rate must be a finite number > 0, got {self.rate!r}")
+        rate = check_positive(self.rate, "the learning rate")
         if not (isinstance(self.epochs, (int, np.integer)) and self.epochs >= 1):
             raise ConfigError(f"epochs must be an integer >= 1, got {self.epochs!r}")
         return rate

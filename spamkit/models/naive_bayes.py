@@ -144,10 +144,7 @@ class MultinomialNB(_DiscreteNB):
     [[0.0003, 0.0001]]
     """
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True
-        return tags
+    sklearn_tag_settings = {"input_tags.positive_only": True}
 
     def counted(self, X):
         data = X.data if sp.issparse(X) else X

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 from ..common import errors
-from ..common.errors import ConfigError
+from ..common.errors import ConfigError, check_choice
 from ..common.names import METRICS, WEIGHTS
 from .base import is_plain_csr, unit_rows
 from .cosine import CosineIndex, sparse_dense_product
@@ -82,18 +82,13 @@ class NeighbourSearch:
         self.feature_weights = feature_weights
         self.standardize = standardize
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
+    sklearn_tag_settings = {"input_tags.sparse": True}
 
     def check_search_params(self):
-        if self.metric not in METRICS:
-            raise ConfigError(f"unknown metric {self.metric!r}; choose one of {', '.join(METRICS)}")
+        check_choice(self.metric, METRICS, "metric")
         if not isinstance(self.k, (int, np.integer)) or self.k < 1:
             raise ConfigError(f"k must be a positive integer, got {self.k!r}")
-        if self.weights not in WEIGHTS:
-            raise ConfigError(f"unknown weights {self.weights!r}; choose one of {', '.join(WEIGHTS)}")
+        check_choice(self.weights, WEIGHTS, "weights")
         if not float(self.tau) > 0:
             raise ConfigError(f"tau must be > 0, got {self.tau!r}")
         if not float(self.epsilon) >= 0:

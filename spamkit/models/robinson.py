@@ -47,7 +47,7 @@ from ..common.errors import ConfigError
 from ..common.names import FISHER_MAX_CLUES, FISHER_MIN_DEV, FISHER_PRIOR, FISHER_STRENGTH
 from ..scoring import F_CEILING_GAP, F_FLOOR
 from ..scoring.arrays import fisher_log_odds
-from .base import ProbabilisticClassifier, csr_index_arrays
+from .base import csr_index_arrays
 from .counting import CountingModel
 
 speedups = _compiled()                   # spamkit/common/speedups.c, or None: the NumPy definitions
@@ -61,15 +61,11 @@ PRESENCE_FAILED_CHECKS = {
 }
 
 
-def two_class_presence_tags(self):
-    """scikit-learn tags of the two-class token-presence models (RobinsonFisher, FisherNBStack):
-    no multi-class; counts only (negative values are refused: :func:`presence`); poor_score,
-    since presence of real-valued blob features says little."""
-    tags = ProbabilisticClassifier.__sklearn_tags__(self)
-    tags.input_tags.positive_only = True
-    tags.classifier_tags.multi_class = False
-    tags.classifier_tags.poor_score = True
-    return tags
+#: scikit-learn tags of the two-class token-presence models (RobinsonFisher, FisherNBStack,
+#: OnlineLogistic): no multi-class; counts only (negative values are refused: :func:`presence`);
+#: poor_score, since presence of real-valued blob features says little
+PRESENCE_TAGS = {"input_tags.positive_only": True, "classifier_tags.multi_class": False,
+                 "classifier_tags.poor_score": True}
 
 
 def presence(X) -> sp.csr_matrix:
@@ -93,9 +89,6 @@ def presence(X) -> sp.csr_matrix:
 
 class RobinsonFisher(CountingModel):
     """Two-class token filter: Robinson's f(w) and Fisher's chi-square combining.
-
-    scikit-learn's ``check_estimator`` passes but for the checks listed, each with the reason,
-    in :attr:`EXPECTED_FAILED_CHECKS` (``tests/test_estimator_checks.py``).
 
     Parameters
     ----------
@@ -133,7 +126,7 @@ class RobinsonFisher(CountingModel):
         self.min_dev = min_dev
         self.max_clues = max_clues
 
-    __sklearn_tags__ = two_class_presence_tags
+    sklearn_tag_settings = PRESENCE_TAGS
     #: the scikit-learn checks it cannot pass, and why (tests/test_estimator_checks.py)
     EXPECTED_FAILED_CHECKS = PRESENCE_FAILED_CHECKS
 

@@ -37,7 +37,7 @@ from .base import check_alpha, csr_index_arrays, finite_log_odds
 from .combiner import StackCombiner
 from .counting import CountingModel
 from .logistic import DEFAULT_RATE, OnlineLogistic
-from .robinson import RobinsonFisher, presence, speedups, two_class_presence_tags
+from .robinson import PRESENCE_TAGS, RobinsonFisher, presence, speedups
 
 #: the stack of spamkit's best filter: a third component, online logistic regression at
 #: :data:`~spamkit.models.logistic.DEFAULT_RATE`, and sign-log squashed component scores. Chosen
@@ -68,9 +68,6 @@ def fold_of_rows(codes: np.ndarray, n_folds: int) -> np.ndarray:
 
 class FisherNBStack(StackCombiner, CountingModel):
     """Two-class filter: Fisher and multinomial NB log-odds combined by a logistic regression.
-
-    scikit-learn's ``check_estimator`` passes but for the checks listed, each with the reason,
-    in :attr:`EXPECTED_FAILED_CHECKS` (``tests/test_estimator_checks.py``).
 
     Parameters
     ----------
@@ -149,7 +146,7 @@ class FisherNBStack(StackCombiner, CountingModel):
         self.side_inputs = side_inputs
         self.combiner_center = combiner_center
 
-    __sklearn_tags__ = two_class_presence_tags
+    sklearn_tag_settings = PRESENCE_TAGS
     #: the scikit-learn checks it cannot pass, and why: none (it has no decision_function, so the
     #: presence models' one exception is not run; tests/test_estimator_checks.py)
     EXPECTED_FAILED_CHECKS: dict = {}
