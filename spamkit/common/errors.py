@@ -13,6 +13,20 @@ class ConfigError(SpamkitError, ValueError):
     """A parameter is outside its documented domain."""
 
 
+def check_choice(value, choices, what: str):
+    """``value`` if it is one of ``choices``, else a ConfigError naming ``what`` and the choices.
+
+    >>> check_choice("tf", ("binary", "tf"), "representation")
+    'tf'
+    >>> check_choice("idf", ("binary", "tf"), "representation")
+    Traceback (most recent call last):
+    spamkit.common.errors.ConfigError: unknown representation 'idf'; choose one of binary, tf
+    """
+    if value not in choices:
+        raise ConfigError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
+    return value
+
+
 class CorpusError(SpamkitError):
     """A corpus cannot be read as the requested format."""
 

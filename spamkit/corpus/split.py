@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..common.errors import ConfigError, CorpusError
+from ..common.errors import ConfigError, CorpusError, check_choice
 from ..common.names import SPLIT_METHODS
 
 
@@ -39,8 +39,7 @@ def holdout_ids(records, test_fraction: float, method: str = "auto", seed: int =
     """
     if not 0.0 < float(test_fraction) < 1.0:
         raise ConfigError(f"test fraction must be between 0 and 1 (exclusive), got {test_fraction}")
-    if method not in SPLIT_METHODS:
-        raise ConfigError(f"unknown split method {method!r}; choose one of {', '.join(SPLIT_METHODS)}")
+    check_choice(method, SPLIT_METHODS, "split method")
     records = list(records)
     if not records:
         raise CorpusError("cannot split an empty corpus")

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..common import errors
-from ..common.errors import ConfigError
+from ..common.errors import ConfigError, check_choice
 from ..common.names import REPRESENTATIONS, SELECTIONS
 from .counting import column_counts, count_matrix, numbered_here, one_row, renumber_columns, sorted_with_order
 from .matrices import information_gain, l2_normalize_rows
@@ -51,6 +51,13 @@ def _threshold(value, n_docs: int, name: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise ConfigError(f"{name} as a proportion must be in [0, 1], got {value}")
     return value * n_docs
+
+
+def _optional_count(value, rule: str):
+    """None, or an integer >= 1; otherwise a ConfigError saying ``rule``."""
+    if value is not None and (not isinstance(value, (int, np.integer)) or value < 1):
+        raise ConfigError(f"{rule}, got {value!r}")
+    return value
 
 
 class Vectorizer:
@@ -88,23 +95,13 @@ class Vectorizer:
 
     def __init__(self, representation: str = "tf", min_df=1, max_df=1.0, max_features: int | None = None,
                  select: str = "frequency", hashing: int | None = None):
-        if representation not in REPRESENTATIONS:
-            raise ConfigError(f"unknown representation {representation!r}; choose one of "
-                              f"{', '.join(REPRESENTATIONS)}")
-        if select not in SELECTIONS:
-            raise ConfigError(f"unknown feature selection {select!r}; choose one of {', '.join(SELECTIONS)}")
-        if max_features is not None and (not isinstance(max_features, (int, np.integer)) or max_features < 1):
-            raise ConfigError(f"max_features must be a positive integer, got {max_features!r}")
-        if hashing is not None and (not isinstance(hashing, (int, np.integer)) or hashing < 1):
-            raise ConfigError(f"hashing must be a positive number of columns, got {hashing!r}")
-        self.representation = representation
-        self.min_df = min_df
-        self.max_df = max_df
-        self.max_features = max_features
-        self.select = select
-        self.hashing = hashing
+        self.representation = check_choice(representation, REPRESENTATIONS, "representation")
+        self.select = check_choice(select, SELECTIONS, "feature selection")
+        self.max_features = _optional_count(max_features, "max_features must be a positive integer")
+        self.hashing = _optional_count(hashing, "hashing must be a positive number of columns")
         _threshold(min_df, 1, "min_df")
         _threshold(max_df, 1, "max_df")
+        self.min_df, self.max_df = min_df, max_df
 
     @property
     def terms_(self) -> list | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..common.errors import ConfigError
+from ..common.errors import ConfigError, check_choice
 from ..models.base import ClassifierMixin, Estimator
 from ..features.vectorizer import Vectorizer
 from ..models.registry import make_model
@@ -128,8 +128,7 @@ class FilterSettings:
     def __post_init__(self):
         for name in ("fisher", "stack", "knn", "context", "grams"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
-        if self.model not in MODEL_NAMES:
-            raise ConfigError(f"unknown model {self.model!r}; choose one of {', '.join(MODEL_NAMES)}")
+        check_choice(self.model, MODEL_NAMES, "model")
         if (self.context is not None or isinstance(self.grams, MappingProxyType)) and self.model != STACK_MODEL:
             what = "a context model" if self.context is not None else "a byte 4-gram model"
             raise ConfigError(f"{what} is a side input of the fisher-nb stack, not of {self.model!r}")

@@ -8,7 +8,7 @@ imported only when a stemmer is asked for.
 
 from __future__ import annotations
 
-from ..common.errors import ConfigError
+from ..common.errors import ConfigError, check_choice
 
 STEMMERS = ("none", "porter", "snowball", "lancaster")
 SNOWBALL_LANGUAGES = ("arabic", "danish", "dutch", "english", "finnish", "french", "german",
@@ -43,8 +43,7 @@ class CachedStemmer:
     """
 
     def __init__(self, name: str = "none", language: str = "english"):
-        if name not in STEMMERS:
-            raise ConfigError(f"unknown stemmer {name!r}; choose one of {', '.join(STEMMERS)}")
+        check_choice(name, STEMMERS, "stemmer")
         if name == "snowball" and language not in SNOWBALL_LANGUAGES:
             raise ConfigError(f"Snowball has no {language!r} stemmer; choose one of "
                               f"{', '.join(SNOWBALL_LANGUAGES)}")
