@@ -218,6 +218,30 @@ SK_HIDDEN int sk_csr_fits(const long long *ptr, Py_ssize_t n_rows, const void *i
     return 1;
 }
 
+/* PyMem_Realloc(p, size), or NULL with MemoryError set (p is then left as it was) */
+SK_HIDDEN void *sk_realloc(void *p, size_t size)
+{
+    void *q = PyMem_Realloc(p, size);
+    if (q == NULL)
+        PyErr_NoMemory();
+    return q;
+}
+
+/* sk_get_buffer for each of the n views, all or none: 0, or -1 with the error set and the
+   views already taken released */
+SK_HIDDEN int sk_get_views(const SkView *views, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const SkView *v = &views[i];
+        if (sk_get_buffer(v->o, v->view, v->format, v->itemsize, v->writable, v->what) < 0) {
+            while (i-- > 0)
+                PyBuffer_Release(views[i].view);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* releases each view of a NULL-terminated list; a view never acquired (obj NULL: zero-initialised,
    or left so by a failed sk_get_buffer) is skipped by PyBuffer_Release */
 SK_HIDDEN void sk_release_views(Py_buffer *view, ...)

@@ -47,6 +47,17 @@ SK_HIDDEN int sk_get_buffer(PyObject *o, Py_buffer *view, const char *format, Py
 SK_HIDDEN int sk_get_index_buffer(PyObject *o, Py_buffer *view, int *narrow);
 SK_HIDDEN int sk_csr_fits(const long long *ptr, Py_ssize_t n_rows, const void *idx, int narrow, Py_ssize_t nnz, Py_ssize_t n_cols);
 SK_HIDDEN void sk_release_views(Py_buffer *view, ...);
+/* one buffer for sk_get_views: the object, where its view goes, and sk_get_buffer's checks */
+typedef struct {
+    PyObject *o;
+    Py_buffer *view;
+    const char *format;
+    Py_ssize_t itemsize;
+    int writable;
+    const char *what;
+} SkView;
+SK_HIDDEN int sk_get_views(const SkView *views, int n);
+SK_HIDDEN void *sk_realloc(void *p, size_t size);
 SK_HIDDEN PyObject *sk_none_unless(int bad, const char *message);
 SK_HIDDEN void sk_row_part(const void *indptr, int narrow, Py_ssize_t n_rows, int part, int parts, Py_ssize_t *lo, Py_ssize_t *hi);
 SK_HIDDEN int sk_parts_for(Py_ssize_t work, Py_ssize_t least);
@@ -54,6 +65,7 @@ SK_HIDDEN void sk_run_parts(part_fn fn, void *arg, int parts);
 SK_HIDDEN PyObject *sk_cached_ascii(const char *buf, Py_ssize_t len);
 SK_HIDDEN int sk_ascii_letter(Py_UCS4 c);
 SK_HIDDEN int sk_ascii_space(Py_UCS1 c);
+SK_HIDDEN int sk_str_pair(PyObject *item, PyObject **name, PyObject **value, const char *message);
 SK_HIDDEN void sk_ascii_strip(const Py_UCS1 *d, Py_ssize_t *a, Py_ssize_t *b);
 SK_HIDDEN char *sk_ascii_lowered(const Py_UCS1 *d, Py_ssize_t a, Py_ssize_t b, char *small, size_t small_size);
 SK_HIDDEN PyObject *sk_literal_and(const char *lit, PyObject *s, Py_ssize_t a, Py_ssize_t b, const char *suffix);

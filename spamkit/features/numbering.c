@@ -31,11 +31,9 @@ static int buffer_put(Buffer *b, const void *item, Py_ssize_t size)
         Py_ssize_t cap = b->cap ? b->cap * 2 : 4096;
         while (cap < b->len + size)
             cap *= 2;
-        char *data = PyMem_Realloc(b->data, (size_t)cap);
-        if (data == NULL) {
-            PyErr_NoMemory();
+        char *data = sk_realloc(b->data, (size_t)cap);
+        if (data == NULL)
             return -1;
-        }
         b->data = data;
         b->cap = cap;
     }
@@ -183,17 +181,13 @@ static Py_ssize_t numbering_find_or_add(Numbering *self, PyObject *token, PyObje
     }
     if (self->count == self->cap) {
         Py_ssize_t cap = self->cap ? self->cap * 2 : 1024;
-        PyObject **keys = PyMem_Realloc(self->keys, (size_t)cap * sizeof(PyObject *));
-        if (keys == NULL) {
-            PyErr_NoMemory();
+        PyObject **keys = sk_realloc(self->keys, (size_t)cap * sizeof(PyObject *));
+        if (keys == NULL)
             return -1;
-        }
         self->keys = keys;
-        Py_hash_t *hashes = PyMem_Realloc(self->hashes, (size_t)cap * sizeof(Py_hash_t));
-        if (hashes == NULL) {
-            PyErr_NoMemory();
+        Py_hash_t *hashes = sk_realloc(self->hashes, (size_t)cap * sizeof(Py_hash_t));
+        if (hashes == NULL)
             return -1;
-        }
         self->hashes = hashes;
         self->cap = cap;
     }
@@ -212,16 +206,26 @@ static Py_ssize_t numbering_find_or_add(Numbering *self, PyObject *token, PyObje
     return (Py_ssize_t)i;
 }
 
-static PyObject *numbering_number(Numbering *self, PyObject *token_lists)
+/* What number() and columns() check first: `list` (the argument `arg`) is a list, else a
+   TypeError, and no call of either runs on this table (a token's __hash__ or __eq__ calling
+   back), else a RuntimeError. 0, or -1 with the error set. */
+static int numbering_may_start(Numbering *self, PyObject *list, const char *method, const char *arg)
 {
-    if (!PyList_Check(token_lists)) {
-        PyErr_SetString(PyExc_TypeError, "Numbering.number: token_lists must be a list");
-        return NULL;
+    if (!PyList_Check(list)) {
+        PyErr_Format(PyExc_TypeError, "Numbering.%s: %s must be a list", method, arg);
+        return -1;
     }
     if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "Numbering.number called again while it runs");
-        return NULL;
+        PyErr_Format(PyExc_RuntimeError, "Numbering.%s called again while it runs", method);
+        return -1;
     }
+    return 0;
+}
+
+static PyObject *numbering_number(Numbering *self, PyObject *token_lists)
+{
+    if (numbering_may_start(self, token_lists, "number", "token_lists") < 0)
+        return NULL;
     self->busy = 1;
     Buffer ids = {0}, counts = {0}, sizes = {0};
     int32_t *doc_ids = NULL, *doc_counts = NULL;
@@ -329,14 +333,8 @@ done:
    parsed. */
 static PyObject *numbering_columns(Numbering *self, PyObject *terms)
 {
-    if (!PyList_Check(terms)) {
-        PyErr_SetString(PyExc_TypeError, "Numbering.columns: terms must be a list");
+    if (numbering_may_start(self, terms, "columns", "terms") < 0)
         return NULL;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "Numbering.columns called again while it runs");
-        return NULL;
-    }
     /* exact str only: nothing runs Python code, a hash may be taken ahead of its turn and the
        list cannot change; anything else is looked up in a copy of the list, one at a time */
     Py_ssize_t n = PyList_GET_SIZE(terms);

@@ -87,6 +87,35 @@ static int ctx_texts(PyObject *seq, Py_ssize_t max_bytes, CtxTexts *T)
     return 0;
 }
 
+/* What context_learn, context_ratios and context_gather do first: order (0 to CTX_MAX_ORDER),
+   bits (min_bits to 30) and max_bytes (>= 1) checked, and `bad_arg` (the name of the caller's
+   own argument when it is out of range, else NULL), a ValueError naming fn otherwise; then the n
+   buffers of views (all or none: sk_get_views) and the texts into T. 0, or -1 with the error
+   set and nothing held; ctx_end releases what it took. */
+static int ctx_begin(const char *fn, int order, int bits, int min_bits, Py_ssize_t max_bytes, const char *bad_arg,
+                     PyObject *o_texts, CtxTexts *T, const SkView *views, int n)
+{
+    if (order < 0 || order > CTX_MAX_ORDER || bits < min_bits || bits > 30 || max_bytes < 1 || bad_arg != NULL) {
+        PyErr_Format(PyExc_ValueError, "%s: %s out of range", fn, bad_arg != NULL ? bad_arg : "order, bits or max_bytes");
+        return -1;
+    }
+    if (sk_get_views(views, n) < 0)
+        return -1;
+    if (ctx_texts(o_texts, max_bytes, T) < 0) {
+        for (int i = 0; i < n; i++)
+            PyBuffer_Release(views[i].view);
+        return -1;
+    }
+    return 0;
+}
+
+static void ctx_end(CtxTexts *T, const SkView *views, int n)
+{
+    for (int i = 0; i < n; i++)
+        PyBuffer_Release(views[i].view);
+    ctx_texts_release(T);
+}
+
 /* Counts every slot of every symbol of each text once more in its class's column of the
    slot-major table (a count at UINT32_MAX stays there: saturated), or with unlearn once less:
    a saturated count stays, and a count at zero stops the pass. Returns the number of updates
@@ -135,19 +164,12 @@ static PyObject *context_learn(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOiinO|i:context_learn", &o_texts, &o_codes, &order, &bits, &max_bytes, &o_table,
                           &sign))
         return NULL;
-    if (order < 0 || order > CTX_MAX_ORDER || bits < 8 || bits > 30 || max_bytes < 1 || (sign != 1 && sign != -1)) {
-        PyErr_SetString(PyExc_ValueError, "context_learn: order, bits, max_bytes or sign out of range");
-        return NULL;
-    }
-    CtxTexts T;
-    if (ctx_texts(o_texts, max_bytes, &T) < 0)
-        return NULL;
     Py_buffer codes = {0}, tab = {0};
-    if (sk_get_buffer(o_codes, &codes, "q", 8, 0, "codes") < 0 || sk_get_buffer(o_table, &tab, "I", 4, 1, "table") < 0) {
-        sk_release_views(&codes, &tab, NULL);
-        ctx_texts_release(&T);
+    const SkView views[] = {{o_codes, &codes, "q", 8, 0, "codes"}, {o_table, &tab, "I", 4, 1, "table"}};
+    CtxTexts T;
+    if (ctx_begin("context_learn", order, bits, 8, max_bytes, sign == 1 || sign == -1 ? NULL : "sign", o_texts, &T,
+                  views, 2) < 0)
         return NULL;
-    }
     Py_ssize_t n_texts = T.n, size = (Py_ssize_t)1 << bits;
     const long long *code = codes.buf;
     int bad = codes.shape[0] != n_texts || tab.shape[0] != 2 * size, done = 1;
@@ -163,8 +185,7 @@ static PyObject *context_learn(PyObject *self, PyObject *args)
         }
         Py_END_ALLOW_THREADS
     }
-    sk_release_views(&codes, &tab, NULL);
-    ctx_texts_release(&T);
+    ctx_end(&T, views, 2);
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "context_learn: the texts, codes and table do not fit together");
         return NULL;
@@ -185,20 +206,12 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OiinOdddddOO:context_ratios", &o_texts, &order, &bits, &max_bytes, &o_table,
                           &texts0, &texts1, &symbols0, &symbols1, &beta, &o_out, &o_len))
         return NULL;
-    if (order < 0 || order > CTX_MAX_ORDER || bits < 8 || bits > 30 || max_bytes < 1 || !(beta > 0)) {
-        PyErr_SetString(PyExc_ValueError, "context_ratios: order, bits, max_bytes or beta out of range");
-        return NULL;
-    }
-    CtxTexts T;
-    if (ctx_texts(o_texts, max_bytes, &T) < 0)
-        return NULL;
     Py_buffer tab = {0}, out = {0}, len = {0};
-    if (sk_get_buffer(o_table, &tab, "I", 4, 0, "table") < 0 || sk_get_buffer(o_out, &out, "d", 8, 1, "out") < 0
-            || sk_get_buffer(o_len, &len, "q", 8, 1, "lengths") < 0) {
-        sk_release_views(&tab, &out, &len, NULL);
-        ctx_texts_release(&T);
+    const SkView views[] = {{o_table, &tab, "I", 4, 0, "table"}, {o_out, &out, "d", 8, 1, "out"},
+                            {o_len, &len, "q", 8, 1, "lengths"}};
+    CtxTexts T;
+    if (ctx_begin("context_ratios", order, bits, 8, max_bytes, beta > 0 ? NULL : "beta", o_texts, &T, views, 3) < 0)
         return NULL;
-    }
     Py_ssize_t n_texts = T.n, size = (Py_ssize_t)1 << bits;
     int bad = tab.shape[0] != 2 * size || out.shape[0] != n_texts || len.shape[0] != n_texts;
     if (!bad) {
@@ -240,8 +253,7 @@ static PyObject *context_ratios(PyObject *self, PyObject *args)
         }
         Py_END_ALLOW_THREADS
     }
-    sk_release_views(&tab, &out, &len, NULL);
-    ctx_texts_release(&T);
+    ctx_end(&T, views, 3);
     return sk_none_unless(bad, "context_ratios: the texts, table and outputs do not fit together");
 }
 
@@ -428,20 +440,12 @@ static PyObject *context_gather(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OiinOOO:context_gather", &o_texts, &order, &bits, &max_bytes, &o_data, &o_index,
                           &o_table))
         return NULL;
-    if (order < 0 || order > CTX_MAX_ORDER || bits < CTX_BLOCK_BITS || bits > 30 || max_bytes < 1) {
-        PyErr_SetString(PyExc_ValueError, "context_gather: order, bits or max_bytes out of range");
-        return NULL;
-    }
-    CtxTexts T;
-    if (ctx_texts(o_texts, max_bytes, &T) < 0)
-        return NULL;
     Py_buffer data = {0}, index = {0}, tab = {0};
-    if (sk_get_buffer(o_data, &data, "B", 1, 0, "data") < 0 || sk_get_buffer(o_index, &index, "B", 1, 0, "index") < 0
-            || sk_get_buffer(o_table, &tab, "I", 4, 1, "table") < 0) {
-        sk_release_views(&data, &index, &tab, NULL);
-        ctx_texts_release(&T);
+    const SkView views[] = {{o_data, &data, "B", 1, 0, "data"}, {o_index, &index, "B", 1, 0, "index"},
+                            {o_table, &tab, "I", 4, 1, "table"}};
+    CtxTexts T;
+    if (ctx_begin("context_gather", order, bits, CTX_BLOCK_BITS, max_bytes, NULL, o_texts, &T, views, 3) < 0)
         return NULL;
-    }
     Py_ssize_t size = (Py_ssize_t)1 << bits;
     int bad = tab.shape[0] != 2 * size
               || index.shape[0] != (Py_ssize_t)sizeof(int64_t) * 2 * (size >> CTX_BLOCK_BITS);
@@ -460,8 +464,7 @@ static PyObject *context_gather(PyObject *self, PyObject *args)
             }
         Py_END_ALLOW_THREADS
     }
-    sk_release_views(&data, &index, &tab, NULL);
-    ctx_texts_release(&T);
+    ctx_end(&T, views, 3);
     return sk_none_unless(bad, "context_gather: the index and table do not fit the bits");
 }
 

@@ -30,11 +30,9 @@ static int chars_reserve(Chars *c, Py_ssize_t more)
     Py_ssize_t cap = c->cap ? c->cap : 64;
     while (cap < c->len + more)
         cap *= 2;
-    Py_UCS4 *buf = PyMem_Realloc(c->buf, (size_t)cap * sizeof(Py_UCS4));
-    if (buf == NULL) {
-        PyErr_NoMemory();
+    Py_UCS4 *buf = sk_realloc(c->buf, (size_t)cap * sizeof(Py_UCS4));
+    if (buf == NULL)
         return -1;
-    }
     c->buf = buf;
     c->cap = cap;
     return 0;

@@ -4,15 +4,24 @@
  * function computes and the Python definition it is tested against are said above it. */
 #include "speedups.h"
 
-/* header_pairs(fields, decode, defects) -> list: [(name.strip().lower(), value)] for the
-   (name, value) str pairs of fields, what spamkit.message.parse_message keeps of the top header
-   block: value is decode(value, defects) -- spamkit.parse.decoding.decode_header_value, the
-   definition -- called in order for every value that is not ASCII or holds "=?"; the others,
-   which it would return as " ".join(value.split()), are made here (str.split() on ASCII: runs of
-   \t \n \v \f \r \x1c-\x1f and space). A name that is not ASCII goes through str.strip().lower(). */
+/* 1 for the ASCII white space of str.split() and str.strip(): \t \n \v \f \r, \x1c-\x1f and space */
 SK_HIDDEN int sk_ascii_space(Py_UCS1 c)
 {
     return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* item's two str (borrowed) into *name and *value when it is a tuple of two str: 0; else -1,
+   a TypeError saying `message` */
+SK_HIDDEN int sk_str_pair(PyObject *item, PyObject **name, PyObject **value, const char *message)
+{
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(item, 0))
+            || !PyUnicode_Check(PyTuple_GET_ITEM(item, 1))) {
+        PyErr_SetString(PyExc_TypeError, message);
+        return -1;
+    }
+    *name = PyTuple_GET_ITEM(item, 0);
+    *value = PyTuple_GET_ITEM(item, 1);
+    return 0;
 }
 
 /* [*a, *b) narrowed to leave out the ASCII white space at both ends (str.strip() on ASCII) */
@@ -70,6 +79,12 @@ static PyObject *collapsed_ascii(PyObject *value)
     return out;
 }
 
+/* header_pairs(fields, decode, defects) -> list: [(name.strip().lower(), value)] for the
+   (name, value) str pairs of fields, what spamkit.message.parse_message keeps of the top header
+   block: value is decode(value, defects) -- spamkit.parse.decoding.decode_header_value, the
+   definition -- called in order for every value that is not ASCII or holds "=?"; the others,
+   which it would return as " ".join(value.split()), are made here (str.split() on ASCII: runs of
+   \t \n \v \f \r \x1c-\x1f and space). A name that is not ASCII goes through str.strip().lower(). */
 static PyObject *header_pairs(PyObject *self, PyObject *args)
 {
     PyObject *fields, *decode, *defects;
@@ -79,13 +94,9 @@ static PyObject *header_pairs(PyObject *self, PyObject *args)
     if (out == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(fields); i++) {
-        PyObject *pair = PyList_GET_ITEM(fields, i);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(pair, 0))
-                || !PyUnicode_Check(PyTuple_GET_ITEM(pair, 1))) {
-            PyErr_SetString(PyExc_TypeError, "header_pairs: fields must be (str, str) pairs");
+        PyObject *pair = PyList_GET_ITEM(fields, i), *name, *value;
+        if (sk_str_pair(pair, &name, &value, "header_pairs: fields must be (str, str) pairs") < 0)
             goto fail;
-        }
-        PyObject *name = PyTuple_GET_ITEM(pair, 0), *value = PyTuple_GET_ITEM(pair, 1);
         Py_INCREF(pair);                          /* decode() runs Python code: hold what we use */
         PyObject *low, *text;
         if (PyUnicode_IS_ASCII(name)) {

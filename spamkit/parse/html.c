@@ -6,29 +6,28 @@
 
 #define MAX_PIECES 4096
 
+/* the pieces of the html the pending text is made of: html[at[i].start:at[i].end] for i < len */
 typedef struct {
-    Py_ssize_t *start, *end;
+    struct { Py_ssize_t start, end; } *at;
     Py_ssize_t len, cap;
 } Ranges;
 
 static int ranges_add(Ranges *r, Py_ssize_t a, Py_ssize_t b)
 {
-    if (r->len && r->end[r->len - 1] == a) {        /* adjacent: extend the last range */
-        r->end[r->len - 1] = b;
+    if (r->len && r->at[r->len - 1].end == a) {     /* adjacent: extend the last range */
+        r->at[r->len - 1].end = b;
         return 0;
     }
     if (r->len == r->cap) {
         Py_ssize_t cap = r->cap ? 2 * r->cap : 16;
-        Py_ssize_t *s = PyMem_Realloc(r->start, cap * sizeof(Py_ssize_t));
-        if (!s) { PyErr_NoMemory(); return -1; }
-        r->start = s;
-        Py_ssize_t *e = PyMem_Realloc(r->end, cap * sizeof(Py_ssize_t));
-        if (!e) { PyErr_NoMemory(); return -1; }
-        r->end = e;
+        void *at = sk_realloc(r->at, (size_t)cap * sizeof(*r->at));
+        if (at == NULL)
+            return -1;
+        r->at = at;
         r->cap = cap;
     }
-    r->start[r->len] = a;
-    r->end[r->len] = b;
+    r->at[r->len].start = a;
+    r->at[r->len].end = b;
     r->len++;
     return 0;
 }
@@ -53,12 +52,12 @@ static int flush(State *s)
         return 0;
     PyObject *chunk;
     if (r->len == 1) {
-        chunk = PyUnicode_Substring(s->html, r->start[0], r->end[0]);
+        chunk = PyUnicode_Substring(s->html, r->at[0].start, r->at[0].end);
     } else {
         PyObject *pieces = PyList_New(r->len);
         if (!pieces) return -1;
         for (Py_ssize_t i = 0; i < r->len; i++) {
-            PyObject *piece = PyUnicode_Substring(s->html, r->start[i], r->end[i]);
+            PyObject *piece = PyUnicode_Substring(s->html, r->at[i].start, r->at[i].end);
             if (!piece) { Py_DECREF(pieces); return -1; }
             PyList_SET_ITEM(pieces, i, piece);
         }
@@ -581,8 +580,7 @@ done:
     Py_XDECREF(s->text);
     Py_XDECREF(urls);
     Py_XDECREF(tags);
-    PyMem_Free(s->data_ranges.start);
-    PyMem_Free(s->data_ranges.end);
+    PyMem_Free(s->data_ranges.at);
     return result;
 }
 

@@ -156,13 +156,7 @@ static PyObject *find_urls(PyObject *self, PyObject *args)
     return out;
 }
 
-/* url_host_tokens(urls, fallback, out): for each str of the list urls, "url:" + each host that
-   spamkit.text.tokenize.url_hosts(url) gives (the host, and its last two labels where it has
-   more than two and is not a dotted number), appended to the list out -- what the mail
-   analyzer's tokens.extend("url:" + h for h in url_hosts(url)) appends. An ASCII URL is read
-   here, as the regular expression ^(?:[a-z][a-z0-9+.\-]*://)?(?:[^@/?#]*@)?([^/?#:\s]+)
-   (IGNORECASE) reads url.strip(), its alternatives tried in the order a backtracking matcher
-   tries them; any other goes to fallback(url) (url_hosts itself). tests/test_text.py compares. */
+/* 1 for a byte a URL's host may hold: not / ? # :, not white space */
 static int host_byte(unsigned char c)
 {
     return !(c == '/' || c == '?' || c == '#' || c == ':' || sk_ascii_space(c));
@@ -212,6 +206,13 @@ static int append_url_token(PyObject *out, const char *host, Py_ssize_t len)
     return rc;
 }
 
+/* url_host_tokens(urls, fallback, out): for each str of the list urls, "url:" + each host that
+   spamkit.text.tokenize.url_hosts(url) gives (the host, and its last two labels where it has
+   more than two and is not a dotted number), appended to the list out -- what the mail
+   analyzer's tokens.extend("url:" + h for h in url_hosts(url)) appends. An ASCII URL is read
+   here, as the regular expression ^(?:[a-z][a-z0-9+.\-]*://)?(?:[^@/?#]*@)?([^/?#:\s]+)
+   (IGNORECASE) reads url.strip(), its alternatives tried in the order a backtracking matcher
+   tries them; any other goes to fallback(url) (url_hosts itself). tests/test_text.py compares. */
 static PyObject *url_host_tokens(PyObject *self, PyObject *args)
 {
     PyObject *urls, *fallback, *out;
@@ -391,17 +392,13 @@ static PyObject *header_words(PyObject *self, PyObject *args)
         return NULL;
     }
     for (Py_ssize_t f = 0; f < PySequence_Fast_GET_SIZE(fields); f++) {
-        PyObject *field = PySequence_Fast_GET_ITEM(fields, f);
-        if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(field, 0))
-                || !PyUnicode_Check(PyTuple_GET_ITEM(field, 1))) {
-            PyErr_SetString(PyExc_TypeError, "header_words: each field must be a (name, value) tuple of str");
+        PyObject *field = PySequence_Fast_GET_ITEM(fields, f), *name, *value;
+        if (sk_str_pair(field, &name, &value, "header_words: each field must be a (name, value) tuple of str") < 0)
             return NULL;
-        }
-        PyObject *name = PyTuple_GET_ITEM(field, 0);
         PyObject *prefix = sk_literal_and("", name, 0, PyUnicode_GET_LENGTH(name), ":");
         if (prefix == NULL)
             return NULL;
-        int rc = sk_words_into(out, PyTuple_GET_ITEM(field, 1), max_len, prefix, long_token);
+        int rc = sk_words_into(out, value, max_len, prefix, long_token);
         Py_DECREF(prefix);
         if (rc < 0)
             return NULL;
