@@ -99,3 +99,30 @@ def test_a_whole_filter_is_a_scikit_learn_classifier_of_raw_messages():
     assert pipe.fit(texts, labels).score(texts, labels) >= 0.95
     with pytest.raises(Exception, match="not fitted yet"):
         FilterClassifier().predict(raws[:1])
+
+
+def test_declared_tags_reach_scikit_learn_and_a_derived_class_wins():
+    """sklearn_tag_settings: each class's settings applied from the base class down (a subclass
+    overrides its base, as an override calling super() would), scikit-learn's Tags holding them;
+    a tag scikit-learn does not have is refused, not set as a new attribute."""
+    from spamkit.models.base import ProbabilisticClassifier
+    from spamkit.models.naive_bayes import BernoulliNB, MultinomialNB
+
+    assert BernoulliNB().__sklearn_tags__().classifier_tags.poor_score          # from NaiveBayesParameters
+    assert MultinomialNB().__sklearn_tags__().input_tags.positive_only          # its own
+    assert not BernoulliNB().__sklearn_tags__().input_tags.positive_only        # not its sibling's
+
+    class Base(ProbabilisticClassifier):
+        sklearn_tag_settings = {"input_tags.allow_nan": True, "classifier_tags.poor_score": True}
+
+    class Derived(Base):
+        sklearn_tag_settings = {"classifier_tags.poor_score": False}
+
+    tags = Derived().__sklearn_tags__()
+    assert tags.input_tags.allow_nan and not tags.classifier_tags.poor_score
+
+    class Misspelt(ProbabilisticClassifier):
+        sklearn_tag_settings = {"input_tags.sparce": True}
+
+    with pytest.raises(AttributeError, match="no tag 'input_tags.sparce'"):
+        Misspelt().__sklearn_tags__()

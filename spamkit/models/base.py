@@ -178,7 +178,10 @@ class _PredictorMixin:
         for cls in reversed(type(self).__mro__):
             for path, value in vars(cls).get("sklearn_tag_settings", {}).items():
                 group, field = path.split(".")
-                setattr(getattr(tags, group), field, value)
+                part = getattr(tags, group)
+                if not hasattr(part, field):     # a dataclass would take a misspelt field silently
+                    raise AttributeError(f"{cls.__name__}.sklearn_tag_settings: scikit-learn has no tag {path!r}")
+                setattr(part, field, value)
         return tags
 
     def score(self, X, y, sample_weight=None) -> float:
