@@ -84,14 +84,22 @@ def run_filter(dovecot, model, user, *options, env=None):
                                     *options], env={"SPAMKIT_IMAP_PASSWORD": "secret", **(env or {})})
 
 
+class ServerChanging(Exception):
+    """A FETCH answered without a message's bytes: another session (the filter being watched)
+    changed or expunged it while we looked; a poll looks again."""
+
+
 def server_state(dovecot, user) -> dict:
-    """folder -> {test id: (flags, raw)} as the server reports them."""
+    """folder -> {test id: (flags, raw)} as the server reports them (ServerChanging when a
+    message changes under the FETCH: the server then sends its new FLAGS alone)."""
     client = dovecot.client(user)
     state = {}
     try:
         for _, _, folder in client.list_folders():
             client.select_folder(folder, readonly=True)
             data = client.fetch(client.search("ALL"), ["FLAGS", "BODY.PEEK[]"])
+            if any(b"BODY[]" not in d for d in data.values()):
+                raise ServerChanging(folder)
             state[folder] = {int(_ID.search(d[b"BODY[]"]).group(1)): (set(d[b"FLAGS"]), d[b"BODY[]"])
                              for d in data.values()}
     finally:
@@ -288,8 +296,8 @@ def _wait_for(condition, seconds: float = 60.0) -> bool:
         try:
             if condition():
                 return True
-        except (FileNotFoundError, AttributeError):
-            pass                                                        # a file renamed while we looked
+        except (FileNotFoundError, AttributeError, ServerChanging):
+            pass                                    # a file renamed, or a message changed, while we looked
         time.sleep(0.1)
     return False
 
