@@ -26,9 +26,13 @@ from .report import to_json
 @click.option("--forget", is_flag=True, help="Remove these messages' contribution instead (exactly for counts; "
               "a logistic-regression component takes a step back, approximately).")
 @click.option("--on-error", is_flag=True, help="Learn only the messages the filter gets wrong now.")
+@click.option("--all-mail", is_flag=True,
+              help="These folders hold all the mail of a stretch of time with its labels, in the order it came, "
+                   "not only the filter's mistakes: score each message before learning it and re-choose the "
+                   "spam cut from those scores (once 200 are judged), as an online evaluation's stream cut.")
 @json_option()
 def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, junk, password_command, ca_file,
-                  insecure, forget, on_error, as_json):
+                  insecure, forget, on_error, all_mail, as_json):
     """Teach a trained filter from corrected folders, like sa-learn or bogofilter -s/-n.
 
     \b
@@ -38,6 +42,7 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
       spamkit learn mine.spamkit --ham ~/Mail/wrongly-learned --forget
       spamkit learn mine.spamkit --spam imaps://me@mail.example.org/Junk
       spamkit learn mine.spamkit --corrections imaps://me@mail.example.org/INBOX --junk Junk
+      spamkit learn mine.spamkit last-month/index --all-mail
 
     Each learned message is remembered by a hash of its content (spamkit's tags excluded):
     the same message is never learned twice, a message learned with the other class is
@@ -45,6 +50,12 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
     models; a logistic-regression component approximately). An IMAP folder is read from
     where the last run stopped (its UIDVALIDITY and highest UID are kept in the filter file).
     The filter file is replaced atomically, under a lock that spamkit serve's TELL shares.
+
+    With --all-mail the filter also learns where to put its spam cut: each new message is
+    scored before it is learned, and once 200 are judged the cut is the one at or above the
+    costs' own that would have cost least on them (a ham misfiled 100, a message unsure 2):
+    it rises where the filter's own ham reaches the top of its scale. Give it all the mail,
+    in the order it came (a TREC index, or a mailbox learned whole), not only corrections.
     """
     import itertools
 
@@ -60,6 +71,9 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
         raise click.BadParameter("expected an imaps://USER@HOST/FOLDER address", param_hint="--corrections")
     if corrections and forget:
         raise click.UsageError("--corrections learns what you corrected; it does not combine with --forget")
+    if all_mail and (forget or corrections):
+        raise click.UsageError("--all-mail judges all the mail of a stretch of time; it does not combine with "
+                               + ("--forget" if forget else "--corrections (a sample of mistakes)"))
     local = bool(corpus or local_ham or local_spam or extra)
     if not (local or imap["ham"] or imap["spam"] or corrections):
         raise click.UsageError("name at least one corpus (CORPUS, --ham, --spam, --class or --corrections)")
@@ -93,9 +107,9 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
             def listing(source, what):
                 click.echo(f"{source}\t{what}")
             report = _learn_guarded(learn_messages, spam_filter, itertools.chain(*sources), forget, on_error,
-                                    progress.step, listing if verbosity() > 0 and not as_json else None)
+                                    progress.step, listing if verbosity() > 0 and not as_json else None, all_mail)
             # the file is rewritten only for a change (where the reading of IMAP folders got to is one)
-            changed = bool(sum(report.learned.values()) + sum(report.forgotten.values())
+            changed = bool(sum(report.learned.values()) + sum(report.forgotten.values()) + report.judged
                            or spam_filter.imap_seen != seen_before)
             if changed:
                 spam_filter.save(model)
@@ -109,6 +123,9 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
             except Exception:                          # noqa: BLE001 -- the connection may be gone already
                 pass
     result = report.as_dict()
+    if all_mail:
+        result["spam_cut"] = {"p_spam": spam_filter.learned_spam_cut(),
+                              "judged_in_all": len(spam_filter.judged[0]) if spam_filter.judged else 0}
     if fixed is not None:
         result["corrections"] = fixed
     if as_json:
@@ -122,6 +139,8 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
         click.echo(f"learned {done} ({result['relabelled']} moved from the other class); "
                    f"{result['already_learned']} already learned"
                    + (f", {result['skipped_correct']} already classified right" if on_error else ""))
+    if all_mail:
+        click.echo(_cut_line(result["spam_cut"]))
     if fixed is not None:
         click.echo(f"  corrections: {fixed['ham']} moved out of {junk} (ham), {fixed['spam']} moved into it (spam)")
     if changed:
@@ -131,7 +150,17 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
                    "learned in all)")
 
 
-def _learn_guarded(learn_messages, spam_filter, messages, forget, on_error, progress, on_message):
+def _cut_line(cut: dict) -> str:
+    """What ``learn --all-mail`` says of the spam cut."""
+    from ..decide.thresholds import STREAM_CUT_AFTER
+    judged = counted(cut["judged_in_all"], "message")
+    if cut["p_spam"] is None:
+        return (f"  spam cut: the costs' own ({judged} judged in all; it is re-chosen from "
+                f"{STREAM_CUT_AFTER})")
+    return f"  spam cut: P(spam) above {cut['p_spam']:.6g}, chosen on the {judged} judged in all"
+
+
+def _learn_guarded(learn_messages, spam_filter, messages, forget, on_error, progress, on_message, judge):
     """learn_messages, with a lost IMAP connection turned into an error that says nothing was saved."""
     import imaplib
 
@@ -140,7 +169,7 @@ def _learn_guarded(learn_messages, spam_filter, messages, forget, on_error, prog
     from ..mail.failures import FilterError
     try:
         return learn_messages(spam_filter, messages, forget=forget, on_error=on_error, progress=progress,
-                              on_message=on_message)
+                              on_message=on_message, judge=judge)
     except (OSError, imaplib.IMAP4.abort, imaplib.IMAP4.error, imapclient.exceptions.IMAPClientError) as exc:
         raise FilterError(f"reading an IMAP folder failed ({type(exc).__name__}: {exc}); the filter file was not "
                           "changed; run again") from None

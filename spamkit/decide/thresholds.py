@@ -142,3 +142,22 @@ def spam_cut(is_spam, p_spam, low: float = DEFAULT_BAND[0], floor: float = DEFAU
     cost = (c_fp * (len(ham) - np.searchsorted(ham, candidates, "right"))
             + c_unsure * np.searchsorted(middle, candidates, "right"))
     return float(candidates[np.argmin(cost)])
+
+
+def next_spam_cut(is_spam, p_spam, low: float = DEFAULT_BAND[0], floor: float = DEFAULT_BAND[1],
+                  c_fp: float = DEFAULT_COSTS["c_fp"], c_unsure: float = DEFAULT_COSTS["c_unsure"],
+                  every: int = STREAM_CUT_EVERY, after: int = STREAM_CUT_AFTER) -> float:
+    """The spam cut :func:`stream_spam_cuts` gives the message after these judged messages: what a
+    deployed filter decides its next message with, once it has been told the label of every
+    message it scored (``spamkit learn --all-mail``). The costs' own cut (``floor``) until
+    ``after`` messages are judged, then :func:`spam_cut` on the messages up to the last re-choice.
+
+    >>> y, p = [1, 0, 1, 1, 1, 1], [0.99, 0.995, 0.985, 0.999, 0.9999, 0.997]
+    >>> [next_spam_cut(y[:n], p[:n], every=1, after=4) for n in range(6)]
+    [0.98, 0.98, 0.98, 0.98, 0.995, 0.995]
+    """
+    n = len(p_spam)
+    if n < after:
+        return float(floor)
+    last = after + ((n - after) // every) * every
+    return spam_cut(np.asarray(is_spam)[:last], np.asarray(p_spam)[:last], low, floor, c_fp, c_unsure)

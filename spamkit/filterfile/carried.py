@@ -1,7 +1,8 @@
 """What a trained filter carries beside its model, in its file: the costs and the decision
 layer, the calibration, a chosen threshold, the familiarity guard, the messages ``spamkit
 learn`` added, the hashed columns seen in training, the IMAP folders learned from, and the
-side models' settings and arrays.
+side models' settings and arrays, and the messages ``spamkit learn --all-mail`` judged (with
+the spam cut they teach).
 
 Takes a :class:`~spamkit.filterfile.spamfilter.SpamFilter` and gives the manifest's ``extra``
 fields and the filter's own arrays (:func:`carried_state`), and puts them back on a loaded
@@ -37,6 +38,14 @@ def carried_state(f) -> tuple[dict, dict]:
     arrays = {"learned_keys": keys, "learned_labels": labels} if f.learned else {}
     if f.seen_columns is not None:
         arrays["seen_columns"] = np.packbits(f.seen_columns)
+    if f.judged is not None:
+        arrays["judged_p_spam"] = np.asarray(f.judged[0], dtype=np.float64)
+        arrays["judged_spam"] = np.asarray(f.judged[1], dtype=np.uint8)
+        if f.judged[2]:
+            arrays["judged_rows"] = np.vstack(f.judged[2])
+        cut = f.learned_spam_cut()
+        if cut is not None:            # kept so that pipe mode does not choose it again
+            extra["spam_cut"] = {"p_spam": cut, "judged": len(f.judged[0])}
     if f.context is not None:
         extra["context"] = {**f.context.get_params(), "max_bytes": f.context_bytes}
         arrays.update({f"context_{k}": v for k, v in f.context.state_arrays().items()})
@@ -74,6 +83,7 @@ def restore_carried(f, path, manifest: dict, learned: dict) -> None:
         if bits.dtype != np.uint8 or bits.ndim != 1 or len(bits) != (model.n_features_in_ + 7) // 8:
             raise ModelFormatError(f"{path}: damaged list of seen columns")
         f.seen_columns = np.unpackbits(bits)[:model.n_features_in_].astype(bool)
+    _restore_judged(f, path, manifest, learned)
     familiar = manifest.get("extra", {}).get("familiarity")
     if familiar:
         try:
@@ -92,3 +102,27 @@ def restore_carried(f, path, manifest: dict, learned: dict) -> None:
             f.set_costs(CostMatrix(decision["costs"], decision["classes"], decision["decisions"]))
         except (KeyError, TypeError) as exc:
             raise ModelFormatError(f"{path}: damaged decision layer ({exc})") from None
+    cut = manifest.get("extra", {}).get("spam_cut")
+    if cut:
+        try:
+            p_spam, judged = float(cut["p_spam"]), int(cut["judged"])
+        except (KeyError, TypeError, ValueError):
+            raise ModelFormatError(f"{path}: damaged learned spam cut") from None
+        if not f.keep_learned_cut(judged, p_spam):
+            raise ModelFormatError(f"{path}: damaged learned spam cut (P(spam) {p_spam:g} after {judged} judged "
+                                   "messages does not fit the file's decision layer and judged messages)")
+
+
+def _restore_judged(f, path, manifest: dict, learned: dict) -> None:
+    """The judged messages of ``spamkit learn --all-mail`` (their P(spam) and labels), checked."""
+    if "judged_p_spam" not in learned and "judged_spam" not in learned:
+        return
+    p, y = learned.get("judged_p_spam"), learned.get("judged_spam")
+    if (p is None or y is None or p.ndim != 1 or p.shape != y.shape or p.dtype != np.float64
+            or y.dtype != np.uint8 or not np.all((p >= 0) & (p <= 1)) or not np.all(y <= 1)):
+        raise ModelFormatError(f"{path}: damaged list of judged messages (P(spam) and labels)")
+    rows = learned.get("judged_rows")
+    if rows is not None and (rows.dtype != np.float64 or rows.ndim != 2 or len(rows) != len(p)
+                             or not np.isfinite(rows).all()):
+        raise ModelFormatError(f"{path}: damaged list of judged messages (the combiner's rows)")
+    f.judged = (p.tolist(), y.astype(bool).tolist(), list(rows) if rows is not None else [])

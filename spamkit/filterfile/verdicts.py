@@ -19,8 +19,8 @@ import numpy as np
 
 from ..common.errors import ConfigError
 from ..common.labels import HAM_NAME, SPAM_NAME
-from ..decide.decision import UNSURE_NAME, CostMatrix, Verdict
-from ..decide.thresholds import prior_shift
+from ..decide.decision import UNSURE_NAME, CostMatrix, Verdict, unsure_band
+from ..decide.thresholds import STREAM_CUT_AFTER, next_spam_cut, prior_shift
 from ..decide.familiar import discounted_row
 from ..decide.guard import FamiliarityGuard
 from ..features.vectorizer import Vectorizer
@@ -183,7 +183,74 @@ class Decisions(SideModels):
             rows = np.asarray(proba, dtype=np.float64)
             decisions = self.guard.apply(decisions, familiarity,
                                          redecide=lambda i, extra: self._discounted_decision(rows[i], extra))
+        cut = self.learned_spam_cut() if self.judged is not None else None
+        if cut is not None:
+            p = np.asarray(proba, dtype=np.float64)[:, self.spam_column]
+            decisions = np.where((decisions == SPAM_NAME) & (p <= cut), UNSURE_NAME, decisions).astype(object)
         return decisions
+
+    #: ``([P(spam)], [is spam], [row])`` of each message ``spamkit learn --all-mail`` scored before
+    #: it learned it, in the order learned: the stream the learned spam cut is chosen on, and for a
+    #: stack the row its combiner is refitted on (component scores, then side scores; else no
+    #: rows); None: none judged
+    judged: tuple[list, list, list] | None = None
+    #: ``(key, cut)`` of the last :meth:`learned_spam_cut` (a loaded filter's from its file)
+    _learned_cut: tuple[tuple, float] | None = None
+
+    def judge(self, p_spam: float, is_spam: bool, row=None) -> None:
+        """Record what the filter scored a message before it learned it, and its label: one more
+        message of the stream :meth:`learned_spam_cut` is chosen on (and, for a stack, its
+        combiner's ``row``: :meth:`~spamkit.models.stack.FisherNBStack.component_log_odds`, then
+        the side scores)."""
+        if self.judged is None:
+            self.judged = ([], [], [])
+        self.judged[0].append(float(p_spam))
+        self.judged[1].append(bool(is_spam))
+        if row is not None:
+            self.judged[2].append(np.asarray(row, dtype=np.float64))
+
+    def cut_layer(self) -> tuple[float, float, float, float] | None:
+        """``(low, floor, c_fp, c_unsure)`` of a decision layer a learned spam cut applies to -- the
+        ham/spam/unsure cost matrix, nothing for a right decision, the same cost to leave ham and
+        spam unsure, and a non-empty band -- with no saved threshold; else None."""
+        c = self.costs
+        if (self.threshold is not None or c is None or sorted(c.classes) != [HAM_NAME, SPAM_NAME]
+                or sorted(c.decisions) != sorted([HAM_NAME, SPAM_NAME, UNSURE_NAME])):
+            return None
+
+        def cost(decision, true):
+            return float(c.costs[c.decisions.index(decision), c.classes.index(true)])
+        unsure = cost(UNSURE_NAME, SPAM_NAME)
+        if cost(HAM_NAME, HAM_NAME) or cost(SPAM_NAME, SPAM_NAME) or cost(UNSURE_NAME, HAM_NAME) != unsure:
+            return None
+        low, high = unsure_band(cost(SPAM_NAME, HAM_NAME), cost(HAM_NAME, SPAM_NAME), unsure)
+        return (low, high, cost(SPAM_NAME, HAM_NAME), unsure) if low < high else None
+
+    def learned_spam_cut(self) -> float | None:
+        """The spam cut the judged messages teach (:func:`spamkit.decide.thresholds.next_spam_cut`:
+        what an online evaluation's stream cut gives the next message, docs/history.md, "A cut
+        learned from the stream"): spam needs a P(spam) above it as well as the costs' own cut.
+        None until :data:`~spamkit.decide.thresholds.STREAM_CUT_AFTER` messages are judged, or for a
+        decision layer it does not apply to (:meth:`cut_layer`)."""
+        layer = self.cut_layer()
+        if layer is None or self.judged is None or len(self.judged[0]) < STREAM_CUT_AFTER:
+            return None
+        key = (len(self.judged[0]), layer)
+        if self._learned_cut is None or self._learned_cut[0] != key:
+            self._learned_cut = (key, next_spam_cut(self.judged[1], self.judged[0], *layer))
+        return self._learned_cut[1]
+
+    def keep_learned_cut(self, judged: int, p_spam: float) -> bool:
+        """Take the learned spam cut a filter file keeps (chosen after ``judged`` messages), so that
+        a loaded filter does not choose it again; False (and nothing taken) if it cannot be this
+        filter's: another number of judged messages, a decision layer without one, or a cut
+        below the costs' own."""
+        layer = self.cut_layer()
+        if (self.judged is None or judged != len(self.judged[0]) or judged < STREAM_CUT_AFTER or layer is None
+                or not layer[1] <= p_spam <= 1.0):
+            return False
+        self._learned_cut = ((judged, layer), float(p_spam))
+        return True
 
     def _discounted_decision(self, row, extra: float) -> str:
         """The costs' decision on a row of class probabilities with ``extra`` log-odds taken from
@@ -254,6 +321,10 @@ class Decisions(SideModels):
             if self.guard is not None and UNSURE_NAME in self.costs.decisions:
                 decision = self.guard.apply_one(decision, familiarity, alone,
                                                 redecide=lambda extra: self._discounted_decision(row, extra))
+            if decision == SPAM_NAME and self.judged is not None:
+                cut = self.learned_spam_cut()
+                if cut is not None and row[s] <= cut:
+                    decision = UNSURE_NAME
         return Verdict.of(decision).label, row[s]
 
     # ------------------------------------------------------------------ familiarity

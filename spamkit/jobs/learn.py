@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..common.errors import ConfigError, CorpusError
+from ..common.labels import BINARY_CLASSES, SPAM_NAME
+from ..decide.thresholds import STREAM_CUT_AFTER, STREAM_CUT_EVERY
 from ..filterfile.spamfilter import SpamFilter
 
 
@@ -21,15 +23,20 @@ class LearnReport:
     already: int = 0
     not_learned_before: int = 0
     correct_skipped: int = 0
+    #: messages scored before they were learned, for the learned spam cut (``judge``)
+    judged: int = 0
+    #: times the stack's combiner was refitted on the judged messages
+    refits: int = 0
 
     def as_dict(self) -> dict:
         return {"learned": dict(self.learned), "forgotten": dict(self.forgotten), "relabelled": self.relabelled,
                 "already_learned": self.already, "not_learned_before": self.not_learned_before,
-                "skipped_correct": self.correct_skipped}
+                "skipped_correct": self.correct_skipped, "judged": self.judged,
+                "combiner_refits": self.refits}
 
 
 def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_error: bool = False,
-                   progress=None, on_message=None) -> LearnReport:
+                   progress=None, on_message=None, judge: bool = False) -> LearnReport:
     """Add labelled messages to a trained filter's counts, or remove them (``forget``).
 
     Every learned message is remembered by :func:`~spamkit.parse.message.message_key` (tagged or
@@ -39,11 +46,20 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
     back, which is approximate). ``on_error`` learns only messages the filter gets wrong now
     (train on error). Works for the counting models (fisher-nb, fisher, multinomial, bernoulli).
     ``on_message(source, what)`` hears what was done with each message.
+
+    ``judge``: the messages are all the mail of a stretch of time, each with its label, not only
+    the filter's mistakes: each message not learned before is scored first and its P(spam) kept
+    with its label (:meth:`~spamkit.filterfile.verdicts.Decisions.judge`), so that the filter
+    re-chooses its spam cut from them as an online evaluation's stream cut does
+    (:meth:`~spamkit.filterfile.verdicts.Decisions.learned_spam_cut`). Corrections alone would
+    be a sample of mistakes, every ham among them above the cut.
     """
     from ..parse.message import message_key
     if not hasattr(spam_filter.model, "unlearn"):
         raise ConfigError(f"{type(spam_filter.model).__name__} cannot learn incrementally; retrain it with "
                           "spamkit train (learn works for fisher-nb, fisher, multinomial and bernoulli)")
+    if judge and (forget or sorted(map(str, spam_filter.classes_)) != list(BINARY_CLASSES)):
+        raise ConfigError("judging messages (--all-mail) needs a ham/spam filter, and learns rather than forgets")
     report = LearnReport()
 
     def tell(msg, what: str) -> None:
@@ -86,11 +102,18 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
             report.already += 1
             tell(msg, f"already learned as {label}")
             continue
-        if on_error and previous is None and str(spam_filter.classes_[np.argmax(
-                spam_filter.log_proba(X, spam_filter.side_scores(texts) if texts is not None else None)[0])]) == label:
-            report.correct_skipped += 1
-            tell(msg, f"already classified {label}: not learned")
-            continue
+        if (on_error or judge) and previous is None:
+            side = spam_filter.side_scores(texts) if texts is not None else None
+            lp = spam_filter.log_proba(X, side)[0]
+            if judge:
+                spam_filter.judge(float(np.exp(lp[spam_filter.spam_column])), label == SPAM_NAME,
+                                  combiner_row(spam_filter.model, X, side))
+                report.judged += 1
+                report.refits += refit_when_due(spam_filter)
+            if on_error and str(spam_filter.classes_[np.argmax(lp)]) == label:
+                report.correct_skipped += 1
+                tell(msg, f"already classified {label}: not learned")
+                continue
         if previous is not None:
             remove(previous)
             report.relabelled += 1
@@ -100,3 +123,30 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
         report.learned[label] += 1
         tell(msg, f"learned as {label}" + (f" (moved from {previous})" if previous is not None else ""))
     return report
+
+
+def combiner_row(model, X, side) -> np.ndarray | None:
+    """What a stack's combiner weighs of one message (its component scores, then its side
+    scores), for :func:`refit_when_due`; None for a model without a combiner."""
+    if not hasattr(model, "refit_combiner"):
+        return None
+    scores = model.component_log_odds(X)[0]
+    return np.concatenate([scores, np.asarray(side, dtype=np.float64)[0]]) if side is not None else scores
+
+
+def refit_when_due(spam_filter: SpamFilter) -> bool:
+    """Refit a stack's combiner on the judged messages' rows
+    (:meth:`~spamkit.models.combiner.StackCombiner.refit_combiner`), on the schedule the learned
+    spam cut is re-chosen on (every :data:`~spamkit.decide.thresholds.STREAM_CUT_EVERY` judged
+    messages from :data:`~spamkit.decide.thresholds.STREAM_CUT_AFTER`: however the mail is split
+    between runs of ``spamkit learn``, the same messages give the same combiner). True if it refitted."""
+    judged = spam_filter.judged
+    if judged is None or not judged[2] or not hasattr(spam_filter.model, "refit_combiner"):
+        return False
+    n = len(judged[2])
+    if n < STREAM_CUT_AFTER or (n - STREAM_CUT_AFTER) % STREAM_CUT_EVERY or all(judged[1]) or not any(judged[1]):
+        return False
+    rows = np.vstack(judged[2])
+    k = spam_filter.model.score_columns()
+    spam_filter.model.refit_combiner(rows[:, :k], np.asarray(judged[1]), rows[:, k:] if rows.shape[1] > k else None)
+    return True

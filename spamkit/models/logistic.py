@@ -228,7 +228,7 @@ class OnlineLogistic(ProbabilisticClassifier):
 
 
 def fit_l2_logistic(X, is_c1, C: float = 1.0, tol: float = 1e-10, max_iter: int = 100,
-                    sample_weight=None, center=None) -> tuple[np.ndarray, float]:
+                    sample_weight=None, center=None, precision=None) -> tuple[np.ndarray, float]:
     """Batch L2-regularised logistic regression on a few dense columns, by Newton's method:
     the weights w and intercept b minimising
 
@@ -244,6 +244,15 @@ def fit_l2_logistic(X, is_c1, C: float = 1.0, tol: float = 1e-10, max_iter: int 
     until max |g| ≤ tol × n. The objective is strictly convex when both classes are present,
     so the minimum is unique and reached to near machine precision in a few steps -- what the
     stack's combiner needs (two or three columns) without importing scikit-learn.
+
+    ``precision``: a Gaussian prior on weights and intercept together instead, with this
+    (m + 1) x (m + 1) precision matrix P and ``center`` its mean θ0 (m + 1 numbers, the intercept
+    last): the penalty is (θ - θ0)ᵀ P (θ - θ0) / 2, added to g as P (θ - θ0) and to H as P. With
+    θ0 a fit on earlier rows and P the Hessian of that fit's objective there
+    (:func:`logistic_precision`), the fit on new rows alone approximates the fit on old and new
+    rows together (the Laplace approximation of the old rows' likelihood; Bishop, "Pattern
+    Recognition and Machine Learning", 2006, sec. 4.5): what a deployed stack refits its combiner
+    with when it has kept only its training fit (:meth:`spamkit.models.combiner.StackCombiner.refit_combiner`).
 
     >>> w, b = fit_l2_logistic([[-2.0], [-1.0], [1.0], [2.0], [0.5], [-0.5]], [0, 0, 1, 1, 0, 1])
     >>> round(float(w[0]), 6), abs(round(b, 6))         # symmetric data: the intercept is 0 (or -0)
@@ -261,20 +270,32 @@ def fit_l2_logistic(X, is_c1, C: float = 1.0, tol: float = 1e-10, max_iter: int 
     if v.shape != (n,) or not (np.isfinite(v).all() and (v >= 0).all()):
         raise ConfigError(f"sample weights must be {n} finite numbers >= 0")
     w0 = np.zeros(m + 1)
-    if center is not None:
+    if precision is not None:
+        P = np.asarray(precision, dtype=np.float64)
+        if P.shape != (m + 1, m + 1) or center is None or np.shape(center) != (m + 1,):
+            raise ConfigError(f"a prior precision needs a ({m + 1}, {m + 1}) matrix and a centre of {m + 1} "
+                              "numbers (the weights, then the intercept)")
+        w0 = np.asarray(center, dtype=np.float64).copy()
+    elif center is not None:
         w0[:m] = np.asarray(center, dtype=np.float64).reshape(m)
 
+    def prior(d):                                 # (penalty, its gradient, its Hessian) at theta - w0 = d
+        if precision is None:
+            return 0.5 * penalty @ (d ** 2), penalty * d, np.diag(penalty)
+        return 0.5 * d @ P @ d, P @ d, P
+
     def objective(theta):
-        return float(v @ np.logaddexp(0.0, -sign * (A @ theta)) + 0.5 * penalty @ ((theta - w0) ** 2))
+        return float(v @ np.logaddexp(0.0, -sign * (A @ theta)) + prior(theta - w0)[0])
 
     theta = w0.copy()
     value = objective(theta)
     for _ in range(max_iter):
         p = expit(A @ theta)
-        gradient = A.T @ (v * (p - t)) + penalty * (theta - w0)
+        _, prior_gradient, prior_hessian = prior(theta - w0)
+        gradient = A.T @ (v * (p - t)) + prior_gradient
         if np.abs(gradient).max() <= tol * n:
             break
-        hessian = (A * (v * p * (1.0 - p))[:, None]).T @ A + np.diag(penalty)
+        hessian = (A * (v * p * (1.0 - p))[:, None]).T @ A + prior_hessian
         step = np.linalg.solve(hessian, gradient)
         for _ in range(60):                       # backtracking: halve until the objective falls
             candidate = theta - step
@@ -288,3 +309,20 @@ def fit_l2_logistic(X, is_c1, C: float = 1.0, tol: float = 1e-10, max_iter: int 
             break
         theta, value = candidate, new_value
     return theta[:m].copy(), float(theta[m])
+
+
+def logistic_precision(X, coef, intercept: float, C: float = 1.0, sample_weight=None) -> np.ndarray:
+    """The Hessian of :func:`fit_l2_logistic`'s objective at (``coef``, ``intercept``) over (weights,
+    intercept): Aᵀ diag(v σ(z)(1 - σ(z))) A + diag(1/C, ..., 1/C, 0), A the rows with a column of
+    ones. At a fit's minimum it is the precision of the Laplace approximation of that fit, the
+    prior :func:`fit_l2_logistic`'s ``precision`` takes.
+
+    >>> logistic_precision([[0.0], [0.0]], [0.0], 0.0).tolist()   # two rows at z = 0: 1/4 each
+    [[1.0, 0.0], [0.0, 0.5]]
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, m = X.shape
+    A = np.column_stack([X, np.ones(n)])
+    v = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    p = expit(A @ np.append(np.asarray(coef, dtype=np.float64), float(intercept)))
+    return (A * (v * p * (1.0 - p))[:, None]).T @ A + np.diag(np.append(np.full(m, 1.0 / C), 0.0))

@@ -353,6 +353,9 @@ class FisherNBStack(StackCombiner, CountingModel):
 
     def state_arrays(self) -> tuple[dict, dict]:
         arrays = {**super().state_arrays()[0], "combiner_": np.array([*self.coef_, self.intercept_])}
+        if self.combiner_anchor_ is not None and self.combiner_precision_ is not None:
+            arrays["combiner_anchor_"] = np.asarray(self.combiner_anchor_, dtype=np.float64)
+            arrays["combiner_precision_"] = np.asarray(self.combiner_precision_, dtype=np.float64)
         if self.length_aware:
             arrays["length_range_"] = np.asarray(self.length_range_, dtype=np.float64)
         if self.logistic_ is not None:
@@ -368,6 +371,16 @@ class FisherNBStack(StackCombiner, CountingModel):
         if not np.isfinite(combiner).all():
             raise ValueError("the combiner's weights are not finite")
         self.coef_, self.intercept_ = combiner[:m].copy(), float(combiner[m])
+        self.combiner_anchor_ = self.combiner_precision_ = None
+        if "combiner_anchor_" in arrays or "combiner_precision_" in arrays:
+            anchor = np.asarray(arrays.get("combiner_anchor_", np.zeros(0)), dtype=np.float64)
+            precision = np.asarray(arrays.get("combiner_precision_", np.zeros(0)), dtype=np.float64)
+            if anchor.shape != (m + 1,) or precision.shape != (m + 1, m + 1) or not (
+                    np.isfinite(anchor).all() and np.isfinite(precision).all()):
+                raise ValueError(f"the combiner's training fit must be {m + 1} finite numbers and a ({m + 1}, "
+                                 f"{m + 1}) finite matrix (combiner_anchor_ {anchor.shape}, combiner_precision_ "
+                                 f"{precision.shape})")
+            self.combiner_anchor_, self.combiner_precision_ = anchor.copy(), precision.copy()
         if self.length_aware:
             bounds = np.asarray(arrays.get("length_range_", np.zeros(0)), dtype=np.float64)
             if bounds.shape != (2,) or not bounds[0] <= bounds[1]:
