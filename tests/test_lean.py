@@ -358,6 +358,55 @@ def test_a_damaged_or_inconsistent_file_is_refused(mail, tmp_path):
         lean_filter(tmp_path / "shifted.spamkit").verdict(mail["trec"][0].raw)
 
 
+def test_both_routes_decide_with_a_learned_spam_cut_and_refuse_a_damaged_one(mail, tmp_path):
+    """A spam cut ``spamkit learn --all-mail`` chose: both routes make the spam at or below it
+    unsure, and both refuse a cut that does not fit the file."""
+    import json
+    from spamkit.decide.rules import STREAM_CUT_AFTER
+    full = _trained(mail, **BEST).set_costs(CostMatrix.default())
+    p = full.p_spam(mail["trec"])
+    high = np.sort(p[(p > 0.98) & (p < 1.0)])
+    q = float(high[len(high) // 2])
+    for i in range(STREAM_CUT_AFTER):           # one ham at q, every other judged message spam at the top
+        full.judge(1.0 if i else q, bool(i))
+    assert full.learned_spam_cut() == q
+    path = tmp_path / "f.spamkit"
+    full.save(path)
+    verdicts = _agree(SpamFilter.load(path), path, mail["trec"])
+    by_cut = [v for v, score in zip(verdicts, p) if 0.98 < score <= q]
+    assert by_cut and set(by_cut) == {"unsure"}
+    assert "spam" in [v for v, score in zip(verdicts, p) if score > q]
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    manifest["extra"]["spam_cut"]["judged"] = STREAM_CUT_AFTER + 1      # not the judged messages held
+    bad = tmp_path / "bad.spamkit"
+    with zipfile.ZipFile(bad, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, json.dumps(manifest) if name == "manifest.json" else data)
+    for load in (lean_filter, SpamFilter.load):
+        with pytest.raises(ModelFormatError, match="learned spam cut"):
+            load(bad)
+
+
+def test_a_filter_spamkit_learn_taught_takes_the_lean_route(mail, tmp_path):
+    """The list of learned messages (16-byte keys, their labels) and the labels of the judged ones
+    are arrays the lean route does not use: it reads and checksums them and scores the message
+    itself (before, such a file went to the full route, which imports NumPy and SciPy) -- with
+    the full route's verdicts."""
+    from spamkit.jobs.learn import learn_messages
+    full = _trained(mail, **BEST).set_costs(CostMatrix.default())
+    learn_messages(full, mail["csdmc"][:60], judge=True)
+    path = tmp_path / "f.spamkit"
+    full.save(path)
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+    assert {"arrays/filter.learned_keys.npy", "arrays/filter.learned_labels.npy",
+            "arrays/filter.judged_spam.npy"} <= set(names)
+    assert lean_filter(path) is not None
+    _agree(SpamFilter.load(path), path, mail["trec"][:150] + mail["csdmc"][60:])
+
+
 def test_term_hash_index_is_sorted_and_complete():
     terms = ["viagra", "Viagra", "money", "hdr:subject:hello", "ü"]
     keys, columns = persist.term_hash_index(terms)

@@ -11,7 +11,8 @@ A decision may also be "unsure" (abstain): a folder a person reviews. With an ab
 cost u below c_FP c_FN / (c_FP + c_FN), the rule is a band: ham below u / c_FN, spam
 above 1 - u / c_FP, unsure between.
 
-One concern: from probabilities to decisions (costs, the Bayes threshold, the unsure band);
+One concern: from probabilities to decisions (costs, the Bayes threshold, the unsure band:
+their formulas, with the standard library alone for pipe mode, are :mod:`spamkit.decide.rules`);
 thresholds chosen from labelled data, the prior correction and a cut learned from a stream
 are :mod:`spamkit.decide.thresholds`; the familiarity guard, which turns "spam" into
 "unsure" on unfamiliar mail, is :mod:`spamkit.decide.guard`.
@@ -27,8 +28,8 @@ import numpy as np
 
 from ..common.errors import ConfigError
 from ..common.labels import HAM_NAME, SPAM_NAME
+from .rules import UNSURE_NAME, bayes_threshold, unsure_band
 
-UNSURE_NAME = "unsure"
 
 
 class Verdict(enum.IntEnum):
@@ -53,43 +54,6 @@ class Verdict(enum.IntEnum):
     @property
     def label(self) -> str:
         return self.name.lower()
-
-
-def bayes_threshold(c_fp: float, c_fn: float, c_tp: float = 0.0, c_tn: float = 0.0) -> float:
-    """Smallest P(spam) at which "spam" is the cheaper decision.
-
-    Calling spam costs ``(1 - p) c_FP + p c_TP``; calling ham costs ``p c_FN + (1 - p) c_TN``.
-    Spam is cheaper iff ``p > t* = (c_FP - c_TN) / ((c_FP - c_TN) + (c_FN - c_TP))``.
-
-    >>> round(bayes_threshold(100, 10), 4)          # the lecture example: 100/110
-    0.9091
-    """
-    num = float(c_fp) - float(c_tn)
-    den = num + float(c_fn) - float(c_tp)
-    if num < 0 or den <= 0:
-        raise ConfigError(f"costs make one decision always cheaper (c_fp={c_fp}, c_fn={c_fn}, c_tp={c_tp}, "
-                          f"c_tn={c_tn}); a mistake must cost more than a correct decision")
-    return num / den
-
-
-def unsure_band(c_fp: float, c_fn: float, c_unsure: float) -> tuple[float, float]:
-    """The (low, high) P(spam) thresholds of the three-way rule with abstention cost ``c_unsure``.
-
-    Abstaining costs u whatever the class. Ham is cheapest iff p c_FN < u and p c_FN < (1 - p) c_FP;
-    spam iff (1 - p) c_FP < u likewise; so ham below u / c_FN, spam above 1 - u / c_FP, unsure
-    between. If u >= c_FP c_FN / (c_FP + c_FN) abstaining is never cheapest and the band is empty
-    (both thresholds equal the Bayes threshold).
-
-    >>> unsure_band(100, 10, 2)
-    (0.2, 0.98)
-    """
-    c_fp, c_fn, u = float(c_fp), float(c_fn), float(c_unsure)
-    if c_fp <= 0 or c_fn <= 0 or u < 0:
-        raise ConfigError(f"need c_fp > 0, c_fn > 0 and an unsure cost >= 0, got {c_fp}, {c_fn}, {u}")
-    if u >= c_fp * c_fn / (c_fp + c_fn):
-        t = bayes_threshold(c_fp, c_fn)
-        return t, t
-    return u / c_fn, 1.0 - u / c_fp
 
 
 #: the default decision of a spam filter: a misfiled ham costs 100, a missed spam 10 and a

@@ -16,6 +16,7 @@ import numpy as np
 from ..common.errors import ConfigError
 from ..scoring.arrays import expit, logit
 from .decision import DEFAULT_BAND, DEFAULT_COSTS, bayes_threshold
+from .rules import STREAM_CUT_AFTER, STREAM_CUT_EVERY
 
 
 def prior_shift(train_spam_rate: float, deploy_spam_rate: float) -> float:
@@ -81,12 +82,6 @@ def choose_thresholds(y_spam, p_spam, c_fp: float, c_fn: float) -> dict:
     optimal = cands[np.isclose(costs, best, rtol=0, atol=1e-12)]
     return {"thresholds": cands, "costs": costs, "best_cost": float(best),
             "optimal": [float(t) for t in optimal], "bayes_threshold": bayes_threshold(c_fp, c_fn)}
-
-
-#: how often :func:`stream_spam_cuts` chooses the cut again (messages), and after how many
-#: messages it first does (before: the costs' own cut)
-STREAM_CUT_EVERY = 50
-STREAM_CUT_AFTER = 200
 
 
 def stream_spam_cuts(is_spam, p_spam, low: float = DEFAULT_BAND[0], floor: float = DEFAULT_BAND[1],
@@ -161,3 +156,4 @@ def next_spam_cut(is_spam, p_spam, low: float = DEFAULT_BAND[0], floor: float = 
         return float(floor)
     last = after + ((n - after) // every) * every
     return spam_cut(np.asarray(is_spam)[:last], np.asarray(p_spam)[:last], low, floor, c_fp, c_unsure)
+

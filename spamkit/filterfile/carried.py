@@ -19,6 +19,7 @@ from ..common.errors import ConfigError, ModelFormatError
 from ..decide.calibration import calibration_from_dict
 from ..decide.decision import CostMatrix
 from ..decide.guard import FamiliarityGuard
+from .manifest import judged_shapes_problem
 
 
 def carried_state(f) -> tuple[dict, dict]:
@@ -38,11 +39,15 @@ def carried_state(f) -> tuple[dict, dict]:
     arrays = {"learned_keys": keys, "learned_labels": labels} if f.learned else {}
     if f.seen_columns is not None:
         arrays["seen_columns"] = np.packbits(f.seen_columns)
+    if f.guard is not None and f.guard_reference is not None:
+        arrays["guard_familiarity"] = np.asarray(f.guard_reference, dtype=np.float64)
     if f.judged is not None:
         arrays["judged_p_spam"] = np.asarray(f.judged[0], dtype=np.float64)
         arrays["judged_spam"] = np.asarray(f.judged[1], dtype=np.uint8)
         if f.judged[2]:
             arrays["judged_rows"] = np.vstack(f.judged[2])
+        if f.judged[3]:
+            arrays["judged_familiarity"] = np.asarray(f.judged[3], dtype=np.float64)
         cut = f.learned_spam_cut()
         if cut is not None:            # kept so that pipe mode does not choose it again
             extra["spam_cut"] = {"p_spam": cut, "judged": len(f.judged[0])}
@@ -84,6 +89,11 @@ def restore_carried(f, path, manifest: dict, learned: dict) -> None:
             raise ModelFormatError(f"{path}: damaged list of seen columns")
         f.seen_columns = np.unpackbits(bits)[:model.n_features_in_].astype(bool)
     _restore_judged(f, path, manifest, learned)
+    if "guard_familiarity" in learned:
+        reference = learned["guard_familiarity"]
+        if reference.dtype != np.float64 or reference.ndim != 1:
+            raise ModelFormatError(f"{path}: damaged familiarities of the training messages")
+        f.guard_reference = np.clip(reference, 0.0, 1.0)
     familiar = manifest.get("extra", {}).get("familiarity")
     if familiar:
         try:
@@ -114,15 +124,16 @@ def restore_carried(f, path, manifest: dict, learned: dict) -> None:
 
 
 def _restore_judged(f, path, manifest: dict, learned: dict) -> None:
-    """The judged messages of ``spamkit learn --all-mail`` (their P(spam) and labels), checked."""
-    if "judged_p_spam" not in learned and "judged_spam" not in learned:
+    """The judged messages of ``spamkit learn --all-mail`` (their P(spam), labels, combiner rows
+    and familiarities), checked for what pipe mode's lean route checks too (the arrays' types
+    and lengths, :func:`judged_shapes_problem`; their values are finite as every array's)."""
+    if not any(name.startswith("judged_") for name in learned):
         return
-    p, y = learned.get("judged_p_spam"), learned.get("judged_spam")
-    if (p is None or y is None or p.ndim != 1 or p.shape != y.shape or p.dtype != np.float64
-            or y.dtype != np.uint8 or not np.all((p >= 0) & (p <= 1)) or not np.all(y <= 1)):
-        raise ModelFormatError(f"{path}: damaged list of judged messages (P(spam) and labels)")
-    rows = learned.get("judged_rows")
-    if rows is not None and (rows.dtype != np.float64 or rows.ndim != 2 or len(rows) != len(p)
-                             or not np.isfinite(rows).all()):
-        raise ModelFormatError(f"{path}: damaged list of judged messages (the combiner's rows)")
-    f.judged = (p.tolist(), y.astype(bool).tolist(), list(rows) if rows is not None else [])
+    problem = judged_shapes_problem({name: (str(a.dtype), list(a.shape)) for name, a in learned.items()})
+    if problem:
+        raise ModelFormatError(f"{path}: damaged list of judged messages ({problem})")
+    p, y = np.clip(learned["judged_p_spam"], 0.0, 1.0), learned["judged_spam"] != 0
+    rows, familiar = learned.get("judged_rows"), learned.get("judged_familiarity")
+    f.judged = (p.tolist(), y.tolist(), list(rows) if rows is not None else [],
+                np.clip(familiar, 0.0, 1.0).tolist() if familiar is not None else [])
+

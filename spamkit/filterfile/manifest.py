@@ -399,3 +399,27 @@ def term_hash(term: str) -> int:
     True
     """
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def judged_shapes_problem(described: dict) -> str | None:
+    """What is wrong with the types and shapes of a file's judged messages (``{name: (dtype,
+    shape)}`` of its filter arrays, without the ``filter.`` prefix), or None: P(spam) float64, one
+    a message; the labels uint8, as many; the combiner's rows float64, a row each; the
+    familiarities float64, one each. The full route and the lean route both apply it.
+
+    >>> judged_shapes_problem({"judged_p_spam": ("float64", [3]), "judged_spam": ("uint8", [3])}) is None
+    True
+    >>> judged_shapes_problem({"judged_p_spam": ("float64", [3]), "judged_spam": ("uint8", [2])})
+    'judged_spam is not uint8 of shape [3]'
+    """
+    if "judged_p_spam" not in described or described["judged_p_spam"][0] != "float64" \
+            or len(described["judged_p_spam"][1]) != 1:
+        return "judged_p_spam is missing or not one float64 a message"
+    n = described["judged_p_spam"][1][0]
+    for name, dtype, wanted in (("judged_spam", "uint8", [n]), ("judged_familiarity", "float64", [n])):
+        if (name in described or name == "judged_spam") and described.get(name) != (dtype, wanted):
+            return f"{name} is not {dtype} of shape {wanted}"
+    rows = described.get("judged_rows")
+    if rows is not None and (rows[0] != "float64" or len(rows[1]) != 2 or rows[1][0] != n):
+        return f"judged_rows is not float64 of {n} rows"
+    return None

@@ -19,8 +19,9 @@ import numpy as np
 
 from ..common.errors import ConfigError
 from ..common.labels import HAM_NAME, SPAM_NAME
-from ..decide.decision import UNSURE_NAME, CostMatrix, Verdict, unsure_band
-from ..decide.thresholds import STREAM_CUT_AFTER, next_spam_cut, prior_shift
+from ..decide.decision import UNSURE_NAME, CostMatrix, Verdict
+from ..decide.rules import STREAM_CUT_AFTER, spam_cut_layer
+from ..decide.thresholds import next_spam_cut, prior_shift
 from ..decide.familiar import discounted_row
 from ..decide.guard import FamiliarityGuard
 from ..features.vectorizer import Vectorizer
@@ -189,42 +190,35 @@ class Decisions(SideModels):
             decisions = np.where((decisions == SPAM_NAME) & (p <= cut), UNSURE_NAME, decisions).astype(object)
         return decisions
 
-    #: ``([P(spam)], [is spam], [row])`` of each message ``spamkit learn --all-mail`` scored before
-    #: it learned it, in the order learned: the stream the learned spam cut is chosen on, and for a
-    #: stack the row its combiner is refitted on (component scores, then side scores; else no
-    #: rows); None: none judged
-    judged: tuple[list, list, list] | None = None
+    #: ``([P(spam)], [is spam], [row], [familiarity])`` of each message ``spamkit learn --all-mail``
+    #: scored before it learned it, in the order learned: the stream the learned spam cut is chosen
+    #: on, for a stack the row its combiner is refitted on (component scores, then side scores;
+    #: else no rows), and what the guard is refitted on (:meth:`refit_guard`); None: none judged
+    judged: tuple[list, list, list, list] | None = None
     #: ``(key, cut)`` of the last :meth:`learned_spam_cut` (a loaded filter's from its file)
     _learned_cut: tuple[tuple, float] | None = None
 
-    def judge(self, p_spam: float, is_spam: bool, row=None) -> None:
+    def judge(self, p_spam: float, is_spam: bool, row=None, familiarity: float | None = None) -> None:
         """Record what the filter scored a message before it learned it, and its label: one more
         message of the stream :meth:`learned_spam_cut` is chosen on (and, for a stack, its
         combiner's ``row``: :meth:`~spamkit.models.stack.FisherNBStack.component_log_odds`, then
-        the side scores)."""
+        the side scores; and its ``familiarity`` then, for :meth:`refit_guard`)."""
         if self.judged is None:
-            self.judged = ([], [], [])
+            self.judged = ([], [], [], [])
         self.judged[0].append(float(p_spam))
         self.judged[1].append(bool(is_spam))
         if row is not None:
             self.judged[2].append(np.asarray(row, dtype=np.float64))
+        if familiarity is not None:
+            self.judged[3].append(float(familiarity))
 
     def cut_layer(self) -> tuple[float, float, float, float] | None:
-        """``(low, floor, c_fp, c_unsure)`` of a decision layer a learned spam cut applies to -- the
-        ham/spam/unsure cost matrix, nothing for a right decision, the same cost to leave ham and
-        spam unsure, and a non-empty band -- with no saved threshold; else None."""
-        c = self.costs
-        if (self.threshold is not None or c is None or sorted(c.classes) != [HAM_NAME, SPAM_NAME]
-                or sorted(c.decisions) != sorted([HAM_NAME, SPAM_NAME, UNSURE_NAME])):
+        """``(low, floor, c_fp, c_unsure)`` of the filter's decision layer if a learned spam cut
+        applies to it (:func:`spamkit.decide.thresholds.spam_cut_layer`) and no threshold is
+        saved; else None."""
+        if self.threshold is not None or self.costs is None:
             return None
-
-        def cost(decision, true):
-            return float(c.costs[c.decisions.index(decision), c.classes.index(true)])
-        unsure = cost(UNSURE_NAME, SPAM_NAME)
-        if cost(HAM_NAME, HAM_NAME) or cost(SPAM_NAME, SPAM_NAME) or cost(UNSURE_NAME, HAM_NAME) != unsure:
-            return None
-        low, high = unsure_band(cost(SPAM_NAME, HAM_NAME), cost(HAM_NAME, SPAM_NAME), unsure)
-        return (low, high, cost(SPAM_NAME, HAM_NAME), unsure) if low < high else None
+        return spam_cut_layer(self.costs.costs.tolist(), self.costs.classes, self.costs.decisions)
 
     def learned_spam_cut(self) -> float | None:
         """The spam cut the judged messages teach (:func:`spamkit.decide.thresholds.next_spam_cut`:
@@ -354,6 +348,28 @@ class Decisions(SideModels):
         with np.errstate(invalid="ignore", divide="ignore"):
             familiarity = np.where(distinct > 0, known / distinct, 1.0)
         self.guard = FamiliarityGuard.from_training(familiarity)
+        self.guard_reference = familiarity if self.guard is not None else None
+
+    #: the training messages' leave-one-out familiarities the guard was fitted on (kept in the
+    #: file, for :meth:`refit_guard`); None: not kept (a file written before they were)
+    guard_reference: np.ndarray | None = None
+
+    def refit_guard(self) -> bool:
+        """Fit the guard's floor and typical level again on every message the filter has learned:
+        the training messages' leave-one-out familiarities and the judged messages'
+        (``spamkit learn --all-mail``: each measured before it was learned), so that mail like the
+        mail it was told about since training is familiar; its other settings stay. Mail from
+        another server, learned whole, then stops being left unsure for its unfamiliarity
+        alone (docs/history.md, "Learning all the mail"). Only where the training
+        familiarities are kept (a file of before they were keeps its guard). True if refitted."""
+        if self.guard is None or self.guard_reference is None or self.judged is None or not self.judged[3]:
+            return False
+        fresh = FamiliarityGuard.from_training(np.concatenate([self.guard_reference, self.judged[3]]))
+        if fresh is None:
+            return False
+        self.guard = FamiliarityGuard.from_dict({**self.guard.as_dict(), "floor": fresh.floor,
+                                                 "typical": fresh.typical})
+        return True
 
     def familiarity(self, token_lists, X) -> np.ndarray:
         """The share of each message's distinct tokens that the filter saw in training."""

@@ -107,7 +107,8 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
             lp = spam_filter.log_proba(X, side)[0]
             if judge:
                 spam_filter.judge(float(np.exp(lp[spam_filter.spam_column])), label == SPAM_NAME,
-                                  combiner_row(spam_filter.model, X, side))
+                                  combiner_row(spam_filter.model, X, side),
+                                  float(spam_filter.familiarity(token_lists, X)[0]))
                 report.judged += 1
                 report.refits += refit_when_due(spam_filter)
             if on_error and str(spam_filter.classes_[np.argmax(lp)]) == label:
@@ -136,16 +137,19 @@ def combiner_row(model, X, side) -> np.ndarray | None:
 
 def refit_when_due(spam_filter: SpamFilter) -> bool:
     """Refit a stack's combiner on the judged messages' rows
-    (:meth:`~spamkit.models.combiner.StackCombiner.refit_combiner`), on the schedule the learned
-    spam cut is re-chosen on (every :data:`~spamkit.decide.thresholds.STREAM_CUT_EVERY` judged
-    messages from :data:`~spamkit.decide.thresholds.STREAM_CUT_AFTER`: however the mail is split
-    between runs of ``spamkit learn``, the same messages give the same combiner). True if it refitted."""
+    (:meth:`~spamkit.models.combiner.StackCombiner.refit_combiner`) and the familiarity guard on
+    their familiarities as well as the training messages'
+    (:meth:`~spamkit.filterfile.verdicts.Decisions.refit_guard`), on the schedule the learned spam
+    cut is re-chosen on (every :data:`~spamkit.decide.thresholds.STREAM_CUT_EVERY` judged messages
+    from :data:`~spamkit.decide.thresholds.STREAM_CUT_AFTER`: however the mail is split between
+    runs of ``spamkit learn``, the same messages give the same filter). True if it refitted."""
     judged = spam_filter.judged
-    if judged is None or not judged[2] or not hasattr(spam_filter.model, "refit_combiner"):
+    n = len(judged[0]) if judged is not None else 0
+    if judged is None or n < STREAM_CUT_AFTER or (n - STREAM_CUT_AFTER) % STREAM_CUT_EVERY:
         return False
-    n = len(judged[2])
-    if n < STREAM_CUT_AFTER or (n - STREAM_CUT_AFTER) % STREAM_CUT_EVERY or all(judged[1]) or not any(judged[1]):
-        return False
+    spam_filter.refit_guard()
+    if not judged[2] or not hasattr(spam_filter.model, "refit_combiner") or all(judged[1]) or not any(judged[1]):
+        return True
     rows = np.vstack(judged[2])
     k = spam_filter.model.score_columns()
     spam_filter.model.refit_combiner(rows[:, :k], np.asarray(judged[1]), rows[:, k:] if rows.shape[1] > k else None)

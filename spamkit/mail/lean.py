@@ -36,8 +36,10 @@ import os
 import sys
 
 from ..decide.familiar import discount, discounted_row, guard_settings
+from ..decide.rules import STREAM_CUT_AFTER, spam_cut_layer
 from ..common.errors import ConfigError, ModelFormatError
-from ..filterfile.manifest import check_manifest, dtype_of, format_error, manifest_sha256, open_zip, read_lines, read_member, term_hash, whole_file
+from ..filterfile.manifest import (check_manifest, dtype_of, format_error, judged_shapes_problem, manifest_sha256,
+                                  open_zip, read_lines, read_member, term_hash, whole_file)
 from ..filterfile.budget import expected_sizes
 from ..parse.message import parse_message
 from .leansides import LeanContext, LeanGrams
@@ -133,7 +135,26 @@ class LeanFilter:
         decision = extra.get("decision")
         if decision:
             self.set_costs(decision["costs"], decision["classes"], decision["decisions"])
+        self.spam_cut = self._learned_cut(path, manifest, extra.get("spam_cut"), decision)
         self.prior_shift = 0.0
+
+    def _learned_cut(self, path, manifest: dict, cut, decision) -> float | None:
+        """The spam cut ``spamkit learn --all-mail`` chose, checked as the full route checks it
+        (``SpamFilter.keep_learned_cut``: the number of judged messages the file holds, a decision
+        layer it applies to, not below the costs' own cut); None if the file has none."""
+        if not cut:
+            return None
+        try:
+            p_spam, judged = float(cut["p_spam"]), int(cut["judged"])
+        except (KeyError, TypeError, ValueError):
+            format_error(path, "damaged learned spam cut")
+        layer = None if self.threshold is not None or not decision else spam_cut_layer(
+            decision["costs"], decision["classes"], decision["decisions"])
+        held = manifest["arrays"].get("filter.judged_p_spam", {}).get("shape")
+        if held != [judged] or judged < STREAM_CUT_AFTER or layer is None or not layer[1] <= p_spam <= 1.0:
+            format_error(path, f"damaged learned spam cut (P(spam) {p_spam:g} after {judged} judged messages does "
+                               "not fit the file's decision layer and judged messages)")
+        return p_spam
 
     # ------------------------------------------------------------- settings (as SpamFilter's)
 
@@ -241,6 +262,8 @@ class LeanFilter:
                 return "unsure"
             if extra and self._cheapest(discounted_row(proba, self.spam, extra)) != "spam":
                 return "unsure"
+        if decision == "spam" and self.spam_cut is not None and proba[self.spam] <= self.spam_cut:
+            return "unsure"                          # the cut learned from all the mail
         return decision
 
     def _cheapest(self, proba: Sequence[float]) -> str:
@@ -292,6 +315,32 @@ _INDEX = {"filter.term_hash": "uint64", "filter.term_hash_column": "int64"}
 #: and its table: packed, or dense as older files hold it (both are read)
 _CONTEXT = {"filter.context_class_count": "float64", "filter.context_symbol_count": "float64"}
 _CONTEXT_TABLE = {"filter.context_packed": "uint8", "filter.context_table": "uint32"}
+
+
+#: arrays of other types that a learned filter carries and this module does not use (the messages
+#: ``spamkit learn`` added, the labels of those it judged): read, checksummed and their shapes
+#: checked as the full route checks them (spamkit.filterfile.carried), so that both routes accept
+#: the same files
+_CARRIED = {"filter.learned_keys": "uint8", "filter.learned_labels": "<U", "filter.judged_spam": "uint8"}
+
+
+def _carried(name: str, meta: dict) -> bool:
+    return name in _CARRIED and str(meta["dtype"]).startswith(_CARRIED[name])
+
+
+def _check_carried(path, described: dict) -> None:
+    """The shape checks the full route makes of the learned messages and the judged ones
+    (:func:`spamkit.filterfile.carried.restore_carried`), from the manifest's shapes."""
+    keys, labels = described.get("filter.learned_keys"), described.get("filter.learned_labels")
+    if keys is not None:
+        shape = keys["shape"]
+        if len(shape) != 2 or shape[1] != 16 or labels is None or labels["shape"] != [shape[0]]:
+            format_error(path, "damaged list of learned messages")
+    judged = {name[len("filter."):]: (meta["dtype"], meta["shape"]) for name, meta in described.items()
+              if name.startswith("filter.judged_")}
+    problem = judged_shapes_problem(judged) if judged else None
+    if problem:
+        format_error(path, f"damaged list of judged messages ({problem})")
 
 
 def _accepts_context(manifest: dict) -> bool:
@@ -366,14 +415,17 @@ def lean_filter(path, trusted: bool = False, with_sha256: bool = False) -> LeanF
         # accept the same files; the vocabulary's hash keys only when indexed (they are not values)
         wanted = [name for name, meta in described.items()
                   if name not in _INDEX or indexed] if all(meta["dtype"] in DTYPES or name in _CONTEXT_TABLE
-                                                          for name, meta in described.items()) else None
+                                                          or _carried(name, meta) for name, meta in described.items()) else None
         if wanted is None:
             return None                                  # an array of another type: the full route reads it
+        _check_carried(path, described)
         readers = {"filter.context_table": npy_uint32, "filter.context_packed": npy_bytes}
         try:
+            for name in [name for name in wanted if name in _CARRIED]:
+                read_member(z, path, described[name], sizes[described[name]["file"]])   # checksummed, not used
             arrays = {name: (readers[name](z, path, name, meta, sizes[meta["file"]]) if name in readers
                              else npy_values(read_member(z, path, meta, sizes[meta["file"]]), path, name, meta))
-                      for name, meta in described.items() if name in wanted}
+                      for name, meta in described.items() if name in wanted and name not in _CARRIED}
             for name, values in arrays.items():
                 if name not in _INDEX and name not in readers:
                     check_values(values, path, name, described[name]["dtype"])

@@ -224,7 +224,10 @@ class StackCombiner:
         if self.combiner_anchor_ is None or self.combiner_precision_ is None:
             self.combiner_anchor_ = np.append(self.coef_, self.intercept_)
             self.combiner_precision_ = np.diag(np.append(np.ones(self._n_weights()), 0.0))
-        self.coef_, self.intercept_ = fit_l2_logistic(self.combiner_features(scores, side), is_c1,
-                                                      center=self.combiner_anchor_,
+        features = self.combiner_features(scores, side)
+        if not np.isfinite(features).all():
+            raise ConfigError("the judged messages' scores are not all finite (a distinct-token count below 0?); "
+                              "the combiner was not refitted")
+        self.coef_, self.intercept_ = fit_l2_logistic(features, is_c1, center=self.combiner_anchor_,
                                                       precision=self.combiner_precision_)
         return self
