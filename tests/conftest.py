@@ -169,3 +169,18 @@ def learned_copy(model: Path, tmp_path: Path) -> tuple[Path, Path]:
     ham = sorted((SAMPLE / "ham").iterdir())[0]
     assert CliRunner().invoke(cli, ["learn", str(learned), "--spam", str(ham)]).exit_code == 0
     return learned, ham
+
+
+def rewritten_filter(path: Path, out: Path, edit) -> Path:
+    """A copy of the filter file ``path`` at ``out``, its manifest (a dict) and members (name ->
+    bytes) changed first by ``edit(manifest, members)``: a damaged file that still opens."""
+    import json
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    edit(manifest, members)
+    with zipfile.ZipFile(out, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, json.dumps(manifest) if name == "manifest.json" else data)
+    return out

@@ -32,7 +32,7 @@ from spamkit.parse.markup import split_tags
 from spamkit.common.passthrough import EXIT_ERROR, VERDICT_STATUSES
 from spamkit.filterfile.spamfilter import SpamFilter
 
-from conftest import REPO, lean_route_of_a_context_model, shared_corpus
+from conftest import REPO, lean_route_of_a_context_model, rewritten_filter, shared_corpus
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 PIPE = [sys.executable, "-m", "spamkit", "filter"]
@@ -361,7 +361,6 @@ def test_a_damaged_or_inconsistent_file_is_refused(mail, tmp_path):
 def test_both_routes_decide_with_a_learned_spam_cut_and_refuse_a_damaged_one(mail, tmp_path):
     """A spam cut ``spamkit learn --all-mail`` chose: both routes make the spam at or below it
     unsure, and both refuse a cut that does not fit the file."""
-    import json
     from spamkit.decide.rules import STREAM_CUT_AFTER
     full = _trained(mail, **BEST).set_costs(CostMatrix.default())
     p = full.p_spam(mail["trec"])
@@ -376,14 +375,9 @@ def test_both_routes_decide_with_a_learned_spam_cut_and_refuse_a_damaged_one(mai
     by_cut = [v for v, score in zip(verdicts, p) if 0.98 < score <= q]
     assert by_cut and set(by_cut) == {"unsure"}
     assert "spam" in [v for v, score in zip(verdicts, p) if score > q]
-    with zipfile.ZipFile(path) as z:
-        members = {n: z.read(n) for n in z.namelist()}
-    manifest = json.loads(members["manifest.json"])
-    manifest["extra"]["spam_cut"]["judged"] = STREAM_CUT_AFTER + 1      # not the judged messages held
-    bad = tmp_path / "bad.spamkit"
-    with zipfile.ZipFile(bad, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, json.dumps(manifest) if name == "manifest.json" else data)
+    def miscounted(manifest, members):
+        manifest["extra"]["spam_cut"]["judged"] = STREAM_CUT_AFTER + 1   # not the judged messages held
+    bad = rewritten_filter(path, tmp_path / "bad.spamkit", miscounted)
     for load in (lean_filter, SpamFilter.load):
         with pytest.raises(ModelFormatError, match="learned spam cut"):
             load(bad)

@@ -17,7 +17,7 @@ from spamkit.filterfile.config import BEST, build_filter
 from spamkit.jobs.learn import learn_messages
 from spamkit.models.logistic import fit_l2_logistic, logistic_precision
 
-from conftest import SAMPLE, shared_corpus
+from conftest import SAMPLE, rewritten_filter, shared_corpus
 
 
 def test_the_next_cut_is_the_stream_cut_of_the_message_after():
@@ -155,8 +155,6 @@ def test_the_judged_messages_their_cut_and_the_combiners_prior_survive_the_file(
 
 
 def test_a_damaged_cut_or_judged_list_is_refused(tmp_path):
-    import json
-    import zipfile
     spam = [m for m in Corpus(SAMPLE) if m.label == "spam"]
     ham = [m for m in Corpus(SAMPLE) if m.label == "ham"]
     f = build_filter(**BEST).fit(spam[:10] + ham[:10])
@@ -165,15 +163,11 @@ def test_a_damaged_cut_or_judged_list_is_refused(tmp_path):
         f.judge(0.999 if i % 2 else 0.995, bool(i % 2))
     path = tmp_path / "f.spamkit"
     f.save(path)
-    with zipfile.ZipFile(path) as z:
-        members = {n: z.read(n) for n in z.namelist()}
-    manifest = json.loads(members["manifest.json"])
-    assert manifest["extra"]["spam_cut"]["judged"] == STREAM_CUT_AFTER
-    manifest["extra"]["spam_cut"]["p_spam"] = 0.5          # below the costs' own cut
-    bad = tmp_path / "bad.spamkit"
-    with zipfile.ZipFile(bad, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, json.dumps(manifest) if name == "manifest.json" else data)
+
+    def below_the_costs_cut(manifest, members):
+        assert manifest["extra"]["spam_cut"]["judged"] == STREAM_CUT_AFTER
+        manifest["extra"]["spam_cut"]["p_spam"] = 0.5
+    bad = rewritten_filter(path, tmp_path / "bad.spamkit", below_the_costs_cut)
     with pytest.raises(ModelFormatError, match="learned spam cut"):
         SpamFilter.load(bad)
 
@@ -197,6 +191,8 @@ def test_all_mail_on_the_command_line(tmp_path):
     assert "spam cut: P(spam) above 0.98, chosen on the 240 messages judged in all" in result.output
     judged = SpamFilter.load(model).judged
     assert len(judged[0]) == len(judged[2]) == 240 and sum(judged[1]) == 110
+    assert "spam cut    spam only above P(spam) 0.98, chosen on the 240 messages spamkit learn --all-mail judged" \
+        in runner.invoke(cli, ["info", str(model)]).output
     fresh = tmp_path / "m2.spamkit"
     assert runner.invoke(cli, ["train", str(SAMPLE), "-o", str(fresh)]).exit_code == 0
     result = runner.invoke(cli, ["learn", str(fresh), "--all-mail", "--ham", str(_three_messages(tmp_path))])
@@ -232,7 +228,8 @@ def test_the_guard_is_refitted_on_the_training_and_the_judged_familiarities(tmp_
 
 
 def test_judged_arrays_of_the_wrong_shape_are_refused_by_both_routes(tmp_path):
-    import zipfile
+    import hashlib
+    import io
     from spamkit.mail.lean import lean_filter
     f = build_filter(**BEST).fit(list(Corpus(SAMPLE)))
     f.set_costs(CostMatrix.default())
@@ -241,22 +238,13 @@ def test_judged_arrays_of_the_wrong_shape_are_refused_by_both_routes(tmp_path):
     path = tmp_path / "f.spamkit"
     f.save(path)
     assert lean_filter(path) is not None
-    # the labels' member replaced by one message fewer, its checksum and shape in the manifest to match
-    import hashlib
-    import io
-    import json
-    with zipfile.ZipFile(path) as z:
-        members = {n: z.read(n) for n in z.namelist()}
-    manifest = json.loads(members["manifest.json"])
-    meta = manifest["arrays"]["filter.judged_spam"]
-    buffer = io.BytesIO()
-    np.save(buffer, np.zeros(4, dtype=np.uint8))
-    members[meta["file"]] = buffer.getvalue()
-    meta.update(shape=[4], sha256=hashlib.sha256(buffer.getvalue()).hexdigest())
-    bad = tmp_path / "bad.spamkit"
-    with zipfile.ZipFile(bad, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, json.dumps(manifest) if name == "manifest.json" else data)
+    def one_label_short(manifest, members):        # its checksum and shape in the manifest to match
+        meta = manifest["arrays"]["filter.judged_spam"]
+        buffer = io.BytesIO()
+        np.save(buffer, np.zeros(4, dtype=np.uint8))
+        members[meta["file"]] = buffer.getvalue()
+        meta.update(shape=[4], sha256=hashlib.sha256(buffer.getvalue()).hexdigest())
+    bad = rewritten_filter(path, tmp_path / "bad.spamkit", one_label_short)
     for load in (lean_filter, SpamFilter.load):
         with pytest.raises(ModelFormatError, match="judged_spam is not uint8 of shape"):
             load(bad)

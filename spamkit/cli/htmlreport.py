@@ -369,19 +369,19 @@ def render_online_html(result: dict, command: str) -> str:
               for rate, value in m.get("spam_caught_pct_at_hm", {}).items()]]
     d = m.get("default_decision")
     if d:
-        rows.append((f"default decision: ham misfiled / unsure (ham below {d['low']:g}, spam above {d['high']:g})",
+        rows.append((f"costs' cut: ham misfiled / unsure (ham below {d['low']:g}, spam above {d['high']:g})",
                      value_span("measures.default_decision.ham_misfiled", d["ham_misfiled"], "{:.3f}%") + " / "
                      + value_span("measures.default_decision.ham_unsure", d["ham_unsure"], "{:.3f}%")))
-        rows.append(("default decision: spam caught / unsure",
+        rows.append(("costs' cut: spam caught / unsure",
                      value_span("measures.default_decision.spam_caught", d["spam_caught"], "{:.2f}%") + " / "
                      + value_span("measures.default_decision.spam_unsure", d["spam_unsure"], "{:.2f}%")))
     c = m.get("stream_cut_decision")
     if c:
-        rows.append((f"with the spam cut chosen on the stream so far ({c['high_range'][0]:g} to {c['high_range'][1]:g}):"
-                     " ham misfiled / unsure",
+        rows.append((f"default decision told every label (spamkit learn --all-mail; the spam cut chosen on the stream "
+                     f"so far, {c['high_range'][0]:g} to {c['high_range'][1]:g}): ham misfiled / unsure",
                      value_span("measures.stream_cut_decision.ham_misfiled", c["ham_misfiled"], "{:.3f}%") + " / "
                      + value_span("measures.stream_cut_decision.ham_unsure", c["ham_unsure"], "{:.3f}%")))
-        rows.append(("with the spam cut chosen on the stream so far: spam caught / unsure",
+        rows.append(("default decision told every label: spam caught / unsure",
                      value_span("measures.stream_cut_decision.spam_caught", c["spam_caught"], "{:.2f}%") + " / "
                      + value_span("measures.stream_cut_decision.spam_unsure", c["spam_unsure"], "{:.2f}%")))
     if "active" in st:

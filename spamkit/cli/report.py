@@ -235,6 +235,8 @@ def _guard_line(familiar: dict) -> str:
 EXTRA_LINES = (("context", partial(_side_model_line, "context")), ("grams", partial(_side_model_line, "grams")),
                ("calibration", _calibration_line),
                ("threshold", _threshold_line), ("decision", lambda d: f"  decision    {_describe_costs(d)}"),
+               ("spam_cut", lambda c: f"  spam cut    spam only above P(spam) {c['p_spam']:.6g}, chosen on the "
+                                      f"{c['judged']} messages spamkit learn --all-mail judged"),
                ("familiarity", _guard_line))
 
 
@@ -377,13 +379,13 @@ def render_online(r: dict, output: str | None) -> str:
              *caught_lines(m)]
     d = m.get("default_decision")
     if d:
-        lines.append(f"  default decision (ham below P(spam) {d['low']:g}, spam above {d['high']:g}): ham misfiled "
+        lines.append(f"  costs' cut (ham below P(spam) {d['low']:g}, spam above {d['high']:g}): ham misfiled "
                      f"{d['ham_misfiled']:.3f}%, ham unsure {d['ham_unsure']:.3f}%; spam caught "
                      f"{d['spam_caught']:.2f}%, spam unsure {d['spam_unsure']:.2f}%")
     c = m.get("stream_cut_decision")
     if c:
-        lines.append(f"  with the spam cut chosen on the stream so far (from {c['high_range'][0]:g} to "
-                     f"{c['high_range'][1]:g}, last {c['high']:g}): ham misfiled {c['ham_misfiled']:.3f}%, ham unsure "
+        lines.append(f"  default decision told every label (spamkit learn --all-mail: the spam cut chosen on the "
+                     f"stream so far, from {c['high_range'][0]:g} to {c['high_range'][1]:g}, last {c['high']:g}): ham misfiled {c['ham_misfiled']:.3f}%, ham unsure "
                      f"{c['ham_unsure']:.3f}%; spam caught {c['spam_caught']:.2f}%, spam unsure {c['spam_unsure']:.2f}%")
     if "active" in st:
         lines.append(f"  active     asked for {st['asked']} of at most {st['active']} labels (b {st['active_b']:g})")

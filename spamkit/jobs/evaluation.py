@@ -376,11 +376,13 @@ def online_run(rows, model, delay: int = 0, feedback_fraction: float = 1.0, seed
         raise CorpusError("online evaluation needs both ham and spam in the stream")
     scores = np.asarray(result.scores)
     result.measures = trec_measures(gold, scores, 0.0)
-    # the default three-way decision on P(spam) = sigmoid(log-odds): what a user of the filter gets
+    # the three-way decision on P(spam) = sigmoid(log-odds) at the costs' own cut: what a filter
+    # told only its mistakes decides
     p_spam = expit(scores)
     result.measures["default_decision"] = three_way_rates(gold, p_spam, *DEFAULT_BAND)
     # the same with the spam cut a filter re-chooses on the stream it has judged (only ever above
-    # the costs' own): thresholds.stream_spam_cuts
+    # the costs' own): thresholds.stream_spam_cuts; what a filter told every label decides
+    # (spamkit learn --all-mail: Decisions.learned_spam_cut)
     result.measures["stream_cut_decision"] = three_way_rates(gold, p_spam, DEFAULT_BAND[0],
                                                              stream_spam_cuts(gold, p_spam))
     result.learning_curve = learning_curve(gold, scores)
