@@ -71,10 +71,12 @@ ALLOWED = {
 MODULE_RULES = {
     # pipe mode's fast path: the standard library, the file's manifest, the message, the scoring
     # core's definitions (not its NumPy forms)
-    "mail/lean.py": {"common.compiled", "common.errors", "common.names", "decide.familiar", "filterfile.budget",
-                     "filterfile.manifest",
+    "mail/lean.py": {"common.compiled", "common.errors", "common.names", "decide.familiar", "decide.rules",
+                     "filterfile.budget", "filterfile.manifest",
                      "mail.leanarrays", "mail.leansides", "parse.message", "scoring", "text"},
     "mail/leanarrays.py": {"common.compiled", "common.patterns", "filterfile.manifest"},
+    # the decision rules' numbers that pipe mode's fast path shares with the full route
+    "decide/rules.py": {"common.errors", "common.labels"},
     "mail/leansides.py": {"common.compiled", "filterfile.manifest", "mail.leanarrays", "scoring"},
     # a filter file's manifest, read and checked with the standard library alone (and the zip
     # reader made of it)

@@ -25,14 +25,14 @@ class LearnReport:
     correct_skipped: int = 0
     #: messages scored before they were learned, for the learned spam cut (``judge``)
     judged: int = 0
-    #: times the stack's combiner was refitted on the judged messages
+    #: times the guard (and a stack's combiner) were refitted on the judged messages
     refits: int = 0
 
     def as_dict(self) -> dict:
         return {"learned": dict(self.learned), "forgotten": dict(self.forgotten), "relabelled": self.relabelled,
                 "already_learned": self.already, "not_learned_before": self.not_learned_before,
                 "skipped_correct": self.correct_skipped, "judged": self.judged,
-                "combiner_refits": self.refits}
+                "refits": self.refits}
 
 
 def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_error: bool = False,
