@@ -193,11 +193,14 @@ def test_all_mail_on_the_command_line(tmp_path):
     assert len(judged[0]) == len(judged[2]) == 240 and sum(judged[1]) == 110
     assert "spam cut    spam only above P(spam) 0.98, chosen on the 240 messages spamkit learn --all-mail judged" \
         in runner.invoke(cli, ["info", str(model)]).output
+    # the same folder again: every message already learned, none judged twice
+    result = runner.invoke(cli, ["learn", str(model), str(SAMPLE), "--all-mail"])
+    assert "240 already learned" in result.output and len(SpamFilter.load(model).judged[0]) == 240, result.output
     fresh = tmp_path / "m2.spamkit"
     assert runner.invoke(cli, ["train", str(SAMPLE), "-o", str(fresh)]).exit_code == 0
     result = runner.invoke(cli, ["learn", str(fresh), "--all-mail", "--ham", str(_three_messages(tmp_path))])
     assert "spam cut: the costs' own (3 messages judged in all; it is re-chosen from 200)" in result.output
-    for extra in (["--forget"], ["--corrections", "imaps://me@localhost/INBOX"]):
+    for extra in (["--forget"], ["--corrections", "imaps://me@localhost/INBOX"], ["--on-error"]):
         result = runner.invoke(cli, ["learn", str(model), str(SAMPLE), "--all-mail", *extra])
         assert result.exit_code == 2 and "--all-mail" in result.output, result.output
 

@@ -71,9 +71,10 @@ def learn_command(model, corpus, ham, spam, extra, fmt, classes, corrections, ju
         raise click.BadParameter("expected an imaps://USER@HOST/FOLDER address", param_hint="--corrections")
     if corrections and forget:
         raise click.UsageError("--corrections learns what you corrected; it does not combine with --forget")
-    if all_mail and (forget or corrections):
-        raise click.UsageError("--all-mail judges all the mail of a stretch of time; it does not combine with "
-                               + ("--forget" if forget else "--corrections (a sample of mistakes)"))
+    if all_mail and (forget or corrections or on_error):
+        raise click.UsageError("--all-mail judges and learns all the mail of a stretch of time; it does not combine "
+                               "with " + ("--forget" if forget else "--corrections (a sample of mistakes)" if corrections
+                                          else "--on-error (a message judged and not learned would be judged again)"))
     local = bool(corpus or local_ham or local_spam or extra)
     if not (local or imap["ham"] or imap["spam"] or corrections):
         raise click.UsageError("name at least one corpus (CORPUS, --ham, --spam, --class or --corrections)")

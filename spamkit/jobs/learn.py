@@ -48,18 +48,22 @@ def learn_messages(spam_filter: SpamFilter, messages, forget: bool = False, on_e
     ``on_message(source, what)`` hears what was done with each message.
 
     ``judge``: the messages are all the mail of a stretch of time, each with its label, not only
-    the filter's mistakes: each message not learned before is scored first and its P(spam) kept
-    with its label (:meth:`~spamkit.filterfile.verdicts.Decisions.judge`), so that the filter
-    re-chooses its spam cut from them as an online evaluation's stream cut does
-    (:meth:`~spamkit.filterfile.verdicts.Decisions.learned_spam_cut`). Corrections alone would
-    be a sample of mistakes, every ham among them above the cut.
+    the filter's mistakes: each message not learned before is scored first, and its P(spam),
+    label, combiner row and familiarity kept (:meth:`~spamkit.filterfile.verdicts.Decisions.judge`);
+    from them the filter refits its combiner and its guard (:func:`refit_when_due`) and
+    re-chooses its spam cut as an online evaluation's stream cut does
+    (:meth:`~spamkit.filterfile.verdicts.Decisions.learned_spam_cut`). Every judged message is
+    learned (not with ``on_error``: a message judged and not learned would be judged again by the
+    next run), and a message learned before is not judged again. Corrections alone would be a
+    sample of mistakes, every ham among them above the cut.
     """
     from ..parse.message import message_key
     if not hasattr(spam_filter.model, "unlearn"):
         raise ConfigError(f"{type(spam_filter.model).__name__} cannot learn incrementally; retrain it with "
                           "spamkit train (learn works for fisher-nb, fisher, multinomial and bernoulli)")
-    if judge and (forget or sorted(map(str, spam_filter.classes_)) != list(BINARY_CLASSES)):
-        raise ConfigError("judging messages (--all-mail) needs a ham/spam filter, and learns rather than forgets")
+    if judge and (forget or on_error or sorted(map(str, spam_filter.classes_)) != list(BINARY_CLASSES)):
+        raise ConfigError("judging messages (--all-mail) needs a ham/spam filter, and learns every message it "
+                          "judges (not with --forget or --on-error)")
     report = LearnReport()
 
     def tell(msg, what: str) -> None:
