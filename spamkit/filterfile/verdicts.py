@@ -214,7 +214,7 @@ class Decisions(SideModels):
 
     def cut_layer(self) -> tuple[float, float, float, float] | None:
         """``(low, floor, c_fp, c_unsure)`` of the filter's decision layer if a learned spam cut
-        applies to it (:func:`spamkit.decide.thresholds.spam_cut_layer`) and no threshold is
+        applies to it (:func:`spamkit.decide.rules.spam_cut_layer`) and no threshold is
         saved; else None."""
         if self.threshold is not None or self.costs is None:
             return None
